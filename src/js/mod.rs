@@ -1,0 +1,8 @@
+//! napi binding layer: thin wrappers that convert between JS values and the kernel.
+
+pub mod cancel;
+
+#[napi_derive::napi(catch_unwind)]
+pub fn kernel_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}

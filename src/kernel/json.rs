@@ -1,0 +1,229 @@
+//! JavaScript string semantics the contract is written in: UTF-16 lengths and slices,
+//! `String.prototype.trim`, the regex `\s` set, and a validating JSON scanner that accepts
+//! exactly what `JSON.parse` accepts.
+
+/// `str.length` in JS: UTF-16 code units.
+pub fn utf16_len(s: &str) -> usize {
+    // ASCII fast path: most tool output is ASCII.
+    if s.is_ascii() {
+        return s.len();
+    }
+    s.chars().map(char::len_utf16).sum()
+}
+
+/// Byte offset of UTF-16 index `idx` (clamped). A surrogate pair split in the middle rounds
+/// down to the start of the character (Rust strings cannot hold half a pair).
+pub fn utf16_to_byte(s: &str, idx: usize) -> usize {
+    if s.is_ascii() {
+        return idx.min(s.len());
+    }
+    let mut units = 0;
+    for (b, c) in s.char_indices() {
+        let w = c.len_utf16();
+        if units + w > idx {
+            return b;
+        }
+        units += w;
+    }
+    s.len()
+}
+
+/// `s.slice(start, end)` with UTF-16 indices (clamped).
+pub fn utf16_slice(s: &str, start: usize, end: usize) -> &str {
+    let a = utf16_to_byte(s, start);
+    let b = utf16_to_byte(s, end.max(start));
+    &s[a..b]
+}
+
+/// First `n` UTF-16 units of `s`.
+pub fn utf16_prefix(s: &str, n: usize) -> &str {
+    &s[..utf16_to_byte(s, n)]
+}
+
+/// Characters in JS's `\s` class and stripped by `trim()`.
+pub fn is_js_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+    )
+}
+
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+pub fn js_trim_end(s: &str) -> &str {
+    s.trim_end_matches(is_js_space)
+}
+
+/// True iff `JSON.parse(s)` would succeed (RFC 8259 grammar, any top-level value, JS
+/// whitespace rules: only space, tab, CR, LF around tokens; lone surrogate escapes allowed).
+pub fn is_valid_json(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = skip_ws(b, 0);
+    match value(b, i, 0) {
+        Some(end) => {
+            i = skip_ws(b, end);
+            i == b.len()
+        }
+        None => false,
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+fn value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    // Deep nesting is legal JSON; the limit only keeps the scanner's stack bounded.
+    if depth > 10_000 || i >= b.len() {
+        return None;
+    }
+    match b[i] {
+        b'{' => {
+            let mut j = skip_ws(b, i + 1);
+            if j < b.len() && b[j] == b'}' {
+                return Some(j + 1);
+            }
+            loop {
+                if j >= b.len() || b[j] != b'"' {
+                    return None;
+                }
+                j = string(b, j)?;
+                j = skip_ws(b, j);
+                if j >= b.len() || b[j] != b':' {
+                    return None;
+                }
+                j = skip_ws(b, j + 1);
+                j = value(b, j, depth + 1)?;
+                j = skip_ws(b, j);
+                match b.get(j) {
+                    Some(b',') => j = skip_ws(b, j + 1),
+                    Some(b'}') => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'[' => {
+            let mut j = skip_ws(b, i + 1);
+            if j < b.len() && b[j] == b']' {
+                return Some(j + 1);
+            }
+            loop {
+                j = value(b, j, depth + 1)?;
+                j = skip_ws(b, j);
+                match b.get(j) {
+                    Some(b',') => j = skip_ws(b, j + 1),
+                    Some(b']') => return Some(j + 1),
+                    _ => return None,
+                }
+            }
+        }
+        b'"' => string(b, i),
+        b't' => b[i..].starts_with(b"true").then_some(i + 4),
+        b'f' => b[i..].starts_with(b"false").then_some(i + 5),
+        b'n' => b[i..].starts_with(b"null").then_some(i + 4),
+        b'-' | b'0'..=b'9' => number(b, i),
+        _ => None,
+    }
+}
+
+fn string(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => {
+                match b.get(j + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                    b'u' => {
+                        let hex = b.get(j + 2..j + 6)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return None;
+                        }
+                        j += 6;
+                    }
+                    _ => return None,
+                }
+            }
+            0x00..=0x1F => return None,
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+fn number(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    if b[j] == b'-' {
+        j += 1;
+    }
+    match b.get(j)? {
+        b'0' => j += 1,
+        b'1'..=b'9' => {
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+        }
+        _ => return None,
+    }
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        let s = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j == s {
+            return None;
+        }
+    }
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let s = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j == s {
+            return None;
+        }
+    }
+    Some(j)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_helpers() {
+        assert_eq!(utf16_len("héllo"), 5);
+        assert_eq!(utf16_len("😀"), 2);
+        assert_eq!(utf16_slice("a😀b", 0, 3), "a😀");
+        assert_eq!(utf16_slice("a😀b", 3, 4), "b");
+        assert_eq!(utf16_prefix("abc", 10), "abc");
+    }
+
+    #[test]
+    fn trim_matches_js() {
+        assert_eq!(js_trim("\u{FEFF}\u{A0} x \n"), "x");
+        assert_eq!(js_trim_end(" x \u{2028}"), " x");
+    }
+
+    #[test]
+    fn json_validity_matches_json_parse() {
+        for ok in ["1", "-0.5e+3", "\"s\\u00e9\"", "[]", "{}", " {\"a\": [1, {\"b\": null}]} ", "true", "\"\\ud800\""] {
+            assert!(is_valid_json(ok), "{ok}");
+        }
+        for bad in ["", "01", "1.", "[1,]", "{\"a\":1,}", "'x'", "{a:1}", "nul", "\"\t\"", "1 2", "\u{A0}1"] {
+            assert!(!is_valid_json(bad), "{bad}");
+        }
+    }
+}

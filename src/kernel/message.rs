@@ -1,0 +1,428 @@
+//! Conversation model: `ContentBlock` / `LLMMessage` / `TokenUsage` as plain Rust.
+//!
+//! Messages arrive from JS as JSON text (`JSON.stringify` output) and are kept here as typed
+//! blocks. Tool inputs stay as the exact JSON text JS produced (`Box<RawValue>`), so key order
+//! and number formatting survive untouched and re-serialising reproduces `JSON.stringify`.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::json::utf16_len;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub input_tokens: f64,
+    pub output_tokens: f64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+    pub fn total(&self) -> f64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Block {
+    /// `text` is `None` only for a JS block whose `text` was `undefined` (kept as JS would).
+    Text { text: Option<String> },
+    Reasoning {
+        text: String,
+        signature: Option<String>,
+        redacted_data: Option<String>,
+        provenance: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Box<RawValue>,
+        signature: Option<String>,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: Option<bool>,
+    },
+    Image { media_type: String, data: String },
+    /// A block type this kernel does not know: carried through untouched.
+    Other(Box<RawValue>),
+}
+
+impl Block {
+    pub fn text(s: impl Into<String>) -> Block {
+        Block::Text { text: Some(s.into()) }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Block::Text { .. } => "text",
+            Block::Reasoning { .. } => "reasoning",
+            Block::ToolUse { .. } => "tool_use",
+            Block::ToolResult { .. } => "tool_result",
+            Block::Image { .. } => "image",
+            Block::Other(_) => "other",
+        }
+    }
+
+    /// Characters this block contributes to `estimateTokens` (UTF-16 code units).
+    pub fn estimate_chars(&self) -> usize {
+        match self {
+            Block::Text { text } => text.as_deref().map(utf16_len).unwrap_or(0),
+            Block::Reasoning { text, .. } => utf16_len(text),
+            Block::ToolResult { content, .. } => utf16_len(content),
+            Block::ToolUse { input, .. } => utf16_len(input.get()),
+            Block::Image { .. } => 64,
+            Block::Other(_) => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    pub fn user_text(text: impl Into<String>) -> Message {
+        Message { role: Role::User, content: vec![Block::text(text)] }
+    }
+
+    /// Concatenation of the `text` blocks (reasoning excluded).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for b in &self.content {
+            if let Block::Text { text: Some(t) } = b {
+                out.push_str(t);
+            }
+        }
+        out
+    }
+
+    pub fn has_tool_use(&self) -> bool {
+        self.content.iter().any(|b| matches!(b, Block::ToolUse { .. }))
+    }
+
+    pub fn has_tool_result(&self) -> bool {
+        self.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("message serialises")
+    }
+}
+
+/// Serialises with the key order the JS shapes are built with, so the output equals
+/// `JSON.stringify` of the same message.
+impl Serialize for Block {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Block::Other(raw) => raw.serialize(s),
+            Block::Text { text } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("type", "text")?;
+                if let Some(t) = text {
+                    m.serialize_entry("text", t)?;
+                }
+                m.end()
+            }
+            Block::Reasoning { text, signature, redacted_data, provenance } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("type", "reasoning")?;
+                m.serialize_entry("text", text)?;
+                if let Some(v) = signature {
+                    m.serialize_entry("signature", v)?;
+                }
+                if let Some(v) = redacted_data {
+                    m.serialize_entry("redactedData", v)?;
+                }
+                if let Some(v) = provenance {
+                    m.serialize_entry("provenance", v)?;
+                }
+                m.end()
+            }
+            Block::ToolUse { id, name, input, signature } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("type", "tool_use")?;
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("input", input)?;
+                if let Some(v) = signature {
+                    m.serialize_entry("signature", v)?;
+                }
+                m.end()
+            }
+            Block::ToolResult { tool_use_id, content, is_error } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("type", "tool_result")?;
+                m.serialize_entry("tool_use_id", tool_use_id)?;
+                m.serialize_entry("content", content)?;
+                if let Some(v) = is_error {
+                    m.serialize_entry("is_error", v)?;
+                }
+                m.end()
+            }
+            Block::Image { media_type, data } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("type", "image")?;
+                m.serialize_entry(
+                    "source",
+                    &ImageSource { kind: "base64", media_type, data },
+                )?;
+                m.end()
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("role", self.role.as_str())?;
+        m.serialize_entry("content", &self.content)?;
+        m.end()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Parsing from JS JSON
+
+/// How strictly to read blocks: adapter responses must be well formed (a malformed one fails
+/// the run); history handed in by the user is read leniently, as the original never checks it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Strictness {
+    Strict,
+    Lenient,
+}
+
+#[derive(serde::Deserialize)]
+struct RawBlock<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    signature: Option<&'a RawValue>,
+    #[serde(rename = "redactedData", borrow, default)]
+    redacted_data: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    provenance: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    is_error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    source: Option<&'a RawValue>,
+}
+
+fn opt_string(v: Option<&RawValue>) -> Result<Option<String>, ()> {
+    match v {
+        None => Ok(None),
+        Some(r) if r.get() == "null" => Ok(None),
+        Some(r) => serde_json::from_str::<String>(r.get()).map(Some).map_err(|_| ()),
+    }
+}
+
+fn req_string(v: Option<&RawValue>, field: &str, kind: &str) -> Result<String, String> {
+    match opt_string(v) {
+        Ok(Some(s)) => Ok(s),
+        _ => Err(format!("a \"{kind}\" block needs a string \"{field}\"")),
+    }
+}
+
+pub fn parse_block(raw: &RawValue, strict: Strictness) -> Result<Block, String> {
+    let text = raw.get();
+    if !text.starts_with('{') {
+        return Err(format!("content blocks must be objects, got {}", preview(text)));
+    }
+    let rb: RawBlock = serde_json::from_str(text).map_err(|e| format!("unreadable content block: {e}"))?;
+    let kind = opt_string(rb.kind).ok().flatten();
+    let lenient = strict == Strictness::Lenient;
+    match kind.as_deref() {
+        Some("text") => {
+            let t = opt_string(rb.text).map_err(|_| "a \"text\" block needs a string \"text\"".to_string())?;
+            if t.is_none() && !lenient {
+                return Err("a \"text\" block needs a string \"text\"".into());
+            }
+            Ok(Block::Text { text: t })
+        }
+        Some("reasoning") => Ok(Block::Reasoning {
+            text: if lenient {
+                opt_string(rb.text).ok().flatten().unwrap_or_default()
+            } else {
+                req_string(rb.text, "text", "reasoning")?
+            },
+            signature: opt_string(rb.signature).ok().flatten(),
+            redacted_data: opt_string(rb.redacted_data).ok().flatten(),
+            provenance: opt_string(rb.provenance).ok().flatten(),
+        }),
+        Some("tool_use") => {
+            let id = req_string(rb.id, "id", "tool_use")?;
+            let name = req_string(rb.name, "name", "tool_use")?;
+            let input = match rb.input {
+                Some(r) if r.get().starts_with('{') => r.to_owned(),
+                Some(_) | None if lenient => RawValue::from_string("{}".into()).unwrap(),
+                _ => return Err("a \"tool_use\" block needs an object \"input\"".into()),
+            };
+            Ok(Block::ToolUse { id, name, input, signature: opt_string(rb.signature).ok().flatten() })
+        }
+        Some("tool_result") => {
+            let tool_use_id = req_string(rb.tool_use_id, "tool_use_id", "tool_result")?;
+            let content = match opt_string(rb.content) {
+                Ok(Some(s)) => s,
+                _ if lenient => rb.content.map(|r| r.get().to_string()).unwrap_or_default(),
+                _ => return Err("a \"tool_result\" block needs a string \"content\"".into()),
+            };
+            let is_error = rb.is_error.and_then(|r| match r.get() {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            });
+            Ok(Block::ToolResult { tool_use_id, content, is_error })
+        }
+        Some("image") => {
+            #[derive(serde::Deserialize)]
+            struct Src {
+                #[serde(default)]
+                media_type: Option<String>,
+                #[serde(default)]
+                data: Option<String>,
+            }
+            let src: Option<Src> = rb.source.and_then(|r| serde_json::from_str(r.get()).ok());
+            match src {
+                Some(Src { media_type: Some(media_type), data: Some(data) }) => Ok(Block::Image { media_type, data }),
+                _ if lenient => Ok(Block::Other(raw.to_owned())),
+                _ => Err("an \"image\" block needs source.media_type and source.data".into()),
+            }
+        }
+        _ if lenient => Ok(Block::Other(raw.to_owned())),
+        Some(other) => Err(format!("unknown content block type \"{other}\"")),
+        None => Err("a content block has no \"type\"".into()),
+    }
+}
+
+pub fn parse_content(raw: &RawValue, strict: Strictness) -> Result<Vec<Block>, String> {
+    let items: Vec<&RawValue> = serde_json::from_str(raw.get())
+        .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(raw.get())))?;
+    items.into_iter().map(|b| parse_block(b, strict)).collect()
+}
+
+#[derive(serde::Deserialize)]
+struct RawMessage<'a> {
+    #[serde(default)]
+    role: Option<&'a str>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+}
+
+pub fn parse_message(raw: &RawValue, strict: Strictness) -> Result<Message, String> {
+    let rm: RawMessage = serde_json::from_str(raw.get()).map_err(|_| "a message must be an object".to_string())?;
+    let role = match rm.role {
+        Some("assistant") => Role::Assistant,
+        Some("user") => Role::User,
+        _ if strict == Strictness::Lenient => Role::User,
+        other => return Err(format!("unknown message role {other:?}")),
+    };
+    let content = match rm.content {
+        Some(c) => parse_content(c, strict)?,
+        None if strict == Strictness::Lenient => Vec::new(),
+        None => return Err("a message needs a \"content\" array".into()),
+    };
+    Ok(Message { role, content })
+}
+
+/// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it).
+pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
+    let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| format!("messages must be an array: {e}"))?;
+    items.into_iter().map(|m| parse_message(m, strict)).collect()
+}
+
+/// Parses usage leniently: missing or non-numeric counts are 0.
+pub fn parse_usage(raw: Option<&RawValue>) -> Usage {
+    #[derive(serde::Deserialize, Default)]
+    struct U {
+        #[serde(default)]
+        input_tokens: Option<serde_json::Value>,
+        #[serde(default)]
+        output_tokens: Option<serde_json::Value>,
+    }
+    let u: U = raw.and_then(|r| serde_json::from_str(r.get()).ok()).unwrap_or_default();
+    let num = |v: Option<serde_json::Value>| v.and_then(|v| v.as_f64()).unwrap_or(0.0);
+    Usage { input_tokens: num(u.input_tokens), output_tokens: num(u.output_tokens) }
+}
+
+fn preview(s: &str) -> String {
+    let mut p: String = s.chars().take(40).collect();
+    if p.len() < s.len() {
+        p.push('…');
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_js_shapes() {
+        let json = r#"[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"x","input":{"b":1,"a":[1.5,"s"]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]"#;
+        let msgs = parse_messages(json, Strictness::Strict).unwrap();
+        let back: Vec<String> = msgs.iter().map(|m| m.to_json()).collect();
+        assert_eq!(format!("[{}]", back.join(",")), json);
+    }
+
+    #[test]
+    fn strict_rejects_malformed_blocks() {
+        let bad = RawValue::from_string(r#"[{"type":"tool_use","id":"1","name":"x","input":"nope"}]"#.into()).unwrap();
+        assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("object \"input\""));
+        let bad = RawValue::from_string(r#"[{"type":"text"}]"#.into()).unwrap();
+        assert!(parse_content(&bad, Strictness::Strict).is_err());
+        assert!(parse_content(&bad, Strictness::Lenient).is_ok());
+        let bad = RawValue::from_string(r#"{"type":"text"}"#.into()).unwrap();
+        assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("must be an array"));
+        let bad = RawValue::from_string(r#"[{"type":"weird"}]"#.into()).unwrap();
+        assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("weird"));
+        assert!(matches!(parse_content(&bad, Strictness::Lenient).unwrap()[0], Block::Other(_)));
+    }
+
+    #[test]
+    fn estimate_chars_counts_utf16() {
+        let b = Block::text("a😀");
+        assert_eq!(b.estimate_chars(), 3);
+    }
+}

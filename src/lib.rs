@@ -1,0 +1,9 @@
+//! oma-kernel: the single-agent execution kernel of open-multi-agent, in Rust.
+//!
+//! `kernel` (loop, grants, loop detection, context strategies, …), `tool` and `llm` are plain
+//! Rust; `js` is the thin napi binding, compiled only with the default `node` feature.
+
+pub mod kernel;
+
+#[cfg(feature = "node")]
+mod js;
