@@ -10,3 +10,4 @@ pub mod semaphore;
 pub mod structured_output;
 pub mod tokens;
 pub mod truncate;
+pub mod runner;
