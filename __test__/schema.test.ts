@@ -1,6 +1,7 @@
 // zodToJsonSchema (CONTRACT §8.3, key order per §7.1) for Zod 3, Zod 4 and plain JSON Schema.
 import { z } from 'zod'
 import { z as z4 } from 'zod/v4'
+import { z as zm } from 'zod/v4-mini'
 
 const { zodToJsonSchema, isZodSchema } = require('../lib/schema.js')
 
@@ -521,6 +522,17 @@ describe('zodToJsonSchema — Zod 4 specifics (mapped by judgement)', () => {
     })
     const S3 = z.number()
     expectSchema(zodToJsonSchema(z.tuple([S3, S3])), { type: 'array', prefixItems: [{ type: 'number' }, { type: 'number' }] })
+  })
+})
+
+describe('zodToJsonSchema — Zod 4 mini (same defs, no methods)', () => {
+  test('object with optional / nullable / default members', () => {
+    const s = zm.object({ a: zm.optional(zm.string()), b: zm.nullable(zm.number()), c: zm._default(zm.string(), 'x'), d: zm.boolean() })
+    expectSchema(zodToJsonSchema(s), {
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: ['number', 'null'] }, c: { type: 'string', default: 'x' }, d: { type: 'boolean' } },
+      required: ['d'],
+    })
   })
 })
 

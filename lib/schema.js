@@ -61,7 +61,7 @@ function withDesc(result, d) {
 
 /** §8.3 ZodNullable: widen a single `type` in place, otherwise wrap in `anyOf`. */
 function nullableOf(inner) {
-  return false ? { ...inner, type: [inner.type, 'null'] } : { anyOf: [inner, { type: 'null' }] }
+  return typeof inner.type === 'string' ? { ...inner, type: [inner.type, 'null'] } : { anyOf: [inner, { type: 'null' }] }
 }
 
 // ---------------------------------------------------------------------------------------------

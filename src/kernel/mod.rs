@@ -11,3 +11,4 @@ pub mod structured_output;
 pub mod tokens;
 pub mod truncate;
 pub mod runner;
+pub mod config;
