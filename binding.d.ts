@@ -15,4 +15,101 @@ export declare class CancelHandle {
   get cancelled(): boolean
 }
 
+export declare class JsonSchemaValidator {
+  /** Compiles `schema_json`; throws with the compiler's message for an invalid schema. */
+  constructor(schemaJson: string)
+  /** `[path, message]` pairs (path segments joined by '.'); empty when valid. */
+  validate(inputJson: string): Array<Array<string>>
+}
+
+export declare class LoopDetectorCore {
+  constructor(maxRepetitions?: number | undefined | null, window?: number | undefined | null)
+  /** `inputs`: `JSON.stringify(block.input)` per block. */
+  recordToolCalls(names: Array<string>, inputs: Array<string>): LoopInfoJs | null
+  recordText(text: string): LoopInfoJs | null
+}
+
+export declare class RunMachine {
+  next(aborted: boolean): number
+  takePlan(): string
+  estimateTokens(): number
+  /** Error message (for the user) or `null`. */
+  setConversation(json?: string | undefined | null): string | null
+  summaryInput(): string
+  onSummary(responseJson?: string | undefined | null): string | null
+  /** Error message (malformed response) or `null`. */
+  onResponse(responseJson?: string | undefined | null): string | null
+  setLoopAction(action: string): void
+  granted(i: number): boolean
+  toolResult(i: number, content: string, isError?: boolean | undefined | null, inputTokens?: number | undefined | null, outputTokens?: number | undefined | null): void
+  get hasTrailingWarning(): boolean
+  get turnText(): string
+  get textOut(): string
+  get loopKind(): string
+  get loopRepetitions(): number
+  get loopDetail(): string
+  get inputTokens(): number
+  get outputTokens(): number
+  get totalTokens(): number
+  get summaryInputTokens(): number
+  get summaryOutputTokens(): number
+  get turns(): number
+  get output(): string
+  /** Bit 0 budgetExceeded, bit 1 loopDetected, bit 2 aborted. */
+  get flags(): number
+}
+
+export declare class RunnerCore {
+  constructor()
+  /** Returns an error message for invalid options, `null` when accepted. */
+  configure(optionsJson: string): string | null
+  /** `names` / `runtime`: every registered tool in registration order and its runtime flag. */
+  resolveTools(names: Array<string>, runtime: Array<boolean>): ResolvedTools
+  /** Starts a run over `initial_json` (`JSON.stringify(initialMessages)`). */
+  start(initialJson: string, granted: Array<string>, hasOnWarning: boolean): RunMachine
+}
+
+export declare class SemaphoreCore {
+  constructor(max: number)
+  /** 0 = acquired now; otherwise the waiter id to park. */
+  acquire(): number
+  /** 0 = slot freed; otherwise the waiter id that now holds it. */
+  release(): number
+  get limit(): number
+  get active(): number
+  get pending(): number
+}
+
+export declare function estimateTokensJson(messagesJson: string): number
+
+export interface Extracted {
+  ok: boolean
+  /** The JSON text to parse, or the error message. */
+  text: string
+}
+
+export declare function extractJsonText(raw: string): Extracted
+
 export declare function kernelVersion(): string
+
+export interface LoopInfoJs {
+  kind: string
+  repetitions: number
+  detail: string
+}
+
+export declare function loopStoppedText(): string
+
+export declare function notGrantedText(tool: string): string
+
+export interface ResolvedTools {
+  names: Array<string>
+  warnings: Array<string>
+}
+
+/** `JSON.stringify(input)` in, redacted JSON out. */
+export declare function traceRedactJson(json: string): string
+
+export declare function traceRedactText(text: string): string
+
+export declare function truncateToolOutput(data: string, maxChars: number): string

@@ -836,4 +836,16 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.JsonSchemaValidator = nativeBinding.JsonSchemaValidator
+module.exports.LoopDetectorCore = nativeBinding.LoopDetectorCore
+module.exports.RunMachine = nativeBinding.RunMachine
+module.exports.RunnerCore = nativeBinding.RunnerCore
+module.exports.SemaphoreCore = nativeBinding.SemaphoreCore
+module.exports.estimateTokensJson = nativeBinding.estimateTokensJson
+module.exports.extractJsonText = nativeBinding.extractJsonText
 module.exports.kernelVersion = nativeBinding.kernelVersion
+module.exports.loopStoppedText = nativeBinding.loopStoppedText
+module.exports.notGrantedText = nativeBinding.notGrantedText
+module.exports.traceRedactJson = nativeBinding.traceRedactJson
+module.exports.traceRedactText = nativeBinding.traceRedactText
+module.exports.truncateToolOutput = nativeBinding.truncateToolOutput

@@ -313,3 +313,67 @@ impl JsonSchemaValidator {
             .collect()
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// LoopDetector (public class) and the gate's text
+
+#[napi(object)]
+pub struct LoopInfoJs {
+    pub kind: String,
+    pub repetitions: u32,
+    pub detail: String,
+}
+
+fn info_js(i: crate::kernel::loop_detector::LoopInfo) -> LoopInfoJs {
+    LoopInfoJs { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail }
+}
+
+#[napi]
+pub struct LoopDetectorCore {
+    d: crate::kernel::loop_detector::LoopDetector,
+}
+
+#[napi]
+impl LoopDetectorCore {
+    #[napi(constructor)]
+    pub fn new(max_repetitions: Option<f64>, window: Option<f64>) -> Self {
+        LoopDetectorCore { d: crate::kernel::loop_detector::LoopDetector::new(max_repetitions, window) }
+    }
+    /// `inputs`: `JSON.stringify(block.input)` per block.
+    #[napi(catch_unwind)]
+    pub fn record_tool_calls(&mut self, names: Vec<String>, inputs: Vec<String>) -> Option<LoopInfoJs> {
+        let calls: Vec<(&str, &str)> = names.iter().zip(inputs.iter()).map(|(n, i)| (n.as_str(), i.as_str())).collect();
+        self.d.record_tool_calls(&calls).map(info_js)
+    }
+    #[napi(catch_unwind)]
+    pub fn record_text(&mut self, text: String) -> Option<LoopInfoJs> {
+        self.d.record_text(&text).map(info_js)
+    }
+}
+
+#[napi(catch_unwind)]
+pub fn not_granted_text(tool: String) -> String {
+    crate::kernel::runner::not_granted(&tool)
+}
+
+#[napi(catch_unwind)]
+pub fn loop_stopped_text() -> String {
+    crate::kernel::runner::LOOP_STOPPED_RESULT.to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// Trace redaction (§13), applied by the runner to tool_call traces
+
+#[napi(catch_unwind)]
+pub fn trace_redact_text(text: String) -> String {
+    crate::redaction::redact_sensitive_text(&text)
+}
+
+/// `JSON.stringify(input)` in, redacted JSON out.
+#[napi(catch_unwind)]
+pub fn trace_redact_json(json: String) -> String {
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(v) => crate::redaction::redact_sensitive_value(&v).to_string(),
+        Err(_) => "null".into(),
+    }
+}
