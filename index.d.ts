@@ -355,6 +355,10 @@ export declare class Agent {
   constructor(config: AgentConfig, toolRegistry: ToolRegistry, toolExecutor: ToolExecutor)
   readonly name: string
   readonly config: AgentConfig
+  /** Internal, test-visible (CONTRACT §19.2): assign a runner before the first run to inject it. */
+  runner: AgentRunner | null
+  /** Internal, test-visible (CONTRACT §19.2): the persistent history `prompt()` reads and appends to. */
+  messageHistory: LLMMessage[]
   run(prompt: string, runOptions?: Partial<RunOptions>): Promise<AgentRunResult>
   prompt(message: string): Promise<AgentRunResult>
   stream(prompt: string, runOptions?: Partial<RunOptions>): AsyncGenerator<StreamEvent>

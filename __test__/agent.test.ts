@@ -541,11 +541,11 @@ describe('timeout and abort (§4.3, §20.1 #7, §21 aborted/timedOut)', () => {
     expect(adapter.calls[0].options.abortSignal).toBeInstanceOf(AbortSignal)
   })
 
-  test('§5.5: the runner awaits the tool, so the slow tool result is recorded unchanged', async () => {
+  test('oma-kernel: a tool still running when the run aborts is answered at once (README, Differences)', async () => {
     const { agent } = slowSetup({ timeoutMs: 50 })
     const r = await agent.run('go')
-    expect(r.toolCalls[0].output).toBe('slept')
-    expect(r.messages[1].content[0]).toStrictEqual({ type: 'tool_result', tool_use_id: 'slow1', content: 'slept', is_error: undefined })
+    expect(r.toolCalls[0].output).toBe('Tool "slow" was aborted during execution.')
+    expect(r.messages[1].content[0]).toStrictEqual({ type: 'tool_result', tool_use_id: 'slow1', content: 'Tool "slow" was aborted during execution.', is_error: true })
   })
 
   test('timeoutMs via prompt(): flags present, history gets the partial messages', async () => {
@@ -578,6 +578,40 @@ describe('timeout and abort (§4.3, §20.1 #7, §21 aborted/timedOut)', () => {
     expect(r.messages).toStrictEqual([])
     expect(r.aborted).toBe(true)
     expect('timedOut' in r).toBe(false)
+  })
+
+  test('the timeout-only signal reaches the adapter; its reason is a TimeoutError DOMException', async () => {
+    const { agent, adapter } = slowSetup({ timeoutMs: 50 })
+    await agent.run('go')
+    const signal = adapter.calls[0].options.abortSignal!
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason.name).toBe('TimeoutError')
+    expect(signal.reason.message).toBe('The operation was aborted due to timeout')
+  })
+
+  test('caller signal + timeout are merged: a new signal whose reason is an AbortError DOMException', async () => {
+    const ctl = new AbortController()
+    const { agent, adapter } = slowSetup({ timeoutMs: 60_000 }, () => ctl.abort(new Error('caller reason')))
+    const r = await agent.run('go', { abortSignal: ctl.signal })
+    const signal = adapter.calls[0].options.abortSignal!
+    expect(signal).not.toBe(ctl.signal)
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason.name).toBe('AbortError')
+    expect(signal.reason.message).toBe('This operation was aborted')
+    expect(r.aborted).toBe(true)
+    expect('timedOut' in r).toBe(false)
+  })
+
+  test('each run gets a fresh timeout signal', async () => {
+    const adapter = new MockAdapter([textReply('a'), textReply('b')])
+    const { agent } = setup({ timeoutMs: 60_000 }, adapter)
+    await agent.run('1')
+    await agent.run('2')
+    const s1 = adapter.calls[0].options.abortSignal
+    const s2 = adapter.calls[1].options.abortSignal
+    expect(s1).toBeInstanceOf(AbortSignal)
+    expect(s2).toBeInstanceOf(AbortSignal)
+    expect(s1).not.toBe(s2)
   })
 
   test('no abort: neither aborted nor timedOut keys on the result', async () => {

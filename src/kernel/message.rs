@@ -275,7 +275,13 @@ pub fn parse_block(raw: &RawValue, strict: Strictness) -> Result<Block, String> 
     let lenient = strict == Strictness::Lenient;
     match kind.as_deref() {
         Some("text") => {
-            let t = opt_string(rb.text).map_err(|_| "a \"text\" block needs a string \"text\"".to_string())?;
+            // History handed in by the user may carry anything (a beforeRun hook's non-string
+            // prompt is sent as is); only the model's answers must be well formed.
+            let t = match opt_string(rb.text) {
+                Ok(t) => t,
+                Err(_) if lenient => None,
+                Err(_) => return Err("a \"text\" block needs a string \"text\"".into()),
+            };
             if t.is_none() && !lenient {
                 return Err("a \"text\" block needs a string \"text\"".into());
             }
@@ -412,6 +418,9 @@ mod tests {
         assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("object \"input\""));
         let bad = RawValue::from_string(r#"[{"type":"text"}]"#.into()).unwrap();
         assert!(parse_content(&bad, Strictness::Strict).is_err());
+        let num = RawValue::from_string(r#"[{"type":"text","text":42}]"#.into()).unwrap();
+        assert!(parse_content(&num, Strictness::Strict).is_err());
+        assert!(matches!(parse_content(&num, Strictness::Lenient).unwrap()[0], Block::Text { text: None }));
         assert!(parse_content(&bad, Strictness::Lenient).is_ok());
         let bad = RawValue::from_string(r#"{"type":"text"}"#.into()).unwrap();
         assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("must be an array"));
