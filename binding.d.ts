@@ -30,7 +30,18 @@ export declare class LoopDetectorCore {
 }
 
 export declare class RunMachine {
+  /**
+   * The next operation, encoded to save crossings: bits 0–4 the `Op`; for `ToolRound`,
+   * bit 5 = a trailing warning text goes into the result message and bits 6–29 = the gate's
+   * verdict for blocks 0–23 (the driver asks `granted(i)` for further blocks).
+   */
   next(aborted: boolean): number
+  /**
+   * `on_response` followed by `next`: the op, or -1 when the response was malformed (the
+   * message is then in `error`).
+   */
+  respond(responseJson?: string | undefined | null): number
+  get error(): string
   takePlan(): string
   estimateTokens(): number
   /** Error message (for the user) or `null`. */
@@ -113,3 +124,6 @@ export declare function traceRedactJson(json: string): string
 export declare function traceRedactText(text: string): string
 
 export declare function truncateToolOutput(data: string, maxChars: number): string
+
+/** Checks runner options without keeping them (the Agent validates at construction). */
+export declare function validateRunnerOptions(optionsJson: string): string | null

@@ -849,3 +849,4 @@ module.exports.notGrantedText = nativeBinding.notGrantedText
 module.exports.traceRedactJson = nativeBinding.traceRedactJson
 module.exports.traceRedactText = nativeBinding.traceRedactText
 module.exports.truncateToolOutput = nativeBinding.truncateToolOutput
+module.exports.validateRunnerOptions = nativeBinding.validateRunnerOptions

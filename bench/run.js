@@ -26,6 +26,19 @@ const vm = require('vm')
 
 const ROOT = path.resolve(__dirname, '..')
 const kernel = require(ROOT)
+
+// Which addon file this process runs. Other builds (npm test = build:debug) may replace the
+// file while the benchmark runs; the parent and every W2 child compare this identity so a
+// mixed release/debug run fails instead of producing a misleading table.
+function addonIdentity() {
+  const files = fs.readdirSync(ROOT).filter((n) => n.endsWith('.node')).sort()
+  return files.map((n) => {
+    const st = fs.statSync(path.join(ROOT, n))
+    return { file: n, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs }
+  })
+}
+const ADDON = addonIdentity()
+const sameAddon = (a, b) => JSON.stringify(a) === JSON.stringify(b)
 const ai = require('ai')
 const { MockLanguageModelV3 } = require('ai/test')
 const { z } = require('zod')
@@ -304,7 +317,7 @@ async function w2Child(side, N, T) {
   if (executed[side] - before !== N * T) fail(`${side}: W2 executed ${executed[side] - before} tools, expected ${N * T}`)
   const hwmKb = hwmReset ? readHwmKb() : null
   const peak = Math.max(peakSampled, hwmKb !== null ? hwmKb * 1024 : 0)
-  return { side, N, T, wallMs, baseRss: base, peakRss: peak, peakSampled, hwm: hwmKb !== null ? hwmKb * 1024 : null, deltaKbPerAgent: (peak - base) / 1024 / N }
+  return { side, N, T, addon: ADDON, wallMs, baseRss: base, peakRss: peak, peakSampled, hwm: hwmKb !== null ? hwmKb * 1024 : null, deltaKbPerAgent: (peak - base) / 1024 / N }
 }
 
 function w2Parent(N, T, reps) {
@@ -316,7 +329,11 @@ function w2Parent(N, T, reps) {
       })
       if (p.status !== 0) throw new Error(`W2 child ${side} exited with ${p.status}${p.signal ? ` (${p.signal})` : ''}`)
       const line = p.stdout.trim().split('\n').pop()
-      results[side].push(JSON.parse(line))
+      const res = JSON.parse(line)
+      if (!sameAddon(res.addon, ADDON)) {
+        throw new Error(`the addon changed during the run (W2 child ${side} loaded ${JSON.stringify(res.addon)}, the parent ${JSON.stringify(ADDON)}): someone rebuilt it; run again`)
+      }
+      results[side].push(res)
     }
   }
   const summary = {}
@@ -404,11 +421,10 @@ async function main() {
   const w2reps = quick ? 1 : 3
 
   // The addon's size tells a release build (a few MB) from a debug one (tens of MB).
-  const addon = fs.readdirSync(ROOT).filter((n) => n.endsWith('.node'))
-    .map((n) => {
-      const mb = fs.statSync(path.join(ROOT, n)).size / 1048576
-      return `${n} ${mb.toFixed(1)} MB${mb > 20 ? ' (looks like a DEBUG build: run `npm run bench`)' : ''}`
-    })
+  const addon = ADDON.map(({ file, size }) => {
+    const mb = size / 1048576
+    return `${file} ${mb.toFixed(1)} MB${mb > 20 ? ' (looks like a DEBUG build: run `npm run bench`)' : ''}`
+  })
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ')
   const env0 = `Node ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0].model}), ai ${require('ai/package.json').version}, ` +
     `zod ${require('zod/package.json').version}, addon ${addon.join(', ')}`
@@ -417,6 +433,7 @@ async function main() {
 
   const rows = await w1([[1, 10], [4, 10], [16, 10], [1, 200]], samples, sampleMs)
   const w2res = w2Parent(N, T2, w2reps)
+  if (!sameAddon(addonIdentity(), ADDON)) throw new Error('the addon file changed during the run (someone rebuilt it); run again')
   console.log(report(rows, w2res, N, T2, samples, sampleMs, `${env0}; load average ${load0} at start, ${load()} at end`))
   if (argv.includes('--json')) console.log(JSON.stringify({ rows, w2: w2res }, null, 1))
 }

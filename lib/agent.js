@@ -58,8 +58,7 @@ class Agent {
     this.messageHistory = []
     this.state = { status: 'idle', messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
     // Bad configuration is reported here rather than on the first run.
-    const probe = new native.RunnerCore()
-    const err = probe.configure(JSON.stringify({
+    const err = native.validateRunnerOptions(JSON.stringify({
       maxTurns: typeof config.maxTurns === 'number' && !Number.isFinite(config.maxTurns) ? String(config.maxTurns) : config.maxTurns,
       toolPreset: config.toolPreset,
       allowedTools: config.tools,

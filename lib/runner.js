@@ -145,9 +145,14 @@ class AgentRunner {
     const trace = { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' }
     let response
 
+    let code = -1 // an op already fetched together with the model's response
     try {
       for (;;) {
-        switch (m.next(signal?.aborted === true)) {
+        if (code < 0) code = m.next(signal?.aborted === true)
+        const op = code & 31
+        const bits = code
+        code = -1
+        switch (op) {
           case OP.DONE: {
             const flags = m.flags
             const result = {
@@ -191,8 +196,8 @@ class AgentRunner {
             const startMs = Date.now()
             response = await this.adapter.chat(conv, chatOptions)
             const endMs = Date.now()
-            const err = m.onResponse(responseJson(response))
-            if (err) throw new Error(err)
+            code = m.respond(responseJson(response))
+            if (code < 0) throw new Error(m.error)
             if (onTrace) {
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: m.turns, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
@@ -245,7 +250,8 @@ class AgentRunner {
               cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
             }
             if (options.team !== undefined) context.team = options.team
-            const done = await Promise.all(blocks.map((b, i) => this._runBlock(b, m.granted(i), context, options, signal, onTrace, trace)))
+            const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : m.granted(i))
+            const done = await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
             const resultBlocks = []
             for (let i = 0; i < blocks.length; i++) {
               const { result, duration } = done[i]
@@ -258,7 +264,7 @@ class AgentRunner {
             }
             for (const block of resultBlocks) yield { type: 'tool_result', data: block }
             const content = resultBlocks.slice()
-            if (m.hasTrailingWarning) content.push({ type: 'text', text: m.textOut })
+            if (bits & 32) content.push({ type: 'text', text: m.textOut })
             const msg = { role: 'user', content }
             conv.push(msg)
             newMessages.push(msg)

@@ -43,7 +43,9 @@ class Semaphore {
     }
   }
   async run(fn) {
-    await this.acquire()
+    // A free slot is taken synchronously: no extra await on the hot path.
+    const id = this._core.acquire()
+    if (id !== 0) await new Promise((resolve) => this._waiters.set(id, resolve))
     try {
       return await fn()
     } finally {

@@ -11,7 +11,7 @@ use crate::kernel::config::runner_config_from_json;
 use crate::kernel::context::SummaryCache;
 use crate::kernel::grants::resolve_tools;
 use crate::kernel::message::{parse_messages, Strictness, Usage};
-use crate::kernel::runner::{Machine, RunnerConfig};
+use crate::kernel::runner::{Machine, Op, RunnerConfig};
 use crate::kernel::semaphore::{Acquire, Semaphore};
 use crate::kernel::{structured_output, tokens, truncate};
 
@@ -65,7 +65,7 @@ impl RunnerCore {
     pub fn start(&self, initial_json: String, granted: Vec<String>, has_on_warning: bool) -> Result<RunMachine> {
         let cfg = self.cfg()?;
         let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-        Ok(RunMachine { m: Machine::new(cfg, self.cache.clone(), initial, granted, has_on_warning), summary_usage: Usage::default() })
+        Ok(RunMachine { m: Machine::new(cfg, self.cache.clone(), initial, granted, has_on_warning), summary_usage: Usage::default(), error: String::new() })
     }
 }
 
@@ -73,6 +73,24 @@ impl RunnerCore {
 pub struct RunMachine {
     m: Machine,
     summary_usage: Usage,
+    error: String,
+}
+
+impl RunMachine {
+    fn encode(&self, op: Op) -> u32 {
+        let mut code = op as u32;
+        if op == Op::ToolRound {
+            if self.m.has_trailing_warning() {
+                code |= 1 << 5;
+            }
+            for i in 0..self.m.tool_count().min(24) {
+                if self.m.granted(i) {
+                    code |= 1 << (6 + i);
+                }
+            }
+        }
+        code
+    }
 }
 
 fn driver(e: String) -> Error {
@@ -81,9 +99,30 @@ fn driver(e: String) -> Error {
 
 #[napi]
 impl RunMachine {
+    /// The next operation, encoded to save crossings: bits 0–4 the `Op`; for `ToolRound`,
+    /// bit 5 = a trailing warning text goes into the result message and bits 6–29 = the gate's
+    /// verdict for blocks 0–23 (the driver asks `granted(i)` for further blocks).
     #[napi(catch_unwind)]
     pub fn next(&mut self, aborted: bool) -> Result<u32> {
-        self.m.next(aborted).map(|op| op as u32).map_err(driver)
+        let op = self.m.next(aborted).map_err(driver)?;
+        Ok(self.encode(op))
+    }
+
+    /// `on_response` followed by `next`: the op, or -1 when the response was malformed (the
+    /// message is then in `error`).
+    #[napi(catch_unwind)]
+    pub fn respond(&mut self, response_json: Option<String>) -> Result<i32> {
+        if let Err(e) = self.m.on_response(response_json.as_deref().unwrap_or("")) {
+            self.error = e;
+            return Ok(-1);
+        }
+        let op = self.m.next(false).map_err(driver)?;
+        Ok(self.encode(op) as i32)
+    }
+
+    #[napi(getter)]
+    pub fn error(&self) -> String {
+        self.error.clone()
     }
 
     #[napi(catch_unwind)]
@@ -376,4 +415,11 @@ pub fn trace_redact_json(json: String) -> String {
         Ok(v) => crate::redaction::redact_sensitive_value(&v).to_string(),
         Err(_) => "null".into(),
     }
+}
+
+
+/// Checks runner options without keeping them (the Agent validates at construction).
+#[napi(catch_unwind)]
+pub fn validate_runner_options(options_json: String) -> Option<String> {
+    runner_config_from_json(&options_json).err()
 }

@@ -146,23 +146,62 @@ fn signature(calls: &[(&str, &str)]) -> String {
 }
 
 fn canonical(v: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
-            // Code-unit order, as JS sorts keys.
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            let parts: Vec<String> =
-                keys.iter().map(|k| format!("{}:{}", Value::String((*k).clone()), canonical(&m[*k]))).collect();
-            format!("{{{}}}", parts.join(","))
+            // Code-unit order, as JS sorts keys; ASCII keys compare the same bytewise.
+            keys.sort_by(|a, b| if a.is_ascii() && b.is_ascii() { a.cmp(b) } else { a.encode_utf16().cmp(b.encode_utf16()) });
+            out.push('{');
+            for (i, k) in keys.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_canonical(&m[*k], out);
+            }
+            out.push('}');
         }
-        Value::Array(a) => format!("[{}]", a.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(x, out);
+            }
+            out.push(']');
+        }
+        // 1 and 1.0 are the same JS number.
         Value::Number(n) => match n.as_f64() {
-            // 1 and 1.0 are the same JS number.
-            Some(f) => format!("{f:?}"),
-            None => n.to_string(),
+            Some(f) => {
+                use std::fmt::Write;
+                let _ = write!(out, "{f:?}");
+            }
+            None => out.push_str(&n.to_string()),
         },
-        other => other.to_string(),
+        Value::String(s) => write_string(s, out),
+        other => out.push_str(&other.to_string()),
     }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    // Any unambiguous encoding works: only equality of signatures matters.
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]
