@@ -121,6 +121,15 @@ describe('AgentRunner loop', () => {
     }
   })
 
+  test('block types the loop does not interpret are carried through untouched', async () => {
+    const odd = { type: 'thinking', thinking: 'hmm', signature: 's' } as any
+    const { runner, seen } = setup({}, [resp([odd, call('t1', 'echo', { v: 'a' })]), resp([text('ok')])])
+    const r = await runner.run([user('go')])
+    expect(r.messages[0].content[0]).toEqual(odd)
+    expect(seen[1].messages[1].content[0]).toEqual(odd)
+    expect(r.output).toBe('ok')
+  })
+
   test('NOT_GRANTED gate: ungranted tools never reach the executor', async () => {
     const { runner, calls } = setup({ allowedTools: [] }, [resp([call('t1', 'echo', { v: 'z' })]), resp([text('ok')])])
     const r = await runner.run([user('go')])
