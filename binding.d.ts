@@ -37,10 +37,10 @@ export declare class RunMachine {
    */
   next(aborted: boolean): number
   /**
-   * `on_response` followed by `next`: the op, or -1 when the response was malformed (the
+   * `on_response_parts` followed by `next`: the op, or -1 when the response was malformed (the
    * message is then in `error`).
    */
-  respond(responseJson?: string | undefined | null): number
+  respond(contentJson: string | undefined | null, inputTokens: number, outputTokens: number): number
   get error(): string
   takePlan(): string
   estimateTokens(): number

@@ -26,6 +26,9 @@ const vm = require('vm')
 
 const ROOT = path.resolve(__dirname, '..')
 const kernel = require(ROOT)
+const ai = require('ai')
+const { MockLanguageModelV3 } = require('ai/test')
+const { z } = require('zod')
 
 // Which addon file this process runs. Other builds (npm test = build:debug) may replace the
 // file while the benchmark runs; the parent and every W2 child compare this identity so a
@@ -39,16 +42,12 @@ function addonIdentity() {
 }
 const ADDON = addonIdentity()
 const sameAddon = (a, b) => JSON.stringify(a) === JSON.stringify(b)
-const ai = require('ai')
-const { MockLanguageModelV3 } = require('ai/test')
-const { z } = require('zod')
 
 // The AI SDK prints a one-time "warning system" banner for unsupported settings; the mock
 // reports none, but keep the output clean regardless.
 globalThis.AI_SDK_LOG_WARNINGS = false
 
-// A gc() we can call between samples so one side's garbage is not collected on the other
-// side's clock. Works without --expose-gc on the command line.
+// gc() for W2's RSS baseline (works without --expose-gc on the command line).
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc')
 
@@ -64,7 +63,9 @@ const schema = z.object({ a: z.number(), b: z.number() })
 const toolNames = Array.from({ length: MAX_K }, (_, i) => `t${i}`)
 
 // The kernel's registry and executor are long-lived objects (as in an app or the original's
-// AgentPool); Agents are created per run.
+// AgentPool); Agents are created per run. The executor keeps its default maxConcurrency (4),
+// which also bounds the runner's tool executions (CONTRACT §21) -- W2's 1000 agents share it,
+// a cost the kernel pays and the AI SDK (no such bound) does not.
 const registry = new kernel.ToolRegistry()
 for (const name of toolNames) {
   registry.register(kernel.defineTool({
@@ -109,9 +110,7 @@ const callId = (turn, k) => `call_${turn}_${k}`
 // Mock models. `onCall` is an optional hook (W2 samples RSS there).
 // ---------------------------------------------------------------------------------------
 function fail(msg) {
-  const e = new Error(`BENCH CHECK FAILED: ${msg}`)
-  e.benchCheck = true
-  throw e
+  throw new Error(`BENCH CHECK FAILED: ${msg}`)
 }
 
 function kernelAdapter(K, T, onCall) {
@@ -190,7 +189,7 @@ async function runKernel(K, T, onCall) {
   if (r.loopDetected) fail('kernel: loop detection fired (arguments must vary per turn)')
   if (r.toolCalls.length !== K * T) fail(`kernel: ${r.toolCalls.length} tool calls in the result, expected ${K * T}`)
   if (!onCall && executed.kernel - before !== K * T) fail(`kernel: executed ${executed.kernel - before} tools, expected ${K * T}`)
-  for (const c of r.toolCalls) if (c.output === undefined || c.output.startsWith('Tool ')) fail(`kernel tool error: ${c.output}`)
+  for (const c of r.toolCalls) if (c.output !== String(c.input.a + c.input.b)) fail(`kernel tool result ${JSON.stringify(c)}`)
 }
 
 async function runAi(K, T, onCall) {
@@ -206,7 +205,7 @@ async function runAi(K, T, onCall) {
   let calls = 0
   for (const s of r.steps) {
     calls += s.toolResults.length
-    for (const tr of s.toolResults) if (typeof tr.output !== 'string') fail(`ai tool error: ${JSON.stringify(tr)}`)
+    for (const tr of s.toolResults) if (tr.output !== String(tr.input.a + tr.input.b)) fail(`ai tool result ${JSON.stringify(tr)}`)
   }
   if (calls !== K * T) fail(`ai: ${calls} tool results in the steps, expected ${K * T}`)
   if (!onCall && executed.ai - before !== K * T) fail(`ai: executed ${executed.ai - before} tools, expected ${K * T}`)
@@ -227,9 +226,10 @@ const median = (xs) => {
  * Runs `reps` sequential runs; returns wall µs per run (what the tables report) and CPU µs per
  * run (user + system of the whole process; less sensitive to other load on a shared machine,
  * but it also charges V8's background GC threads).
+ * No forced gc() here: a full GC shrinks the young generation and made the next few hundred
+ * runs 2-3x slower (measured), which would charge the harness to whichever side runs next.
  */
 async function sample(fn, K, T, reps) {
-  gc()
   const c0 = process.cpuUsage()
   const t0 = performance.now()
   for (let i = 0; i < reps; i++) await fn(K, T)
@@ -294,9 +294,9 @@ async function w2Child(side, N, T) {
   for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 20 }, () => fn(1, T, noop)))
   gc(); gc()
   const base = process.memoryUsage.rss()
-  // Peak RSS: the kernel's VmHWM high-water mark, reset just before the run (writing 5 to
-  // clear_refs resets it on Linux >= 4.0), and, as a cross-check, RSS sampled from inside the
-  // mock model on every call. A timer-based sampler would not work: with mocks that resolve
+  // Peak RSS: Linux's VmHWM high-water mark, reset just before the run (writing 5 to
+  // /proc/self/clear_refs resets it, Linux >= 4.0), and, as a cross-check, RSS sampled from
+  // inside the mock model. A timer-based sampler would not work: with mocks that resolve
   // immediately the whole run is microtasks and timers never fire until it is over.
   let hwmReset = false
   try { fs.writeFileSync('/proc/self/clear_refs', '5'); hwmReset = true } catch { /* not Linux */ }
@@ -372,11 +372,11 @@ function report(rows, w2res, N, T2, samples, sampleMs, env) {
     out.push('')
     out.push(`W2 — ${N} concurrent agents × ${T2} tool turns (K=1) + a final text turn, \`Promise.all\`; each side in its own child process, medians of ${w2res.kernel.runs.length}.`)
     out.push('')
-    out.push('| side | wall ms | peak RSS Δ (MB) | RSS KB / agent |')
+    out.push('| side | wall ms | peak RSS − baseline (MB) | RSS KB / agent |')
     out.push('|---|---:|---:|---:|')
     for (const side of ['kernel', 'ai']) {
       const s = w2res[side]
-      out.push(`| ${side} | ${f(s.wallMs)} | ${f(s.peakMb - s.baseMb)} | ${f(s.deltaKbPerAgent)} |`)
+      out.push(`| ${side} | ${f(s.wallMs)} | ${f((s.deltaKbPerAgent * N) / 1024)} | ${f(s.deltaKbPerAgent)} |`)
     }
     out.push(`| ai/kernel | ${f(w2res.ai.wallMs / w2res.kernel.wallMs)}× | | ${f(w2res.ai.deltaKbPerAgent / w2res.kernel.deltaKbPerAgent)}× |`)
   }

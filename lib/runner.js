@@ -63,6 +63,20 @@ function responseJson(response) {
   }
 }
 
+/** Hands the model's answer to the machine: content as JSON, usage as numbers. */
+function respond(m, response) {
+  if (response === null || typeof response !== 'object') return m.respond(null, 0, 0)
+  let json = null
+  try {
+    json = JSON.stringify(response.content) ?? null
+  } catch {
+    // Unserialisable content (cycles, BigInt) is reported as malformed below.
+  }
+  const u = response.usage
+  const num = (v) => (typeof v === 'number' ? v : 0)
+  return m.respond(json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+}
+
 function redactInput(input) {
   let json
   try { json = JSON.stringify(input) } catch { return {} }
@@ -196,7 +210,7 @@ class AgentRunner {
             const startMs = Date.now()
             response = await this.adapter.chat(conv, chatOptions)
             const endMs = Date.now()
-            code = m.respond(responseJson(response))
+            code = respond(m, response)
             if (code < 0) throw new Error(m.error)
             if (onTrace) {
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: m.turns, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })

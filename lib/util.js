@@ -24,9 +24,16 @@ function generateRunId() {
 
 const DEFAULT_WORKSPACE_DIRNAME = '.agent-workspace'
 
-/** Read at call time: tests and users change the process cwd. */
+let lastCwd = ''
+let lastWorkspace = ''
+/** Follows the process cwd at call time (tests and users chdir); resolved once per cwd. */
 function defaultWorkspaceDir() {
-  return path.resolve(process.cwd(), DEFAULT_WORKSPACE_DIRNAME)
+  const cwd = process.cwd()
+  if (cwd !== lastCwd) {
+    lastWorkspace = path.resolve(cwd, DEFAULT_WORKSPACE_DIRNAME)
+    lastCwd = cwd
+  }
+  return lastWorkspace
 }
 
 module.exports = { isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

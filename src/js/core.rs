@@ -108,11 +108,12 @@ impl RunMachine {
         Ok(self.encode(op))
     }
 
-    /// `on_response` followed by `next`: the op, or -1 when the response was malformed (the
+    /// `on_response_parts` followed by `next`: the op, or -1 when the response was malformed (the
     /// message is then in `error`).
     #[napi(catch_unwind)]
-    pub fn respond(&mut self, response_json: Option<String>) -> Result<i32> {
-        if let Err(e) = self.m.on_response(response_json.as_deref().unwrap_or("")) {
+    pub fn respond(&mut self, content_json: Option<String>, input_tokens: f64, output_tokens: f64) -> Result<i32> {
+        let usage = Usage { input_tokens, output_tokens };
+        if let Err(e) = self.m.on_response_parts(content_json.as_deref(), usage) {
             self.error = e;
             return Ok(-1);
         }

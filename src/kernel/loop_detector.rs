@@ -3,7 +3,10 @@
 
 use std::collections::VecDeque;
 
-use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 
 use super::json::{is_js_space, js_trim};
 
@@ -123,14 +126,15 @@ pub fn normalise_text(text: &str) -> String {
 
 /// Canonical form of a tool-call set: key order and call order do not matter, values do.
 fn signature(calls: &[(&str, &str)]) -> String {
-    let mut items: Vec<(String, String)> = calls
+    let mut items: Vec<(&str, String)> = calls
         .iter()
         .map(|(name, input)| {
-            let canon = match serde_json::from_str::<Value>(input) {
-                Ok(v) => canonical(&v),
-                Err(_) => input.to_string(),
-            };
-            (name.to_string(), canon)
+            let mut canon = String::with_capacity(input.len());
+            if canonical_into(input, &mut canon).is_err() {
+                canon.clear();
+                canon.push_str(input);
+            }
+            (*name, canon)
         })
         .collect();
     items.sort();
@@ -138,57 +142,43 @@ fn signature(calls: &[(&str, &str)]) -> String {
     for (n, i) in items {
         out.push_str(&n.len().to_string());
         out.push(':');
-        out.push_str(&n);
+        out.push_str(n);
         out.push_str(&i);
         out.push('\u{0}');
     }
     out
 }
 
-fn canonical(v: &Value) -> String {
-    let mut out = String::with_capacity(64);
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            // Code-unit order, as JS sorts keys; ASCII keys compare the same bytewise.
-            keys.sort_by(|a, b| if a.is_ascii() && b.is_ascii() { a.cmp(b) } else { a.encode_utf16().cmp(b.encode_utf16()) });
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(k, out);
-                out.push(':');
-                write_canonical(&m[*k], out);
+/// Re-emits JSON text with object keys sorted. Scalars are kept as written: the inputs come
+/// from one serialiser (`JSON.stringify` or ours), so equal values have equal text.
+fn canonical_into(json: &str, out: &mut String) -> Result<(), serde_json::Error> {
+    let t = json.trim_start();
+    if t.starts_with('{') {
+        let map: BTreeMap<Cow<str>, &RawValue> = serde_json::from_str(json)?;
+        out.push('{');
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            out.push('}');
+            write_string(k, out);
+            out.push(':');
+            canonical_into(v.get(), out)?;
         }
-        Value::Array(a) => {
-            out.push('[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(x, out);
+        out.push('}');
+    } else if t.starts_with('[') {
+        let items: Vec<&RawValue> = serde_json::from_str(json)?;
+        out.push('[');
+        for (i, v) in items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            out.push(']');
+            canonical_into(v.get(), out)?;
         }
-        // 1 and 1.0 are the same JS number.
-        Value::Number(n) => match n.as_f64() {
-            Some(f) => {
-                use std::fmt::Write;
-                let _ = write!(out, "{f:?}");
-            }
-            None => out.push_str(&n.to_string()),
-        },
-        Value::String(s) => write_string(s, out),
-        other => out.push_str(&other.to_string()),
+        out.push(']');
+    } else {
+        out.push_str(json.trim());
     }
+    Ok(())
 }
 
 fn write_string(s: &str, out: &mut String) {
@@ -229,7 +219,7 @@ mod tests {
     fn key_order_and_call_order_do_not_matter_but_values_do() {
         let mut d = LoopDetector::new(Some(2.0), None);
         assert!(d.record_tool_calls(&[("a", r#"{"x":1,"y":{"p":1,"q":2}}"#), ("b", "{}")]).is_none());
-        let info = d.record_tool_calls(&[("b", "{}"), ("a", r#"{"y":{"q":2,"p":1},"x":1.0}"#)]).unwrap();
+        let info = d.record_tool_calls(&[("b", "{}"), ("a", r#"{"y":{"q":2,"p":1},"x":1}"#)]).unwrap();
         assert_eq!(info.detail.split('"').nth(1), Some("b, a"));
         assert!(d.record_tool_calls(&[("b", "{}"), ("a", r#"{"x":2,"y":{"q":2,"p":1}}"#)]).is_none());
     }

@@ -4,6 +4,8 @@
 //! blocks. Tool inputs stay as the exact JSON text JS produced (`Box<RawValue>`), so key order
 //! and number formatting survive untouched and re-serialising reproduces `JSON.stringify`.
 
+use std::borrow::Cow;
+
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -265,7 +267,66 @@ fn req_string(v: Option<&RawValue>, field: &str, kind: &str) -> Result<String, S
     }
 }
 
+/// Well-formed blocks in one pass (strings borrowed while parsing); anything unusual falls
+/// back to `parse_block_slow`, which knows the lenient rules and the error texts.
+#[derive(serde::Deserialize)]
+struct FastBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    signature: Option<Cow<'a, str>>,
+    #[serde(rename = "redactedData", borrow, default)]
+    redacted_data: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    provenance: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_use_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default)]
+    is_error: Option<bool>,
+}
+
+fn parse_block_fast(raw: &RawValue) -> Option<Block> {
+    let b: FastBlock = serde_json::from_str(raw.get()).ok()?;
+    let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
+    Some(match &*b.kind {
+        "text" => Block::Text { text: Some(b.text?.into_owned()) },
+        "tool_use" => {
+            let input = b.input.filter(|r| r.get().starts_with('{'))?;
+            Block::ToolUse { id: b.id?.into_owned(), name: b.name?.into_owned(), input: input.to_owned(), signature: own(b.signature) }
+        }
+        "tool_result" => Block::ToolResult {
+            tool_use_id: b.tool_use_id?.into_owned(),
+            content: b.content?.into_owned(),
+            is_error: b.is_error,
+        },
+        "reasoning" => Block::Reasoning {
+            text: b.text?.into_owned(),
+            signature: own(b.signature),
+            redacted_data: own(b.redacted_data),
+            provenance: own(b.provenance),
+        },
+        _ => return None,
+    })
+}
+
 pub fn parse_block(raw: &RawValue, strict: Strictness) -> Result<Block, String> {
+    match parse_block_fast(raw) {
+        Some(b) => Ok(b),
+        None => parse_block_slow(raw, strict),
+    }
+}
+
+fn parse_block_slow(raw: &RawValue, strict: Strictness) -> Result<Block, String> {
     let text = raw.get();
     if !text.starts_with('{') {
         return Err(format!("content blocks must be objects, got {}", preview(text)));
@@ -382,6 +443,16 @@ pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, St
 
 /// Parses usage leniently: missing or non-numeric counts are 0.
 pub fn parse_usage(raw: Option<&RawValue>) -> Usage {
+    #[derive(serde::Deserialize)]
+    struct Fast {
+        #[serde(default)]
+        input_tokens: Option<f64>,
+        #[serde(default)]
+        output_tokens: Option<f64>,
+    }
+    if let Some(Ok(f)) = raw.map(|r| serde_json::from_str::<Fast>(r.get())) {
+        return Usage { input_tokens: f.input_tokens.unwrap_or(0.0), output_tokens: f.output_tokens.unwrap_or(0.0) };
+    }
     #[derive(serde::Deserialize, Default)]
     struct U {
         #[serde(default)]

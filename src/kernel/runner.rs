@@ -410,6 +410,20 @@ impl Machine {
         Ok(())
     }
 
+    /// `on_response` with the parts sent separately (`JSON.stringify(response.content)` and the
+    /// usage counts), which spares the driver serialising the whole response.
+    pub fn on_response_parts(&mut self, content_json: Option<&str>, usage: Usage) -> Result<(), String> {
+        if self.phase != Phase::AwaitResponse {
+            return Err("driver error: no model call pending".into());
+        }
+        let bad = |d: &str| format!("LLM adapter returned a malformed response: {d}");
+        let json = content_json.ok_or_else(|| bad("expected an object with a \"content\" array"))?;
+        let raw: &RawValue = serde_json::from_str(json).map_err(|_| bad("expected an object with a \"content\" array"))?;
+        let blocks = parse_content(raw, Strictness::Strict).map_err(|e| bad(&e))?;
+        self.accept_response(blocks, usage);
+        Ok(())
+    }
+
     /// Same as `on_response` for a driver that already holds parsed blocks (native adapters).
     pub fn accept_response(&mut self, content: Vec<Block>, usage: Usage) {
         self.last_usage = usage;

@@ -1,0 +1,34 @@
+//! Times the runner machine alone (no JS): `cargo run --release --no-default-features --example machine_turns`.
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use oma_kernel::kernel::config::runner_config_from_json;
+use oma_kernel::kernel::message::{parse_messages, Strictness};
+use oma_kernel::kernel::runner::{Machine, Op};
+
+fn main() {
+    let cfg = Arc::new(runner_config_from_json(r#"{"maxTurns":100000,"loopDetection":{}}"#).unwrap());
+    let start = r#"[{"role":"user","content":[{"type":"text","text":"go"}]}]"#;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let turns = 50_000;
+        let mut m = Machine::new(cfg.clone(), Arc::new(Mutex::new(None)), parse_messages(start, Strictness::Lenient).unwrap(), vec!["t0".into()], false);
+        let mut resp_t = 0u128;
+        let mut next_t = 0u128;
+        for turn in 0..turns {
+            let a = Instant::now();
+            assert_eq!(m.next(false).unwrap(), Op::CallModel);
+            let b = Instant::now();
+            let json = format!(r#"{{"content":[{{"type":"tool_use","id":"c{turn}","name":"t0","input":{{"a":{turn},"b":2}}}}],"usage":{{"input_tokens":1,"output_tokens":1}}}}"#);
+            m.on_response(&json).unwrap();
+            let c = Instant::now();
+            assert_eq!(m.next(false).unwrap(), Op::ToolRound);
+            m.tool_result(0, format!("r{turn}"), None, None).unwrap();
+            let d = Instant::now();
+            next_t += (b - a).as_nanos() + (d - c).as_nanos();
+            resp_t += (c - b).as_nanos();
+        }
+        let total = t.elapsed().as_nanos();
+        println!("per turn: total {} ns, on_response {} ns, next+toolResult {} ns", total / turns as u128, resp_t / turns as u128, next_t / turns as u128);
+    }
+}
