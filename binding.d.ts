@@ -29,55 +29,27 @@ export declare class LoopDetectorCore {
   recordText(text: string): LoopInfoJs | null
 }
 
-export declare class RunMachine {
-  /**
-   * The next operation, encoded to save crossings: bits 0–4 the `Op`; for `ToolRound`,
-   * bit 5 = a trailing warning text goes into the result message and bits 6–29 = the gate's
-   * verdict for blocks 0–23 (the driver asks `granted(i)` for further blocks).
-   */
-  next(aborted: boolean): number
-  /**
-   * `on_response_parts` followed by `next`: the op, or -1 when the response was malformed (the
-   * message is then in `error`).
-   */
-  respond(contentJson: string | undefined | null, inputTokens: number, outputTokens: number): number
-  get error(): string
-  takePlan(): string
-  estimateTokens(): number
-  /** Error message (for the user) or `null`. */
-  setConversation(json?: string | undefined | null): string | null
-  summaryInput(): string
-  onSummary(responseJson?: string | undefined | null): string | null
-  /** Error message (malformed response) or `null`. */
-  onResponse(responseJson?: string | undefined | null): string | null
-  setLoopAction(action: string): void
-  granted(i: number): boolean
-  toolResult(i: number, content: string, isError?: boolean | undefined | null, inputTokens?: number | undefined | null, outputTokens?: number | undefined | null): void
-  get hasTrailingWarning(): boolean
-  get turnText(): string
-  get textOut(): string
-  get loopKind(): string
-  get loopRepetitions(): number
-  get loopDetail(): string
-  get inputTokens(): number
-  get outputTokens(): number
-  get totalTokens(): number
-  get summaryInputTokens(): number
-  get summaryOutputTokens(): number
-  get turns(): number
-  get output(): string
-  /** Bit 0 budgetExceeded, bit 1 loopDetected, bit 2 aborted. */
-  get flags(): number
+/** The registry's names and runtime flags, mirrored by `ToolRegistry` on every change. */
+export declare class RegistryCore {
+  constructor()
+  add(name: string, runtime: boolean): void
+  remove(name: string): void
 }
 
 export declare class RunnerCore {
   constructor()
   /** Returns an error message for invalid options, `null` when accepted. */
   configure(optionsJson: string): string | null
-  /** `names` / `runtime`: every registered tool in registration order and its runtime flag. */
-  resolveTools(names: Array<string>, runtime: Array<boolean>): ResolvedTools
-  /** Starts a run over `initial_json` (`JSON.stringify(initialMessages)`). */
-  start(initialJson: string, granted: Array<string>, hasOnWarning: boolean): RunMachine
+  /**
+   * Resolves the grants against the registry's current tools. The names are kept for the
+   * `start()` that the driver calls right after (synchronously, so runs cannot interleave).
+   */
+  resolveTools(registry: RegistryCore): ResolvedTools
+  /**
+   * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`).
+   * Returns the run's id for the `run*` functions; release it with `runRelease`.
+   */
+  start(initialJson: string, hasOnWarning: boolean): number
 }
 
 export declare class SemaphoreCore {
@@ -109,6 +81,12 @@ export interface LoopInfoJs {
   detail: string
 }
 
+export interface LoopInfoOut {
+  kind: string
+  repetitions: number
+  detail: string
+}
+
 export declare function loopStoppedText(): string
 
 export declare function notGrantedText(tool: string): string
@@ -117,6 +95,63 @@ export interface ResolvedTools {
   names: Array<string>
   warnings: Array<string>
 }
+
+export declare function runError(id: number): string
+
+export declare function runEstimateTokens(id: number): number
+
+export declare function runGranted(id: number, i: number): boolean
+
+export declare function runLoopInfo(id: number): LoopInfoOut | null
+
+/** The next operation, encoded (see `Run::encode`). */
+export declare function runNext(id: number, aborted: boolean): number
+
+/** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */
+export declare function runOnSummary(id: number, responseJson?: string | undefined | null): string | null
+
+export declare function runOutput(id: number): string
+
+/** Frees a run's slot (the driver calls it when its generator finishes or is abandoned). */
+export declare function runRelease(id: number): void
+
+/**
+ * The model's answer (`JSON.stringify(response.content)` and its usage) followed by `next`:
+ * the encoded op, or -1 when the response was malformed (message in `runError`).
+ */
+export declare function runRespond(id: number, contentJson: string | undefined | null, inputTokens: number, outputTokens: number): number
+
+/** The custom strategy's answer; returns the user-facing error message or `null`. */
+export declare function runSetConversation(id: number, json?: string | undefined | null): string | null
+
+export declare function runSetLoopAction(id: number, action: string): void
+
+export declare function runSummaryInput(id: number): string
+
+export declare function runSummaryUsage(id: number): Array<number>
+
+export declare function runTakePlan(id: number): string
+
+export declare function runTextOut(id: number): string
+
+/** One tool's outcome; `is_error`: 0 false, 1 true, 2 not set. */
+export declare function runToolResult(id: number, i: number, content: string, isError: number): void
+
+/** Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation). */
+export declare function runToolResultUsage(id: number, i: number, content: string, isError: number, inputTokens: number, outputTokens: number): void
+
+/**
+ * `[input_tokens, output_tokens, turns, flags]` (flags: bit 0 budgetExceeded, bit 1
+ * loopDetected, bit 2 aborted) for the final result.
+ */
+export declare function runTotals(id: number): Array<number>
+
+export declare function runTotalTokens(id: number): number
+
+export declare function runTurns(id: number): number
+
+/** Texts for the current op: the turn's text, the warning to emit, or the loop detail. */
+export declare function runTurnText(id: number): string
 
 /** `JSON.stringify(input)` in, redacted JSON out. */
 export declare function traceRedactJson(json: string): string

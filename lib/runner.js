@@ -63,9 +63,12 @@ function responseJson(response) {
   }
 }
 
+const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
+const num = (v) => (typeof v === 'number' ? v : 0)
+
 /** Hands the model's answer to the machine: content as JSON, usage as numbers. */
-function respond(m, response) {
-  if (response === null || typeof response !== 'object') return m.respond(null, 0, 0)
+function respond(id, response) {
+  if (response === null || typeof response !== 'object') return native.runRespond(id, null, 0, 0)
   let json = null
   try {
     json = JSON.stringify(response.content) ?? null
@@ -73,8 +76,7 @@ function respond(m, response) {
     // Unserialisable content (cycles, BigInt) is reported as malformed below.
   }
   const u = response.usage
-  const num = (v) => (typeof v === 'number' ? v : 0)
-  return m.respond(json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+  return native.runRespond(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
 }
 
 function redactInput(input) {
@@ -109,13 +111,7 @@ class AgentRunner {
   }
 
   resolveTools() {
-    const names = []
-    const runtime = []
-    for (const tool of this.toolRegistry.list()) {
-      names.push(tool.name)
-      runtime.push(this.toolRegistry._runtime.has(tool.name))
-    }
-    const r = this._core.resolveTools(names, runtime)
+    const r = this._core.resolveTools(this.toolRegistry._core)
     for (const w of r.warnings) console.warn(w)
     return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
@@ -152,7 +148,11 @@ class AgentRunner {
       systemPrompt: ro.systemPrompt,
       abortSignal: signal,
     }
-    const m = this._core.start(JSON.stringify(conv), toolDefs.map((t) => t.name), typeof options.onWarning === 'function')
+    // Uses the names resolveTools() just computed (same synchronous step).
+    const id = this._core.start(JSON.stringify(conv), typeof options.onWarning === 'function')
+    // A generator dropped without return() never reaches `finally`: free its run on GC.
+    const lease = {}
+    runLeases.register(lease, id, lease)
     const newMessages = []
     const toolCalls = []
     const onTrace = options.onTrace
@@ -162,19 +162,19 @@ class AgentRunner {
     let code = -1 // an op already fetched together with the model's response
     try {
       for (;;) {
-        if (code < 0) code = m.next(signal?.aborted === true)
+        if (code < 0) code = native.runNext(id, signal?.aborted === true)
         const op = code & 31
         const bits = code
         code = -1
         switch (op) {
           case OP.DONE: {
-            const flags = m.flags
+            const [inputTokens, outputTokens, turns, flags] = native.runTotals(id)
             const result = {
               messages: newMessages,
-              output: m.output,
+              output: native.runOutput(id),
               toolCalls,
-              tokenUsage: { input_tokens: m.inputTokens, output_tokens: m.outputTokens },
-              turns: m.turns,
+              tokenUsage: { input_tokens: inputTokens, output_tokens: outputTokens },
+              turns,
             }
             if (flags & 2) result.loopDetected = true
             if (flags & 1) result.budgetExceeded = true
@@ -183,13 +183,13 @@ class AgentRunner {
             return
           }
           case OP.APPLY_PLAN:
-            conv = applyPlan(conv, JSON.parse(m.takePlan()))
+            conv = applyPlan(conv, JSON.parse(native.runTakePlan(id)))
             break
           case OP.CUSTOM_COMPRESS: {
-            const out = await ro.contextStrategy.compress(conv, m.estimateTokens())
+            const out = await ro.contextStrategy.compress(conv, native.runEstimateTokens(id))
             let json = null
             if (Array.isArray(out)) json = JSON.stringify(out)
-            const err = m.setConversation(json)
+            const err = native.runSetConversation(id, json)
             if (err) throw new Error(err)
             conv = out
             break
@@ -197,12 +197,12 @@ class AgentRunner {
           case OP.SUMMARIZE: {
             const model = ro.contextStrategy.summaryModel ?? ro.model
             const startMs = Date.now()
-            const summary = await this.adapter.chat(JSON.parse(m.summaryInput()), { ...chatOptions, model, tools: undefined })
+            const summary = await this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined })
             const endMs = Date.now()
-            const err = m.onSummary(responseJson(summary))
+            const err = native.runOnSummary(id, responseJson(summary))
             if (err) throw new Error(err)
             if (onTrace) {
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: m.turns, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: native.runTurns(id), tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
             }
             break
           }
@@ -210,10 +210,10 @@ class AgentRunner {
             const startMs = Date.now()
             response = await this.adapter.chat(conv, chatOptions)
             const endMs = Date.now()
-            code = respond(m, response)
-            if (code < 0) throw new Error(m.error)
+            code = respond(id, response)
+            if (code < 0) throw new Error(native.runError(id))
             if (onTrace) {
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: m.turns, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: native.runTurns(id), tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
             const assistant = { role: 'assistant', content: response.content }
             conv.push(assistant)
@@ -222,28 +222,29 @@ class AgentRunner {
             break
           }
           case OP.TEXT:
-            yield { type: 'text', data: m.turnText }
+            yield { type: 'text', data: native.runTurnText(id) }
             break
           case OP.BUDGET:
-            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', m.totalTokens, ro.maxTokenBudget) }
+            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', native.runTotalTokens(id), ro.maxTokenBudget) }
             break
           case OP.LOOP_DETECTED: {
-            const info = { kind: m.loopKind, repetitions: m.loopRepetitions, detail: m.loopDetail }
+            const li = native.runLoopInfo(id)
+            const info = { kind: li.kind, repetitions: li.repetitions, detail: li.detail }
             yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
             const policy = ro.loopDetection.onLoopDetected
-            if (typeof policy === 'function') m.setLoopAction(String(await policy(info)))
+            if (typeof policy === 'function') native.runSetLoopAction(id, String(await policy(info)))
             break
           }
           case OP.INJECT_WARNING: {
-            const msg = { role: 'user', content: [{ type: 'text', text: m.textOut }] }
+            const msg = { role: 'user', content: [{ type: 'text', text: native.runTextOut(id) }] }
             conv.push(msg)
             newMessages.push(msg)
             if (options.onMessage) options.onMessage(msg)
             break
           }
           case OP.FIRST_TURN_WARNING:
-            if (options.onWarning) options.onWarning(m.textOut)
+            if (options.onWarning) options.onWarning(native.runTextOut(id))
             break
           case OP.LOOP_STOP_RESULTS: {
             const text = native.loopStoppedText()
@@ -264,21 +265,23 @@ class AgentRunner {
               cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
             }
             if (options.team !== undefined) context.team = options.team
-            const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : m.granted(i))
+            const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : native.runGranted(id, i))
             const done = await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
             const resultBlocks = []
             for (let i = 0; i < blocks.length; i++) {
               const { result, duration } = done[i]
               const usage = result.metadata?.tokenUsage
               const data = result.data
-              m.toolResult(i, typeof data === 'string' ? data : String(data), typeof result.isError === 'boolean' ? result.isError : null,
-                usage?.input_tokens, usage?.output_tokens)
+              const content = typeof data === 'string' ? data : String(data)
+              const isError = result.isError === true ? 1 : result.isError === false ? 0 : 2
+              if (usage) native.runToolResultUsage(id, i, content, isError, num(usage.input_tokens), num(usage.output_tokens))
+              else native.runToolResult(id, i, content, isError)
               toolCalls.push({ toolName: blocks[i].name, input: blocks[i].input, output: data, duration })
               resultBlocks.push({ type: 'tool_result', tool_use_id: blocks[i].id, content: data, is_error: result.isError })
             }
             for (const block of resultBlocks) yield { type: 'tool_result', data: block }
             const content = resultBlocks.slice()
-            if (bits & 32) content.push({ type: 'text', text: m.textOut })
+            if (bits & 32) content.push({ type: 'text', text: native.runTextOut(id) })
             const msg = { role: 'user', content }
             conv.push(msg)
             newMessages.push(msg)
@@ -291,6 +294,9 @@ class AgentRunner {
       }
     } catch (err) {
       yield { type: 'error', data: isError(err) && err instanceof Error ? err : toLocalError(err) }
+    } finally {
+      runLeases.unregister(lease)
+      native.runRelease(id)
     }
   }
 

@@ -60,6 +60,7 @@ class ToolRegistry {
   constructor() {
     this._tools = new Map()
     this._runtime = new Set()
+    this._core = new native.RegistryCore()
   }
 
   register(tool, options) {
@@ -89,7 +90,9 @@ class ToolRegistry {
       validators.set(tool.inputSchema, v)
     }
     this._tools.set(tool.name, tool)
-    if (options && options.runtimeAdded === true) this._runtime.add(tool.name)
+    const runtime = options !== undefined && options !== null && options.runtimeAdded === true
+    if (runtime) this._runtime.add(tool.name)
+    this._core.add(tool.name, runtime)
   }
 
   get(name) { return this._tools.get(name) }
@@ -97,8 +100,9 @@ class ToolRegistry {
   getAll() { return this.list() }
   has(name) { return this._tools.has(name) }
   unregister(name) {
-    this._tools.delete(name)
+    if (!this._tools.delete(name)) return
     this._runtime.delete(name)
+    this._core.remove(name)
   }
   deregister(name) { this.unregister(name) }
 

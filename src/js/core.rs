@@ -2,6 +2,8 @@
 //! `catch_unwind`: a panic becomes a JS exception, never an abort. Errors the user can see
 //! are returned as strings so the JS shim builds them in the caller's realm.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
@@ -19,6 +21,46 @@ use crate::kernel::{structured_output, tokens, truncate};
 pub struct RunnerCore {
     cfg: Option<Arc<RunnerConfig>>,
     cache: Arc<Mutex<Option<SummaryCache>>>,
+    granted: Vec<String>,
+}
+
+/// Agents are often created per request with identical options: parsed configurations are
+/// shared by their JSON text (bounded; invalid ones are not cached).
+fn cached_config(json: String) -> std::result::Result<Arc<RunnerConfig>, String> {
+    static CACHE: Mutex<Option<HashMap<String, Arc<RunnerConfig>>>> = Mutex::new(None);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(c) = map.get(&json) {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(runner_config_from_json(&json)?);
+    if map.len() >= 256 {
+        map.clear();
+    }
+    map.insert(json, c.clone());
+    Ok(c)
+}
+
+/// The registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
+#[napi]
+pub struct RegistryCore {
+    tools: Vec<(String, bool)>,
+}
+
+#[napi]
+impl RegistryCore {
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        RegistryCore { tools: Vec::new() }
+    }
+    #[napi(catch_unwind)]
+    pub fn add(&mut self, name: String, runtime: bool) {
+        self.tools.push((name, runtime));
+    }
+    #[napi(catch_unwind)]
+    pub fn remove(&mut self, name: String) {
+        self.tools.retain(|(n, _)| *n != name);
+    }
 }
 
 #[napi(object)]
@@ -31,15 +73,15 @@ pub struct ResolvedTools {
 impl RunnerCore {
     #[napi(constructor)]
     pub fn new() -> Self {
-        RunnerCore { cfg: None, cache: Arc::new(Mutex::new(None)) }
+        RunnerCore { cfg: None, cache: Arc::new(Mutex::new(None)), granted: Vec::new() }
     }
 
     /// Returns an error message for invalid options, `null` when accepted.
     #[napi(catch_unwind)]
     pub fn configure(&mut self, options_json: String) -> Option<String> {
-        match runner_config_from_json(&options_json) {
+        match cached_config(options_json) {
             Ok(c) => {
-                self.cfg = Some(Arc::new(c));
+                self.cfg = Some(c);
                 None
             }
             Err(e) => Some(e),
@@ -50,33 +92,78 @@ impl RunnerCore {
         self.cfg.clone().ok_or_else(|| Error::from_reason("RunnerCore used before configure()"))
     }
 
-    /// `names` / `runtime`: every registered tool in registration order and its runtime flag.
+    /// Resolves the grants against the registry's current tools. The names are kept for the
+    /// `start()` that the driver calls right after (synchronously, so runs cannot interleave).
     #[napi(catch_unwind)]
-    pub fn resolve_tools(&self, names: Vec<String>, runtime: Vec<bool>) -> Result<ResolvedTools> {
+    pub fn resolve_tools(&mut self, registry: &RegistryCore) -> Result<ResolvedTools> {
         let cfg = self.cfg()?;
-        let tools: Vec<(&str, bool)> =
-            names.iter().zip(runtime.iter().chain(std::iter::repeat(&false))).map(|(n, r)| (n.as_str(), *r)).collect();
+        let tools: Vec<(&str, bool)> = registry.tools.iter().map(|(n, r)| (n.as_str(), *r)).collect();
         let r = resolve_tools(&cfg.grants, &tools);
+        self.granted = r.names.clone();
         Ok(ResolvedTools { names: r.names, warnings: r.warnings })
     }
 
     /// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`).
     #[napi(catch_unwind)]
-    pub fn start(&self, initial_json: String, granted: Vec<String>, has_on_warning: bool) -> Result<RunMachine> {
+    /// Returns the run's id for the `run*` functions; release it with `runRelease`.
+    pub fn start(&self, initial_json: String, has_on_warning: bool) -> Result<u32> {
         let cfg = self.cfg()?;
+        let granted = self.granted.clone();
         let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-        Ok(RunMachine { m: Machine::new(cfg, self.cache.clone(), initial, granted, has_on_warning), summary_usage: Usage::default(), error: String::new() })
+        let m = Machine::new(cfg, self.cache.clone(), initial, granted, has_on_warning);
+        Ok(insert_run(Run { m, summary_usage: Usage::default(), error: String::new() }))
     }
 }
 
-#[napi]
-pub struct RunMachine {
+/// A run in progress. Runs live in a per-thread slab and are addressed by a small id through
+/// free functions: a napi class method costs ≈250 ns per call (instance checks), a free
+/// function ≈40 ns, and the driver makes several calls per turn.
+struct Run {
     m: Machine,
     summary_usage: Usage,
     error: String,
 }
 
-impl RunMachine {
+thread_local! {
+    static RUNS: RefCell<Slab> = RefCell::new(Slab::default());
+}
+
+#[derive(Default)]
+struct Slab {
+    items: Vec<Option<Run>>,
+    free: Vec<u32>,
+}
+
+fn insert_run(run: Run) -> u32 {
+    RUNS.with(|s| {
+        let mut s = s.borrow_mut();
+        match s.free.pop() {
+            Some(id) => {
+                s.items[id as usize] = Some(run);
+                id
+            }
+            None => {
+                s.items.push(Some(run));
+                (s.items.len() - 1) as u32
+            }
+        }
+    })
+}
+
+fn with_run<R>(id: u32, f: impl FnOnce(&mut Run) -> R) -> Result<R> {
+    RUNS.with(|s| {
+        let mut s = s.borrow_mut();
+        match s.items.get_mut(id as usize).and_then(Option::as_mut) {
+            Some(run) => Ok(f(run)),
+            None => Err(Error::from_reason("oma-kernel: this run has already been released")),
+        }
+    })
+}
+
+impl Run {
+    /// Bits 0–4 the `Op`; for `ToolRound`, bit 5 = a trailing warning text goes into the result
+    /// message and bits 6–29 = the gate's verdict for blocks 0–23 (the driver asks
+    /// `runGranted` for further blocks).
     fn encode(&self, op: Op) -> u32 {
         let mut code = op as u32;
         if op == Op::ToolRound {
@@ -91,162 +178,173 @@ impl RunMachine {
         }
         code
     }
+
+    fn flags(&self) -> u32 {
+        (self.m.budget_exceeded() as u32) | ((self.m.loop_detected() as u32) << 1) | ((self.m.aborted() as u32) << 2)
+    }
 }
 
 fn driver(e: String) -> Error {
     Error::from_reason(e)
 }
 
-#[napi]
-impl RunMachine {
-    /// The next operation, encoded to save crossings: bits 0–4 the `Op`; for `ToolRound`,
-    /// bit 5 = a trailing warning text goes into the result message and bits 6–29 = the gate's
-    /// verdict for blocks 0–23 (the driver asks `granted(i)` for further blocks).
-    #[napi(catch_unwind)]
-    pub fn next(&mut self, aborted: bool) -> Result<u32> {
-        let op = self.m.next(aborted).map_err(driver)?;
-        Ok(self.encode(op))
-    }
+/// Frees a run's slot (the driver calls it when its generator finishes or is abandoned).
+#[napi(catch_unwind)]
+pub fn run_release(id: u32) {
+    RUNS.with(|s| {
+        let mut s = s.borrow_mut();
+        if let Some(slot) = s.items.get_mut(id as usize) {
+            if slot.take().is_some() {
+                s.free.push(id);
+            }
+        }
+    })
+}
 
-    /// `on_response_parts` followed by `next`: the op, or -1 when the response was malformed (the
-    /// message is then in `error`).
-    #[napi(catch_unwind)]
-    pub fn respond(&mut self, content_json: Option<String>, input_tokens: f64, output_tokens: f64) -> Result<i32> {
+/// The next operation, encoded (see `Run::encode`).
+#[napi(catch_unwind)]
+pub fn run_next(id: u32, aborted: bool) -> Result<u32> {
+    with_run(id, |r| r.m.next(aborted).map(|op| r.encode(op)).map_err(driver))?
+}
+
+/// The model's answer (`JSON.stringify(response.content)` and its usage) followed by `next`:
+/// the encoded op, or -1 when the response was malformed (message in `runError`).
+#[napi(catch_unwind)]
+pub fn run_respond(id: u32, content_json: Option<String>, input_tokens: f64, output_tokens: f64) -> Result<i32> {
+    with_run(id, |r| {
         let usage = Usage { input_tokens, output_tokens };
-        if let Err(e) = self.m.on_response_parts(content_json.as_deref(), usage) {
-            self.error = e;
+        if let Err(e) = r.m.on_response_parts(content_json.as_deref(), usage) {
+            r.error = e;
             return Ok(-1);
         }
-        let op = self.m.next(false).map_err(driver)?;
-        Ok(self.encode(op) as i32)
-    }
+        let op = r.m.next(false).map_err(driver)?;
+        Ok(r.encode(op) as i32)
+    })?
+}
 
-    #[napi(getter)]
-    pub fn error(&self) -> String {
-        self.error.clone()
-    }
+#[napi(catch_unwind)]
+pub fn run_error(id: u32) -> Result<String> {
+    with_run(id, |r| r.error.clone())
+}
 
-    #[napi(catch_unwind)]
-    pub fn take_plan(&mut self) -> String {
-        self.m.take_plan()
-    }
+#[napi(catch_unwind)]
+pub fn run_take_plan(id: u32) -> Result<String> {
+    with_run(id, |r| r.m.take_plan())
+}
 
-    #[napi(catch_unwind)]
-    pub fn estimate_tokens(&self) -> f64 {
-        self.m.estimate_tokens() as f64
-    }
+#[napi(catch_unwind)]
+pub fn run_estimate_tokens(id: u32) -> Result<f64> {
+    with_run(id, |r| r.m.estimate_tokens() as f64)
+}
 
-    /// Error message (for the user) or `null`.
-    #[napi(catch_unwind)]
-    pub fn set_conversation(&mut self, json: Option<String>) -> Option<String> {
-        self.m.set_conversation(json.as_deref()).err()
-    }
+/// The custom strategy's answer; returns the user-facing error message or `null`.
+#[napi(catch_unwind)]
+pub fn run_set_conversation(id: u32, json: Option<String>) -> Result<Option<String>> {
+    with_run(id, |r| r.m.set_conversation(json.as_deref()).err())
+}
 
-    #[napi(catch_unwind)]
-    pub fn summary_input(&self) -> String {
-        self.m.summary_input().to_string()
-    }
+#[napi(catch_unwind)]
+pub fn run_summary_input(id: u32) -> Result<String> {
+    with_run(id, |r| r.m.summary_input().to_string())
+}
 
-    #[napi(catch_unwind)]
-    pub fn on_summary(&mut self, response_json: Option<String>) -> Option<String> {
-        match self.m.on_summary(response_json.as_deref().unwrap_or("")) {
-            Ok(u) => {
-                self.summary_usage = u;
-                None
-            }
-            Err(e) => Some(e),
+/// The summary call's answer (`JSON.stringify(response)`); error message or `null`.
+#[napi(catch_unwind)]
+pub fn run_on_summary(id: u32, response_json: Option<String>) -> Result<Option<String>> {
+    with_run(id, |r| match r.m.on_summary(response_json.as_deref().unwrap_or("")) {
+        Ok(u) => {
+            r.summary_usage = u;
+            None
         }
-    }
+        Err(e) => Some(e),
+    })
+}
 
-    /// Error message (malformed response) or `null`.
-    #[napi(catch_unwind)]
-    pub fn on_response(&mut self, response_json: Option<String>) -> Option<String> {
-        self.m.on_response(response_json.as_deref().unwrap_or("")).err()
-    }
+#[napi(catch_unwind)]
+pub fn run_set_loop_action(id: u32, action: String) -> Result<()> {
+    with_run(id, |r| r.m.set_loop_action(&action).map_err(driver))?
+}
 
-    #[napi(catch_unwind)]
-    pub fn set_loop_action(&mut self, action: String) -> Result<()> {
-        self.m.set_loop_action(&action).map_err(driver)
-    }
+#[napi(catch_unwind)]
+pub fn run_granted(id: u32, i: u32) -> Result<bool> {
+    with_run(id, |r| r.m.granted(i as usize))
+}
 
-    #[napi(catch_unwind)]
-    pub fn granted(&self, i: u32) -> bool {
-        self.m.granted(i as usize)
-    }
+/// One tool's outcome; `is_error`: 0 false, 1 true, 2 not set.
+#[napi(catch_unwind)]
+pub fn run_tool_result(id: u32, i: u32, content: String, is_error: u32) -> Result<()> {
+    let is_error = match is_error {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    };
+    with_run(id, |r| r.m.tool_result(i as usize, content, is_error, None).map_err(driver))?
+}
 
-    #[napi(catch_unwind)]
-    pub fn tool_result(
-        &mut self,
-        i: u32,
-        content: String,
-        is_error: Option<bool>,
-        input_tokens: Option<f64>,
-        output_tokens: Option<f64>,
-    ) -> Result<()> {
-        let usage = match (input_tokens, output_tokens) {
-            (None, None) => None,
-            (i, o) => Some(Usage { input_tokens: i.unwrap_or(0.0), output_tokens: o.unwrap_or(0.0) }),
-        };
-        self.m.tool_result(i as usize, content, is_error, usage).map_err(driver)
-    }
+/// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
+#[napi(catch_unwind)]
+pub fn run_tool_result_usage(id: u32, i: u32, content: String, is_error: u32, input_tokens: f64, output_tokens: f64) -> Result<()> {
+    let is_error = match is_error {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    };
+    let usage = Some(Usage { input_tokens, output_tokens });
+    with_run(id, |r| r.m.tool_result(i as usize, content, is_error, usage).map_err(driver))?
+}
 
-    #[napi(getter)]
-    pub fn has_trailing_warning(&self) -> bool {
-        self.m.has_trailing_warning()
-    }
-    #[napi(getter)]
-    pub fn turn_text(&self) -> String {
-        self.m.turn_text().to_string()
-    }
-    #[napi(getter)]
-    pub fn text_out(&self) -> String {
-        self.m.text_out().to_string()
-    }
-    #[napi(getter)]
-    pub fn loop_kind(&self) -> String {
-        self.m.loop_info().map(|i| i.kind.as_str().to_string()).unwrap_or_default()
-    }
-    #[napi(getter)]
-    pub fn loop_repetitions(&self) -> u32 {
-        self.m.loop_info().map(|i| i.repetitions as u32).unwrap_or(0)
-    }
-    #[napi(getter)]
-    pub fn loop_detail(&self) -> String {
-        self.m.loop_info().map(|i| i.detail.clone()).unwrap_or_default()
-    }
-    #[napi(getter)]
-    pub fn input_tokens(&self) -> f64 {
-        self.m.usage().input_tokens
-    }
-    #[napi(getter)]
-    pub fn output_tokens(&self) -> f64 {
-        self.m.usage().output_tokens
-    }
-    #[napi(getter)]
-    pub fn total_tokens(&self) -> f64 {
-        self.m.usage().total()
-    }
-    #[napi(getter)]
-    pub fn summary_input_tokens(&self) -> f64 {
-        self.summary_usage.input_tokens
-    }
-    #[napi(getter)]
-    pub fn summary_output_tokens(&self) -> f64 {
-        self.summary_usage.output_tokens
-    }
-    #[napi(getter)]
-    pub fn turns(&self) -> u32 {
-        self.m.turns()
-    }
-    #[napi(getter)]
-    pub fn output(&self) -> String {
-        self.m.output().to_string()
-    }
-    /// Bit 0 budgetExceeded, bit 1 loopDetected, bit 2 aborted.
-    #[napi(getter)]
-    pub fn flags(&self) -> u32 {
-        (self.m.budget_exceeded() as u32) | ((self.m.loop_detected() as u32) << 1) | ((self.m.aborted() as u32) << 2)
-    }
+/// Texts for the current op: the turn's text, the warning to emit, or the loop detail.
+#[napi(catch_unwind)]
+pub fn run_turn_text(id: u32) -> Result<String> {
+    with_run(id, |r| r.m.turn_text().to_string())
+}
+#[napi(catch_unwind)]
+pub fn run_text_out(id: u32) -> Result<String> {
+    with_run(id, |r| r.m.text_out().to_string())
+}
+
+#[napi(object)]
+pub struct LoopInfoOut {
+    pub kind: String,
+    pub repetitions: u32,
+    pub detail: String,
+}
+
+#[napi(catch_unwind)]
+pub fn run_loop_info(id: u32) -> Result<Option<LoopInfoOut>> {
+    with_run(id, |r| {
+        r.m.loop_info().map(|i| LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() })
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn run_total_tokens(id: u32) -> Result<f64> {
+    with_run(id, |r| r.m.usage().total())
+}
+
+#[napi(catch_unwind)]
+pub fn run_turns(id: u32) -> Result<u32> {
+    with_run(id, |r| r.m.turns())
+}
+
+#[napi(catch_unwind)]
+pub fn run_summary_usage(id: u32) -> Result<Vec<f64>> {
+    with_run(id, |r| vec![r.summary_usage.input_tokens, r.summary_usage.output_tokens])
+}
+
+/// `[input_tokens, output_tokens, turns, flags]` (flags: bit 0 budgetExceeded, bit 1
+/// loopDetected, bit 2 aborted) for the final result.
+#[napi(catch_unwind)]
+pub fn run_totals(id: u32) -> Result<Vec<f64>> {
+    with_run(id, |r| {
+        let u = r.m.usage();
+        vec![u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64]
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn run_output(id: u32) -> Result<String> {
+    with_run(id, |r| r.m.output().to_string())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -422,5 +520,5 @@ pub fn trace_redact_json(json: String) -> String {
 /// Checks runner options without keeping them (the Agent validates at construction).
 #[napi(catch_unwind)]
 pub fn validate_runner_options(options_json: String) -> Option<String> {
-    runner_config_from_json(&options_json).err()
+    cached_config(options_json).err()
 }
