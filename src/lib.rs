@@ -5,5 +5,8 @@
 
 pub mod kernel;
 
+#[cfg(feature = "llm")]
+pub mod llm;
+
 #[cfg(feature = "node")]
 mod js;
