@@ -836,4 +836,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.NativeLlmAdapter = nativeBinding.NativeLlmAdapter
+module.exports.NativeLlmStream = nativeBinding.NativeLlmStream
+module.exports.extractToolCallsFromTextJson = nativeBinding.extractToolCallsFromTextJson
 module.exports.kernelVersion = nativeBinding.kernelVersion
+module.exports.llmEnvVars = nativeBinding.llmEnvVars
+module.exports.repairToolArgsJson = nativeBinding.repairToolArgsJson
