@@ -143,6 +143,10 @@ class NativeAdapter {
 
 /** `createAdapter(provider, apiKey?, baseURL?, region?)` (§14). */
 async function createAdapter(provider, apiKey, baseURL, region) {
+  // Through the JS global console: callers spy on it (CONTRACT §18.4).
+  if (provider === 'bedrock' && baseURL) {
+    console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
+  }
   let handle
   try {
     handle = native.NativeLlmAdapter.create(String(provider), apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot())

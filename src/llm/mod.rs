@@ -6,6 +6,7 @@
 //! `src/js/llm.rs` only moves JSON strings.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod gemini;
 pub mod jsjson;
 pub mod openai;
@@ -301,6 +302,17 @@ pub const ENV_VARS: &[&str] = &[
     "MIMO_API_KEY",
     "MIMO_BASE_URL",
     "QINIU_API_KEY",
+    "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL",
+    "HOME",
+    "USERPROFILE",
 ];
 
 /// Shared by the provider modules: a tool input parsed from provider JSON, normalised to the

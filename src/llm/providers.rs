@@ -5,6 +5,7 @@ use bytes::Bytes;
 use reqwest::Client;
 use tokio_util::sync::CancellationToken;
 
+use super::bedrock::{self, Credentials, FrameDecoder};
 use super::sse::{SseEvent, SseParser};
 use super::transport::{self, ErrorStyle, HttpRequest, TransportConfig};
 use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
@@ -34,6 +35,8 @@ enum Wire {
     OpenAi,
     Azure { api_version: String, deployment: Option<String> },
     Gemini,
+    /// `env` is the snapshot the credential chain reads at request time.
+    Bedrock { region: String, env: Env },
 }
 
 /// A native adapter: immutable after creation, `Send + Sync`, meant to be shared in an `Arc`.
@@ -181,6 +184,28 @@ pub fn create_adapter(
                 transport: TransportConfig::default(),
             })
         }
+        "bedrock" => {
+            // `baseURL` is ignored (the JS shim warns); AWS_ENDPOINT_URL_BEDROCK_RUNTIME /
+            // AWS_ENDPOINT_URL are the AWS SDKs' own endpoint overrides.
+            let region = _region
+                .map(str::to_string)
+                .or_else(|| env_get(env, "AWS_REGION"))
+                .unwrap_or_else(|| "us-east-1".into());
+            let endpoint = env_get(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+                .or_else(|| env_get(env, "AWS_ENDPOINT_URL"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
+            Ok(Adapter {
+                name: "bedrock".into(),
+                echoes: EchoesReasoning::OwnIssued,
+                wire: Wire::Bedrock { region, env: env.clone() },
+                base_url: trim_slash(&endpoint),
+                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
         "gemini" => {
             // The original ignores `baseURL` for gemini; GOOGLE_GEMINI_BASE_URL is the
             // @google/genai override and lets tests point at a local server.
@@ -221,6 +246,10 @@ pub fn create_adapter(
     }
 }
 
+fn request_id(resp: &reqwest::Response) -> String {
+    resp.headers().get("x-amzn-requestid").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
 impl Adapter {
     /// `LLMAdapter.name`, also the provenance stamped on reasoning blocks.
     pub fn name(&self) -> &str {
@@ -240,12 +269,14 @@ impl Adapter {
     fn style(&self) -> ErrorStyle {
         match self.wire {
             Wire::Anthropic => ErrorStyle::Anthropic,
+            Wire::Bedrock { .. } => ErrorStyle::Aws,
             _ => ErrorStyle::OpenAi,
         }
     }
 
     /// URL and body, or the errors the original throws before any network call.
     fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool) -> Result<HttpRequest, LlmError> {
+        let mut headers = self.headers.clone();
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
             Wire::OpenAi => {
@@ -273,8 +304,36 @@ impl Adapter {
                 let method = if stream { "streamGenerateContent?alt=sse" } else { "generateContent" };
                 (format!("{}/v1beta/models/{}:{}", self.base_url, encode_component(model), method), gemini::request_body(messages, opts, &self.name))
             }
+            Wire::Bedrock { region, env } => {
+                let body = bedrock::request_body(messages, opts, &self.name)?;
+                let method = if stream { "converse-stream" } else { "converse" };
+                let url = format!("{}/model/{}/{}", self.base_url, bedrock::uri_encode(&opts.model_str()), method);
+                match bedrock::resolve_credentials(env)? {
+                    Credentials::Bearer(t) => headers.push(("authorization", format!("Bearer {t}"))),
+                    Credentials::Keys { access_key, secret, session_token } => {
+                        let parsed = reqwest::Url::parse(&url).map_err(|_| LlmError::other(format!("Invalid URL: {url}")))?;
+                        let host = match parsed.port() {
+                            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
+                            None => parsed.host_str().unwrap_or("").to_string(),
+                        };
+                        headers.extend(bedrock::sign(
+                            &access_key,
+                            &secret,
+                            session_token.as_deref(),
+                            region,
+                            "bedrock",
+                            &host,
+                            parsed.path(),
+                            "application/json",
+                            body.as_bytes(),
+                            bedrock::now_secs(),
+                        ));
+                    }
+                }
+                (url, body)
+            }
         };
-        Ok(HttpRequest { url, headers: self.headers.clone(), body: Bytes::from(body) })
+        Ok(HttpRequest { url, headers, body: Bytes::from(body) })
     }
 
     /// `chat(messages, options)`: one completion. Never touches JS.
@@ -284,6 +343,7 @@ impl Adapter {
             return Err(LlmError::other(e.clone()));
         }
         let resp = transport::send(&self.client, &req, self.style(), &self.transport, cancel).await?;
+        let request_id = request_id(&resp);
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
         let body = String::from_utf8_lossy(&body);
         match &self.wire {
@@ -293,6 +353,7 @@ impl Adapter {
                 openai::parse_completion(&body, names.as_deref(), &self.name)
             }
             Wire::Gemini => gemini::parse_response(&body, &self.name, &opts.model_str()),
+            Wire::Bedrock { .. } => bedrock::parse_response(&body, &self.name, &opts.model_str(), &request_id),
         }
     }
 
@@ -322,6 +383,9 @@ impl Adapter {
         };
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
+        let mut frames = FrameDecoder::default();
+        let mut frame_buf = Vec::new();
+        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(&resp));
         let mut oa = openai::StreamState::new(&self.name);
         let mut an = anthropic::StreamState::new(&self.name);
         let mut ge = gemini::StreamState::new(&self.name, &opts.model_str());
@@ -341,6 +405,15 @@ impl Adapter {
                     Ok(Ok(c)) => c,
                 };
                 match chunk {
+                    Some(bytes) if matches!(self.wire, Wire::Bedrock { .. }) => {
+                        let decoded = frames.push(&bytes, &mut frame_buf).and_then(|_| {
+                            frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink))
+                        });
+                        if let Err(e) = decoded {
+                            sink.emit(StreamEvent::Error(e));
+                            return Ok(());
+                        }
+                    }
                     Some(bytes) => parser.push(&bytes, &mut events),
                     None => {
                         parser.finish(&mut events);
@@ -359,6 +432,7 @@ impl Adapter {
                     }
                     Wire::Anthropic => an.on_event(ev.event.as_deref(), &ev.data, sink),
                     Wire::Gemini => ge.on_chunk(&ev.data, sink),
+                    Wire::Bedrock { .. } => Ok(()),
                 };
                 if let Err(e) = r {
                     sink.emit(StreamEvent::Error(e));
@@ -373,6 +447,7 @@ impl Adapter {
             Wire::OpenAi | Wire::Azure { .. } => Ok(oa.finish(opts, sink)),
             Wire::Anthropic => an.finish(),
             Wire::Gemini => Ok(ge.finish()),
+            Wire::Bedrock { .. } => Ok(br.finish()),
         };
         sink.emit(match result {
             Ok(r) => StreamEvent::Done(r),

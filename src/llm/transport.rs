@@ -34,6 +34,8 @@ pub enum ErrorStyle {
     OpenAi,
     /// `<status> <JSON of the whole body>` (Anthropic SDK).
     Anthropic,
+    /// The AWS SDK's: the body's `message`.
+    Aws,
 }
 
 #[derive(Debug)]
@@ -244,11 +246,14 @@ fn parse_http_date(s: &str) -> Option<f64> {
 /// The SDKs' `APIError.makeMessage`: `error` is `body.error` (OpenAI) or the whole body
 /// (Anthropic); a non-JSON body is used as text.
 pub fn status_message(status: u16, body: &str, style: ErrorStyle) -> String {
+    if style == ErrorStyle::Aws {
+        return super::bedrock::error_message(status, body);
+    }
     let msg: Option<String> = match serde_json::from_str::<Value>(body) {
         Ok(v) => {
             let err = match style {
                 ErrorStyle::OpenAi => v.get("error").cloned(),
-                ErrorStyle::Anthropic => Some(v),
+                ErrorStyle::Anthropic | ErrorStyle::Aws => Some(v),
             };
             match err {
                 None | Some(Value::Null) => None,
