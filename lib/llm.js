@@ -147,6 +147,9 @@ async function createAdapter(provider, apiKey, baseURL, region) {
   if (provider === 'bedrock' && baseURL) {
     console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
   }
+  if (provider === 'copilot' && baseURL) {
+    console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
+  }
   let handle
   try {
     handle = native.NativeLlmAdapter.create(String(provider), apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot())

@@ -1,8 +1,11 @@
 //! The adapter factory (CONTRACT §14): provider presets with their names, key chains, base
 //! URLs and reasoning capabilities, and the `chat` / `stream` drivers over the transport.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use reqwest::Client;
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::bedrock::{self, Credentials, FrameDecoder};
@@ -37,7 +40,34 @@ enum Wire {
     Gemini,
     /// `env` is the snapshot the credential chain reads at request time.
     Bedrock { region: String, env: Env },
+    /// OpenAI wire behind a short-lived Copilot token exchanged from a GitHub token.
+    Copilot { github_token: String, github_api: String, session: Arc<tokio::sync::Mutex<Option<CopilotSession>>> },
 }
+
+#[derive(Debug, Clone)]
+struct CopilotSession {
+    token: String,
+    api_base: String,
+    expires_at: f64,
+}
+
+#[derive(Deserialize)]
+struct CopilotTokenReply {
+    token: String,
+    #[serde(default)]
+    expires_at: Option<f64>,
+    #[serde(default)]
+    endpoints: Option<CopilotEndpoints>,
+}
+
+#[derive(Deserialize)]
+struct CopilotEndpoints {
+    #[serde(default)]
+    api: Option<String>,
+}
+
+const COPILOT_NO_TOKEN: &str = "No GitHub token for the copilot provider: set GITHUB_COPILOT_TOKEN or GITHUB_TOKEN, or pass apiKey (oma-kernel does not run the interactive device login).";
+const COPILOT_EDITOR_VERSION: &str = "vscode/1.95.0";
 
 /// A native adapter: immutable after creation, `Send + Sync`, meant to be shared in an `Arc`.
 #[derive(Debug, Clone)]
@@ -206,6 +236,33 @@ pub fn create_adapter(
                 transport: TransportConfig::default(),
             })
         }
+        "copilot" => {
+            // `baseURL` is ignored (the JS shim warns). GITHUB_API_URL is GitHub's own
+            // convention for the API host (GitHub Enterprise); the chat endpoint comes from the
+            // token exchange's `endpoints.api`.
+            let gh = api_key
+                .map(str::to_string)
+                .or_else(|| env_get(env, "GITHUB_COPILOT_TOKEN"))
+                .or_else(|| env_get(env, "GITHUB_TOKEN"))
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| LlmError::other(COPILOT_NO_TOKEN))?;
+            let github_api = env_get(env, "GITHUB_API_URL").filter(|s| !s.is_empty()).unwrap_or_else(|| "https://api.github.com".into());
+            Ok(Adapter {
+                name: "copilot".into(),
+                echoes: EchoesReasoning::Never,
+                wire: Wire::Copilot { github_token: gh, github_api: trim_slash(&github_api), session: Arc::new(tokio::sync::Mutex::new(None)) },
+                base_url: "https://api.githubcopilot.com".into(),
+                headers: vec![
+                    ("content-type", "application/json".into()),
+                    ("accept", "application/json".into()),
+                    ("copilot-integration-id", "vscode-chat".into()),
+                    ("editor-version", COPILOT_EDITOR_VERSION.into()),
+                ],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
         "gemini" => {
             // The original ignores `baseURL` for gemini; GOOGLE_GEMINI_BASE_URL is the
             // @google/genai override and lets tests point at a local server.
@@ -279,7 +336,7 @@ impl Adapter {
         let mut headers = self.headers.clone();
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
-            Wire::OpenAi => {
+            Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
                 let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
                 (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, &opts.model_str(), opts, stream))
@@ -333,7 +390,48 @@ impl Adapter {
                 (url, body)
             }
         };
-        Ok(HttpRequest { url, headers, body: Bytes::from(body) })
+        Ok(HttpRequest { method: reqwest::Method::POST, url, headers, body: Bytes::from(body) })
+    }
+
+    /// The request, plus what needs network first (Copilot's token exchange).
+    async fn prepared(&self, mut req: HttpRequest, cancel: &CancellationToken) -> Result<HttpRequest, LlmError> {
+        if let Wire::Copilot { .. } = &self.wire {
+            let s = self.copilot_session(cancel).await?;
+            req.url = format!("{}/chat/completions", s.api_base);
+            req.headers.push(("authorization", format!("Bearer {}", s.token)));
+        }
+        Ok(req)
+    }
+
+    /// A cached Copilot token, exchanged again a minute before it expires.
+    async fn copilot_session(&self, cancel: &CancellationToken) -> Result<CopilotSession, LlmError> {
+        let Wire::Copilot { github_token, github_api, session } = &self.wire else { unreachable!("copilot only") };
+        let mut guard = or_abort(cancel, session.lock()).await?;
+        let now = super::bedrock::now_secs() as f64;
+        if let Some(s) = guard.as_ref().filter(|s| s.expires_at > now + 60.0) {
+            return Ok(s.clone());
+        }
+        let req = HttpRequest {
+            method: reqwest::Method::GET,
+            url: format!("{github_api}/copilot_internal/v2/token"),
+            headers: vec![
+                ("authorization", format!("token {github_token}")),
+                ("accept", "application/json".into()),
+                ("user-agent", "oma-kernel".into()),
+                ("editor-version", COPILOT_EDITOR_VERSION.into()),
+            ],
+            body: Bytes::new(),
+        };
+        let resp = transport::send(&self.client, &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
+        let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
+        let reply: CopilotTokenReply = serde_json::from_slice(&body).map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
+        let s = CopilotSession {
+            token: reply.token,
+            api_base: trim_slash(&reply.endpoints.and_then(|e| e.api).unwrap_or_else(|| self.base_url.clone())),
+            expires_at: reply.expires_at.unwrap_or(now + 600.0),
+        };
+        *guard = Some(s.clone());
+        Ok(s)
     }
 
     /// `chat(messages, options)`: one completion. Never touches JS.
@@ -342,13 +440,14 @@ impl Adapter {
         if let Some(e) = &self.auth_error {
             return Err(LlmError::other(e.clone()));
         }
+        let req = self.prepared(req, cancel).await?;
         let resp = transport::send(&self.client, &req, self.style(), &self.transport, cancel).await?;
         let request_id = request_id(&resp);
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
         let body = String::from_utf8_lossy(&body);
         match &self.wire {
             Wire::Anthropic => anthropic::parse_message(&body, &self.name),
-            Wire::OpenAi | Wire::Azure { .. } => {
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
                 let names = opts.tools.as_ref().map(|_| opts.tool_names());
                 openai::parse_completion(&body, names.as_deref(), &self.name)
             }
@@ -368,11 +467,20 @@ impl Adapter {
         sink: &mut dyn EventSink,
     ) -> Result<(), LlmError> {
         let req = self.request(messages, opts, true)?;
-        let openai_family = matches!(self.wire, Wire::OpenAi | Wire::Azure { .. });
         if let Some(e) = &self.auth_error {
             sink.emit(StreamEvent::Error(LlmError::other(e.clone())));
             return Ok(());
         }
+        let openai_family = matches!(self.wire, Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. });
+        // Validation errors are thrown; token-exchange failures follow the opening-error rule.
+        let req = match self.prepared(req, cancel).await {
+            Ok(r) => r,
+            Err(e) if openai_family => return Err(e),
+            Err(e) => {
+                sink.emit(StreamEvent::Error(e));
+                return Ok(());
+            }
+        };
         let mut resp = match transport::send(&self.client, &req, self.style(), &self.transport, cancel).await {
             Ok(r) => r,
             Err(e) if openai_family => return Err(e),
@@ -423,7 +531,7 @@ impl Adapter {
             }
             for ev in events.drain(..) {
                 let r = match &self.wire {
-                    Wire::OpenAi | Wire::Azure { .. } => {
+                    Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
                         if ev.data == "[DONE]" {
                             done = true;
                             break;
@@ -444,7 +552,7 @@ impl Adapter {
             }
         }
         let result = match &self.wire {
-            Wire::OpenAi | Wire::Azure { .. } => Ok(oa.finish(opts, sink)),
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => Ok(oa.finish(opts, sink)),
             Wire::Anthropic => an.finish(),
             Wire::Gemini => Ok(ge.finish()),
             Wire::Bedrock { .. } => Ok(br.finish()),

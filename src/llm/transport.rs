@@ -36,10 +36,13 @@ pub enum ErrorStyle {
     Anthropic,
     /// The AWS SDK's: the body's `message`.
     Aws,
+    /// GitHub's REST API: `<status> <body.message>`.
+    GitHub,
 }
 
 #[derive(Debug)]
 pub struct HttpRequest {
+    pub method: reqwest::Method,
     pub url: String,
     pub headers: Vec<(&'static str, String)>,
     pub body: Bytes,
@@ -72,7 +75,7 @@ pub async fn send(
         if cancel.is_cancelled() {
             return Err(LlmError::aborted());
         }
-        let mut rb = client.post(&req.url);
+        let mut rb = client.request(req.method.clone(), &req.url);
         for (k, v) in &req.headers {
             rb = rb.header(*k, v);
         }
@@ -249,10 +252,17 @@ pub fn status_message(status: u16, body: &str, style: ErrorStyle) -> String {
     if style == ErrorStyle::Aws {
         return super::bedrock::error_message(status, body);
     }
+    if style == ErrorStyle::GitHub {
+        if let Ok(Value::Object(m)) = serde_json::from_str::<Value>(body) {
+            if let Some(Value::String(msg)) = m.get("message") {
+                return format!("{status} {msg}");
+            }
+        }
+    }
     let msg: Option<String> = match serde_json::from_str::<Value>(body) {
         Ok(v) => {
             let err = match style {
-                ErrorStyle::OpenAi => v.get("error").cloned(),
+                ErrorStyle::OpenAi | ErrorStyle::GitHub => v.get("error").cloned(),
                 ErrorStyle::Anthropic | ErrorStyle::Aws => Some(v),
             };
             match err {
@@ -340,7 +350,7 @@ mod tests {
     }
 
     fn req(url: &str) -> HttpRequest {
-        HttpRequest { url: url.to_string(), headers: vec![("content-type", "application/json".into())], body: Bytes::from_static(b"{}") }
+        HttpRequest { method: reqwest::Method::POST, url: url.to_string(), headers: vec![("content-type", "application/json".into())], body: Bytes::from_static(b"{}") }
     }
 
     const R429: &str = "HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: 5\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
