@@ -14,6 +14,8 @@ use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamE
 use crate::kernel::message::{Block, Message, Role, Usage};
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
+/// Gemini's developer API often returns function calls without an id; we make one up.
+const GENERATED_ID_PREFIX: &str = "gemini_call_";
 
 pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> String {
     let mut gen = JsObject::new();
@@ -97,9 +99,14 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
                     p.push_str("}}");
                 }
                 Block::ToolUse { id, name: fname, input, signature } => {
-                    p.push_str("{\"functionCall\":{\"id\":");
-                    push_json_string(&mut p, id);
-                    p.push_str(",\"name\":");
+                    p.push_str("{\"functionCall\":{");
+                    // Ids this adapter invented are not Gemini's to see.
+                    if !id.starts_with(GENERATED_ID_PREFIX) {
+                        p.push_str("\"id\":");
+                        push_json_string(&mut p, id);
+                        p.push(',');
+                    }
+                    p.push_str("\"name\":");
                     push_json_string(&mut p, fname);
                     p.push_str(",\"args\":");
                     p.push_str(input.get());
@@ -111,9 +118,13 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
                     p.push('}');
                 }
                 Block::ToolResult { tool_use_id, content, is_error } => {
-                    p.push_str("{\"functionResponse\":{\"id\":");
-                    push_json_string(&mut p, tool_use_id);
-                    p.push_str(",\"name\":");
+                    p.push_str("{\"functionResponse\":{");
+                    if !tool_use_id.starts_with(GENERATED_ID_PREFIX) {
+                        p.push_str("\"id\":");
+                        push_json_string(&mut p, tool_use_id);
+                        p.push(',');
+                    }
+                    p.push_str("\"name\":");
                     push_json_string(&mut p, names.get(tool_use_id.as_str()).copied().unwrap_or(tool_use_id));
                     p.push_str(if *is_error == Some(true) { ",\"response\":{\"error\":" } else { ",\"response\":{\"output\":" });
                     push_json_string(&mut p, content);
@@ -250,7 +261,7 @@ fn add_parts(parts: Vec<WirePart>, content: &mut Vec<Block>, name: &str, sink: &
         if let Some(fc) = p.function_call {
             let n = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
             let b = Block::ToolUse {
-                id: fc.id.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("gemini_call_{n}")),
+                id: fc.id.filter(|s| !s.is_empty()).unwrap_or_else(|| format!("{GENERATED_ID_PREFIX}{n}")),
                 name: fc.name.unwrap_or_default(),
                 input: object_input(fc.args.as_ref()),
                 signature: p.thought_signature,
@@ -396,5 +407,12 @@ mod tests {
         assert_eq!(evs, vec![r#"{"type":"text","data":"He"}"#, r#"{"type":"text","data":"llo"}"#]);
         assert_eq!(r.to_json(), r#"{"id":"","content":[{"type":"text","text":"Hello"}],"model":"m","stop_reason":"max_tokens","usage":{"input_tokens":1,"output_tokens":2}}"#);
         assert!(parse_response(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#, "gemini", "m").unwrap_err().message.contains("SAFETY"));
+        let m = parse_messages(
+            r#"[{"role":"assistant","content":[{"type":"tool_use","id":"gemini_call_7","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"gemini_call_7","content":"ok"}]}]"#,
+            Strictness::Lenient,
+        )
+        .unwrap();
+        let body = request_body(&m, &ChatOptions::default(), "gemini");
+        assert_eq!(body, r#"{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"ok"}}}]}]}"#);
     }
 }

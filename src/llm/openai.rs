@@ -94,7 +94,13 @@ pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Optio
 fn user_json(out: &mut String, blocks: &[&Block]) {
     out.push_str("{\"role\":\"user\",\"content\":");
     if let [Block::Text { text }] = blocks {
-        push_json_string(out, text.as_deref().unwrap_or(""));
+        match text {
+            Some(t) => push_json_string(out, t),
+            // `content: undefined` disappears from the JSON.
+            None => {
+                out.truncate(out.len() - ",\"content\":".len());
+            }
+        }
         out.push('}');
         return;
     }
@@ -210,7 +216,8 @@ pub fn tools_json(opts: &ChatOptions) -> Option<String> {
 }
 
 /// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
-pub fn request_body(messages_json: String, model: &str, opts: &ChatOptions, stream: bool) -> String {
+/// `model` is `None` when the caller left `options.model` undefined (then it is not sent).
+pub fn request_body(messages_json: String, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
     let mut b = JsObject::new();
     b.set("max_tokens", opts.max_tokens.as_ref());
     b.set("temperature", opts.temperature.as_ref());
@@ -224,7 +231,7 @@ pub fn request_body(messages_json: String, model: &str, opts: &ChatOptions, stre
     if let Some(extra) = opts.extra_body_map() {
         b.spread(extra);
     }
-    b.set_raw("model", Some(json_string(model)));
+    b.set_raw("model", model.map(json_string));
     b.set_raw("messages", Some(messages_json));
     b.set_raw("tools", tools_json(opts));
     if stream {
@@ -569,10 +576,13 @@ mod tests {
     #[test]
     fn body_precedence() {
         let o = ChatOptions::from_json(r#"{"model":"m","maxTokens":5,"temperature":0.5,"thinking":{"enabled":false,"effort":"low"},"extraBody":{"temperature":1,"reasoning_effort":"minimal","model":"x","tools":[1],"foo":"bar"},"tools":[]}"#).unwrap();
-        let body = request_body("[]".into(), "m", &o, false);
+        let body = request_body("[]".into(), Some("m"), &o, false);
         assert_eq!(body, r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#);
         let o = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
-        assert_eq!(request_body("[]".into(), "m", &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(request_body("[]".into(), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(request_body("[]".into(), None, &o, false), r#"{"messages":[],"stream":false}"#);
+        let m = msgs(r#"[{"role":"user","content":[{"type":"text"}]}]"#);
+        assert_eq!(message_list_json(&m, None, None), r#"[{"role":"user"}]"#);
     }
 
     #[test]

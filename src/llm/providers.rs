@@ -339,7 +339,7 @@ impl Adapter {
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
                 let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
-                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, &opts.model_str(), opts, stream))
+                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
             }
             Wire::Azure { api_version, deployment } => {
                 let model = opts.model_str();
@@ -353,7 +353,7 @@ impl Adapter {
                     encode_component(&dep),
                     encode_component(api_version)
                 );
-                (url, openai::request_body(msgs, &dep, opts, stream))
+                (url, openai::request_body(msgs, Some(&dep), opts, stream))
             }
             Wire::Gemini => {
                 let model = opts.model_str();
