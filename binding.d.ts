@@ -28,7 +28,10 @@ export declare class NativeLlmAdapter {
   static create(provider: string, apiKey: string | undefined | null, baseUrl: string | undefined | null, region: string | undefined | null, envJson: string): NativeLlmAdapter
   get name(): string
   get echoesReasoning(): string
-  /** Resolves with the `LLMResponse` as JSON text. */
+  /**
+   * Resolves with the `LLMResponse` as JSON text. Runs on the LLM I/O thread and settles the
+   * promise from there (no hop through napi's worker pool).
+   */
   chat(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
   /** Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`. */
   stream(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream

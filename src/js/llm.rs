@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{spawn, PromiseRaw};
+use napi::bindgen_prelude::{Object, PromiseRaw};
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -16,6 +16,8 @@ use crate::kernel::message::{parse_messages, Message, Strictness};
 use crate::llm::{self, Adapter, ChatOptions, LlmError, StreamEvent};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
+type Resolver = Box<dyn FnOnce(Env) -> Result<String> + Send>;
+
 fn js_err(e: LlmError) -> Error {
     Error::new(Status::GenericFailure, e.to_json())
 }
@@ -73,7 +75,8 @@ impl NativeLlmAdapter {
         self.inner.echoes_reasoning().as_str().to_string()
     }
 
-    /// Resolves with the `LLMResponse` as JSON text.
+    /// Resolves with the `LLMResponse` as JSON text. Runs on the LLM I/O thread and settles the
+    /// promise from there (no hop through napi's worker pool).
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn chat<'e>(
         &self,
@@ -81,14 +84,23 @@ impl NativeLlmAdapter {
         messages_json: String,
         options_json: String,
         cancel: Option<&CancelHandle>,
-    ) -> Result<PromiseRaw<'e, String>> {
+    ) -> Result<Object<'e>> {
         let adapter = self.inner.clone();
         let token = token_of(cancel);
-        env.spawn_future(async move {
-            let (messages, opts) = parse_input(&messages_json, &options_json).map_err(js_err)?;
-            let r = adapter.chat(&messages, &opts, &token).await.map_err(js_err)?;
-            Ok(r.to_json())
-        })
+        let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
+        llm::runtime::spawn(async move {
+            // An inner task so that a panic rejects the promise instead of leaving it pending.
+            let work = tokio::spawn(async move {
+                let (messages, opts) = parse_input(&messages_json, &options_json)?;
+                adapter.chat(&messages, &opts, &token).await.map(|r| r.to_json())
+            });
+            match work.await {
+                Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
+                Ok(Err(e)) => deferred.reject(js_err(e)),
+                Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
+            }
+        });
+        Ok(promise)
     }
 
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
@@ -98,7 +110,7 @@ impl NativeLlmAdapter {
         let token = token_of(cancel);
         let (tx, rx) = unbounded_channel::<String>();
         let task_token = token.clone();
-        spawn(async move {
+        llm::runtime::spawn(async move {
             let tx2 = tx.clone();
             let mut sink = move |ev: StreamEvent| {
                 let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));

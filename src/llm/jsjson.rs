@@ -164,6 +164,22 @@ mod tests {
     }
 
     #[test]
+    fn string_escaping_matches_serde_and_js() {
+        let samples = [
+            String::new(),
+            "plain ascii text that is long enough for the fast path".to_string(),
+            "quote\" back\\slash \n\r\t\u{8}\u{c}\u{1}\u{1f} é ✓ 😀 \u{7f}".to_string(),
+            format!("{}\"{}", "x".repeat(13), "y".repeat(9)),
+            (0u8..=127).map(|c| c as char).collect::<String>().repeat(3),
+        ];
+        for s in samples {
+            // serde_json writes exactly what JSON.stringify writes for strings.
+            assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap(), "{s:?}");
+        }
+        assert_eq!(json_string("\u{1}"), "\"\\u0001\"");
+    }
+
+    #[test]
     fn normalize_is_stringify_of_parse() {
         assert_eq!(normalize(r#"{ "b": 1.0, "a": [1e21, "x\u0041"], "b": 2 }"#).unwrap(), r#"{"b":2,"a":[1e+21,"xA"]}"#);
         assert_eq!(normalize("12345678901234567890").unwrap(), "12345678901234567000");
@@ -233,10 +249,23 @@ impl JsObject {
 
 /// Appends `JSON.stringify(s)`.
 pub fn push_json_string(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
+    let b = s.as_bytes();
     let mut run = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc: Option<&str> = match b {
+    let mut i = 0;
+    while i < b.len() {
+        // Tool results and histories are long runs of plain text: skip 8 bytes at a time
+        // while none of them needs escaping (< 0x20, '"', '\\').
+        if i + 8 <= b.len() {
+            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+            if !needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let c = b[i];
+        let esc: Option<&str> = match c {
             b'"' => Some("\\\""),
             b'\\' => Some("\\\\"),
             b'\n' => Some("\\n"),
@@ -250,15 +279,26 @@ pub fn push_json_string(out: &mut String, s: &str) {
         if let Some(e) = esc {
             out.push_str(&s[run..i]);
             if e.is_empty() {
-                out.push_str(&format!("\\u{:04x}", b));
+                out.push_str(&format!("\\u{:04x}", c));
             } else {
                 out.push_str(e);
             }
             run = i + 1;
         }
+        i += 1;
     }
     out.push_str(&s[run..]);
     out.push('"');
+}
+
+/// SWAR test: does any byte of `w` equal '"' or '\\', or lie below 0x20?
+#[inline]
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let below_0x20 = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    (has_zero(w ^ (ONES * b'"' as u64)) | has_zero(w ^ (ONES * b'\\' as u64)) | below_0x20) != 0
 }
 
 pub fn json_string(s: &str) -> String {

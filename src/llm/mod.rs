@@ -12,6 +12,7 @@ pub mod jsjson;
 pub mod openai;
 pub mod providers;
 pub mod reasoning_fallback;
+pub mod runtime;
 pub mod sse;
 pub mod text_tools;
 pub mod transport;
