@@ -135,7 +135,7 @@ pub fn create_adapter(
     provider: &str,
     api_key: Option<&str>,
     base_url: Option<&str>,
-    _region: Option<&str>,
+    region: Option<&str>,
     env: &Env,
 ) -> Result<Adapter, LlmError> {
     let client = transport::client()?;
@@ -217,7 +217,7 @@ pub fn create_adapter(
         "bedrock" => {
             // `baseURL` is ignored (the JS shim warns); AWS_ENDPOINT_URL_BEDROCK_RUNTIME /
             // AWS_ENDPOINT_URL are the AWS SDKs' own endpoint overrides.
-            let region = _region
+            let region = region
                 .map(str::to_string)
                 .or_else(|| env_get(env, "AWS_REGION"))
                 .unwrap_or_else(|| "us-east-1".into());
@@ -594,6 +594,68 @@ mod tests {
         assert_eq!(a.base_url, "https://api.anthropic.com");
         assert!(create_adapter("gemini", None, None, None, &env(&[])).unwrap_err().message.contains("GEMINI_API_KEY"));
         assert_eq!(create_adapter("gemini", None, None, None, &env(&[("GOOGLE_API_KEY", "g")])).unwrap().headers[0].1, "g");
+    }
+
+    /// The Rust fast path end to end: kernel messages in, `LlmResponse` out, on the LLM I/O
+    /// runtime, against a local server.
+    #[test]
+    fn fast_path_chat_and_stream_on_the_io_runtime() {
+        use crate::kernel::message::{parse_messages, Strictness};
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            for reply in [
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}",
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"id\":\"s\",\"choices\":[{\"delta\":{\"content\":\"yo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+            ] {
+                let (mut sock, _) = listener.accept().unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read headers, then the body by content-length.
+                loop {
+                    let n = sock.read(&mut buf).unwrap();
+                    req.extend_from_slice(&buf[..n]);
+                    if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&req[..h]).to_lowercase();
+                        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
+                        while req.len() < h + 4 + len {
+                            let n = sock.read(&mut buf).unwrap();
+                            req.extend_from_slice(&buf[..n]);
+                        }
+                        bodies.push(String::from_utf8_lossy(&req[h + 4..]).into_owned());
+                        break;
+                    }
+                }
+                sock.write_all(reply.as_bytes()).unwrap();
+            }
+            bodies
+        });
+        let adapter = std::sync::Arc::new(create_adapter("openai", Some("k"), Some(&base), None, &Env::new()).unwrap());
+        let messages = parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"q"}]}]"#, Strictness::Strict).unwrap();
+        let opts = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
+        let a = adapter.clone();
+        let (m2, o2) = (messages.clone(), opts.clone());
+        let chat = super::super::runtime::spawn(async move { a.chat(&m2, &o2, &CancellationToken::new()).await });
+        let r = futures_block_on(chat).unwrap().unwrap();
+        assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":2,"output_tokens":1}}"#);
+        let stream = super::super::runtime::spawn(async move {
+            let mut events = Vec::new();
+            let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
+            adapter.stream(&messages, &opts, &CancellationToken::new(), &mut sink).await.unwrap();
+            events
+        });
+        let events = futures_block_on(stream).unwrap();
+        assert_eq!(events[0], r#"{"type":"text","data":"yo"}"#);
+        assert!(events[1].starts_with(r#"{"type":"done","data":{"id":"s","content":[{"type":"text","text":"yo"}]"#));
+        let bodies = server.join().unwrap();
+        assert_eq!(bodies[0], r#"{"model":"m","messages":[{"role":"user","content":"q"}],"stream":false}"#);
+    }
+
+    /// Waits for a task of the I/O runtime from a plain thread.
+    fn futures_block_on<T: Send + 'static>(h: tokio::task::JoinHandle<T>) -> Result<T, tokio::task::JoinError> {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(h)
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub async fn send(
                     return Ok(resp);
                 }
                 if retries_left > 0 && should_retry(status.as_u16(), resp.headers()) {
-                    let delay = retry_delay(resp.headers(), cfg.max_retries - retries_left, cfg.max_retries);
+                    let delay = retry_delay(resp.headers(), cfg.max_retries - retries_left);
                     drop(resp);
                     retries_left -= 1;
                     sleep_or_abort(delay, cancel).await?;
@@ -138,7 +138,7 @@ fn should_retry(status: u16, h: &HeaderMap) -> bool {
 
 /// The SDKs' rule: `retry-after-ms`, else `retry-after` (seconds or an HTTP date); used when
 /// it is a truthy value in [0, 60 s), otherwise exponential back-off.
-fn retry_delay(h: &HeaderMap, retries_done: u32, _max: u32) -> Duration {
+fn retry_delay(h: &HeaderMap, retries_done: u32) -> Duration {
     let header = |k: &str| h.get(k).and_then(|v| v.to_str().ok()).map(str::to_string);
     let mut ms: Option<f64> = None;
     if let Some(v) = header("retry-after-ms").filter(|v| !v.is_empty()) {
@@ -307,14 +307,14 @@ mod tests {
     fn retry_after_headers() {
         let mut h = HeaderMap::new();
         h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_delay(&h, 0, 2), Duration::from_millis(250));
+        assert_eq!(retry_delay(&h, 0), Duration::from_millis(250));
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("1.5"));
-        assert_eq!(retry_delay(&h, 0, 2), Duration::from_millis(1500));
+        assert_eq!(retry_delay(&h, 0), Duration::from_millis(1500));
         // out of range → back-off (≤ 0.5 s for the first retry)
         let mut h = HeaderMap::new();
         h.insert("retry-after", HeaderValue::from_static("120"));
-        assert!(retry_delay(&h, 0, 2) <= Duration::from_millis(500));
+        assert!(retry_delay(&h, 0) <= Duration::from_millis(500));
         assert!(default_delay(5) <= Duration::from_secs(8) && default_delay(5) >= Duration::from_secs(6));
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784111777000.0));
         assert_eq!(parse_float(" 12abc"), Some(12.0));
