@@ -201,6 +201,21 @@ describe('OpenAI chat', () => {
     await expect(dead.chat([], { model: 'm' })).rejects.toThrow('Connection error.')
   })
 
+  test('only LLMChatOptions fields cross (callbacks, circular objects and tool extras are ignored)', async () => {
+    server.replies.push({ json: completion({ content: 'ok' }) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const circular: any = { name: 'c' }
+    circular.self = circular
+    const options: any = { model: 'm', onTrace: () => {}, schema: circular, tools: [{ ...tools[0], execute: () => {}, zod: circular }] }
+    await adapter.chat([], options)
+    expect(server.requests[0].body).toEqual({
+      model: 'm',
+      messages: [],
+      tools: [{ type: 'function', function: { name: 'weather', description: 'Weather lookup', parameters: tools[0].inputSchema } }],
+      stream: false,
+    })
+  })
+
   test('a malformed JSON body fails the call', async () => {
     server.replies.push({ text: '{"id": "x", "choices": [' })
     const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)

@@ -83,11 +83,23 @@ function linkSignal(signal) {
   return [handle, () => signal.removeEventListener('abort', onAbort)]
 }
 
+// Only the LLMChatOptions fields cross: callers may pass richer objects (a runner's options with
+// callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
+const OPTION_KEYS = [
+  'model', 'tools', 'maxTokens', 'temperature', 'topP', 'topK', 'minP', 'frequencyPenalty', 'presencePenalty',
+  'parallelToolCalls', 'extraBody', 'thinking', 'preserveReasoningAsText', 'compressReasoningText', 'systemPrompt',
+]
+
 function optionsJson(options) {
   if (!options) return '{}'
-  if (options.abortSignal === undefined) return JSON.stringify(options)
-  const { abortSignal, ...rest } = options
-  return JSON.stringify(rest)
+  const picked = {}
+  for (const k of OPTION_KEYS) {
+    if (options[k] !== undefined) picked[k] = options[k]
+  }
+  if (picked.tools) {
+    picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
+  }
+  return JSON.stringify(picked)
 }
 
 class NativeAdapter {
