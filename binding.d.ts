@@ -15,6 +15,20 @@ export declare class CancelHandle {
   get cancelled(): boolean
 }
 
+export declare class JsonSchemaValidator {
+  /** Compiles `schema_json`; throws with the compiler's message for an invalid schema. */
+  constructor(schemaJson: string)
+  /** `[path, message]` pairs (path segments joined by '.'); empty when valid. */
+  validate(inputJson: string): Array<Array<string>>
+}
+
+export declare class LoopDetectorCore {
+  constructor(maxRepetitions?: number | undefined | null, window?: number | undefined | null)
+  /** `inputs`: `JSON.stringify(block.input)` per block. */
+  recordToolCalls(names: Array<string>, inputs: Array<string>): LoopInfoJs | null
+  recordText(text: string): LoopInfoJs | null
+}
+
 /**
  * A native adapter handle. The JS adapter object carries it under
  * `Symbol.for('oma-kernel.native-adapter')`; Rust code takes `&NativeLlmAdapter` and calls
@@ -45,6 +59,78 @@ export declare class NativeLlmStream {
   close(): void
 }
 
+export declare class RunMachine {
+  /**
+   * The next operation, encoded to save crossings: bits 0–4 the `Op`; for `ToolRound`,
+   * bit 5 = a trailing warning text goes into the result message and bits 6–29 = the gate's
+   * verdict for blocks 0–23 (the driver asks `granted(i)` for further blocks).
+   */
+  next(aborted: boolean): number
+  /**
+   * `on_response` followed by `next`: the op, or -1 when the response was malformed (the
+   * message is then in `error`).
+   */
+  respond(responseJson?: string | undefined | null): number
+  get error(): string
+  takePlan(): string
+  estimateTokens(): number
+  /** Error message (for the user) or `null`. */
+  setConversation(json?: string | undefined | null): string | null
+  summaryInput(): string
+  onSummary(responseJson?: string | undefined | null): string | null
+  /** Error message (malformed response) or `null`. */
+  onResponse(responseJson?: string | undefined | null): string | null
+  setLoopAction(action: string): void
+  granted(i: number): boolean
+  toolResult(i: number, content: string, isError?: boolean | undefined | null, inputTokens?: number | undefined | null, outputTokens?: number | undefined | null): void
+  get hasTrailingWarning(): boolean
+  get turnText(): string
+  get textOut(): string
+  get loopKind(): string
+  get loopRepetitions(): number
+  get loopDetail(): string
+  get inputTokens(): number
+  get outputTokens(): number
+  get totalTokens(): number
+  get summaryInputTokens(): number
+  get summaryOutputTokens(): number
+  get turns(): number
+  get output(): string
+  /** Bit 0 budgetExceeded, bit 1 loopDetected, bit 2 aborted. */
+  get flags(): number
+}
+
+export declare class RunnerCore {
+  constructor()
+  /** Returns an error message for invalid options, `null` when accepted. */
+  configure(optionsJson: string): string | null
+  /** `names` / `runtime`: every registered tool in registration order and its runtime flag. */
+  resolveTools(names: Array<string>, runtime: Array<boolean>): ResolvedTools
+  /** Starts a run over `initial_json` (`JSON.stringify(initialMessages)`). */
+  start(initialJson: string, granted: Array<string>, hasOnWarning: boolean): RunMachine
+}
+
+export declare class SemaphoreCore {
+  constructor(max: number)
+  /** 0 = acquired now; otherwise the waiter id to park. */
+  acquire(): number
+  /** 0 = slot freed; otherwise the waiter id that now holds it. */
+  release(): number
+  get limit(): number
+  get active(): number
+  get pending(): number
+}
+
+export declare function estimateTokensJson(messagesJson: string): number
+
+export interface Extracted {
+  ok: boolean
+  /** The JSON text to parse, or the error message. */
+  text: string
+}
+
+export declare function extractJsonText(raw: string): Extracted
+
 /** `extractToolCallsFromText(text, knownToolNames)` → JSON array of tool_use blocks. */
 export declare function extractToolCallsFromTextJson(text: string, knownToolNames: Array<string>): string
 
@@ -53,5 +139,30 @@ export declare function kernelVersion(): string
 /** The environment variables the adapters read; JS snapshots them from `process.env`. */
 export declare function llmEnvVars(): Array<string>
 
+export interface LoopInfoJs {
+  kind: string
+  repetitions: number
+  detail: string
+}
+
+export declare function loopStoppedText(): string
+
+export declare function notGrantedText(tool: string): string
+
 /** `repairToolArgs(raw)` → JSON object text, or `null`. */
 export declare function repairToolArgsJson(raw: string): string | null
+
+export interface ResolvedTools {
+  names: Array<string>
+  warnings: Array<string>
+}
+
+/** `JSON.stringify(input)` in, redacted JSON out. */
+export declare function traceRedactJson(json: string): string
+
+export declare function traceRedactText(text: string): string
+
+export declare function truncateToolOutput(data: string, maxChars: number): string
+
+/** Checks runner options without keeping them (the Agent validates at construction). */
+export declare function validateRunnerOptions(optionsJson: string): string | null

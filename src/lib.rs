@@ -4,6 +4,7 @@
 //! Rust; `js` is the thin napi binding, compiled only with the default `node` feature.
 
 pub mod kernel;
+pub mod redaction;
 
 #[cfg(feature = "llm")]
 pub mod llm;

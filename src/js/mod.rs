@@ -1,6 +1,7 @@
 //! napi binding layer: thin wrappers that convert between JS values and the kernel.
 
 pub mod cancel;
+pub mod core;
 pub mod llm;
 
 #[napi_derive::napi(catch_unwind)]

@@ -275,7 +275,13 @@ pub fn parse_block(raw: &RawValue, strict: Strictness) -> Result<Block, String> 
     let lenient = strict == Strictness::Lenient;
     match kind.as_deref() {
         Some("text") => {
-            let t = opt_string(rb.text).map_err(|_| "a \"text\" block needs a string \"text\"".to_string())?;
+            // History handed in by the user may carry anything (a beforeRun hook's non-string
+            // prompt is sent as is); only the model's answers must be well formed.
+            let t = match opt_string(rb.text) {
+                Ok(t) => t,
+                Err(_) if lenient => None,
+                Err(_) => return Err("a \"text\" block needs a string \"text\"".into()),
+            };
             if t.is_none() && !lenient {
                 return Err("a \"text\" block needs a string \"text\"".into());
             }
@@ -326,12 +332,14 @@ pub fn parse_block(raw: &RawValue, strict: Strictness) -> Result<Block, String> 
             let src: Option<Src> = rb.source.and_then(|r| serde_json::from_str(r.get()).ok());
             match src {
                 Some(Src { media_type: Some(media_type), data: Some(data) }) => Ok(Block::Image { media_type, data }),
-                _ if lenient => Ok(Block::Other(raw.to_owned())),
-                _ => Err("an \"image\" block needs source.media_type and source.data".into()),
+                // The kernel never reads images from a response; keep an odd one as is.
+                _ => Ok(Block::Other(raw.to_owned())),
             }
         }
-        _ if lenient => Ok(Block::Other(raw.to_owned())),
-        Some(other) => Err(format!("unknown content block type \"{other}\"")),
+        // Block types the loop does not interpret (provider-specific ones included) are carried
+        // through untouched, as the original pushes the content array as is.
+        Some(_) => Ok(Block::Other(raw.to_owned())),
+        None if lenient => Ok(Block::Other(raw.to_owned())),
         None => Err("a content block has no \"type\"".into()),
     }
 }
@@ -412,12 +420,16 @@ mod tests {
         assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("object \"input\""));
         let bad = RawValue::from_string(r#"[{"type":"text"}]"#.into()).unwrap();
         assert!(parse_content(&bad, Strictness::Strict).is_err());
+        let num = RawValue::from_string(r#"[{"type":"text","text":42}]"#.into()).unwrap();
+        assert!(parse_content(&num, Strictness::Strict).is_err());
+        assert!(matches!(parse_content(&num, Strictness::Lenient).unwrap()[0], Block::Text { text: None }));
         assert!(parse_content(&bad, Strictness::Lenient).is_ok());
         let bad = RawValue::from_string(r#"{"type":"text"}"#.into()).unwrap();
         assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("must be an array"));
-        let bad = RawValue::from_string(r#"[{"type":"weird"}]"#.into()).unwrap();
-        assert!(parse_content(&bad, Strictness::Strict).unwrap_err().contains("weird"));
-        assert!(matches!(parse_content(&bad, Strictness::Lenient).unwrap()[0], Block::Other(_)));
+        let odd = RawValue::from_string(r#"[{"type":"weird","x":1}]"#.into()).unwrap();
+        assert!(matches!(parse_content(&odd, Strictness::Strict).unwrap()[0], Block::Other(_)));
+        let untyped = RawValue::from_string(r#"[{"text":"x"}]"#.into()).unwrap();
+        assert!(parse_content(&untyped, Strictness::Strict).unwrap_err().contains("no \"type\""));
     }
 
     #[test]

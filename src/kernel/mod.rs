@@ -3,3 +3,12 @@
 
 pub mod json;
 pub mod message;
+pub mod context;
+pub mod grants;
+pub mod loop_detector;
+pub mod semaphore;
+pub mod structured_output;
+pub mod tokens;
+pub mod truncate;
+pub mod runner;
+pub mod config;

@@ -1,0 +1,321 @@
+'use strict'
+// The JS driver of the kernel's runner machine (src/kernel/runner.rs). The machine decides
+// everything; this loop only awaits what the user handed over (adapter, tools, callbacks)
+// and keeps the JS mirror of the conversation that the user's adapter receives.
+const native = require('./native.js')
+const { TokenBudgetExceededError } = require('./errors.js')
+const { emitTrace, defaultWorkspaceDir, isError } = require('./util.js')
+const { thrownMessage } = require('./tools.js')
+
+const OP = {
+  DONE: 0, APPLY_PLAN: 1, CUSTOM_COMPRESS: 2, SUMMARIZE: 3, CALL_MODEL: 4, TEXT: 5, BUDGET: 6,
+  LOOP_DETECTED: 7, INJECT_WARNING: 8, FIRST_TURN_WARNING: 9, TOOL_ROUND: 10, LOOP_STOP_RESULTS: 11,
+}
+
+const TOOL_PRESETS = Object.freeze({
+  readonly: Object.freeze(['file_read', 'grep', 'glob']),
+  readwrite: Object.freeze(['file_read', 'file_write', 'file_edit', 'grep', 'glob']),
+  full: Object.freeze(['file_read', 'file_write', 'file_edit', 'grep', 'glob', 'bash']),
+})
+const AGENT_FRAMEWORK_DISALLOWED = Object.freeze([])
+
+/** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays). */
+function coreOptionsJson(o) {
+  const ld = o.loopDetection
+  const cs = o.contextStrategy
+  const num = (v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)
+  return JSON.stringify({
+    maxTurns: num(o.maxTurns),
+    maxTokenBudget: o.maxTokenBudget,
+    agentName: o.agentName,
+    toolPreset: o.toolPreset,
+    allowedTools: o.allowedTools,
+    disallowedTools: o.disallowedTools,
+    loopDetection: ld ? {
+      maxRepetitions: ld.maxRepetitions,
+      loopDetectionWindow: ld.loopDetectionWindow,
+      onLoopDetected: typeof ld.onLoopDetected === 'function' ? undefined : ld.onLoopDetected,
+    } : undefined,
+    loopCallback: ld ? typeof ld.onLoopDetected === 'function' : undefined,
+    contextStrategy: cs ? {
+      type: cs.type, maxTurns: cs.maxTurns, maxTokens: cs.maxTokens, preserveRecentTurns: cs.preserveRecentTurns,
+      minToolResultChars: cs.minToolResultChars, minTextBlockChars: cs.minTextBlockChars,
+      textBlockExcerptChars: cs.textBlockExcerptChars,
+    } : undefined,
+    compressToolResults: o.compressToolResults,
+  })
+}
+
+/** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */
+function applyPlan(conv, plan) {
+  return plan.map((p) => (typeof p === 'number' ? conv[p] : {
+    role: p.role,
+    content: p.content.map((b) => (typeof b === 'number' ? conv[p.src].content[b] : b)),
+  }))
+}
+
+function responseJson(response) {
+  if (response === null || typeof response !== 'object') return null
+  try {
+    return JSON.stringify({ content: response.content, usage: response.usage })
+  } catch {
+    return null
+  }
+}
+
+function redactInput(input) {
+  let json
+  try { json = JSON.stringify(input) } catch { return {} }
+  return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
+}
+
+/** Resolves with an isError result if the run is aborted while the tool is still running. */
+function untilAborted(promise, signal, name) {
+  if (!signal || signal.aborted) return promise
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (v) => { signal.removeEventListener('abort', onAbort); resolve(v) },
+      (e) => { signal.removeEventListener('abort', onAbort); reject(e) },
+    )
+  })
+}
+
+class AgentRunner {
+  constructor(adapter, toolRegistry, toolExecutor, options) {
+    this.adapter = adapter
+    this.toolRegistry = toolRegistry
+    this.toolExecutor = toolExecutor
+    this.options = options ?? {}
+    this.maxTurns = this.options.maxTurns ?? 10
+    this._core = new native.RunnerCore()
+    const err = this._core.configure(coreOptionsJson(this.options))
+    if (err) throw new Error(err)
+  }
+
+  resolveTools() {
+    const names = []
+    const runtime = []
+    for (const tool of this.toolRegistry.list()) {
+      names.push(tool.name)
+      runtime.push(this.toolRegistry._runtime.has(tool.name))
+    }
+    const r = this._core.resolveTools(names, runtime)
+    for (const w of r.warnings) console.warn(w)
+    return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
+  }
+
+  async run(messages, options = {}) {
+    let result
+    for await (const event of this.stream(messages, options)) {
+      if (event.type === 'done') result = event.data
+      else if (event.type === 'error') throw event.data
+    }
+    return result
+  }
+
+  async *stream(initialMessages, options = {}) {
+    const ro = this.options
+    let conv = initialMessages.slice()
+    const toolDefs = this.resolveTools()
+    const signal = options.abortSignal ?? ro.abortSignal
+    const chatOptions = {
+      model: ro.model,
+      tools: toolDefs.length > 0 ? toolDefs : undefined,
+      maxTokens: ro.maxTokens,
+      temperature: ro.temperature,
+      topP: ro.topP,
+      topK: ro.topK,
+      minP: ro.minP,
+      parallelToolCalls: ro.parallelToolCalls,
+      frequencyPenalty: ro.frequencyPenalty,
+      presencePenalty: ro.presencePenalty,
+      extraBody: ro.extraBody,
+      thinking: ro.thinking,
+      preserveReasoningAsText: ro.preserveReasoningAsText,
+      compressReasoningText: ro.compressReasoningText,
+      systemPrompt: ro.systemPrompt,
+      abortSignal: signal,
+    }
+    const m = this._core.start(JSON.stringify(conv), toolDefs.map((t) => t.name), typeof options.onWarning === 'function')
+    const newMessages = []
+    const toolCalls = []
+    const onTrace = options.onTrace
+    const trace = { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' }
+    let response
+
+    let code = -1 // an op already fetched together with the model's response
+    try {
+      for (;;) {
+        if (code < 0) code = m.next(signal?.aborted === true)
+        const op = code & 31
+        const bits = code
+        code = -1
+        switch (op) {
+          case OP.DONE: {
+            const flags = m.flags
+            const result = {
+              messages: newMessages,
+              output: m.output,
+              toolCalls,
+              tokenUsage: { input_tokens: m.inputTokens, output_tokens: m.outputTokens },
+              turns: m.turns,
+            }
+            if (flags & 2) result.loopDetected = true
+            if (flags & 1) result.budgetExceeded = true
+            if (flags & 4) result.aborted = true
+            yield { type: 'done', data: result }
+            return
+          }
+          case OP.APPLY_PLAN:
+            conv = applyPlan(conv, JSON.parse(m.takePlan()))
+            break
+          case OP.CUSTOM_COMPRESS: {
+            const out = await ro.contextStrategy.compress(conv, m.estimateTokens())
+            let json = null
+            if (Array.isArray(out)) json = JSON.stringify(out)
+            const err = m.setConversation(json)
+            if (err) throw new Error(err)
+            conv = out
+            break
+          }
+          case OP.SUMMARIZE: {
+            const model = ro.contextStrategy.summaryModel ?? ro.model
+            const startMs = Date.now()
+            const summary = await this.adapter.chat(JSON.parse(m.summaryInput()), { ...chatOptions, model, tools: undefined })
+            const endMs = Date.now()
+            const err = m.onSummary(responseJson(summary))
+            if (err) throw new Error(err)
+            if (onTrace) {
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: m.turns, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+            }
+            break
+          }
+          case OP.CALL_MODEL: {
+            const startMs = Date.now()
+            response = await this.adapter.chat(conv, chatOptions)
+            const endMs = Date.now()
+            code = m.respond(responseJson(response))
+            if (code < 0) throw new Error(m.error)
+            if (onTrace) {
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: m.turns, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+            }
+            const assistant = { role: 'assistant', content: response.content }
+            conv.push(assistant)
+            newMessages.push(assistant)
+            if (options.onMessage) options.onMessage(assistant)
+            break
+          }
+          case OP.TEXT:
+            yield { type: 'text', data: m.turnText }
+            break
+          case OP.BUDGET:
+            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', m.totalTokens, ro.maxTokenBudget) }
+            break
+          case OP.LOOP_DETECTED: {
+            const info = { kind: m.loopKind, repetitions: m.loopRepetitions, detail: m.loopDetail }
+            yield { type: 'loop_detected', data: info }
+            if (options.onWarning) options.onWarning(info.detail)
+            const policy = ro.loopDetection.onLoopDetected
+            if (typeof policy === 'function') m.setLoopAction(String(await policy(info)))
+            break
+          }
+          case OP.INJECT_WARNING: {
+            const msg = { role: 'user', content: [{ type: 'text', text: m.textOut }] }
+            conv.push(msg)
+            newMessages.push(msg)
+            if (options.onMessage) options.onMessage(msg)
+            break
+          }
+          case OP.FIRST_TURN_WARNING:
+            if (options.onWarning) options.onWarning(m.textOut)
+            break
+          case OP.LOOP_STOP_RESULTS: {
+            const text = native.loopStoppedText()
+            const content = response.content.filter((b) => b.type === 'tool_use')
+              .map((b) => ({ type: 'tool_result', tool_use_id: b.id, content: text, is_error: true }))
+            const msg = { role: 'user', content }
+            conv.push(msg)
+            newMessages.push(msg)
+            if (options.onMessage) options.onMessage(msg)
+            break
+          }
+          case OP.TOOL_ROUND: {
+            const blocks = response.content.filter((b) => b.type === 'tool_use')
+            for (const block of blocks) yield { type: 'tool_use', data: block }
+            const context = {
+              agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
+              abortSignal: signal,
+              cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
+            }
+            if (options.team !== undefined) context.team = options.team
+            const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : m.granted(i))
+            const done = await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
+            const resultBlocks = []
+            for (let i = 0; i < blocks.length; i++) {
+              const { result, duration } = done[i]
+              const usage = result.metadata?.tokenUsage
+              const data = result.data
+              m.toolResult(i, typeof data === 'string' ? data : String(data), typeof result.isError === 'boolean' ? result.isError : null,
+                usage?.input_tokens, usage?.output_tokens)
+              toolCalls.push({ toolName: blocks[i].name, input: blocks[i].input, output: data, duration })
+              resultBlocks.push({ type: 'tool_result', tool_use_id: blocks[i].id, content: data, is_error: result.isError })
+            }
+            for (const block of resultBlocks) yield { type: 'tool_result', data: block }
+            const content = resultBlocks.slice()
+            if (bits & 32) content.push({ type: 'text', text: m.textOut })
+            const msg = { role: 'user', content }
+            conv.push(msg)
+            newMessages.push(msg)
+            if (options.onMessage) options.onMessage(msg)
+            break
+          }
+          default:
+            throw new Error('oma-kernel: unknown runner operation')
+        }
+      }
+    } catch (err) {
+      yield { type: 'error', data: isError(err) && err instanceof Error ? err : toLocalError(err) }
+    }
+  }
+
+  async _runBlock(block, granted, context, options, signal, onTrace, trace) {
+    if (options.onToolCall) options.onToolCall(block.name, block.input)
+    const startMs = Date.now()
+    let result
+    if (!granted) {
+      result = { data: native.notGrantedText(block.name), isError: true }
+    } else {
+      try {
+        result = await untilAborted(this.toolExecutor.execute(block.name, block.input, context), signal, block.name)
+        if (result === null || typeof result !== 'object') {
+          result = { data: `Tool "${block.name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`, isError: true }
+        }
+      } catch (err) {
+        result = { data: thrownMessage(err), isError: true }
+      }
+    }
+    const endMs = Date.now()
+    if (options.onToolResult) options.onToolResult(block.name, result)
+    if (onTrace) {
+      emitTrace(onTrace, {
+        type: 'tool_call', ...trace, tool: block.name, isError: result.isError ?? false,
+        input: redactInput(block.input), output: native.traceRedactText(String(result.data)),
+        startMs, endMs, durationMs: endMs - startMs,
+      })
+    }
+    return { result, duration: endMs - startMs }
+  }
+}
+
+function toLocalError(err) {
+  if (isError(err)) {
+    const e = new Error(err.message)
+    e.name = err.name
+    return e
+  }
+  return new Error(String(err))
+}
+
+module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED }

@@ -1,0 +1,218 @@
+'use strict'
+// Tool framework glue: the registry holds the user's JS tool objects; validation calls the
+// user's Zod schema (so defaults and transforms are Zod's) or the native JSON Schema
+// validator; admission, truncation and the texts come from the kernel.
+const native = require('./native.js')
+const { zodToJsonSchema, isZodSchema } = require('./schema.js')
+const { isError } = require('./util.js')
+
+function defineTool(config) {
+  const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }
+  if (config.outputSchema !== undefined) tool.outputSchema = config.outputSchema
+  if (config.llmInputSchema !== undefined) tool.llmInputSchema = config.llmInputSchema
+  if (config.maxOutputChars !== undefined) tool.maxOutputChars = config.maxOutputChars
+  tool.execute = config.execute
+  return tool
+}
+
+class Semaphore {
+  constructor(max) {
+    if (typeof max !== 'number' || Number.isNaN(max) || max < 1) {
+      throw new RangeError(`Semaphore max must be at least 1, got ${max}`)
+    }
+    if (!Number.isInteger(max) || max > 0xffffffff) {
+      throw new RangeError(`Semaphore max must be an integer, got ${max}`)
+    }
+    this._core = new native.SemaphoreCore(max)
+    this._waiters = new Map()
+  }
+  get limit() { return this._core.limit }
+  get active() { return this._core.active }
+  get pending() { return this._core.pending }
+  acquire() {
+    const id = this._core.acquire()
+    if (id === 0) return Promise.resolve()
+    return new Promise((resolve) => this._waiters.set(id, resolve))
+  }
+  release() {
+    const id = this._core.release()
+    if (id !== 0) {
+      const wake = this._waiters.get(id)
+      this._waiters.delete(id)
+      wake()
+    }
+  }
+  async run(fn) {
+    // A free slot is taken synchronously: no extra await on the hot path.
+    const id = this._core.acquire()
+    if (id !== 0) await new Promise((resolve) => this._waiters.set(id, resolve))
+    try {
+      return await fn()
+    } finally {
+      this.release()
+    }
+  }
+}
+
+const validators = new WeakMap()
+
+class ToolRegistry {
+  constructor() {
+    this._tools = new Map()
+    this._runtime = new Set()
+  }
+
+  register(tool, options) {
+    if (tool === null || typeof tool !== 'object') {
+      throw new TypeError('ToolRegistry: a tool must be an object with name, description, inputSchema and execute')
+    }
+    if (typeof tool.name !== 'string' || tool.name === '') {
+      throw new TypeError('ToolRegistry: a tool must have a non-empty string "name"')
+    }
+    if (typeof tool.execute !== 'function') {
+      throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "execute" function`)
+    }
+    if (tool.inputSchema === null || typeof tool.inputSchema !== 'object') {
+      throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "inputSchema" (a Zod schema or a JSON Schema object)`)
+    }
+    if (this._tools.has(tool.name)) {
+      throw new Error(`ToolRegistry: a tool named "${tool.name}" is already registered. Use a unique name or deregister the existing one first.`)
+    }
+    if (!isZodSchema(tool.inputSchema) && !validators.has(tool.inputSchema)) {
+      // Plain JSON Schema: compiled once, validated natively.
+      let v
+      try {
+        v = new native.JsonSchemaValidator(JSON.stringify(tool.inputSchema))
+      } catch (e) {
+        throw new TypeError(`ToolRegistry: tool "${tool.name}" has an invalid inputSchema: ${e.message}`)
+      }
+      validators.set(tool.inputSchema, v)
+    }
+    this._tools.set(tool.name, tool)
+    if (options && options.runtimeAdded === true) this._runtime.add(tool.name)
+  }
+
+  get(name) { return this._tools.get(name) }
+  list() { return Array.from(this._tools.values()) }
+  getAll() { return this.list() }
+  has(name) { return this._tools.has(name) }
+  unregister(name) {
+    this._tools.delete(name)
+    this._runtime.delete(name)
+  }
+  deregister(name) { this.unregister(name) }
+
+  _toolDef(tool) {
+    return { name: tool.name, description: tool.description, inputSchema: tool.llmInputSchema ?? zodToJsonSchema(tool.inputSchema) }
+  }
+  toToolDefs() { return this.list().map((t) => this._toolDef(t)) }
+  toRuntimeToolDefs() { return this.list().filter((t) => this._runtime.has(t.name)).map((t) => this._toolDef(t)) }
+  toLLMTools() {
+    return this.list().map((t) => {
+      if (t.llmInputSchema) return { name: t.name, description: t.description, input_schema: { type: 'object', ...t.llmInputSchema } }
+      const s = zodToJsonSchema(t.inputSchema)
+      const input_schema = { type: 'object', properties: s.properties ?? {} }
+      if (s.required !== undefined) input_schema.required = s.required
+      return { name: t.name, description: t.description, input_schema }
+    })
+  }
+}
+
+function zodIssueLines(issues) {
+  return issues.map((i) => `  • ${i.path.join('.')}: ${i.message}`).join('\n')
+}
+
+function thrownMessage(err) {
+  if (isError(err)) return err.message
+  if (typeof err === 'string') return err
+  try {
+    const s = JSON.stringify(err)
+    return s === undefined ? 'undefined' : s
+  } catch {
+    // Circular or BigInt values: the original would reject here; we report instead.
+    return String(err)
+  }
+}
+
+function truncateToolOutput(data, maxChars) {
+  if (data.length <= maxChars) return data
+  return native.truncateToolOutput(data, maxChars)
+}
+
+class ToolExecutor {
+  constructor(registry, options = {}) {
+    this.registry = registry
+    this.maxToolOutputChars = options.maxToolOutputChars
+    // §21: this bound applies to every execution, the runner's included.
+    this.semaphore = new Semaphore(options.maxConcurrency ?? 4)
+  }
+
+  execute(toolName, input, context) {
+    return this.semaphore.run(() => this._execute(toolName, input, context))
+  }
+
+  async executeBatch(calls, context) {
+    const results = new Map()
+    await Promise.all(calls.map((c) => this.execute(c.name, c.input, context).then((r) => { results.set(c.id, r) })))
+    return results
+  }
+
+  _limit(tool) {
+    return tool.maxOutputChars ?? this.maxToolOutputChars
+  }
+
+  _maybeTruncate(tool, result) {
+    const max = this._limit(tool)
+    if (max === undefined || max === null || max <= 0 || result.data.length <= max) return result
+    return { ...result, data: native.truncateToolOutput(result.data, max) }
+  }
+
+  async _execute(toolName, input, context) {
+    const tool = this.registry.get(toolName)
+    if (!tool) return { data: `Tool "${toolName}" is not registered in the ToolRegistry.`, isError: true }
+    if (context?.abortSignal?.aborted === true) {
+      return { data: `Tool "${toolName}" was aborted before execution began.`, isError: true }
+    }
+    let parsed = input
+    if (isZodSchema(tool.inputSchema)) {
+      const r = tool.inputSchema.safeParse(input)
+      if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
+      parsed = r.data
+    } else {
+      const v = validators.get(tool.inputSchema)
+      if (v) {
+        let json
+        try { json = JSON.stringify(input === undefined ? null : input) } catch { json = 'null' }
+        const errs = v.validate(json)
+        if (errs.length > 0) {
+          return { data: `Invalid input for tool "${tool.name}":\n${errs.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
+        }
+      }
+    }
+    if (context?.abortSignal?.aborted === true) {
+      return { data: `Tool "${tool.name}" was aborted before execution began.`, isError: true }
+    }
+    try {
+      const result = await tool.execute(parsed, context)
+      if (result === undefined || result === null) {
+        throw new TypeError(`Cannot read properties of ${result} (reading 'isError')`)
+      }
+      if (typeof result !== 'object') {
+        return { data: `Tool "${tool.name}" returned an invalid result: expected an object with a string "data", got ${typeof result}`, isError: true }
+      }
+      if (typeof result.data !== 'string') {
+        const got = result.data === null ? 'null' : typeof result.data
+        return { data: `Tool "${tool.name}" returned an invalid result: "data" must be a string, got ${got}`, isError: true }
+      }
+      if (!result.isError && tool.outputSchema) {
+        const r = tool.outputSchema.safeParse(result.data)
+        if (!r.success) return { data: `Invalid output for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
+      }
+      return this._maybeTruncate(tool, result)
+    } catch (err) {
+      return this._maybeTruncate(tool, { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true })
+    }
+  }
+}
+
+module.exports = { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema, thrownMessage }

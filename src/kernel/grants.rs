@@ -1,0 +1,158 @@
+//! Tool resolution (CONTRACT §5.7): default deny for built-ins, preset → allowlist →
+//! denylist → framework rail; runtime-added tools bypass everything but the denylist.
+
+/// A JS option that distinguishes `undefined` from a defined-but-falsy value (`null`, `''`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opt<T> {
+    Undefined,
+    Falsy,
+    Set(T),
+}
+
+impl<T> Opt<T> {
+    fn truthy(&self) -> Option<&T> {
+        match self {
+            Opt::Set(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+pub const PRESET_READONLY: &[&str] = &["file_read", "grep", "glob"];
+pub const PRESET_READWRITE: &[&str] = &["file_read", "file_write", "file_edit", "grep", "glob"];
+pub const PRESET_FULL: &[&str] = &["file_read", "file_write", "file_edit", "grep", "glob", "bash"];
+/// Reserved by the framework; empty in 1.7.0.
+pub const AGENT_FRAMEWORK_DISALLOWED: &[&str] = &[];
+
+pub fn preset_tools(name: &str) -> Option<&'static [&'static str]> {
+    match name {
+        "readonly" => Some(PRESET_READONLY),
+        "readwrite" => Some(PRESET_READWRITE),
+        "full" => Some(PRESET_FULL),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GrantConfig {
+    pub tool_preset: Opt<String>,
+    pub allowed: Opt<Vec<String>>,
+    pub disallowed: Opt<Vec<String>>,
+}
+
+pub struct Resolved {
+    pub names: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// `tools`: every registered tool in registration order with its runtime flag.
+pub fn resolve_tools(cfg: &GrantConfig, tools: &[(&str, bool)]) -> Resolved {
+    let mut warnings = Vec::new();
+    let preset = cfg.tool_preset.truthy();
+    let allowed = cfg.allowed.truthy();
+    let disallowed = cfg.disallowed.truthy();
+    if preset.is_some() && allowed.is_some() {
+        warnings.push(
+            "AgentRunner: both toolPreset and allowedTools are set. Final tool access will be the intersection of both."
+                .to_string(),
+        );
+    }
+    if let (Some(a), Some(d)) = (allowed, disallowed) {
+        let both: Vec<String> = a.iter().filter(|n| d.contains(n)).map(|n| format!("\"{n}\"")).collect();
+        if !both.is_empty() {
+            warnings.push(format!(
+                "AgentRunner: tools [{}] appear in both allowedTools and disallowedTools. This is contradictory and may lead to unexpected behavior.",
+                both.join(", ")
+            ));
+        }
+    }
+    let denied = |n: &str| disallowed.is_some_and(|d| d.iter().any(|x| x == n));
+    let default_deny = cfg.tool_preset == Opt::Undefined && cfg.allowed == Opt::Undefined;
+    let mut names = Vec::new();
+    if !default_deny {
+        for (name, runtime) in tools {
+            if *runtime {
+                continue;
+            }
+            if let Some(p) = preset {
+                if !preset_tools(p).is_some_and(|list| list.contains(name)) {
+                    continue;
+                }
+            }
+            if let Some(a) = allowed {
+                if !a.iter().any(|x| x == name) {
+                    continue;
+                }
+            }
+            if denied(name) || AGENT_FRAMEWORK_DISALLOWED.contains(name) {
+                continue;
+            }
+            names.push(name.to_string());
+        }
+    }
+    for (name, runtime) in tools {
+        if *runtime && !denied(name) {
+            names.push(name.to_string());
+        }
+    }
+    Resolved { names, warnings }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOLS: &[(&str, bool)] =
+        &[("bash", false), ("file_read", false), ("grep", false), ("custom", false), ("rt", true)];
+
+    fn cfg(p: Opt<&str>, a: Opt<&[&str]>, d: Opt<&[&str]>) -> GrantConfig {
+        let l = |o: Opt<&[&str]>| match o {
+            Opt::Set(v) => Opt::Set(v.iter().map(|s| s.to_string()).collect()),
+            Opt::Falsy => Opt::Falsy,
+            Opt::Undefined => Opt::Undefined,
+        };
+        GrantConfig {
+            tool_preset: match p {
+                Opt::Set(s) => Opt::Set(s.to_string()),
+                Opt::Falsy => Opt::Falsy,
+                Opt::Undefined => Opt::Undefined,
+            },
+            allowed: l(a),
+            disallowed: l(d),
+        }
+    }
+
+    #[test]
+    fn default_deny_keeps_only_runtime_tools() {
+        let r = resolve_tools(&cfg(Opt::Undefined, Opt::Undefined, Opt::Undefined), TOOLS);
+        assert_eq!(r.names, vec!["rt"]);
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn preset_allowlist_intersection_and_warnings() {
+        let r = resolve_tools(&cfg(Opt::Set("readonly"), Opt::Set(&["grep", "bash"]), Opt::Undefined), TOOLS);
+        assert_eq!(r.names, vec!["grep", "rt"]);
+        assert_eq!(r.warnings.len(), 1);
+        let r = resolve_tools(&cfg(Opt::Undefined, Opt::Set(&["bash", "grep", "rt"]), Opt::Set(&["grep", "rt"])), TOOLS);
+        assert_eq!(r.names, vec!["bash"]);
+        assert_eq!(
+            r.warnings,
+            vec!["AgentRunner: tools [\"grep\", \"rt\"] appear in both allowedTools and disallowedTools. This is contradictory and may lead to unexpected behavior."]
+        );
+    }
+
+    #[test]
+    fn falsy_but_defined_grants_everything() {
+        let r = resolve_tools(&cfg(Opt::Falsy, Opt::Undefined, Opt::Undefined), TOOLS);
+        assert_eq!(r.names, vec!["bash", "file_read", "grep", "custom", "rt"]);
+        let r = resolve_tools(&cfg(Opt::Undefined, Opt::Set(&[]), Opt::Undefined), TOOLS);
+        assert_eq!(r.names, vec!["rt"]);
+    }
+
+    #[test]
+    fn full_preset_and_denylist() {
+        let r = resolve_tools(&cfg(Opt::Set("full"), Opt::Undefined, Opt::Set(&["bash"])), TOOLS);
+        assert_eq!(r.names, vec!["file_read", "grep", "rt"]);
+    }
+}
