@@ -1,7 +1,8 @@
 'use strict'
 // W5: the same tool loop (T tool turns with 2 KB tool results, then a final answer) against a
 // loopback OpenAI-compatible server in a separate process, driven by
-//   - oma-kernel: the native adapter from createAdapter('openai', key, baseURL), and
+//   - oma-kernel: the native adapter from createAdapter('openai', key, baseURL) in a minimal JS
+//     loop, and the whole Agent.run (provider 'openai', runner, executor, one tool), and
 //   - the `ai` SDK: generateText with @ai-sdk/openai's chat model and one tool.
 // Reports client CPU (user + system of this process, all threads) per LLM call and wall time
 // per run. Usage: node bench/w5-openai-loop.js [--quick]
@@ -33,6 +34,28 @@ async function omaLoop(adapter, T) {
     }
     messages.push({ role: 'user', content: results })
   }
+}
+
+function agentLoop(index, baseURL, T) {
+  // A fresh Agent per run, as an application would for one task.
+  const { Agent, ToolRegistry, ToolExecutor } = index
+  const registry = new ToolRegistry()
+  registry.register({
+    name: 'lookup',
+    description: 'Look a key up',
+    inputSchema: { safeParse: (v) => ({ success: true, data: v }) },
+    llmInputSchema: TOOL_SCHEMA,
+    execute: async (input) => ({ data: await lookup(input) }),
+  })
+  const agent = new Agent(
+    { name: 'w5', model: `bench-T${T}`, provider: 'openai', apiKey: 'bench-key', baseURL, tools: ['lookup'], maxTurns: T + 2, maxTokens: 256 },
+    registry,
+    new ToolExecutor(registry),
+  )
+  return agent.run('Look up the keys.').then((r) => {
+    if (!r.success) throw new Error(r.output)
+    return r.messages.filter((m) => m.role === 'assistant').length
+  })
 }
 
 function aiSdkLoop(ai, provider, T) {
@@ -74,9 +97,16 @@ async function main() {
   } catch (e) {
     console.error(`ai SDK column skipped: ${e.message.split('\n')[0]}`)
   }
+  let index = null
+  try {
+    index = require('../index.js')
+  } catch (e) {
+    console.error(`Agent.run row skipped: ${e.message.split('\n')[0]}`)
+  }
   const rows = []
   for (const T of [1, 5, 20]) {
     rows.push(await measure('oma-kernel', T, () => omaLoop(adapter, T)))
+    if (index) rows.push(await measure('oma-kernel Agent.run', T, () => agentLoop(index, baseURL, T)))
     if (provider) rows.push(await measure('ai SDK', T, () => aiSdkLoop(ai, provider, T)))
   }
   child.disconnect()
