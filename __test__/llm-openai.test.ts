@@ -114,7 +114,10 @@ describe('OpenAI chat', () => {
     }
     // Byte-exact, key order included.
     expect(req.raw).toBe(JSON.stringify(golden))
-    expect(res).toEqual({
+    // The raw JSON rides along, invisible to equality and JSON.stringify.
+    expect(JSON.parse((res as any)[Symbol.for('oma-kernel.response-json')])).toStrictEqual(res)
+    expect(Object.keys(res)).toEqual(['id', 'content', 'model', 'stop_reason', 'usage'])
+    expect(res).toStrictEqual({
       id: 'chatcmpl-1',
       content: [
         { type: 'reasoning', text: 'thought about it', provenance: 'openai' },

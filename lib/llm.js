@@ -8,6 +8,9 @@ const { InvalidMessageError, toError } = require('./errors.js')
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
+/** The response's JSON as the addon produced it (non-enumerable): lets the kernel hand it to the
+ *  native machine without a JSON.stringify of objects it has just parsed. */
+const RESPONSE_JSON = Symbol.for('oma-kernel.response-json')
 const ENV_VARS = native.llmEnvVars()
 
 // process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
@@ -120,7 +123,9 @@ class NativeAdapter {
     } finally {
       unlink()
     }
-    return JSON.parse(json)
+    const response = JSON.parse(json)
+    Object.defineProperty(response, RESPONSE_JSON, { value: json })
+    return response
   }
 
   async *stream(messages, options) {
@@ -190,4 +195,5 @@ module.exports = {
   assertValidMessages,
   NativeAdapter,
   NATIVE_ADAPTER,
+  RESPONSE_JSON,
 }
