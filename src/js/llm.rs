@@ -33,6 +33,29 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
     cancel.map(|c| c.token().child_token()).unwrap_or_default()
 }
 
+/// Runs one `chat` on the LLM I/O thread and returns a promise of the response JSON; the kernel's
+/// fast path calls this with the history it already owns (`move || Ok((history, opts))`).
+/// Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
+pub fn spawn_chat_promise<'e, F>(env: &'e Env, adapter: Arc<Adapter>, cancel: CancellationToken, input: F) -> Result<Object<'e>>
+where
+    F: FnOnce() -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
+    llm::runtime::spawn(async move {
+        // An inner task so that a panic rejects the promise instead of leaving it pending.
+        let work = tokio::spawn(async move {
+            let (messages, opts) = input()?;
+            adapter.chat(&messages, &opts, &cancel).await.map(|r| r.to_json())
+        });
+        match work.await {
+            Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
+            Ok(Err(e)) => deferred.reject(js_err(e)),
+            Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
+        }
+    });
+    Ok(promise)
+}
+
 /// A native adapter handle. The JS adapter object carries it under
 /// `Symbol.for('oma-kernel.native-adapter')`; Rust code takes `&NativeLlmAdapter` and calls
 /// [`NativeLlmAdapter::adapter`] to run turns without any JS in between.
@@ -85,22 +108,8 @@ impl NativeLlmAdapter {
         options_json: String,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
-        let adapter = self.inner.clone();
         let token = token_of(cancel);
-        let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
-        llm::runtime::spawn(async move {
-            // An inner task so that a panic rejects the promise instead of leaving it pending.
-            let work = tokio::spawn(async move {
-                let (messages, opts) = parse_input(&messages_json, &options_json)?;
-                adapter.chat(&messages, &opts, &token).await.map(|r| r.to_json())
-            });
-            match work.await {
-                Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
-                Ok(Err(e)) => deferred.reject(js_err(e)),
-                Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
-            }
-        });
-        Ok(promise)
+        spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json))
     }
 
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
