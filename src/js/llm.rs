@@ -12,7 +12,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
-use crate::kernel::message::{parse_messages, Message, Strictness};
+use crate::kernel::message::Message;
 use crate::llm::{self, Adapter, ChatOptions, LlmError, StreamEvent};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
@@ -23,7 +23,7 @@ fn js_err(e: LlmError) -> Error {
 }
 
 fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> {
-    let messages = parse_messages(messages_json, Strictness::Lenient).map_err(LlmError::other)?;
+    let messages = llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
     let opts = ChatOptions::from_json(options_json)?;
     Ok((messages, opts))
 }

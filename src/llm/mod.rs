@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod fast_parse;
 pub mod gemini;
 pub mod jsjson;
 pub mod openai;
