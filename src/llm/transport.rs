@@ -144,7 +144,7 @@ fn retry_delay(h: &HeaderMap, retries_done: u32) -> Duration {
     if let Some(v) = header("retry-after-ms").filter(|v| !v.is_empty()) {
         ms = parse_float(&v);
     }
-    if ms.map_or(true, |m| m == 0.0) {
+    if ms.is_none_or(|m| m == 0.0) {
         if let Some(v) = header("retry-after").filter(|v| !v.is_empty()) {
             ms = match parse_float(&v) {
                 Some(s) => Some(s * 1000.0),
