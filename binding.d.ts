@@ -29,6 +29,36 @@ export declare class LoopDetectorCore {
   recordText(text: string): LoopInfoJs | null
 }
 
+/**
+ * A native adapter handle. The JS adapter object carries it under
+ * `Symbol.for('oma-kernel.native-adapter')`; Rust code takes `&NativeLlmAdapter` and calls
+ * [`NativeLlmAdapter::adapter`] to run turns without any JS in between.
+ */
+export declare class NativeLlmAdapter {
+  /**
+   * `createAdapter` minus the JS parts. `env_json` is a snapshot of the relevant
+   * `process.env` entries (see `llmEnvVars`).
+   */
+  static create(provider: string, apiKey: string | undefined | null, baseUrl: string | undefined | null, region: string | undefined | null, envJson: string): NativeLlmAdapter
+  get name(): string
+  get echoesReasoning(): string
+  /**
+   * Resolves with the `LLMResponse` as JSON text. Runs on the LLM I/O thread and settles the
+   * promise from there (no hop through napi's worker pool).
+   */
+  chat(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+  /** Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`. */
+  stream(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
+}
+
+/** Pull side of a native stream (≈1 µs per event when batched, see NAPI-NOTES). */
+export declare class NativeLlmStream {
+  /** Resolves with a JSON array of the events available (at least one), or `[]` at the end. */
+  nextBatch(): Promise<string>
+  /** Stops the request (early `break` of the consumer). */
+  close(): void
+}
+
 /** The registry's names and runtime flags, mirrored by `ToolRegistry` on every change. */
 export declare class RegistryCore {
   constructor()
@@ -73,7 +103,13 @@ export interface Extracted {
 
 export declare function extractJsonText(raw: string): Extracted
 
+/** `extractToolCallsFromText(text, knownToolNames)` → JSON array of tool_use blocks. */
+export declare function extractToolCallsFromTextJson(text: string, knownToolNames: Array<string>): string
+
 export declare function kernelVersion(): string
+
+/** The environment variables the adapters read; JS snapshots them from `process.env`. */
+export declare function llmEnvVars(): Array<string>
 
 export interface LoopInfoJs {
   kind: string
@@ -90,6 +126,9 @@ export interface LoopInfoOut {
 export declare function loopStoppedText(): string
 
 export declare function notGrantedText(tool: string): string
+
+/** `repairToolArgs(raw)` → JSON object text, or `null`. */
+export declare function repairToolArgsJson(raw: string): string | null
 
 export interface ResolvedTools {
   names: Array<string>

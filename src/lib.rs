@@ -6,5 +6,8 @@
 pub mod kernel;
 pub mod redaction;
 
+#[cfg(feature = "llm")]
+pub mod llm;
+
 #[cfg(feature = "node")]
 mod js;

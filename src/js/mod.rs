@@ -2,6 +2,7 @@
 
 pub mod cancel;
 pub mod core;
+pub mod llm;
 
 #[napi_derive::napi(catch_unwind)]
 pub fn kernel_version() -> String {

@@ -1,0 +1,153 @@
+// Full Agent runs with a tool over each native provider family, against local servers.
+import { z } from 'zod'
+import { Agent, ToolRegistry, ToolExecutor, defineTool } from '../index'
+import type { AgentConfig } from '../index'
+import { MockServer, startServer } from './llm-server'
+
+let server: MockServer
+let savedEnv: NodeJS.ProcessEnv
+
+beforeEach(async () => {
+  savedEnv = { ...process.env }
+  for (const k of Object.keys(process.env)) {
+    if (/^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|GOOGLE|AWS|DEEPSEEK)_/.test(k)) delete process.env[k]
+  }
+  server = await startServer()
+})
+
+afterEach(async () => {
+  process.env = savedEnv
+  await server.close()
+})
+
+function agentWith(config: Partial<AgentConfig>) {
+  const registry = new ToolRegistry()
+  const seen: string[] = []
+  registry.register(
+    defineTool({
+      name: 'lookup',
+      description: 'Look a city up',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async (input: { city: string }) => {
+        seen.push(input.city)
+        return { data: `${input.city}: 21°C` }
+      },
+    }),
+  )
+  const agent = new Agent({ name: 'native', model: 'test-model', tools: ['lookup'], ...config } as AgentConfig, registry, new ToolExecutor(registry))
+  return { agent, seen }
+}
+
+const openaiReply = (message: Record<string, unknown>, finish: string, usage = { prompt_tokens: 10, completion_tokens: 5 }) => ({
+  id: 'c', model: 'test-model', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }], usage,
+})
+
+describe('Agent over native adapters', () => {
+  test('openai-compatible server: tool round trip, usage, history', async () => {
+    server.replies.push(
+      { json: openaiReply({ content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] }, 'tool_calls') },
+      { json: openaiReply({ content: 'It is 21°C in Oslo.' }, 'stop', { prompt_tokens: 30, completion_tokens: 8 }) },
+    )
+    const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1`, systemPrompt: 'Be brief.' })
+    const r = await agent.run('Weather in Oslo?')
+    expect(r.success).toBe(true)
+    expect(r.output).toBe('It is 21°C in Oslo.')
+    expect(seen).toEqual(['Oslo'])
+    expect(r.tokenUsage).toEqual({ input_tokens: 40, output_tokens: 13 })
+    expect(r.toolCalls.map((c) => [c.toolName, c.input, c.output])).toEqual([['lookup', { city: 'Oslo' }, 'Oslo: 21°C']])
+    const second = server.requests[1].body
+    expect(second.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Weather in Oslo?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'Oslo: 21°C' },
+    ])
+    expect(second.tools[0].function.name).toBe('lookup')
+    expect(second.tools[0].function.parameters.properties).toEqual({ city: { type: 'string' } })
+  })
+
+  test('local model printing its tool call as text: the fallback drives the loop', async () => {
+    server.replies.push(
+      { json: openaiReply({ content: '<tool_call>{"name": "lookup", "arguments": {"city": "Lima"}}</tool_call>' }, 'stop') },
+      { json: openaiReply({ content: 'Lima: 21°C.' }, 'stop') },
+    )
+    const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'ollama', baseURL: `${server.url}/v1` })
+    const r = await agent.run('Weather in Lima?')
+    expect(seen).toEqual(['Lima'])
+    expect(r.output).toBe('Lima: 21°C.')
+  })
+
+  test('anthropic: tool round trip', async () => {
+    const msg = (content: unknown[], stop: string) => ({ id: 'm', type: 'message', role: 'assistant', model: 'claude', content, stop_reason: stop, usage: { input_tokens: 7, output_tokens: 3 } })
+    server.replies.push(
+      { json: msg([{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { city: 'Rome' } }], 'tool_use') },
+      { json: msg([{ type: 'text', text: 'Rome: 21°C.' }], 'end_turn') },
+    )
+    const { agent, seen } = agentWith({ provider: 'anthropic', apiKey: 'sk-ant', baseURL: server.url })
+    const r = await agent.run('Weather in Rome?')
+    expect(r.success).toBe(true)
+    expect(r.output).toBe('Rome: 21°C.')
+    expect(seen).toEqual(['Rome'])
+    expect(server.requests[1].body.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'Rome: 21°C' }] })
+  })
+
+  test('gemini: tool round trip with the thought signature echoed', async () => {
+    process.env.GOOGLE_GEMINI_BASE_URL = server.url
+    const reply = (parts: unknown[]) => ({ candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 2 } })
+    server.replies.push(
+      { json: reply([{ functionCall: { name: 'lookup', args: { city: 'Kyiv' } }, thoughtSignature: 'SIG' }]) },
+      { json: reply([{ text: 'Kyiv: 21°C.' }]) },
+    )
+    const { agent, seen } = agentWith({ provider: 'gemini', apiKey: 'g' })
+    const r = await agent.run('Weather in Kyiv?')
+    expect(r.output).toBe('Kyiv: 21°C.')
+    expect(seen).toEqual(['Kyiv'])
+    expect(server.requests[1].body.contents.slice(1)).toEqual([
+      { role: 'model', parts: [{ functionCall: { name: 'lookup', args: { city: 'Kyiv' } }, thoughtSignature: 'SIG' }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'lookup', response: { output: 'Kyiv: 21°C' } } }] },
+    ])
+  })
+
+  test('bedrock and azure-openai: tool round trips', async () => {
+    process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = server.url
+    process.env.AWS_BEARER_TOKEN_BEDROCK = 'k'
+    server.replies.push(
+      { json: { output: { message: { role: 'assistant', content: [{ toolUse: { toolUseId: 'tu', name: 'lookup', input: { city: 'Baku' } } }] } }, stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1 } } },
+      { json: { output: { message: { role: 'assistant', content: [{ text: 'Baku: 21°C.' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1 } } },
+    )
+    const bed = agentWith({ provider: 'bedrock' })
+    expect((await bed.agent.run('Weather in Baku?')).output).toBe('Baku: 21°C.')
+    expect(bed.seen).toEqual(['Baku'])
+
+    process.env.AZURE_OPENAI_API_KEY = 'az'
+    server.replies.push(
+      { json: openaiReply({ content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Riga"}' } }] }, 'tool_calls') },
+      { json: openaiReply({ content: 'Riga: 21°C.' }, 'stop') },
+    )
+    const az = agentWith({ provider: 'azure-openai', baseURL: server.url, model: 'my-deployment' })
+    expect((await az.agent.run('Weather in Riga?')).output).toBe('Riga: 21°C.')
+    expect(server.requests[3].url).toBe('/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21')
+  })
+
+  test('provider failures become the run output', async () => {
+    const { agent } = agentWith({ provider: 'openai' })
+    const r = await agent.run('hi')
+    expect(r.success).toBe(false)
+    expect(r.output).toBe(
+      "The OPENAI_API_KEY environment variable is missing or empty; either provide it, or instantiate the OpenAI client with an apiKey option, like new OpenAI({ apiKey: 'My API Key' }).",
+    )
+    server.replies.push({ status: 400, json: { error: { message: 'model not found' } } })
+    const bad = agentWith({ provider: 'deepseek', apiKey: 'k', baseURL: `${server.url}/v1` })
+    const r2 = await bad.agent.run('hi')
+    expect(r2.success).toBe(false)
+    expect(r2.output).toBe('400 model not found')
+  })
+
+  test('Agent.stream over a native adapter', async () => {
+    server.replies.push({ json: openaiReply({ content: 'streamed answer' }, 'stop') })
+    const { agent } = agentWith({ provider: 'openai', apiKey: 'k', baseURL: `${server.url}/v1` })
+    const types: string[] = []
+    for await (const ev of agent.stream('hi')) types.push(ev.type)
+    expect(types).toEqual(['text', 'done'])
+  })
+})

@@ -1,0 +1,511 @@
+import { createAdapter, LLMMessage, LLMResponse, StreamEvent } from '../lib/llm'
+const { InvalidMessageError } = require('../lib/errors.js')
+import { collect, MockServer, sseData, startServer } from './llm-server'
+
+const llm = require('../lib/llm.js')
+const errors = require('../lib/errors.js')
+
+const completion = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  model: 'gpt-test',
+  choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+  ...extra,
+})
+
+const history: LLMMessage[] = [
+  { role: 'user', content: [{ type: 'text', text: 'What is the weather in Paris?' }] },
+  {
+    role: 'assistant',
+    content: [
+      { type: 'reasoning', text: 'need the tool', provenance: 'anthropic', signature: 'sig' },
+      { type: 'text', text: 'Let me check. ' },
+      { type: 'text', text: 'One moment.' },
+      { type: 'tool_use', id: 'call_1', name: 'weather', input: { city: 'Paris', days: 2, units: { t: 'C' } } },
+    ],
+  },
+  {
+    role: 'user',
+    content: [
+      { type: 'tool_result', tool_use_id: 'call_1', content: 'sunny, 21°C', is_error: false },
+      { type: 'text', text: 'Please be brief.' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+    ],
+  },
+]
+
+const tools = [
+  { name: 'weather', description: 'Weather lookup', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+]
+
+let server: MockServer
+let savedEnv: NodeJS.ProcessEnv
+
+beforeEach(async () => {
+  savedEnv = { ...process.env }
+  for (const k of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'DEEPSEEK_API_KEY', 'AZURE_OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT', 'AZURE_OPENAI_DEPLOYMENT', 'AZURE_OPENAI_API_VERSION']) {
+    delete process.env[k]
+  }
+  server = await startServer()
+})
+
+afterEach(async () => {
+  process.env = savedEnv
+  await server.close()
+})
+
+describe('OpenAI chat', () => {
+  test('request body is the golden JSON and the response maps to an LLMResponse', async () => {
+    server.replies.push({
+      json: completion({
+        content: 'It is sunny.',
+        reasoning_content: 'thought about it',
+        tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'weather', arguments: '{"city":"Lyon","n":1.0}' } }],
+      }, { choices: [{ index: 0, message: { role: 'assistant', content: 'It is sunny.', reasoning_content: 'thought about it', tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'weather', arguments: '{"city":"Lyon","n":1.0}' } }] }, finish_reason: 'tool_calls' }] }),
+    })
+    const adapter = await createAdapter('openai', 'sk-test', `${server.url}/v1`)
+    expect(adapter.name).toBe('openai')
+    expect(adapter.capabilities).toEqual({ echoesReasoning: 'never' })
+    const res = await adapter.chat(history, {
+      model: 'gpt-test',
+      tools,
+      maxTokens: 512,
+      temperature: 0.2,
+      topP: 0.9,
+      parallelToolCalls: false,
+      thinking: { enabled: false, effort: 'low' },
+      extraBody: { temperature: 0.7, seed: 42, model: 'ignored', tools: ['ignored'] },
+      systemPrompt: 'Be helpful.',
+    })
+    expect(server.requests).toHaveLength(1)
+    const req = server.requests[0]
+    expect(req.method).toBe('POST')
+    expect(req.url).toBe('/v1/chat/completions')
+    expect(req.headers.authorization).toBe('Bearer sk-test')
+    expect(req.headers['content-type']).toBe('application/json')
+    const golden = {
+      max_tokens: 512,
+      temperature: 0.7,
+      top_p: 0.9,
+      parallel_tool_calls: false,
+      reasoning_effort: 'low',
+      seed: 42,
+      model: 'gpt-test',
+      tools: [{ type: 'function', function: { name: 'weather', description: 'Weather lookup', parameters: tools[0].inputSchema } }],
+      messages: [
+        { role: 'system', content: 'Be helpful.' },
+        { role: 'user', content: 'What is the weather in Paris?' },
+        {
+          role: 'assistant',
+          content: 'Let me check. One moment.',
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris","days":2,"units":{"t":"C"}}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21°C' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Please be brief.' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          ],
+        },
+      ],
+      stream: false,
+    }
+    // Byte-exact, key order included.
+    expect(req.raw).toBe(JSON.stringify(golden))
+    // The raw JSON rides along, invisible to equality and JSON.stringify.
+    expect(JSON.parse((res as any)[Symbol.for('oma-kernel.response-json')])).toStrictEqual(res)
+    expect(Object.keys(res)).toEqual(['id', 'content', 'model', 'stop_reason', 'usage'])
+    expect(res).toStrictEqual({
+      id: 'chatcmpl-1',
+      content: [
+        { type: 'reasoning', text: 'thought about it', provenance: 'openai' },
+        { type: 'text', text: 'It is sunny.' },
+        { type: 'tool_use', id: 'call_2', name: 'weather', input: { city: 'Lyon', n: 1 } },
+      ],
+      model: 'gpt-test',
+      stop_reason: 'tool_use',
+      usage: { input_tokens: 11, output_tokens: 7 },
+    })
+  })
+
+  test('a local server without native tool calls: the text fallback extracts them', async () => {
+    const text = 'I will call it.\n<tool_call>\n{"name": "weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    server.replies.push({ json: completion({ content: text }) })
+    server.replies.push({ json: completion({ content: 'He said "hi. {"name":"weather","arguments":"{\\"city\\":\\"Rome\\"}"}' }) })
+    server.replies.push({ json: completion({ content: '{"name":"unknown_tool","arguments":{}}' }) })
+    const adapter = await createAdapter('openai', 'ollama', `${server.url}/v1`)
+    const r1 = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'qwen', tools })
+    expect(r1.stop_reason).toBe('tool_use')
+    expect(r1.content[0]).toEqual({ type: 'text', text })
+    expect(r1.content[1]).toMatchObject({ type: 'tool_use', name: 'weather', input: { city: 'Oslo' } })
+    expect((r1.content[1] as any).id).toMatch(/^extracted_call_\d+_\d+$/)
+    // §21: a stray quote in the prose no longer hides the call.
+    const r2 = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'qwen', tools })
+    expect(r2.content[1]).toMatchObject({ type: 'tool_use', name: 'weather', input: { city: 'Rome' } })
+    // Names outside the whitelist are ignored.
+    const r3 = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'qwen', tools })
+    expect(r3.content).toHaveLength(1)
+    expect(r3.stop_reason).toBe('end_turn')
+  })
+
+  test('unparseable tool arguments go through repairToolArgs', async () => {
+    server.replies.push({
+      json: completion({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'bash', arguments: '{"command": "ls -la"' } }, { id: 'd', type: 'function', function: { name: 'bash', arguments: '{"command": "echo \\"x\\""}  trailing' } }] }),
+    })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const r = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'x' }] }], { model: 'm' })
+    expect(r.content).toEqual([
+      { type: 'tool_use', id: 'c', name: 'bash', input: {} },
+      { type: 'tool_use', id: 'd', name: 'bash', input: {} },
+    ])
+    expect(llm.repairToolArgs('{"command": "echo \\"x\\""}')).toEqual({ command: 'echo "x"' })
+  })
+
+  test('HTTP errors: retries on 429 / 5xx honouring retry-after, then `<status> <message>`', async () => {
+    server.replies.push(
+      { status: 429, headers: { 'retry-after-ms': '10' }, json: { error: { message: 'slow down' } } },
+      { status: 503, headers: { 'retry-after': '0.01' }, json: { error: { message: 'busy' } } },
+      { json: completion({ content: 'ok' }) },
+    )
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const r = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'x' }] }], { model: 'm' })
+    expect(r.content).toEqual([{ type: 'text', text: 'ok' }])
+    expect(server.requests).toHaveLength(3)
+
+    server.requests.length = 0
+    server.replies.push(
+      { status: 500, headers: { 'retry-after-ms': '5' }, json: { error: { message: 'boom' } } },
+      { status: 500, headers: { 'retry-after-ms': '5' }, json: { error: { message: 'boom' } } },
+      { status: 500, headers: { 'retry-after-ms': '5' }, json: { error: { message: 'boom' } } },
+    )
+    const err = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'x' }] }], { model: 'm' }).catch((e) => e)
+    expect(err).toBeInstanceOf(Error)
+    expect(err.message).toBe('500 boom')
+    expect(err.status).toBe(500)
+    expect(server.requests).toHaveLength(3)
+
+    // 400 is final; x-should-retry: false makes a 503 final too.
+    server.requests.length = 0
+    server.replies.push({ status: 400, json: { error: { message: 'bad model', type: 'invalid_request_error' } } })
+    await expect(adapter.chat([], { model: 'm' })).rejects.toThrow('400 bad model')
+    server.replies.push({ status: 503, headers: { 'x-should-retry': 'false' }, text: '' })
+    await expect(adapter.chat([], { model: 'm' })).rejects.toThrow('503 status code (no body)')
+    expect(server.requests).toHaveLength(2)
+  })
+
+  test('connection errors are retried, then `Connection error.`', async () => {
+    server.replies.push({ destroy: true }, { json: completion({ content: 'after reset' }) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const r = await adapter.chat([], { model: 'm' })
+    expect(r.content).toEqual([{ type: 'text', text: 'after reset' }])
+    const dead = await createAdapter('openai', 'k', 'http://127.0.0.1:1/v1')
+    await expect(dead.chat([], { model: 'm' })).rejects.toThrow('Connection error.')
+  })
+
+  test('only LLMChatOptions fields cross (callbacks, circular objects and tool extras are ignored)', async () => {
+    server.replies.push({ json: completion({ content: 'ok' }) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const circular: any = { name: 'c' }
+    circular.self = circular
+    const options: any = { model: 'm', onTrace: () => {}, schema: circular, tools: [{ ...tools[0], execute: () => {}, zod: circular }] }
+    await adapter.chat([], options)
+    expect(server.requests[0].body).toEqual({
+      model: 'm',
+      messages: [],
+      tools: [{ type: 'function', function: { name: 'weather', description: 'Weather lookup', parameters: tools[0].inputSchema } }],
+      stream: false,
+    })
+  })
+
+  test('a malformed JSON body fails the call', async () => {
+    server.replies.push({ text: '{"id": "x", "choices": [' })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    await expect(adapter.chat([], { model: 'm' })).rejects.toThrow(/^Could not parse response body as JSON/)
+    server.replies.push({ json: { id: 'x', choices: [] } })
+    await expect(adapter.chat([], { model: 'm' })).rejects.toThrow('OpenAI returned a completion with no choices')
+  })
+
+  test('the abort signal cancels an in-flight request at once', async () => {
+    const controller = new AbortController()
+    server.replies.push({ hang: true, onRequest: () => controller.abort() })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const err = await adapter.chat([], { model: 'm', abortSignal: controller.signal }).catch((e) => e)
+    expect(err).toBeInstanceOf(Error)
+    expect(err.message).toBe('Request was aborted.')
+    expect(server.requests).toHaveLength(1)
+    // Already aborted: no request at all.
+    await expect(adapter.chat([], { model: 'm', abortSignal: controller.signal })).rejects.toThrow('Request was aborted.')
+    expect(server.requests).toHaveLength(1)
+  })
+
+  test('message validation throws InvalidMessageError (§15.1)', async () => {
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const cases: [unknown, string][] = [
+      ['nope', 'messages must be an array, got string'],
+      [[null], 'messages[0] must be an object, got null'],
+      [[{ role: 'user', content: 'hi' }], 'messages[0].content must be a ContentBlock[], got string'],
+      [[{ role: 'user', content: [{ text: 'x' }] }], 'messages[0].content[0] must be a content block with a string "type"'],
+      [[{ role: 'user' }], 'messages[0].content must be a ContentBlock[], got undefined'],
+      [[{ role: 'user', content: [[]] }], 'messages[0].content[0] must be a content block with a string "type"'],
+    ]
+    for (const [messages, message] of cases) {
+      const err = await adapter.chat(messages as any, { model: 'm' }).catch((e) => e)
+      expect(err).toBeInstanceOf(InvalidMessageError)
+      expect(err).toBeInstanceOf(errors.InvalidMessageError)
+      expect(err.code).toBe('INVALID_MESSAGE')
+      expect(err.message).toBe(message)
+    }
+    // stream: thrown on the first iteration, not at call time
+    const it = adapter.stream('nope' as any, { model: 'm' })[Symbol.asyncIterator]()
+    await expect(it.next()).rejects.toThrow('messages must be an array, got string')
+    expect(server.requests).toHaveLength(0)
+  })
+})
+
+describe('OpenAI stream', () => {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}) => ({
+    id: 'chatcmpl-s',
+    object: 'chat.completion.chunk',
+    model: 'gpt-test',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+    ...extra,
+  })
+
+  test('parses SSE split anywhere, yields events and a final done', async () => {
+    server.replies.push({
+      sse: [
+        ': keep-alive comment\n\n',
+        ...sseData([
+          chunk({ role: 'assistant', content: '' }),
+          chunk({ content: 'Hel' }),
+          chunk({ content: 'lo ✓', reasoning_content: 'hmm' }),
+          chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] }),
+          chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Nice"}' } }] }),
+          chunk({ tool_calls: [{ index: 1, function: { arguments: '"Metz"}' } }] }, 'tool_calls'),
+          { id: 'chatcmpl-s', object: 'chat.completion.chunk', model: 'gpt-test', choices: [], usage: { prompt_tokens: 5, completion_tokens: 9 } },
+        ], { split: 3 }),
+      ],
+    })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const events = await collect(adapter.stream(history, { model: 'gpt-test', tools, maxTokens: 64 }))
+    const body = server.requests[0].body
+    expect(body.stream).toBe(true)
+    expect(body.stream_options).toEqual({ include_usage: true })
+    expect(Object.keys(body)).toEqual(['max_tokens', 'model', 'messages', 'tools', 'stream', 'stream_options'])
+    const done: LLMResponse = {
+      id: 'chatcmpl-s',
+      content: [
+        { type: 'reasoning', text: 'hmm', provenance: 'openai' },
+        { type: 'text', text: 'Hello ✓' },
+        { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Nice' } },
+        { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Metz' } },
+      ],
+      model: 'gpt-test',
+      stop_reason: 'tool_use',
+      usage: { input_tokens: 5, output_tokens: 9 },
+    }
+    expect(events).toEqual([
+      { type: 'text', data: '' },
+      { type: 'text', data: 'Hel' },
+      { type: 'text', data: 'lo ✓' },
+      { type: 'reasoning', data: 'hmm' },
+      { type: 'tool_use', data: done.content[2] },
+      { type: 'tool_use', data: done.content[3] },
+      { type: 'done', data: done },
+    ])
+  })
+
+  test('the text fallback also runs on streams (no name filter with tools: [])', async () => {
+    server.replies.push({ sse: sseData([chunk({ content: '{"name":"anything","arguments":{"a":1}}' }, 'stop')]) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const events = await collect(adapter.stream([], { model: 'm', tools: [] }))
+    expect(events.map((e) => e.type)).toEqual(['text', 'tool_use', 'done'])
+    const done = events[2].data as LLMResponse
+    expect(done.stop_reason).toBe('tool_use')
+    expect(done.content[1]).toMatchObject({ type: 'tool_use', name: 'anything', input: { a: 1 } })
+  })
+
+  test('malformed JSON mid-stream becomes an error event', async () => {
+    server.replies.push({ sse: sseData([chunk({ content: 'partial' }), '{"choices": [oops'], { done: false }) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const events = await collect(adapter.stream([], { model: 'm' }))
+    expect(events).toHaveLength(2)
+    expect(events[0]).toEqual({ type: 'text', data: 'partial' })
+    expect(events[1].type).toBe('error')
+    expect(events[1].data).toBeInstanceOf(Error)
+    expect((events[1].data as Error).message).toMatch(/^Could not parse message into JSON/)
+  })
+
+  test('a connection cut mid-stream becomes an error event', async () => {
+    server.replies.push({ sse: sseData([chunk({ content: 'so far' })], { done: false }), cut: true })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const events = await collect(adapter.stream([], { model: 'm' }))
+    expect(events[0]).toEqual({ type: 'text', data: 'so far' })
+    expect(events[1].type).toBe('error')
+    expect((events[1].data as Error).message).toBe('Connection error.')
+    expect(events).toHaveLength(2)
+  })
+
+  test('an error chunk becomes an error event', async () => {
+    server.replies.push({ sse: sseData([{ error: { message: 'model overloaded' } }]) })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const events = await collect(adapter.stream([], { model: 'm' }))
+    expect(events).toHaveLength(1)
+    expect((events[0].data as Error).message).toBe('model overloaded')
+  })
+
+  test('HTTP errors opening the stream are thrown from the iterator', async () => {
+    server.replies.push({ status: 401, json: { error: { message: 'Incorrect API key provided' } } })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const err = await collect(adapter.stream([], { model: 'm' })).catch((e) => e)
+    expect(err).toBeInstanceOf(Error)
+    expect(err.message).toBe('401 Incorrect API key provided')
+  })
+
+  test('abort mid-stream yields an error event; break stops the request', async () => {
+    const controller = new AbortController()
+    server.replies.push({
+      custom: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write(`data: ${JSON.stringify(chunk({ content: 'first' }))}\n\n`)
+        // never ends
+      },
+    })
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const seen: StreamEvent[] = []
+    for await (const ev of adapter.stream([], { model: 'm', abortSignal: controller.signal })) {
+      seen.push(ev)
+      if (ev.type === 'text') controller.abort()
+    }
+    expect(seen[0]).toEqual({ type: 'text', data: 'first' })
+    expect(seen[1].type).toBe('error')
+    expect((seen[1].data as Error).message).toBe('Request was aborted.')
+
+    let closed!: () => void
+    const connectionClosed = new Promise<void>((resolve) => (closed = resolve))
+    server.replies.push({
+      custom: (_req, res) => {
+        res.on('close', () => closed())
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write(`data: ${JSON.stringify(chunk({ content: 'one' }))}\n\n`)
+      },
+    })
+    const types: string[] = []
+    for await (const ev of adapter.stream([], { model: 'm' })) {
+      types.push(ev.type)
+      break
+    }
+    expect(types).toEqual(['text'])
+    // The client dropped the connection (the server never ends this response itself).
+    await connectionClosed
+  })
+})
+
+describe('OpenAI-compatible providers', () => {
+  test('presets: names, base URLs, key chains and capabilities', async () => {
+    process.env.OPENAI_API_KEY = 'sk-fallback'
+    const ds = await createAdapter('deepseek', undefined, `${server.url}/ds`)
+    expect(ds.name).toBe('deepseek')
+    expect(ds.capabilities).toEqual({ echoesReasoning: 'tool-use-only' })
+    server.replies.push({ json: completion({ content: 'x', reasoning_content: 'r' }) })
+    const r = await ds.chat(
+      [
+        { role: 'user', content: [{ type: 'text', text: 'q' }] },
+        { role: 'assistant', content: [{ type: 'reasoning', text: 'mine', provenance: 'deepseek' }, { type: 'tool_use', id: 't', name: 'weather', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'ok' }] },
+      ],
+      { model: 'deepseek-reasoner' },
+    )
+    expect(server.requests[0].url).toBe('/ds/chat/completions')
+    expect(server.requests[0].headers.authorization).toBe('Bearer sk-fallback')
+    expect(server.requests[0].body.messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 't', type: 'function', function: { name: 'weather', arguments: '{}' } }],
+      reasoning_content: 'mine',
+    })
+    expect(r.content[0]).toEqual({ type: 'reasoning', text: 'r', provenance: 'deepseek' })
+
+    process.env.DEEPSEEK_API_KEY = 'sk-ds'
+    server.replies.push({ json: completion({ content: 'y' }) })
+    await (await createAdapter('deepseek', undefined, `${server.url}/ds`)).chat([], { model: 'm' })
+    expect(server.requests[1].headers.authorization).toBe('Bearer sk-ds')
+
+    const expected: [string, string][] = [
+      ['grok', 'never'], ['doubao', 'never'], ['qiniu', 'never'], ['minimax', 'never'],
+      ['mimo', 'tool-use-only'], ['hunyuan', 'tool-use-only'],
+    ]
+    for (const [p, echoes] of expected) {
+      const a = await createAdapter(p as any, 'k')
+      expect(a.name).toBe(p)
+      expect(a.capabilities).toEqual({ echoesReasoning: echoes })
+    }
+  })
+
+  test('OPENAI_BASE_URL applies to provider openai only', async () => {
+    process.env.OPENAI_BASE_URL = `${server.url}/from-env`
+    server.replies.push({ json: completion({ content: 'x' }) })
+    await (await createAdapter('openai', 'k')).chat([], { model: 'm' })
+    expect(server.requests[0].url).toBe('/from-env/chat/completions')
+  })
+
+  test('missing key and unknown provider', async () => {
+    await expect(createAdapter('openai')).rejects.toThrow(
+      "The OPENAI_API_KEY environment variable is missing or empty; either provide it, or instantiate the OpenAI client with an apiKey option, like new OpenAI({ apiKey: 'My API Key' }).",
+    )
+    await expect(createAdapter('grok')).rejects.toThrow(/OPENAI_API_KEY/)
+    const err = await createAdapter('nope' as any).catch((e) => e)
+    expect(err).toBeInstanceOf(Error)
+    expect(err.message).toBe('Unsupported LLM provider: nope')
+  })
+
+  test('Azure OpenAI: deployment URL, api-key header, api-version', async () => {
+    process.env.AZURE_OPENAI_API_KEY = 'az-key'
+    process.env.AZURE_OPENAI_DEPLOYMENT = 'my-deployment'
+    const az = await createAdapter('azure-openai', undefined, `${server.url}/`)
+    expect(az.name).toBe('azure-openai')
+    server.replies.push({ json: completion({ content: 'hi from azure' }) })
+    const r = await az.chat([{ role: 'user', content: [{ type: 'text', text: 'x' }] }], { model: '' })
+    expect(r.content).toEqual([{ type: 'text', text: 'hi from azure' }])
+    const req = server.requests[0]
+    expect(req.url).toBe('/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21')
+    expect(req.headers['api-key']).toBe('az-key')
+    expect(req.headers.authorization).toBeUndefined()
+    expect(req.body.model).toBe('my-deployment')
+
+    delete process.env.AZURE_OPENAI_DEPLOYMENT
+    const az2 = await createAdapter('azure-openai', 'k', server.url)
+    await expect(az2.chat([], { model: ' ' })).rejects.toThrow(
+      'Azure OpenAI deployment is required. Set agent model to your deployment name, or set AZURE_OPENAI_DEPLOYMENT.',
+    )
+    delete process.env.AZURE_OPENAI_API_KEY
+    await expect(createAdapter('azure-openai', undefined, server.url)).rejects.toThrow(/AZURE_OPENAI_API_KEY/)
+  })
+
+  test('a tool loop over a local OpenAI-compatible server', async () => {
+    // Turn 1: the model asks for a tool; turn 2: it answers with the result in context.
+    server.replies.push(
+      { json: completion({ content: null, tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'weather', arguments: '{"city":"Bern"}' } }] }) },
+      { json: completion({ content: 'Bern: 18°C' }) },
+    )
+    const adapter = await createAdapter('openai', 'local', `${server.url}/v1`)
+    const messages: LLMMessage[] = [{ role: 'user', content: [{ type: 'text', text: 'Weather in Bern?' }] }]
+    for (let turn = 0; turn < 5; turn++) {
+      const res = await adapter.chat(messages, { model: 'llama', tools })
+      messages.push({ role: 'assistant', content: res.content })
+      const calls = res.content.filter((b) => b.type === 'tool_use') as any[]
+      if (res.stop_reason !== 'tool_use') break
+      messages.push({ role: 'user', content: calls.map((c) => ({ type: 'tool_result' as const, tool_use_id: c.id, content: `${c.input.city}: 18°C` })) })
+    }
+    expect(messages).toHaveLength(4)
+    expect(server.requests[1].body.messages).toEqual([
+      { role: 'user', content: 'Weather in Bern?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_x', type: 'function', function: { name: 'weather', arguments: '{"city":"Bern"}' } }] },
+      { role: 'tool', tool_call_id: 'call_x', content: 'Bern: 18°C' },
+    ])
+    expect(messages[3].content).toEqual([{ type: 'text', text: 'Bern: 18°C' }])
+  })
+})

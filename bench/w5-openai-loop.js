@@ -1,0 +1,126 @@
+'use strict'
+// W5: the same tool loop (T tool turns with 2 KB tool results, then a final answer) against a
+// loopback OpenAI-compatible server in a separate process, driven by
+//   - oma-kernel: the native adapter from createAdapter('openai', key, baseURL) in a minimal JS
+//     loop, and the whole Agent.run (provider 'openai', runner, executor, one tool), and
+//   - the `ai` SDK: generateText with @ai-sdk/openai's chat model and one tool.
+// Reports client CPU (user + system of this process, all threads) per LLM call and wall time
+// per run. Usage: node bench/w5-openai-loop.js [--quick]
+const { fork } = require('child_process')
+const path = require('path')
+
+const quick = process.argv.includes('--quick')
+const PAYLOAD = 'x'.repeat(2048)
+const TOOL_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false }
+const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 300, 5: 120, 20: 40 }
+const WARMUP = quick ? 3 : 30
+
+async function lookup(input) {
+  return `${input.key}:${PAYLOAD}`
+}
+
+async function omaLoop(adapter, T) {
+  const tools = [{ name: 'lookup', description: 'Look a key up', inputSchema: TOOL_SCHEMA }]
+  const messages = [{ role: 'user', content: [{ type: 'text', text: 'Look up the keys.' }] }]
+  let calls = 0
+  for (;;) {
+    const res = await adapter.chat(messages, { model: `bench-T${T}`, tools, maxTokens: 256 })
+    calls++
+    messages.push({ role: 'assistant', content: res.content })
+    if (res.stop_reason !== 'tool_use') return calls
+    const results = []
+    for (const b of res.content) {
+      if (b.type === 'tool_use') results.push({ type: 'tool_result', tool_use_id: b.id, content: await lookup(b.input) })
+    }
+    messages.push({ role: 'user', content: results })
+  }
+}
+
+function agentLoop(index, baseURL, T) {
+  // A fresh Agent per run, as an application would for one task.
+  const { Agent, ToolRegistry, ToolExecutor } = index
+  const registry = new ToolRegistry()
+  registry.register({
+    name: 'lookup',
+    description: 'Look a key up',
+    inputSchema: { safeParse: (v) => ({ success: true, data: v }) },
+    llmInputSchema: TOOL_SCHEMA,
+    execute: async (input) => ({ data: await lookup(input) }),
+  })
+  const agent = new Agent(
+    { name: 'w5', model: `bench-T${T}`, provider: 'openai', apiKey: 'bench-key', baseURL, tools: ['lookup'], maxTurns: T + 2, maxTokens: 256 },
+    registry,
+    new ToolExecutor(registry),
+  )
+  return agent.run('Look up the keys.').then((r) => {
+    if (!r.success) throw new Error(r.output)
+    return r.messages.filter((m) => m.role === 'assistant').length
+  })
+}
+
+function aiSdkLoop(ai, provider, T) {
+  const { generateText, tool, jsonSchema, stepCountIs } = ai
+  return generateText({
+    model: provider.chat(`bench-T${T}`),
+    tools: { lookup: tool({ description: 'Look a key up', inputSchema: jsonSchema(TOOL_SCHEMA), execute: lookup }) },
+    stopWhen: stepCountIs(T + 2),
+    maxOutputTokens: 256,
+    prompt: 'Look up the keys.',
+  }).then((r) => r.steps.length)
+}
+
+async function measure(label, T, runOnce) {
+  for (let i = 0; i < WARMUP; i++) await runOnce()
+  const runs = RUNS[T]
+  let calls = 0
+  const cpu0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  for (let i = 0; i < runs; i++) calls += await runOnce()
+  const wallNs = Number(process.hrtime.bigint() - t0)
+  const cpu = process.cpuUsage(cpu0)
+  const cpuUs = cpu.user + cpu.system
+  if (calls !== runs * (T + 1)) throw new Error(`${label}: expected ${runs * (T + 1)} LLM calls, got ${calls}`)
+  return { label, T, runs, cpuPerCallUs: cpuUs / calls, wallPerRunMs: wallNs / 1e6 / runs }
+}
+
+async function main() {
+  const child = fork(path.join(__dirname, 'w5-mock-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const { port } = await new Promise((resolve) => child.once('message', resolve))
+  const baseURL = `http://127.0.0.1:${port}/v1`
+  const { createAdapter } = require('../lib/llm.js')
+  const adapter = await createAdapter('openai', 'bench-key', baseURL)
+  let ai = null
+  let provider = null
+  try {
+    ai = require('ai')
+    provider = require('@ai-sdk/openai').createOpenAI({ baseURL, apiKey: 'bench-key' })
+  } catch (e) {
+    console.error(`ai SDK column skipped: ${e.message.split('\n')[0]}`)
+  }
+  let index = null
+  try {
+    index = require('../index.js')
+  } catch (e) {
+    console.error(`Agent.run row skipped: ${e.message.split('\n')[0]}`)
+  }
+  const rows = []
+  for (const T of [1, 5, 20]) {
+    rows.push(await measure('oma-kernel', T, () => omaLoop(adapter, T)))
+    if (index) rows.push(await measure('oma-kernel Agent.run', T, () => agentLoop(index, baseURL, T)))
+    if (provider) rows.push(await measure('ai SDK', T, () => aiSdkLoop(ai, provider, T)))
+  }
+  child.disconnect()
+  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run`)
+  console.log('| client | T | runs | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
+  console.log('|---|---|---|---|---|---|')
+  for (const r of rows) {
+    const base = rows.find((x) => x.T === r.T && x.label === 'ai SDK')
+    const ratio = base ? (r.cpuPerCallUs / base.cpuPerCallUs).toFixed(2) : '–'
+    console.log(`| ${r.label} | ${r.T} | ${r.runs} | ${r.cpuPerCallUs.toFixed(0)} | ${r.wallPerRunMs.toFixed(2)} | ${ratio} |`)
+  }
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})

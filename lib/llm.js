@@ -1,0 +1,199 @@
+'use strict'
+// JS face of the native LLM adapters (CONTRACT §14–§16). The HTTP work, message conversion,
+// retries and SSE parsing are Rust; this file only validates the JS input (§15.1), moves
+// JSON strings, links the AbortSignal, and builds Errors in the caller's realm.
+
+const native = require('../binding.js')
+const { InvalidMessageError, toError } = require('./errors.js')
+
+/** Where the native handle of an adapter object lives (for the kernel's fast path). */
+const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
+/** The response's JSON as the addon produced it (non-enumerable): lets the kernel hand it to the
+ *  native machine without a JSON.stringify of objects it has just parsed. */
+const RESPONSE_JSON = Symbol.for('oma-kernel.response-json')
+const ENV_VARS = native.llmEnvVars()
+
+// process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
+function envSnapshot() {
+  const out = {}
+  for (const k of ENV_VARS) {
+    const v = process.env[k]
+    if (v !== undefined) out[k] = v
+  }
+  return JSON.stringify(out)
+}
+
+function typeName(v) {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'array'
+  return typeof v
+}
+
+/** `assertValidMessages(messages)` (§15.1). */
+function assertValidMessages(messages) {
+  if (!Array.isArray(messages)) {
+    throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
+  }
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) {
+      throw new InvalidMessageError(`messages[${i}] must be an object, got ${typeName(m)}`)
+    }
+    const content = m.content
+    if (!Array.isArray(content)) {
+      throw new InvalidMessageError(`messages[${i}].content must be a ContentBlock[], got ${typeName(content)}`)
+    }
+    for (let j = 0; j < content.length; j++) {
+      const b = content[j]
+      if (b === null || typeof b !== 'object' || typeof b.type !== 'string') {
+        throw new InvalidMessageError(`messages[${i}].content[${j}] must be a content block with a string "type"`)
+      }
+    }
+  }
+}
+
+function errorFrom(data) {
+  const e = data.kind === 'invalid_message' ? new InvalidMessageError(data.message) : new Error(data.message)
+  if (data.status !== undefined) e.status = data.status
+  return e
+}
+
+/** A rejection from the addon: the Rust side encodes its errors as JSON in the message. */
+function fromNative(err) {
+  const msg = err && err.message
+  if (typeof msg === 'string' && msg.startsWith('{"kind":')) {
+    try {
+      return errorFrom(JSON.parse(msg))
+    } catch {
+      // not ours after all
+    }
+  }
+  return toError(err)
+}
+
+function noop() {}
+
+/** A CancelHandle tripped by `signal` (and the function that unhooks it). */
+function linkSignal(signal) {
+  if (!signal) return [undefined, noop]
+  const handle = new native.CancelHandle()
+  if (signal.aborted) {
+    handle.cancel()
+    return [handle, noop]
+  }
+  const onAbort = () => handle.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return [handle, () => signal.removeEventListener('abort', onAbort)]
+}
+
+// Only the LLMChatOptions fields cross: callers may pass richer objects (a runner's options with
+// callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
+const OPTION_KEYS = [
+  'model', 'tools', 'maxTokens', 'temperature', 'topP', 'topK', 'minP', 'frequencyPenalty', 'presencePenalty',
+  'parallelToolCalls', 'extraBody', 'thinking', 'preserveReasoningAsText', 'compressReasoningText', 'systemPrompt',
+]
+
+function optionsJson(options) {
+  if (!options) return '{}'
+  const picked = {}
+  for (const k of OPTION_KEYS) {
+    if (options[k] !== undefined) picked[k] = options[k]
+  }
+  if (picked.tools) {
+    picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
+  }
+  return JSON.stringify(picked)
+}
+
+class NativeAdapter {
+  constructor(handle) {
+    this.name = handle.name
+    this.capabilities = { echoesReasoning: handle.echoesReasoning }
+    Object.defineProperty(this, NATIVE_ADAPTER, { value: handle })
+  }
+
+  async chat(messages, options) {
+    assertValidMessages(messages)
+    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    let json
+    try {
+      json = await this[NATIVE_ADAPTER].chat(JSON.stringify(messages), optionsJson(options), cancel)
+    } catch (e) {
+      throw fromNative(e)
+    } finally {
+      unlink()
+    }
+    const response = JSON.parse(json)
+    Object.defineProperty(response, RESPONSE_JSON, { value: json })
+    return response
+  }
+
+  async *stream(messages, options) {
+    assertValidMessages(messages)
+    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    const s = this[NATIVE_ADAPTER].stream(JSON.stringify(messages), optionsJson(options), cancel)
+    try {
+      for (;;) {
+        let batch
+        try {
+          batch = JSON.parse(await s.nextBatch())
+        } catch (e) {
+          throw fromNative(e)
+        }
+        if (batch.length === 0) return
+        for (const ev of batch) {
+          if (ev.type === 'throw') throw errorFrom(ev.data)
+          if (ev.type === 'error') {
+            yield { type: 'error', data: errorFrom(ev.data) }
+            return
+          }
+          yield ev
+          if (ev.type === 'done') return
+        }
+      }
+    } finally {
+      s.close()
+      unlink()
+    }
+  }
+}
+
+/** `createAdapter(provider, apiKey?, baseURL?, region?)` (§14). */
+async function createAdapter(provider, apiKey, baseURL, region) {
+  // Through the JS global console: callers spy on it (CONTRACT §18.4).
+  if (provider === 'bedrock' && baseURL) {
+    console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
+  }
+  if (provider === 'copilot' && baseURL) {
+    console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
+  }
+  let handle
+  try {
+    handle = native.NativeLlmAdapter.create(String(provider), apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot())
+  } catch (e) {
+    throw fromNative(e)
+  }
+  return new NativeAdapter(handle)
+}
+
+/** `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix). */
+function extractToolCallsFromText(text, knownToolNames) {
+  if (typeof text !== 'string' || text === '') return []
+  return JSON.parse(native.extractToolCallsFromTextJson(text, (knownToolNames || []).map(String)))
+}
+
+/** `repairToolArgs(raw)` (§16.2). */
+function repairToolArgs(raw) {
+  const out = native.repairToolArgsJson(String(raw))
+  return out === null ? null : JSON.parse(out)
+}
+
+module.exports = {
+  createAdapter,
+  extractToolCallsFromText,
+  repairToolArgs,
+  assertValidMessages,
+  NativeAdapter,
+  NATIVE_ADAPTER,
+  RESPONSE_JSON,
+}

@@ -1,0 +1,373 @@
+//! Native LLM adapters over HTTP (CONTRACT §14–§16): Anthropic, OpenAI and OpenAI-compatible
+//! servers (the provider presets, local servers), Azure OpenAI and Gemini.
+//!
+//! Messages go from kernel structs straight into the request body and responses come
+//! straight back into kernel structs; no JS objects on this path. The binding in
+//! `src/js/llm.rs` only moves JSON strings.
+
+pub mod anthropic;
+pub mod bedrock;
+pub mod fast_parse;
+pub mod gemini;
+pub mod jsjson;
+pub mod openai;
+pub mod providers;
+pub mod reasoning_fallback;
+pub mod runtime;
+pub mod sse;
+pub mod text_tools;
+pub mod transport;
+
+use std::collections::HashMap;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::kernel::message::{Block, Usage};
+
+pub use providers::{create_adapter, Adapter, EchoesReasoning};
+
+/// `LLMToolDef`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolDef {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<Value>,
+    #[serde(rename = "inputSchema", default)]
+    pub input_schema: Option<Box<RawValue>>,
+}
+
+/// `ThinkingConfig`; kept as JSON values because the wire sends them as the user gave them.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Thinking {
+    #[serde(default)]
+    pub enabled: Option<Value>,
+    #[serde(rename = "budgetTokens", default)]
+    pub budget_tokens: Option<Value>,
+    #[serde(default)]
+    pub effort: Option<Value>,
+}
+
+/// `LLMChatOptions` without `abortSignal` (that is the `CancellationToken`). Numeric options
+/// stay JSON values: the original forwards whatever the user set, unvalidated.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatOptions {
+    #[serde(default)]
+    pub model: Option<Value>,
+    #[serde(default)]
+    pub tools: Option<Vec<ToolDef>>,
+    #[serde(default)]
+    pub max_tokens: Option<Value>,
+    #[serde(default)]
+    pub temperature: Option<Value>,
+    #[serde(default)]
+    pub top_p: Option<Value>,
+    #[serde(default)]
+    pub top_k: Option<Value>,
+    #[serde(default)]
+    pub min_p: Option<Value>,
+    #[serde(default)]
+    pub frequency_penalty: Option<Value>,
+    #[serde(default)]
+    pub presence_penalty: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<Value>,
+    #[serde(default)]
+    pub extra_body: Option<Value>,
+    #[serde(default)]
+    pub thinking: Option<Thinking>,
+    #[serde(default)]
+    pub preserve_reasoning_as_text: Option<Value>,
+    #[serde(default)]
+    pub compress_reasoning_text: Option<Value>,
+    #[serde(default)]
+    pub system_prompt: Option<Value>,
+}
+
+impl ChatOptions {
+    pub fn from_json(json: &str) -> Result<ChatOptions, LlmError> {
+        serde_json::from_str(json).map_err(|e| LlmError::other(format!("invalid chat options: {e}")))
+    }
+
+    /// The model id as a string (`String(model)` for the rare non-string).
+    pub fn model_str(&self) -> String {
+        match &self.model {
+            Some(Value::String(s)) => s.clone(),
+            None | Some(Value::Null) => String::new(),
+            Some(v) => v.to_string(),
+        }
+    }
+
+    pub fn preserve_reasoning(&self) -> bool {
+        matches!(self.preserve_reasoning_as_text, Some(Value::Bool(true)))
+    }
+
+    pub fn extra_body_map(&self) -> Option<&Map<String, Value>> {
+        self.extra_body.as_ref().and_then(Value::as_object)
+    }
+
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.tools.as_deref().unwrap_or_default().iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
+/// `LLMResponse`.
+#[derive(Debug, Clone)]
+pub struct LlmResponse {
+    pub id: String,
+    pub content: Vec<Block>,
+    pub model: String,
+    pub stop_reason: String,
+    pub usage: Usage,
+}
+
+impl Serialize for LlmResponse {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(5))?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("content", &self.content)?;
+        m.serialize_entry("model", &self.model)?;
+        m.serialize_entry("stop_reason", &self.stop_reason)?;
+        m.serialize_entry("usage", &UsageJs(self.usage))?;
+        m.end()
+    }
+}
+
+struct UsageJs(Usage);
+
+impl Serialize for UsageJs {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("input_tokens", &JsNum(self.0.input_tokens))?;
+        m.serialize_entry("output_tokens", &JsNum(self.0.output_tokens))?;
+        m.end()
+    }
+}
+
+/// A number written as JS writes it (`12`, not `12.0`).
+struct JsNum(f64);
+
+impl Serialize for JsNum {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let x = self.0;
+        if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
+            s.serialize_i64(x as i64)
+        } else if x.is_finite() {
+            s.serialize_f64(x)
+        } else {
+            s.serialize_unit()
+        }
+    }
+}
+
+impl LlmResponse {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("response serialises")
+    }
+}
+
+/// What a failure is, so the JS side can build the right Error class in its own realm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// `InvalidMessageError` (§15.1).
+    InvalidMessage,
+    /// HTTP status error from the provider.
+    Api,
+    Connection,
+    Timeout,
+    Aborted,
+    /// Everything else (configuration, unhandled block types, unparseable bodies, …).
+    Other,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LlmError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+impl LlmError {
+    pub fn other(message: impl Into<String>) -> Self {
+        LlmError { kind: ErrorKind::Other, message: message.into(), status: None }
+    }
+    pub fn aborted() -> Self {
+        LlmError { kind: ErrorKind::Aborted, message: "Request was aborted.".into(), status: None }
+    }
+    pub fn connection() -> Self {
+        LlmError { kind: ErrorKind::Connection, message: "Connection error.".into(), status: None }
+    }
+    pub fn timeout() -> Self {
+        LlmError { kind: ErrorKind::Timeout, message: "Request timed out.".into(), status: None }
+    }
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("error serialises")
+    }
+}
+
+impl std::fmt::Display for LlmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LlmError {}
+
+/// `StreamEvent` of an adapter's `stream()`; `Done` and `Error` are terminal.
+#[derive(Debug, Clone)]
+pub enum StreamEvent {
+    Text(String),
+    Reasoning(String),
+    /// Always a `Block::ToolUse`.
+    ToolUse(Block),
+    Done(LlmResponse),
+    Error(LlmError),
+}
+
+impl Serialize for StreamEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        match self {
+            StreamEvent::Text(t) => {
+                m.serialize_entry("type", "text")?;
+                m.serialize_entry("data", t)?;
+            }
+            StreamEvent::Reasoning(t) => {
+                m.serialize_entry("type", "reasoning")?;
+                m.serialize_entry("data", t)?;
+            }
+            StreamEvent::ToolUse(b) => {
+                m.serialize_entry("type", "tool_use")?;
+                m.serialize_entry("data", b)?;
+            }
+            StreamEvent::Done(r) => {
+                m.serialize_entry("type", "done")?;
+                m.serialize_entry("data", r)?;
+            }
+            StreamEvent::Error(e) => {
+                m.serialize_entry("type", "error")?;
+                m.serialize_entry("data", e)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// Receives stream events as they are produced.
+pub trait EventSink: Send {
+    fn emit(&mut self, ev: StreamEvent);
+}
+
+impl<F: FnMut(StreamEvent) + Send> EventSink for F {
+    fn emit(&mut self, ev: StreamEvent) {
+        self(ev)
+    }
+}
+
+/// Environment lookups for key chains and base URLs. JS passes a snapshot of `process.env`
+/// (Jest's sandbox has its own copy that the real environment never sees).
+pub type Env = HashMap<String, String>;
+
+/// Reads the process environment (for Rust callers without a JS `process.env`).
+pub fn process_env() -> Env {
+    std::env::vars().collect()
+}
+
+/// Environment variables the adapters consult; the JS shim snapshots exactly these.
+pub const ENV_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "AZURE_OPENAI_API_VERSION",
+    "AZURE_OPENAI_DEPLOYMENT",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "DEEPSEEK_API_KEY",
+    "ARK_API_KEY",
+    "XAI_API_KEY",
+    "HUNYUAN_API_KEY",
+    "HUNYUAN_BASE_URL",
+    "MINIMAX_API_KEY",
+    "MINIMAX_BASE_URL",
+    "MIMO_API_KEY",
+    "MIMO_BASE_URL",
+    "QINIU_API_KEY",
+    "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL",
+    "GITHUB_COPILOT_TOKEN",
+    "GITHUB_TOKEN",
+    "GITHUB_API_URL",
+    "HOME",
+    "USERPROFILE",
+];
+
+/// Shared by the provider modules: a tool input parsed from provider JSON, normalised to the
+/// text `JSON.stringify` would give (or `{}` when it is not an object).
+pub(crate) fn object_input(v: Option<&Value>) -> Box<RawValue> {
+    match v {
+        Some(Value::Object(m)) => jsjson::raw_object(m),
+        _ => jsjson::empty_object(),
+    }
+}
+
+/// Runs a future unless the token fires first.
+pub(crate) async fn or_abort<T>(
+    cancel: &CancellationToken,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, LlmError> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(LlmError::aborted()),
+        v = fut => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_json_matches_js_shape() {
+        let r = LlmResponse {
+            id: "x".into(),
+            content: vec![Block::text("hi")],
+            model: "m".into(),
+            stop_reason: "end_turn".into(),
+            usage: Usage { input_tokens: 3.0, output_tokens: 0.5 },
+        };
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"x","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":0.5}}"#
+        );
+        let e = StreamEvent::Error(LlmError::aborted());
+        assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"error","data":{"kind":"aborted","message":"Request was aborted."}}"#);
+    }
+
+    #[test]
+    fn options_parse_from_js_json() {
+        let o = ChatOptions::from_json(r#"{"model":"m","tools":[{"name":"a","description":"d","inputSchema":{"type":"object"}}],"maxTokens":10,"preserveReasoningAsText":true,"extraBody":{"x":1}}"#).unwrap();
+        assert_eq!(o.model_str(), "m");
+        assert_eq!(o.tool_names(), vec!["a"]);
+        assert!(o.preserve_reasoning());
+        assert_eq!(o.extra_body_map().unwrap().get("x").unwrap(), 1);
+    }
+}

@@ -1,0 +1,633 @@
+//! OpenAI Chat Completions wire format (CONTRACT §15.5), shared by provider `openai`, the
+//! OpenAI-compatible presets, local servers and Azure OpenAI.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
+use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
+use super::text_tools::{extract_tool_calls_from_text, repair_tool_args};
+use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
+use crate::kernel::message::{Block, Message, Role, Usage};
+
+/// `buildMessageOptions`: how reasoning blocks travel outbound.
+#[derive(Debug, Clone)]
+pub struct Outbound<'a> {
+    pub preserve_as_text: bool,
+    pub max_chars: MaxChars,
+    /// Provider whose own reasoning is echoed as `reasoning_content` (`tool-use-only`).
+    pub native_echo: Option<&'a str>,
+}
+
+pub fn outbound<'a>(opts: &ChatOptions, name: &'a str, tool_use_only: bool) -> Option<Outbound<'a>> {
+    let preserve = opts.preserve_reasoning();
+    if !tool_use_only && !preserve {
+        return None;
+    }
+    Some(Outbound {
+        preserve_as_text: preserve,
+        max_chars: if preserve { resolve_max_chars(opts.compress_reasoning_text.as_ref()) } else { MaxChars(None) },
+        native_echo: if tool_use_only { Some(name) } else { None },
+    })
+}
+
+/// `buildOpenAIMessageList(messages, systemPrompt, outbound)` as JSON text.
+pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Option<&Outbound>) -> String {
+    let mut out = String::with_capacity(256 + messages.len() * 128);
+    out.push('[');
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+    };
+    if let Some(Value::String(s)) = system {
+        if !s.is_empty() {
+            sep(&mut out);
+            out.push_str("{\"role\":\"system\",\"content\":");
+            push_json_string(&mut out, s);
+            out.push('}');
+        }
+    }
+    let has_tool_use = messages.iter().any(Message::has_tool_use);
+    for m in messages {
+        match m.role {
+            Role::Assistant => {
+                if let Some(json) = assistant_json(m, has_tool_use, ob) {
+                    sep(&mut out);
+                    out.push_str(&json);
+                }
+            }
+            Role::User => {
+                if m.has_tool_result() {
+                    let mut rest: Vec<&Block> = Vec::new();
+                    for b in &m.content {
+                        if let Block::ToolResult { tool_use_id, content, .. } = b {
+                            sep(&mut out);
+                            out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
+                            push_json_string(&mut out, tool_use_id);
+                            out.push_str(",\"content\":");
+                            push_json_string(&mut out, content);
+                            out.push('}');
+                        } else {
+                            rest.push(b);
+                        }
+                    }
+                    if !rest.is_empty() {
+                        sep(&mut out);
+                        user_json(&mut out, &rest);
+                    }
+                } else {
+                    sep(&mut out);
+                    let all: Vec<&Block> = m.content.iter().collect();
+                    user_json(&mut out, &all);
+                }
+            }
+        }
+    }
+    out.push(']');
+    out
+}
+
+fn user_json(out: &mut String, blocks: &[&Block]) {
+    out.push_str("{\"role\":\"user\",\"content\":");
+    if let [Block::Text { text }] = blocks {
+        match text {
+            Some(t) => push_json_string(out, t),
+            // `content: undefined` disappears from the JSON.
+            None => {
+                out.truncate(out.len() - ",\"content\":".len());
+            }
+        }
+        out.push('}');
+        return;
+    }
+    out.push('[');
+    let mut first = true;
+    for b in blocks {
+        let part = match b {
+            Block::Text { text } => {
+                let mut p = String::from("{\"type\":\"text\"");
+                if let Some(t) = text {
+                    p.push_str(",\"text\":");
+                    push_json_string(&mut p, t);
+                }
+                p.push('}');
+                p
+            }
+            Block::Image { media_type, data } => {
+                let mut p = String::from("{\"type\":\"image_url\",\"image_url\":{\"url\":");
+                push_json_string(&mut p, &format!("data:{media_type};base64,{data}"));
+                p.push_str("}}");
+                p
+            }
+            _ => continue,
+        };
+        if !first {
+            out.push(',');
+        }
+        first = false;
+        out.push_str(&part);
+    }
+    out.push_str("]}");
+}
+
+fn assistant_json(m: &Message, has_tool_use: bool, ob: Option<&Outbound>) -> Option<String> {
+    let mut tool_calls = String::new();
+    let mut parts: Vec<String> = Vec::new();
+    let mut pending = String::new();
+    let mut echo = String::new();
+    for b in &m.content {
+        match b {
+            Block::ToolUse { id, name, input, .. } => {
+                tool_calls.push_str(if tool_calls.is_empty() { "[" } else { "," });
+                tool_calls.push_str("{\"id\":");
+                push_json_string(&mut tool_calls, id);
+                tool_calls.push_str(",\"type\":\"function\",\"function\":{\"name\":");
+                push_json_string(&mut tool_calls, name);
+                tool_calls.push_str(",\"arguments\":");
+                push_json_string(&mut tool_calls, input.get());
+                tool_calls.push_str("}}");
+            }
+            Block::Text { text } => {
+                let t = text.as_deref().unwrap_or("");
+                parts.push(std::mem::take(&mut pending) + t);
+            }
+            Block::Reasoning { text, redacted_data, provenance, .. } => {
+                let Some(ob) = ob else { continue };
+                if ob.native_echo.is_some() && provenance.as_deref() == ob.native_echo {
+                    let redacted = matches!(redacted_data, Some(d) if !d.is_empty());
+                    if !redacted && !text.is_empty() {
+                        echo.push_str(text);
+                    }
+                } else if ob.preserve_as_text {
+                    let inline = reasoning_to_inline_text(text, redacted_data.as_deref(), ob.max_chars);
+                    pending.push_str(&inline);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !pending.is_empty() {
+        parts.push(pending);
+    }
+    if tool_calls.is_empty() && parts.is_empty() {
+        return None;
+    }
+    let mut out = String::from("{\"role\":\"assistant\",\"content\":");
+    if parts.is_empty() {
+        out.push_str("null");
+    } else {
+        push_json_string(&mut out, &parts.concat());
+    }
+    if !tool_calls.is_empty() {
+        tool_calls.push(']');
+        out.push_str(",\"tool_calls\":");
+        out.push_str(&tool_calls);
+    }
+    if has_tool_use && !echo.is_empty() {
+        out.push_str(",\"reasoning_content\":");
+        push_json_string(&mut out, &echo);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// `toOpenAITool(def)` for every tool, or `None` when `options.tools` is absent.
+pub fn tools_json(opts: &ChatOptions) -> Option<String> {
+    let tools = opts.tools.as_ref()?;
+    let mut out = String::from("[");
+    for (i, t) in tools.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let mut f = JsObject::new();
+        f.set_str("name", &t.name);
+        f.set("description", t.description.as_ref());
+        f.set_raw("parameters", t.input_schema.as_ref().map(|r| r.get().to_string()));
+        out.push_str("{\"type\":\"function\",\"function\":");
+        out.push_str(&f.into_json());
+        out.push('}');
+    }
+    out.push(']');
+    Some(out)
+}
+
+/// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
+/// `model` is `None` when the caller left `options.model` undefined (then it is not sent).
+pub fn request_body(messages_json: String, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+    let mut b = JsObject::new();
+    b.set("max_tokens", opts.max_tokens.as_ref());
+    b.set("temperature", opts.temperature.as_ref());
+    b.set("frequency_penalty", opts.frequency_penalty.as_ref());
+    b.set("presence_penalty", opts.presence_penalty.as_ref());
+    b.set("top_p", opts.top_p.as_ref());
+    b.set("top_k", opts.top_k.as_ref());
+    b.set("min_p", opts.min_p.as_ref());
+    b.set("parallel_tool_calls", opts.parallel_tool_calls.as_ref());
+    b.set("reasoning_effort", opts.thinking.as_ref().and_then(|t| t.effort.as_ref()));
+    if let Some(extra) = opts.extra_body_map() {
+        b.spread(extra);
+    }
+    b.set_raw("model", model.map(json_string));
+    b.set_raw("messages", Some(messages_json));
+    b.set_raw("tools", tools_json(opts));
+    if stream {
+        b.set_raw("stream", Some("true".into()));
+        b.set_raw("stream_options", Some("{\"include_usage\":true}".into()));
+    } else {
+        b.set_raw("stream", Some("false".into()));
+    }
+    b.into_json()
+}
+
+// ---------------------------------------------------------------------------------------
+// Responses
+
+#[derive(Deserialize)]
+struct Completion<'a> {
+    #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<WireMessage>,
+    #[serde(default)]
+    delta: Option<WireMessage>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<WireFunction>,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: Option<f64>,
+    #[serde(default)]
+    completion_tokens: Option<f64>,
+}
+
+/// `getOpenAIReasoningText(source)`.
+pub fn reasoning_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => {
+            let mut out = String::new();
+            for it in items {
+                match it {
+                    Value::String(s) => out.push_str(s),
+                    Value::Object(o) => {
+                        if let Some(s) = ["text", "content", "reasoning_content"].iter().find_map(|k| o.get(*k).and_then(Value::as_str)) {
+                            out.push_str(s);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out
+        }
+        _ => String::new(),
+    }
+}
+
+/// `normalizeFinishReason`.
+pub fn normalize_finish_reason(r: &str) -> String {
+    match r {
+        "stop" => "end_turn",
+        "tool_calls" => "tool_use",
+        "length" => "max_tokens",
+        other => other,
+    }
+    .to_string()
+}
+
+fn stop_reason(raw: Option<&str>, has_tool_use: bool) -> String {
+    let raw = raw.unwrap_or("stop");
+    if has_tool_use && raw == "stop" {
+        "tool_use".into()
+    } else {
+        normalize_finish_reason(raw)
+    }
+}
+
+/// Tool arguments: an object as is, other JSON → `{}`, unparseable → `repairToolArgs ?? {}`.
+fn parse_arguments(args: Option<&str>) -> Box<RawValue> {
+    let Some(a) = args else { return super::jsjson::empty_object() };
+    match serde_json::from_str::<Value>(a) {
+        Ok(v) => object_input(Some(&v)),
+        Err(_) => match repair_tool_args(a) {
+            Some(m) => super::jsjson::raw_object(&m),
+            None => super::jsjson::empty_object(),
+        },
+    }
+}
+
+fn usage_of(u: Option<WireUsage>) -> Usage {
+    let u = u.unwrap_or_default();
+    Usage { input_tokens: u.prompt_tokens.unwrap_or(0.0), output_tokens: u.completion_tokens.unwrap_or(0.0) }
+}
+
+fn content_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => to_js_json(other),
+    }
+}
+
+/// `fromOpenAICompletion(completion, knownToolNames, provenance)` on the raw body.
+pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) -> Result<LlmResponse, LlmError> {
+    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let choice = c
+        .choices
+        .and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) })
+        .ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
+    let msg = choice.message.unwrap_or_default();
+    let mut content = Vec::new();
+    let r = reasoning_text(msg.reasoning_content.as_ref());
+    if !r.is_empty() {
+        content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
+    }
+    let text = match &msg.content {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(content_string(v)),
+    };
+    if let Some(t) = &text {
+        content.push(Block::text(t.clone()));
+    }
+    let native = msg.tool_calls.as_deref().unwrap_or_default();
+    for tc in native {
+        let f = tc.function.as_ref();
+        content.push(Block::ToolUse {
+            id: tc.id.clone().unwrap_or_default(),
+            name: f.and_then(|f| f.name.clone()).unwrap_or_default(),
+            input: parse_arguments(f.and_then(|f| f.arguments.as_deref())),
+            signature: None,
+        });
+    }
+    if native.is_empty() {
+        if let (Some(known), Some(t)) = (known, text.as_deref()) {
+            if !known.is_empty() && !t.is_empty() {
+                content.extend(extract_tool_calls_from_text(t, known));
+            }
+        }
+    }
+    let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+    Ok(LlmResponse {
+        id: c.id.map(|s| s.into_owned()).unwrap_or_default(),
+        model: c.model.map(|s| s.into_owned()).unwrap_or_default(),
+        stop_reason: stop_reason(choice.finish_reason.as_deref(), has_tool),
+        usage: usage_of(c.usage),
+        content,
+    })
+}
+
+/// Assembles a streamed completion chunk by chunk.
+pub struct StreamState {
+    id: String,
+    model: String,
+    usage: Usage,
+    text: String,
+    reasoning: String,
+    calls: Vec<(u64, Option<String>, Option<String>, String)>,
+    finish: Option<String>,
+    provenance: String,
+}
+
+impl StreamState {
+    pub fn new(provenance: &str) -> Self {
+        StreamState {
+            id: String::new(),
+            model: String::new(),
+            usage: Usage::default(),
+            text: String::new(),
+            reasoning: String::new(),
+            calls: Vec::new(),
+            finish: None,
+            provenance: provenance.to_string(),
+        }
+    }
+
+    /// One `data:` payload; `Err` ends the stream with an `error` event.
+    pub fn on_chunk(&mut self, data: &str, sink: &mut dyn EventSink) -> Result<(), LlmError> {
+        let c: Completion = serde_json::from_str(data).map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
+        if let Some(e) = c.error.filter(|e| !e.is_null()) {
+            let msg = match e.get("message") {
+                Some(Value::String(s)) if !s.is_empty() => s.clone(),
+                _ => to_js_json(&e),
+            };
+            return Err(LlmError::other(msg));
+        }
+        if let Some(id) = c.id {
+            self.id = id.into_owned();
+        }
+        if let Some(m) = c.model {
+            self.model = m.into_owned();
+        }
+        if let Some(u) = c.usage {
+            self.usage = usage_of(Some(u));
+        }
+        let Some(choice) = c.choices.and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) }) else {
+            return Ok(());
+        };
+        if let Some(delta) = choice.delta {
+            if let Some(v) = delta.content.filter(|v| !v.is_null()) {
+                let t = content_string(&v);
+                self.text.push_str(&t);
+                sink.emit(StreamEvent::Text(t));
+            }
+            let r = reasoning_text(delta.reasoning_content.as_ref());
+            if !r.is_empty() {
+                self.reasoning.push_str(&r);
+                sink.emit(StreamEvent::Reasoning(r));
+            }
+            for tc in delta.tool_calls.unwrap_or_default() {
+                let idx = tc.index.unwrap_or(0);
+                let pos = match self.calls.iter().position(|c| c.0 == idx) {
+                    Some(p) => p,
+                    None => {
+                        self.calls.push((idx, None, None, String::new()));
+                        self.calls.len() - 1
+                    }
+                };
+                let slot = &mut self.calls[pos];
+                if tc.id.is_some() {
+                    slot.1 = tc.id;
+                }
+                if let Some(f) = tc.function {
+                    if f.name.is_some() {
+                        slot.2 = f.name;
+                    }
+                    if let Some(a) = f.arguments {
+                        slot.3.push_str(&a);
+                    }
+                }
+            }
+        }
+        if let Some(f) = choice.finish_reason {
+            self.finish = Some(f);
+        }
+        Ok(())
+    }
+
+    /// After the last chunk: tool_use events, then the assembled response.
+    pub fn finish(self, opts: &ChatOptions, sink: &mut dyn EventSink) -> LlmResponse {
+        let mut tools = Vec::new();
+        for (_, id, name, args) in &self.calls {
+            let b = Block::ToolUse {
+                id: id.clone().unwrap_or_default(),
+                name: name.clone().unwrap_or_default(),
+                input: parse_arguments(Some(args)),
+                signature: None,
+            };
+            sink.emit(StreamEvent::ToolUse(b.clone()));
+            tools.push(b);
+        }
+        let mut content = Vec::new();
+        if !self.reasoning.is_empty() {
+            content.push(Block::Reasoning { text: self.reasoning, signature: None, redacted_data: None, provenance: Some(self.provenance) });
+        }
+        if !self.text.is_empty() {
+            content.push(Block::text(self.text.clone()));
+        }
+        let native = !tools.is_empty();
+        content.extend(tools);
+        if !native && !self.text.is_empty() && opts.tools.is_some() {
+            for b in extract_tool_calls_from_text(&self.text, &opts.tool_names()) {
+                sink.emit(StreamEvent::ToolUse(b.clone()));
+                content.push(b);
+            }
+        }
+        let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+        LlmResponse { id: self.id, model: self.model, stop_reason: stop_reason(self.finish.as_deref(), has_tool), usage: self.usage, content }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::message::{parse_messages, Strictness};
+
+    fn msgs(json: &str) -> Vec<Message> {
+        parse_messages(json, Strictness::Lenient).unwrap()
+    }
+
+    #[test]
+    fn converts_history() {
+        let m = msgs(r#"[
+            {"role":"user","content":[{"type":"text","text":"hi"}]},
+            {"role":"assistant","content":[{"type":"reasoning","text":"think","provenance":"deepseek"},{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r","is_error":true},{"type":"text","text":"warn"}]},
+            {"role":"assistant","content":[{"type":"reasoning","text":"only"}]},
+            {"role":"user","content":[{"type":"text","text":"x"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]},
+            {"role":"user","content":[{"type":"tool_use","id":"q","name":"n","input":{}}]}
+        ]"#);
+        let sys = Value::String("sys".into());
+        assert_eq!(
+            message_list_json(&m, Some(&sys), None),
+            r#"[{"role":"system","content":"sys"},{"role":"user","content":"hi"},{"role":"assistant","content":"ab","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}]},{"role":"tool","tool_call_id":"t1","content":"r"},{"role":"user","content":"warn"},{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]},{"role":"user","content":[]}]"#
+        );
+        // tool-use-only echo for own reasoning, text fallback for the rest
+        let ob = Outbound { preserve_as_text: true, max_chars: MaxChars(None), native_echo: Some("deepseek") };
+        let out = message_list_json(&m, Some(&Value::String(String::new())), Some(&ob));
+        assert!(out.contains(r#"{"role":"assistant","content":"ab","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}],"reasoning_content":"think"}"#), "{out}");
+        assert!(out.contains(r#"{"role":"assistant","content":"<thinking>only</thinking>"}"#), "{out}");
+        assert!(!out.contains("system"));
+    }
+
+    #[test]
+    fn body_precedence() {
+        let o = ChatOptions::from_json(r#"{"model":"m","maxTokens":5,"temperature":0.5,"thinking":{"enabled":false,"effort":"low"},"extraBody":{"temperature":1,"reasoning_effort":"minimal","model":"x","tools":[1],"foo":"bar"},"tools":[]}"#).unwrap();
+        let body = request_body("[]".into(), Some("m"), &o, false);
+        assert_eq!(body, r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#);
+        let o = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
+        assert_eq!(request_body("[]".into(), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(request_body("[]".into(), None, &o, false), r#"{"messages":[],"stream":false}"#);
+        let m = msgs(r#"[{"role":"user","content":[{"type":"text"}]}]"#);
+        assert_eq!(message_list_json(&m, None, None), r#"[{"role":"user"}]"#);
+    }
+
+    #[test]
+    fn parses_completion_with_fallback() {
+        let body = r#"{"id":"c1","model":"gpt","choices":[{"message":{"role":"assistant","content":"call {\"name\":\"f\",\"arguments\":{\"a\":2}}","reasoning_content":[{"text":"r1"},"r2"]},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":3}}"#;
+        let r = parse_completion(body, Some(&["f"]), "openai").unwrap();
+        assert_eq!(r.stop_reason, "tool_use");
+        let j = r.to_json();
+        assert!(j.starts_with(r#"{"id":"c1","content":[{"type":"reasoning","text":"r1r2","provenance":"openai"},{"type":"text","text":"call {\"name\":\"f\",\"arguments\":{\"a\":2}}"},{"type":"tool_use","id":"extracted_call_"#), "{j}");
+        assert!(j.ends_with(r#"","name":"f","input":{"a":2}}],"model":"gpt","stop_reason":"tool_use","usage":{"input_tokens":7,"output_tokens":3}}"#), "{j}");
+        let r = parse_completion(body, None, "openai").unwrap();
+        assert_eq!(r.stop_reason, "end_turn");
+        let body = r#"{"id":"c","model":"m","choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"cmd\": \"ls\""}},{"id":"b","type":"function","function":{"name":"g","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]}"#;
+        let r = parse_completion(body, Some(&["f"]), "openai").unwrap();
+        assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"g","input":{}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":0,"output_tokens":0}}"#);
+        assert_eq!(parse_completion(r#"{"choices":[]}"#, None, "openai").unwrap_err().message, "OpenAI returned a completion with no choices");
+        assert_eq!(parse_completion(r#"{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}]}"#, None, "o").unwrap().stop_reason, "content_filter");
+    }
+
+    #[test]
+    fn stream_assembles_tool_calls() {
+        let o = ChatOptions::from_json(r#"{"model":"m","tools":[{"name":"f","description":"","inputSchema":{}}]}"#).unwrap();
+        let mut events = Vec::new();
+        let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
+        let mut st = StreamState::new("openai");
+        for d in [
+            r#"{"id":"s","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"He"}}]}"#,
+            r#"{"id":"s","model":"m","choices":[{"index":0,"delta":{"content":"y","reasoning_content":"hmm"}}]}"#,
+            r#"{"id":"s","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"id":"s","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]}"#,
+            r#"{"id":"s","model":"m","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2}}"#,
+        ] {
+            st.on_chunk(d, &mut sink).unwrap();
+        }
+        let r = st.finish(&o, &mut sink);
+        assert_eq!(events, vec![
+            r#"{"type":"text","data":"He"}"#,
+            r#"{"type":"text","data":"y"}"#,
+            r#"{"type":"reasoning","data":"hmm"}"#,
+            r#"{"type":"tool_use","data":{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}}"#,
+        ]);
+        assert_eq!(r.to_json(), r#"{"id":"s","content":[{"type":"reasoning","text":"hmm","provenance":"openai"},{"type":"text","text":"Hey"},{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":4,"output_tokens":2}}"#);
+        let mut st = StreamState::new("openai");
+        let err = st.on_chunk(r#"{"error":{"message":"overloaded"}}"#, &mut |_e: StreamEvent| {}).unwrap_err();
+        assert_eq!(err.message, "overloaded");
+        assert!(st.on_chunk("{not json", &mut |_e: StreamEvent| {}).is_err());
+    }
+}

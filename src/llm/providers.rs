@@ -1,0 +1,672 @@
+//! The adapter factory (CONTRACT §14): provider presets with their names, key chains, base
+//! URLs and reasoning capabilities, and the `chat` / `stream` drivers over the transport.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use reqwest::Client;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::bedrock::{self, Credentials, FrameDecoder};
+use super::sse::{SseEvent, SseParser};
+use super::transport::{self, ErrorStyle, HttpRequest, TransportConfig};
+use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
+use crate::kernel::message::Message;
+
+/// `capabilities.echoesReasoning` (§15.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EchoesReasoning {
+    Never,
+    OwnIssued,
+    ToolUseOnly,
+}
+
+impl EchoesReasoning {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EchoesReasoning::Never => "never",
+            EchoesReasoning::OwnIssued => "own-issued",
+            EchoesReasoning::ToolUseOnly => "tool-use-only",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Wire {
+    Anthropic,
+    OpenAi,
+    Azure { api_version: String, deployment: Option<String> },
+    Gemini,
+    /// `env` is the snapshot the credential chain reads at request time.
+    Bedrock { region: String, env: Env },
+    /// OpenAI wire behind a short-lived Copilot token exchanged from a GitHub token.
+    Copilot { github_token: String, github_api: String, session: Arc<tokio::sync::Mutex<Option<CopilotSession>>> },
+}
+
+#[derive(Debug, Clone)]
+struct CopilotSession {
+    token: String,
+    api_base: String,
+    expires_at: f64,
+}
+
+#[derive(Deserialize)]
+struct CopilotTokenReply {
+    token: String,
+    #[serde(default)]
+    expires_at: Option<f64>,
+    #[serde(default)]
+    endpoints: Option<CopilotEndpoints>,
+}
+
+#[derive(Deserialize)]
+struct CopilotEndpoints {
+    #[serde(default)]
+    api: Option<String>,
+}
+
+const COPILOT_NO_TOKEN: &str = "No GitHub token for the copilot provider: set GITHUB_COPILOT_TOKEN or GITHUB_TOKEN, or pass apiKey (oma-kernel does not run the interactive device login).";
+const COPILOT_EDITOR_VERSION: &str = "vscode/1.95.0";
+
+/// A native adapter: immutable after creation, `Send + Sync`, meant to be shared in an `Arc`.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    name: String,
+    echoes: EchoesReasoning,
+    wire: Wire,
+    base_url: String,
+    headers: Vec<(&'static str, String)>,
+    /// Anthropic resolves its credentials per request: without any, every call fails.
+    auth_error: Option<String>,
+    client: Client,
+    pub transport: TransportConfig,
+}
+
+const OPENAI_MISSING_KEY: &str = "The OPENAI_API_KEY environment variable is missing or empty; either provide it, or instantiate the OpenAI client with an apiKey option, like new OpenAI({ apiKey: 'My API Key' }).";
+const AZURE_MISSING_KEY: &str = "Missing credentials. Please pass one of `apiKey` and `azureADTokenProvider`, or set the `AZURE_OPENAI_API_KEY` environment variable.";
+const AZURE_MISSING_ENDPOINT: &str = "Must provide one of the `baseURL` or `endpoint` arguments, or the `AZURE_OPENAI_ENDPOINT` environment variable";
+const AZURE_NO_DEPLOYMENT: &str = "Azure OpenAI deployment is required. Set agent model to your deployment name, or set AZURE_OPENAI_DEPLOYMENT.";
+const GEMINI_MISSING_KEY: &str = "The GEMINI_API_KEY environment variable is missing or empty; either set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass an apiKey to createAdapter('gemini', apiKey).";
+
+/// An OpenAI-compatible preset: (provider, key env, base URL env, default base URL, echoes).
+const PRESETS: &[(&str, &str, Option<&str>, &str, EchoesReasoning)] = &[
+    ("deepseek", "DEEPSEEK_API_KEY", None, "https://api.deepseek.com/v1", EchoesReasoning::ToolUseOnly),
+    ("doubao", "ARK_API_KEY", None, "https://ark.cn-beijing.volces.com/api/v3", EchoesReasoning::Never),
+    ("grok", "XAI_API_KEY", None, "https://api.x.ai/v1", EchoesReasoning::Never),
+    ("hunyuan", "HUNYUAN_API_KEY", Some("HUNYUAN_BASE_URL"), "https://tokenhub.tencentmaas.com/v1", EchoesReasoning::ToolUseOnly),
+    ("minimax", "MINIMAX_API_KEY", Some("MINIMAX_BASE_URL"), "https://api.minimax.io/v1", EchoesReasoning::Never),
+    ("mimo", "MIMO_API_KEY", Some("MIMO_BASE_URL"), "https://api.xiaomimimo.com/v1", EchoesReasoning::ToolUseOnly),
+    ("qiniu", "QINIU_API_KEY", None, "https://api.qnaigc.com/v1", EchoesReasoning::Never),
+];
+
+fn env_get(env: &Env, k: &str) -> Option<String> {
+    env.get(k).cloned()
+}
+
+fn trim_slash(s: &str) -> String {
+    s.trim_end_matches('/').to_string()
+}
+
+/// `encodeURIComponent` for a path segment.
+fn encode_component(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn openai_headers(key: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("authorization", format!("Bearer {key}")),
+        ("content-type", "application/json".into()),
+        ("accept", "application/json".into()),
+    ]
+}
+
+/// `createAdapter(provider, apiKey?, baseURL?, region?)`; `env` stands for `process.env`.
+/// The `Err` message is the one the original throws (names the variable to set).
+pub fn create_adapter(
+    provider: &str,
+    api_key: Option<&str>,
+    base_url: Option<&str>,
+    region: Option<&str>,
+    env: &Env,
+) -> Result<Adapter, LlmError> {
+    let client = transport::client()?;
+    let openai_like = |name: &str, key: Option<String>, base: String, echoes| -> Result<Adapter, LlmError> {
+        let key = key.or_else(|| env_get(env, "OPENAI_API_KEY")).ok_or_else(|| LlmError::other(OPENAI_MISSING_KEY))?;
+        Ok(Adapter {
+            name: name.to_string(),
+            echoes,
+            wire: Wire::OpenAi,
+            base_url: trim_slash(&base),
+            headers: openai_headers(&key),
+            auth_error: None,
+            client: client.clone(),
+            transport: TransportConfig::default(),
+        })
+    };
+    match provider {
+        "openai" => {
+            let base = base_url
+                .map(str::to_string)
+                .or_else(|| env_get(env, "OPENAI_BASE_URL"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://api.openai.com/v1".into());
+            openai_like("openai", api_key.map(str::to_string), base, EchoesReasoning::Never)
+        }
+        "anthropic" => {
+            let key = api_key.map(str::to_string).or_else(|| env_get(env, "ANTHROPIC_API_KEY"));
+            let token = env_get(env, "ANTHROPIC_AUTH_TOKEN");
+            let base = base_url
+                .map(str::to_string)
+                .or_else(|| env_get(env, "ANTHROPIC_BASE_URL"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://api.anthropic.com".into());
+            let mut headers = Vec::new();
+            if let Some(k) = &key {
+                headers.push(("x-api-key", k.clone()));
+            }
+            if let Some(t) = &token {
+                headers.push(("authorization", format!("Bearer {t}")));
+            }
+            headers.push(("anthropic-version", "2023-06-01".into()));
+            headers.push(("content-type", "application/json".into()));
+            headers.push(("accept", "application/json".into()));
+            Ok(Adapter {
+                name: "anthropic".into(),
+                echoes: EchoesReasoning::OwnIssued,
+                wire: Wire::Anthropic,
+                base_url: trim_slash(&base),
+                headers,
+                auth_error: if key.is_none() && token.is_none() { Some(anthropic::MISSING_AUTH.into()) } else { None },
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
+        "azure-openai" => {
+            let key = api_key.map(str::to_string).or_else(|| env_get(env, "AZURE_OPENAI_API_KEY")).ok_or_else(|| LlmError::other(AZURE_MISSING_KEY))?;
+            let endpoint = base_url
+                .map(str::to_string)
+                .or_else(|| env_get(env, "AZURE_OPENAI_ENDPOINT"))
+                .ok_or_else(|| LlmError::other(AZURE_MISSING_ENDPOINT))?;
+            Ok(Adapter {
+                name: "azure-openai".into(),
+                echoes: EchoesReasoning::Never,
+                wire: Wire::Azure {
+                    api_version: env_get(env, "AZURE_OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into()),
+                    deployment: env_get(env, "AZURE_OPENAI_DEPLOYMENT"),
+                },
+                base_url: trim_slash(&endpoint),
+                headers: vec![
+                    ("api-key", key),
+                    ("content-type", "application/json".into()),
+                    ("accept", "application/json".into()),
+                ],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
+        "bedrock" => {
+            // `baseURL` is ignored (the JS shim warns); AWS_ENDPOINT_URL_BEDROCK_RUNTIME /
+            // AWS_ENDPOINT_URL are the AWS SDKs' own endpoint overrides.
+            let region = region
+                .map(str::to_string)
+                .or_else(|| env_get(env, "AWS_REGION"))
+                .unwrap_or_else(|| "us-east-1".into());
+            let endpoint = env_get(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+                .or_else(|| env_get(env, "AWS_ENDPOINT_URL"))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
+            Ok(Adapter {
+                name: "bedrock".into(),
+                echoes: EchoesReasoning::OwnIssued,
+                wire: Wire::Bedrock { region, env: env.clone() },
+                base_url: trim_slash(&endpoint),
+                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
+        "copilot" => {
+            // `baseURL` is ignored (the JS shim warns). GITHUB_API_URL is GitHub's own
+            // convention for the API host (GitHub Enterprise); the chat endpoint comes from the
+            // token exchange's `endpoints.api`.
+            let gh = api_key
+                .map(str::to_string)
+                .or_else(|| env_get(env, "GITHUB_COPILOT_TOKEN"))
+                .or_else(|| env_get(env, "GITHUB_TOKEN"))
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| LlmError::other(COPILOT_NO_TOKEN))?;
+            let github_api = env_get(env, "GITHUB_API_URL").filter(|s| !s.is_empty()).unwrap_or_else(|| "https://api.github.com".into());
+            Ok(Adapter {
+                name: "copilot".into(),
+                echoes: EchoesReasoning::Never,
+                wire: Wire::Copilot { github_token: gh, github_api: trim_slash(&github_api), session: Arc::new(tokio::sync::Mutex::new(None)) },
+                base_url: "https://api.githubcopilot.com".into(),
+                headers: vec![
+                    ("content-type", "application/json".into()),
+                    ("accept", "application/json".into()),
+                    ("copilot-integration-id", "vscode-chat".into()),
+                    ("editor-version", COPILOT_EDITOR_VERSION.into()),
+                ],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
+        "gemini" => {
+            // The original ignores `baseURL` for gemini; GOOGLE_GEMINI_BASE_URL is the
+            // @google/genai override and lets tests point at a local server.
+            let key = api_key
+                .map(str::to_string)
+                .or_else(|| env_get(env, "GEMINI_API_KEY"))
+                .or_else(|| env_get(env, "GOOGLE_API_KEY"))
+                .ok_or_else(|| LlmError::other(GEMINI_MISSING_KEY))?;
+            let base = env_get(env, "GOOGLE_GEMINI_BASE_URL")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
+            Ok(Adapter {
+                name: "gemini".into(),
+                echoes: EchoesReasoning::OwnIssued,
+                wire: Wire::Gemini,
+                base_url: trim_slash(&base),
+                headers: vec![
+                    ("x-goog-api-key", key),
+                    ("content-type", "application/json".into()),
+                    ("accept", "application/json".into()),
+                ],
+                auth_error: None,
+                client,
+                transport: TransportConfig::default(),
+            })
+        }
+        other => {
+            if let Some(&(name, key_env, base_env, default_base, echoes)) = PRESETS.iter().find(|p| p.0 == other) {
+                let key = api_key.map(str::to_string).or_else(|| env_get(env, key_env));
+                let base = base_url
+                    .map(str::to_string)
+                    .or_else(|| base_env.and_then(|e| env_get(env, e)))
+                    .unwrap_or_else(|| default_base.to_string());
+                return openai_like(name, key, base, echoes);
+            }
+            Err(LlmError::other(format!("Unsupported LLM provider: {other}")))
+        }
+    }
+}
+
+fn request_id(resp: &reqwest::Response) -> String {
+    resp.headers().get("x-amzn-requestid").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+impl Adapter {
+    /// `LLMAdapter.name`, also the provenance stamped on reasoning blocks.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn echoes_reasoning(&self) -> EchoesReasoning {
+        self.echoes
+    }
+
+    /// Uses `client` instead of the process-wide pool (tests with their own runtime).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    fn style(&self) -> ErrorStyle {
+        match self.wire {
+            Wire::Anthropic => ErrorStyle::Anthropic,
+            Wire::Bedrock { .. } => ErrorStyle::Aws,
+            _ => ErrorStyle::OpenAi,
+        }
+    }
+
+    /// URL and body, or the errors the original throws before any network call.
+    fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool) -> Result<HttpRequest, LlmError> {
+        let mut headers = self.headers.clone();
+        let (url, body) = match &self.wire {
+            Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
+            Wire::OpenAi | Wire::Copilot { .. } => {
+                let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
+                let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
+                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
+            }
+            Wire::Azure { api_version, deployment } => {
+                let model = opts.model_str();
+                let dep = if model.trim().is_empty() { deployment.clone().filter(|d| !d.trim().is_empty()) } else { Some(model) };
+                let dep = dep.ok_or_else(|| LlmError::other(AZURE_NO_DEPLOYMENT))?;
+                let ob = openai::outbound(opts, &self.name, false);
+                let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
+                let url = format!(
+                    "{}/openai/deployments/{}/chat/completions?api-version={}",
+                    self.base_url,
+                    encode_component(&dep),
+                    encode_component(api_version)
+                );
+                (url, openai::request_body(msgs, Some(&dep), opts, stream))
+            }
+            Wire::Gemini => {
+                let model = opts.model_str();
+                let model = model.strip_prefix("models/").unwrap_or(&model);
+                let method = if stream { "streamGenerateContent?alt=sse" } else { "generateContent" };
+                (format!("{}/v1beta/models/{}:{}", self.base_url, encode_component(model), method), gemini::request_body(messages, opts, &self.name))
+            }
+            Wire::Bedrock { region, env } => {
+                let body = bedrock::request_body(messages, opts, &self.name)?;
+                let method = if stream { "converse-stream" } else { "converse" };
+                let url = format!("{}/model/{}/{}", self.base_url, bedrock::uri_encode(&opts.model_str()), method);
+                match bedrock::resolve_credentials(env)? {
+                    Credentials::Bearer(t) => headers.push(("authorization", format!("Bearer {t}"))),
+                    Credentials::Keys { access_key, secret, session_token } => {
+                        let parsed = reqwest::Url::parse(&url).map_err(|_| LlmError::other(format!("Invalid URL: {url}")))?;
+                        let host = match parsed.port() {
+                            Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
+                            None => parsed.host_str().unwrap_or("").to_string(),
+                        };
+                        headers.extend(bedrock::sign(
+                            &access_key,
+                            &secret,
+                            session_token.as_deref(),
+                            region,
+                            "bedrock",
+                            &host,
+                            parsed.path(),
+                            "application/json",
+                            body.as_bytes(),
+                            bedrock::now_secs(),
+                        ));
+                    }
+                }
+                (url, body)
+            }
+        };
+        Ok(HttpRequest { method: reqwest::Method::POST, url, headers, body: Bytes::from(body) })
+    }
+
+    /// The request, plus what needs network first (Copilot's token exchange).
+    async fn prepared(&self, mut req: HttpRequest, cancel: &CancellationToken) -> Result<HttpRequest, LlmError> {
+        if let Wire::Copilot { .. } = &self.wire {
+            let s = self.copilot_session(cancel).await?;
+            req.url = format!("{}/chat/completions", s.api_base);
+            req.headers.push(("authorization", format!("Bearer {}", s.token)));
+        }
+        Ok(req)
+    }
+
+    /// A cached Copilot token, exchanged again a minute before it expires.
+    async fn copilot_session(&self, cancel: &CancellationToken) -> Result<CopilotSession, LlmError> {
+        let Wire::Copilot { github_token, github_api, session } = &self.wire else { unreachable!("copilot only") };
+        let mut guard = or_abort(cancel, session.lock()).await?;
+        let now = super::bedrock::now_secs() as f64;
+        if let Some(s) = guard.as_ref().filter(|s| s.expires_at > now + 60.0) {
+            return Ok(s.clone());
+        }
+        let req = HttpRequest {
+            method: reqwest::Method::GET,
+            url: format!("{github_api}/copilot_internal/v2/token"),
+            headers: vec![
+                ("authorization", format!("token {github_token}")),
+                ("accept", "application/json".into()),
+                ("user-agent", "oma-kernel".into()),
+                ("editor-version", COPILOT_EDITOR_VERSION.into()),
+            ],
+            body: Bytes::new(),
+        };
+        let resp = transport::send(&self.client, &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
+        let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
+        let reply: CopilotTokenReply = serde_json::from_slice(&body).map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
+        let s = CopilotSession {
+            token: reply.token,
+            api_base: trim_slash(&reply.endpoints.and_then(|e| e.api).unwrap_or_else(|| self.base_url.clone())),
+            expires_at: reply.expires_at.unwrap_or(now + 600.0),
+        };
+        *guard = Some(s.clone());
+        Ok(s)
+    }
+
+    /// `chat(messages, options)`: one completion. Never touches JS.
+    pub async fn chat(&self, messages: &[Message], opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
+        let req = self.request(messages, opts, false)?;
+        if let Some(e) = &self.auth_error {
+            return Err(LlmError::other(e.clone()));
+        }
+        let req = self.prepared(req, cancel).await?;
+        let resp = transport::send(&self.client, &req, self.style(), &self.transport, cancel).await?;
+        let request_id = request_id(&resp);
+        let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
+        let body = String::from_utf8_lossy(&body);
+        match &self.wire {
+            Wire::Anthropic => anthropic::parse_message(&body, &self.name),
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
+                let names = opts.tools.as_ref().map(|_| opts.tool_names());
+                openai::parse_completion(&body, names.as_deref(), &self.name)
+            }
+            Wire::Gemini => gemini::parse_response(&body, &self.name, &opts.model_str()),
+            Wire::Bedrock { .. } => bedrock::parse_response(&body, &self.name, &opts.model_str(), &request_id),
+        }
+    }
+
+    /// `stream(messages, options)`: events go to `sink`, ending with exactly one `Done` or
+    /// `Error`. `Err` is what the original throws from the iterator instead of yielding:
+    /// validation-time errors always, and for the OpenAI family also errors opening the stream.
+    pub async fn stream(
+        &self,
+        messages: &[Message],
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), LlmError> {
+        let req = self.request(messages, opts, true)?;
+        if let Some(e) = &self.auth_error {
+            sink.emit(StreamEvent::Error(LlmError::other(e.clone())));
+            return Ok(());
+        }
+        let openai_family = matches!(self.wire, Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. });
+        // Validation errors are thrown; token-exchange failures follow the opening-error rule.
+        let req = match self.prepared(req, cancel).await {
+            Ok(r) => r,
+            Err(e) if openai_family => return Err(e),
+            Err(e) => {
+                sink.emit(StreamEvent::Error(e));
+                return Ok(());
+            }
+        };
+        let mut resp = match transport::send(&self.client, &req, self.style(), &self.transport, cancel).await {
+            Ok(r) => r,
+            Err(e) if openai_family => return Err(e),
+            Err(e) => {
+                sink.emit(StreamEvent::Error(e));
+                return Ok(());
+            }
+        };
+        let mut parser = SseParser::new();
+        let mut events: Vec<SseEvent> = Vec::new();
+        let mut frames = FrameDecoder::default();
+        let mut frame_buf = Vec::new();
+        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(&resp));
+        let mut oa = openai::StreamState::new(&self.name);
+        let mut an = anthropic::StreamState::new(&self.name);
+        let mut ge = gemini::StreamState::new(&self.name, &opts.model_str());
+        let mut done = false;
+        let mut eof = false;
+        while !done {
+            if !eof {
+                let chunk = match or_abort(cancel, resp.chunk()).await {
+                    Err(e) => {
+                        sink.emit(StreamEvent::Error(e));
+                        return Ok(());
+                    }
+                    Ok(Err(_)) => {
+                        sink.emit(StreamEvent::Error(LlmError::connection()));
+                        return Ok(());
+                    }
+                    Ok(Ok(c)) => c,
+                };
+                match chunk {
+                    Some(bytes) if matches!(self.wire, Wire::Bedrock { .. }) => {
+                        let decoded = frames.push(&bytes, &mut frame_buf).and_then(|_| {
+                            frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink))
+                        });
+                        if let Err(e) = decoded {
+                            sink.emit(StreamEvent::Error(e));
+                            return Ok(());
+                        }
+                    }
+                    Some(bytes) => parser.push(&bytes, &mut events),
+                    None => {
+                        parser.finish(&mut events);
+                        eof = true;
+                    }
+                }
+            }
+            for ev in events.drain(..) {
+                let r = match &self.wire {
+                    Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
+                        if ev.data == "[DONE]" {
+                            done = true;
+                            break;
+                        }
+                        oa.on_chunk(&ev.data, sink)
+                    }
+                    Wire::Anthropic => an.on_event(ev.event.as_deref(), &ev.data, sink),
+                    Wire::Gemini => ge.on_chunk(&ev.data, sink),
+                    Wire::Bedrock { .. } => Ok(()),
+                };
+                if let Err(e) = r {
+                    sink.emit(StreamEvent::Error(e));
+                    return Ok(());
+                }
+            }
+            if eof {
+                done = true;
+            }
+        }
+        let result = match &self.wire {
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => Ok(oa.finish(opts, sink)),
+            Wire::Anthropic => an.finish(),
+            Wire::Gemini => Ok(ge.finish()),
+            Wire::Bedrock { .. } => Ok(br.finish()),
+        };
+        sink.emit(match result {
+            Ok(r) => StreamEvent::Done(r),
+            Err(e) => StreamEvent::Error(e),
+        });
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn key_chains_and_base_urls() {
+        let e = env(&[("OPENAI_API_KEY", "ok"), ("OPENAI_BASE_URL", "http://o/v1/"), ("MINIMAX_BASE_URL", "http://mm")]);
+        let a = create_adapter("openai", None, None, None, &e).unwrap();
+        assert_eq!((a.name(), a.base_url.as_str()), ("openai", "http://o/v1"));
+        let a = create_adapter("deepseek", None, None, None, &e).unwrap();
+        assert_eq!((a.base_url.as_str(), a.echoes_reasoning().as_str()), ("https://api.deepseek.com/v1", "tool-use-only"));
+        assert_eq!(a.headers[0].1, "Bearer ok");
+        let a = create_adapter("deepseek", None, None, None, &env(&[("DEEPSEEK_API_KEY", "ds"), ("OPENAI_API_KEY", "ok")])).unwrap();
+        assert_eq!(a.headers[0].1, "Bearer ds");
+        assert_eq!(create_adapter("minimax", None, None, None, &e).unwrap().base_url, "http://mm");
+        assert_eq!(create_adapter("grok", Some("k"), Some("http://x"), None, &env(&[])).unwrap().base_url, "http://x");
+        assert_eq!(create_adapter("qiniu", None, None, None, &env(&[])).unwrap_err().message, OPENAI_MISSING_KEY);
+        assert_eq!(create_adapter("nope", None, None, None, &e).unwrap_err().message, "Unsupported LLM provider: nope");
+        assert_eq!(create_adapter("azure-openai", None, None, None, &e).unwrap_err().message, AZURE_MISSING_KEY);
+        assert_eq!(create_adapter("azure-openai", Some("k"), None, None, &e).unwrap_err().message, AZURE_MISSING_ENDPOINT);
+        let a = create_adapter("anthropic", None, None, None, &env(&[])).unwrap();
+        assert_eq!(a.auth_error.as_deref(), Some(anthropic::MISSING_AUTH));
+        assert_eq!(a.base_url, "https://api.anthropic.com");
+        assert!(create_adapter("gemini", None, None, None, &env(&[])).unwrap_err().message.contains("GEMINI_API_KEY"));
+        assert_eq!(create_adapter("gemini", None, None, None, &env(&[("GOOGLE_API_KEY", "g")])).unwrap().headers[0].1, "g");
+    }
+
+    /// The Rust fast path end to end: kernel messages in, `LlmResponse` out, on the LLM I/O
+    /// runtime, against a local server.
+    #[test]
+    fn fast_path_chat_and_stream_on_the_io_runtime() {
+        use crate::kernel::message::{parse_messages, Strictness};
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let mut bodies = Vec::new();
+            for reply in [
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"id\":\"c\",\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1}}",
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"id\":\"s\",\"choices\":[{\"delta\":{\"content\":\"yo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+            ] {
+                let (mut sock, _) = listener.accept().unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Read headers, then the body by content-length.
+                loop {
+                    let n = sock.read(&mut buf).unwrap();
+                    req.extend_from_slice(&buf[..n]);
+                    if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&req[..h]).to_lowercase();
+                        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
+                        while req.len() < h + 4 + len {
+                            let n = sock.read(&mut buf).unwrap();
+                            req.extend_from_slice(&buf[..n]);
+                        }
+                        bodies.push(String::from_utf8_lossy(&req[h + 4..]).into_owned());
+                        break;
+                    }
+                }
+                sock.write_all(reply.as_bytes()).unwrap();
+            }
+            bodies
+        });
+        let adapter = std::sync::Arc::new(create_adapter("openai", Some("k"), Some(&base), None, &Env::new()).unwrap());
+        let messages = parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"q"}]}]"#, Strictness::Strict).unwrap();
+        let opts = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
+        let a = adapter.clone();
+        let (m2, o2) = (messages.clone(), opts.clone());
+        let chat = super::super::runtime::spawn(async move { a.chat(&m2, &o2, &CancellationToken::new()).await });
+        let r = futures_block_on(chat).unwrap().unwrap();
+        assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":2,"output_tokens":1}}"#);
+        let stream = super::super::runtime::spawn(async move {
+            let mut events = Vec::new();
+            let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
+            adapter.stream(&messages, &opts, &CancellationToken::new(), &mut sink).await.unwrap();
+            events
+        });
+        let events = futures_block_on(stream).unwrap();
+        assert_eq!(events[0], r#"{"type":"text","data":"yo"}"#);
+        assert!(events[1].starts_with(r#"{"type":"done","data":{"id":"s","content":[{"type":"text","text":"yo"}]"#));
+        let bodies = server.join().unwrap();
+        assert_eq!(bodies[0], r#"{"model":"m","messages":[{"role":"user","content":"q"}],"stream":false}"#);
+    }
+
+    /// Waits for a task of the I/O runtime from a plain thread.
+    fn futures_block_on<T: Send + 'static>(h: tokio::task::JoinHandle<T>) -> Result<T, tokio::task::JoinError> {
+        tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(h)
+    }
+
+    #[test]
+    fn azure_url_and_deployment() {
+        let e = env(&[("AZURE_OPENAI_DEPLOYMENT", "dep 1")]);
+        let a = create_adapter("azure-openai", Some("k"), Some("https://r.openai.azure.com/"), None, &e).unwrap();
+        let o = ChatOptions::from_json(r#"{"model":"  "}"#).unwrap();
+        let r = a.request(&[], &o, false).unwrap();
+        assert_eq!(r.url, "https://r.openai.azure.com/openai/deployments/dep%201/chat/completions?api-version=2024-10-21");
+        assert_eq!(std::str::from_utf8(&r.body).unwrap(), r#"{"model":"dep 1","messages":[],"stream":false}"#);
+        let a = create_adapter("azure-openai", Some("k"), Some("https://r"), None, &env(&[])).unwrap();
+        assert_eq!(a.request(&[], &o, false).unwrap_err().message, AZURE_NO_DEPLOYMENT);
+    }
+}
