@@ -135,6 +135,12 @@ export interface ResolvedTools {
   warnings: Array<string>
 }
 
+/**
+ * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
+ * `LLMResponse` JSON; rejections use the adapters' JSON error format (see `lib/llm.js`).
+ */
+export declare function runChat(id: number, adapter: NativeLlmAdapter, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+
 export declare function runError(id: number): string
 
 export declare function runEstimateTokens(id: number): number
@@ -160,10 +166,16 @@ export declare function runRelease(id: number): void
  */
 export declare function runRespond(id: number, contentJson: string | undefined | null, inputTokens: number, outputTokens: number): number
 
+/** `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output). */
+export declare function runRespondJson(id: number, responseJson: string): number
+
 /** The custom strategy's answer; returns the user-facing error message or `null`. */
 export declare function runSetConversation(id: number, json?: string | undefined | null): string | null
 
 export declare function runSetLoopAction(id: number, action: string): void
+
+/** `adapter.stream` over the run's conversation, for `streamDeltas`. */
+export declare function runStream(id: number, adapter: NativeLlmAdapter, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
 
 export declare function runSummaryInput(id: number): string
 

@@ -41,7 +41,8 @@ export interface LLMResponse {
 export interface LLMToolDef { readonly name: string; readonly description: string; readonly inputSchema: Record<string, unknown> }
 
 export interface StreamEvent {
-  readonly type: 'text' | 'reasoning' | 'tool_use' | 'tool_result' | 'loop_detected' | 'budget_exceeded' | 'done' | 'error'
+  /** `text_delta` (oma-kernel): token text as it arrives; only with `RunOptions.streamDeltas` and a native adapter. */
+  readonly type: 'text' | 'text_delta' | 'reasoning' | 'tool_use' | 'tool_result' | 'loop_detected' | 'budget_exceeded' | 'done' | 'error'
   readonly data: unknown
 }
 
@@ -325,6 +326,13 @@ export interface RunOptions {
   readonly traceAgent?: string
   readonly abortSignal?: AbortSignal
   readonly team?: TeamInfo
+  /**
+   * oma-kernel: with a native adapter (`provider` / `createAdapter`), stream the model's answer
+   * and also yield `{ type: 'text_delta', data: string }` events as tokens arrive, before the
+   * turn's usual `text` event. Off by default: the event sequence is then exactly the original's.
+   * Ignored for JS adapters.
+   */
+  readonly streamDeltas?: boolean
 }
 export interface RunResult {
   readonly messages: LLMMessage[]
@@ -387,4 +395,8 @@ export declare function generateRunId(): string
 export declare function estimateTokens(messages: LLMMessage[]): number
 export declare function emitTrace(fn: ((event: TraceEvent) => void | Promise<void>) | undefined, event: TraceEvent): void
 export declare function defaultWorkspaceDir(): string
+export declare function createAdapter(provider: SupportedProvider, apiKey?: string, baseURL?: string, region?: string): Promise<LLMAdapter>
+export declare function extractToolCallsFromText(text: string, knownToolNames: string[]): ToolUseBlock[]
+export declare function repairToolArgs(raw: string): Record<string, unknown> | null
+export declare function assertValidMessages(messages: unknown): void
 export declare const DEFAULT_WORKSPACE_DIRNAME: '.agent-workspace'

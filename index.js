@@ -8,6 +8,7 @@ const { buildStructuredOutputInstruction, extractJSON, validateOutput } = requir
 const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema } = require('./lib/tools.js')
 const { TokenBudgetExceededError, InvalidMessageError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
+const { createAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
 
 module.exports = {
   Agent,
@@ -31,4 +32,8 @@ module.exports = {
   emitTrace,
   defaultWorkspaceDir,
   DEFAULT_WORKSPACE_DIRNAME,
+  createAdapter,
+  extractToolCallsFromText,
+  repairToolArgs,
+  assertValidMessages,
 }

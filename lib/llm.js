@@ -190,6 +190,11 @@ function repairToolArgs(raw) {
 
 module.exports = {
   createAdapter,
+  // For the runner's native path (lib/runner.js).
+  optionsJson,
+  linkSignal,
+  fromNative,
+  errorFrom,
   extractToolCallsFromText,
   repairToolArgs,
   assertValidMessages,

@@ -6,6 +6,7 @@ const native = require('./native.js')
 const { TokenBudgetExceededError } = require('./errors.js')
 const { emitTrace, defaultWorkspaceDir, isError } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
+const llm = require('./llm.js')
 
 const OP = {
   DONE: 0, APPLY_PLAN: 1, CUSTOM_COMPRESS: 2, SUMMARIZE: 3, CALL_MODEL: 4, TEXT: 5, BUDGET: 6,
@@ -153,6 +154,10 @@ class AgentRunner {
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = {}
     runLeases.register(lease, id, lease)
+    // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
+    const nh = this.adapter ? this.adapter[llm.NATIVE_ADAPTER] : undefined
+    const nativeAdapter = nh && this.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
+    let nativeOptions
     const newMessages = []
     const toolCalls = []
     const onTrace = options.onTrace
@@ -208,9 +213,58 @@ class AgentRunner {
           }
           case OP.CALL_MODEL: {
             const startMs = Date.now()
-            response = await this.adapter.chat(conv, chatOptions)
+            if (nativeAdapter) {
+              // Our own adapter: the request body is built from the machine's history, so the
+              // conversation never crosses into or out of JS objects on the way out.
+              llm.assertValidMessages(conv)
+              if (nativeOptions === undefined) nativeOptions = llm.optionsJson(chatOptions)
+              const [cancel, unlink] = llm.linkSignal(signal)
+              let json
+              try {
+                if (options.streamDeltas === true) {
+                  const s = native.runStream(id, nativeAdapter, nativeOptions, cancel)
+                  try {
+                    let final = null
+                    while (final === null) {
+                      let batch
+                      try {
+                        batch = JSON.parse(await s.nextBatch())
+                      } catch (e) {
+                        throw llm.fromNative(e)
+                      }
+                      if (batch.length === 0) throw new Error('LLM stream ended without a final response')
+                      for (const ev of batch) {
+                        if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
+                        if (ev.type === 'text') {
+                          if (ev.data !== '') yield { type: 'text_delta', data: ev.data }
+                        }
+                        else if (ev.type === 'done') {
+                          final = ev.data
+                          break
+                        }
+                      }
+                    }
+                    json = JSON.stringify(final)
+                  } finally {
+                    s.close()
+                  }
+                } else {
+                  try {
+                    json = await native.runChat(id, nativeAdapter, nativeOptions, cancel)
+                  } catch (e) {
+                    throw llm.fromNative(e)
+                  }
+                }
+              } finally {
+                unlink()
+              }
+              response = JSON.parse(json)
+              code = native.runRespondJson(id, json)
+            } else {
+              response = await this.adapter.chat(conv, chatOptions)
+              code = respond(id, response)
+            }
             const endMs = Date.now()
-            code = respond(id, response)
             if (code < 0) throw new Error(native.runError(id))
             if (onTrace) {
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: native.runTurns(id), tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })

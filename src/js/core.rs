@@ -522,3 +522,51 @@ pub fn trace_redact_json(json: String) -> String {
 pub fn validate_runner_options(options_json: String) -> Option<String> {
     cached_config(options_json).err()
 }
+
+// ---------------------------------------------------------------------------------------
+// Native adapters on the run's own history: no JS objects on the way to the HTTP body.
+
+/// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
+/// `LLMResponse` JSON; rejections use the adapters' JSON error format (see `lib/llm.js`).
+#[napi(catch_unwind, ts_return_type = "Promise<string>")]
+pub fn run_chat<'e>(
+    env: &'e napi::Env,
+    id: u32,
+    adapter: &super::llm::NativeLlmAdapter,
+    options_json: String,
+    cancel: Option<&super::cancel::CancelHandle>,
+) -> Result<napi::bindgen_prelude::Object<'e>> {
+    let history = with_run(id, |r| r.m.conversation().to_vec())?;
+    let token = super::llm::call_token(cancel);
+    super::llm::spawn_chat_promise(env, adapter.adapter(), token, move || {
+        Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))
+    })
+}
+
+/// `adapter.stream` over the run's conversation, for `streamDeltas`.
+#[napi(catch_unwind)]
+pub fn run_stream(
+    id: u32,
+    adapter: &super::llm::NativeLlmAdapter,
+    options_json: String,
+    cancel: Option<&super::cancel::CancelHandle>,
+) -> Result<super::llm::NativeLlmStream> {
+    let history = with_run(id, |r| r.m.conversation().to_vec())?;
+    let token = super::llm::call_token(cancel);
+    Ok(super::llm::spawn_stream(adapter.adapter(), token, move || {
+        Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))
+    }))
+}
+
+/// `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output).
+#[napi(catch_unwind)]
+pub fn run_respond_json(id: u32, response_json: String) -> Result<i32> {
+    with_run(id, |r| {
+        if let Err(e) = r.m.on_response(&response_json) {
+            r.error = e;
+            return Ok(-1);
+        }
+        let op = r.m.next(false).map_err(driver)?;
+        Ok(r.encode(op) as i32)
+    })?
+}

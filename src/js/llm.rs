@@ -115,25 +115,38 @@ impl NativeLlmAdapter {
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
     #[napi(catch_unwind)]
     pub fn stream(&self, messages_json: String, options_json: String, cancel: Option<&CancelHandle>) -> NativeLlmStream {
-        let adapter = self.inner.clone();
-        let token = token_of(cancel);
-        let (tx, rx) = unbounded_channel::<String>();
-        let task_token = token.clone();
-        llm::runtime::spawn(async move {
-            let tx2 = tx.clone();
-            let mut sink = move |ev: StreamEvent| {
-                let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));
-            };
-            let outcome = match parse_input(&messages_json, &options_json) {
-                Ok((messages, opts)) => adapter.stream(&messages, &opts, &task_token, &mut sink).await,
-                Err(e) => Err(e),
-            };
-            if let Err(e) = outcome {
-                send_throw(&tx, e);
-            }
-        });
-        NativeLlmStream { rx: Arc::new(Mutex::new(rx)), cancel: token }
+        spawn_stream(self.inner.clone(), token_of(cancel), move || parse_input(&messages_json, &options_json))
     }
+}
+
+/// Starts `adapter.stream` on the LLM thread over the input `input` builds there (the runner's
+/// native path hands in its own history). Events are pulled with `NativeLlmStream.nextBatch`.
+pub fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
+where
+    F: FnOnce() -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> + Send + 'static,
+{
+    let (tx, rx) = unbounded_channel::<String>();
+    let task_token = token.clone();
+    llm::runtime::spawn(async move {
+        let tx2 = tx.clone();
+        let mut sink = move |ev: StreamEvent| {
+            let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));
+        };
+        let outcome = match input() {
+            Ok((messages, opts)) => adapter.stream(&messages, &opts, &task_token, &mut sink).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = outcome {
+            send_throw(&tx, e);
+        }
+    });
+    NativeLlmStream { rx: Arc::new(Mutex::new(rx)), cancel: token }
+}
+
+/// Cancellation token for a call: a child of the run's handle, so closing one stream does not
+/// trip the caller's handle.
+pub fn call_token(cancel: Option<&CancelHandle>) -> CancellationToken {
+    token_of(cancel)
 }
 
 fn send_throw(tx: &UnboundedSender<String>, e: LlmError) {
