@@ -92,7 +92,7 @@ test('streamDeltas: text_delta events arrive before the turn\'s text event; off 
   server.replies.push({ json: completion({ content: 'Hello' }) })
   const plain = await events(agent.stream('hi'))
   expect(plain.map((e) => e.type)).toEqual(['text', 'done'])
-  expect(server.requests[1].body.stream).toBeUndefined()
+  expect(server.requests[1].body.stream).toBe(false)
 })
 
 test('streamDeltas over a tool loop keeps the contract order around the deltas', async () => {
