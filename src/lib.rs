@@ -4,6 +4,8 @@
 //! Rust; `js` is the thin napi binding, compiled only with the default `node` feature.
 
 pub mod kernel;
+pub mod redaction;
+pub mod tool;
 
 #[cfg(feature = "node")]
 mod js;

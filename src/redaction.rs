@@ -1,0 +1,315 @@
+//! Redaction of secrets in text and JSON data (CONTRACT §13), with the JS regex semantics of
+//! the original: ASCII `\b`, the JS `\s` set, case-insensitivity limited to ASCII.
+//!
+//! Steps 4 and 5 of `redactSensitiveText` use a back-reference (`\1?`, `\4`). Their
+//! backtracking is deterministic for these particular patterns (see `match_assignment`), so
+//! they are hand-written scanners instead of a backtracking regex engine: linear per attempt
+//! and exactly JS's leftmost-first, non-overlapping global replacement.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::kernel::json::is_js_space;
+
+pub const REDACTED: &str = "[redacted]";
+
+/// JS `\s` as a Rust character class (JS's set differs from Unicode White_Space: it has
+/// U+FEFF and lacks U+0085).
+const JS_SPACE_CLASS: &str =
+    r"[\t\n\x0B\x0C\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}]";
+
+fn sensitive_name_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // Matched against the ASCII-lowercased name: JS's non-`u` `i` flag folds ASCII only
+    // (U+017F or U+212A never match `s`/`k`), which Rust's Unicode `(?i)` would.
+    RE.get_or_init(|| {
+        Regex::new(
+            "api[_-]?key|secret|password|passwd|pwd|private[_-]?key|access[_-]?key|accesstoken|\
+             refreshtoken|idtoken|githubtoken|authorization|auth[_-]?token|cookie|session|\
+             credential|bearer|^token$|[_-]token$|^token[_-]",
+        )
+        .expect("static regex")
+    })
+}
+
+/// §13.1: substring search, case-insensitive.
+pub fn is_sensitive_name(name: &str) -> bool {
+    sensitive_name_re().is_match(&name.to_ascii_lowercase())
+}
+
+struct TextRegexes {
+    pem: Regex,
+    authorization: Regex,
+    bearer: Regex,
+    literals: [Regex; 5],
+}
+
+fn text_regexes() -> &'static TextRegexes {
+    static RE: OnceLock<TextRegexes> = OnceLock::new();
+    RE.get_or_init(|| {
+        let s = JS_SPACE_CLASS;
+        // `(?-u:\b)`: JS `\b` is an ASCII word boundary.
+        let b = r"(?-u:\b)";
+        let re = |p: String| Regex::new(&p).expect("static regex");
+        TextRegexes {
+            pem: re(r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.)*?-----END [A-Z ]*PRIVATE KEY-----"
+                .to_string()),
+            // "authorization" and "bearer" contain no letter with a non-ASCII case fold, so
+            // Unicode `(?i)` equals JS's ASCII-only `i` here.
+            authorization: re(format!(r"{b}((?i:authorization){s}*:{s}*)(?:(?i:bearer){s}+)?[^\n\r,;}}]+")),
+            bearer: re(format!(r"{b}(?i:bearer){s}+[A-Za-z0-9._~+/=-]{{8,}}")),
+            literals: [
+                re(format!(r"{b}sk-[A-Za-z0-9_-]{{16,}}{b}")),
+                re(format!(r"{b}gh[pousr]_[A-Za-z0-9_]{{20,}}{b}")),
+                re(format!(r"{b}github_pat_[A-Za-z0-9_]{{20,}}{b}")),
+                re(format!(r"{b}AKIA[0-9A-Z]{{16}}{b}")),
+                re(format!(r"{b}xox[baprs]-[A-Za-z0-9-]{{10,}}{b}")),
+            ],
+        }
+    })
+}
+
+fn is_key_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+fn is_key_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+}
+
+/// Index after the JS-`\s*` run starting at `i`.
+fn skip_js_space(t: &str, mut i: usize) -> usize {
+    while let Some(c) = t[i..].chars().next() {
+        if !is_js_space(c) {
+            break;
+        }
+        i += c.len_utf8();
+    }
+    i
+}
+
+/// Spans of one match of step 4 (`quoted`) or step 5 at `p`:
+/// (g1_end, key_end, g3_end, value_start, value_end, match_end).
+///
+/// Why no backtracking is needed: the key is maximal (a shorter key is followed by a key
+/// character, which neither `\1`, `\s` nor `[:=]` can match); `\1?` can only take the quote
+/// (the other choice leaves a quote, which `\s*[:=]` cannot match); each `\s*` is followed by
+/// something that cannot be whitespace; group 1 empty at a quote makes the key start at a
+/// quote, which fails. So every attempt has at most one way to succeed.
+fn match_assignment(t: &str, p: usize, quoted: bool) -> Option<[usize; 6]> {
+    let b = t.as_bytes();
+    let q1 = matches!(b[p], b'"' | b'\'');
+    let g1_end = if q1 { p + 1 } else { p };
+    if g1_end >= b.len() || !is_key_start(b[g1_end]) {
+        return None;
+    }
+    let mut k = g1_end + 1;
+    while k < b.len() && is_key_char(b[k]) {
+        k += 1;
+    }
+    let key_end = k;
+    let mut i = key_end;
+    if q1 && i < b.len() && b[i] == b[p] {
+        i += 1;
+    }
+    i = skip_js_space(t, i);
+    if i >= b.len() || !matches!(b[i], b':' | b'=') {
+        return None;
+    }
+    i = skip_js_space(t, i + 1);
+    let g3_end = i;
+    if quoted {
+        if i >= b.len() || !matches!(b[i], b'"' | b'\'') {
+            return None;
+        }
+        let quote = b[i];
+        let vs = i + 1;
+        let ve = vs + memchr::memchr(quote, &b[vs..])?;
+        Some([g1_end, key_end, g3_end, vs, ve, ve + 1])
+    } else {
+        let c = t[i..].chars().next()?;
+        if matches!(c, '"' | '\'' | ',' | ';' | '}' | ']' | '\n' | '\r') || is_js_space(c) {
+            return None;
+        }
+        let rest = &b[i..];
+        let len = rest
+            .iter()
+            .position(|&c| matches!(c, b',' | b';' | b'}' | b']' | b'\n' | b'\r'))
+            .unwrap_or(rest.len());
+        Some([g1_end, key_end, g3_end, i, i + len, i + len])
+    }
+}
+
+/// Global replacement for steps 4/5: leftmost-first, non-overlapping; a match left unchanged
+/// still consumes its text.
+fn redact_assignments(t: &str, quoted: bool) -> String {
+    let b = t.as_bytes();
+    let mut out = String::with_capacity(t.len());
+    let mut copied = 0;
+    let mut p = 0;
+    while p < b.len() {
+        // Attempts can only start at a quote or a key-start character (both ASCII), which
+        // also keeps `p` on a char boundary.
+        if !(is_key_start(b[p]) || b[p] == b'"' || b[p] == b'\'') {
+            p += 1;
+            continue;
+        }
+        let Some([g1_end, key_end, g3_end, vs, ve, end]) = match_assignment(t, p, quoted) else {
+            p += 1;
+            continue;
+        };
+        let key = &t[g1_end..key_end];
+        let redact = is_sensitive_name(key) && (quoted || !t[vs..ve].starts_with("[redacted"));
+        if redact {
+            out.push_str(&t[copied..p]);
+            out.push_str(&t[p..g3_end]);
+            if quoted {
+                out.push_str(&t[g3_end..vs]);
+                out.push_str(REDACTED);
+                out.push_str(&t[ve..end]);
+            } else {
+                out.push_str(REDACTED);
+            }
+            copied = end;
+        }
+        p = end;
+    }
+    out.push_str(&t[copied..]);
+    out
+}
+
+/// §13.2 `redactSensitiveText`.
+pub fn redact_sensitive_text(text: &str) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let re = text_regexes();
+    let t = re.pem.replace_all(text, REDACTED);
+    let t = re.authorization.replace_all(&t, "${1}[redacted]");
+    let t = re.bearer.replace_all(&t, "Bearer [redacted]");
+    let t = redact_assignments(&t, true);
+    let mut t = redact_assignments(&t, false);
+    for lit in &re.literals {
+        if let std::borrow::Cow::Owned(s) = lit.replace_all(&t, REDACTED) {
+            t = s;
+        }
+    }
+    t
+}
+
+/// §13.3 on JSON data: a property with a sensitive key becomes `"[redacted]"` whatever its
+/// value; strings are redacted as text; arrays element-wise; other values unchanged.
+pub fn redact_sensitive_value(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact_sensitive_text(s)),
+        Value::Array(a) => Value::Array(a.iter().map(redact_sensitive_value).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = if is_sensitive_name(k) {
+                        Value::String(REDACTED.to_string())
+                    } else {
+                        redact_sensitive_value(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sensitive_names() {
+        for n in [
+            "OPENAI_API_KEY", "SESSION_ID", "credentials", "PWD", "my_token", "token", "TOKEN",
+            "token_x", "apiKey", "x-api-key", "privateKey", "AUTHORIZATION", "cookie", "passwd",
+            "githubToken", "auth-token", "ACCESS_KEY", "bearer",
+        ] {
+            assert!(is_sensitive_name(n), "{n}");
+        }
+        for n in ["tokens", "TOKENIZER", "name", "HOME", "PATH", "mytoken", "token-count2x", "ſecret", "KEY"] {
+            // "token-count2x": `^token[_-]` matches → sensitive; checked separately below.
+            if n == "token-count2x" {
+                assert!(is_sensitive_name(n));
+                continue;
+            }
+            assert!(!is_sensitive_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn contract_examples() {
+        assert_eq!(
+            redact_sensitive_text("Authorization: Bearer abcdefghijklmnop, other=1"),
+            "Authorization: [redacted], other=1"
+        );
+        assert_eq!(
+            redact_sensitive_text("password=\"my pass\" token=abc def; x=1"),
+            "password=\"[redacted]\" token=[redacted]; x=1"
+        );
+        assert_eq!(
+            redact_sensitive_text("{\"apiKey\": \"secret value\", \"name\": \"bob\"}"),
+            "{\"apiKey\": \"[redacted]\", \"name\": \"bob\"}"
+        );
+        assert_eq!(redact_sensitive_text(""), "");
+    }
+
+    #[test]
+    fn pem_bearer_and_literals() {
+        let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIB\nxyz\n-----END RSA PRIVATE KEY-----\nb";
+        assert_eq!(redact_sensitive_text(pem), "a\n[redacted]\nb");
+        assert_eq!(redact_sensitive_text("use bearer abcdefgh123 now"), "use Bearer [redacted] now");
+        // Fewer than 8 token chars: untouched.
+        assert_eq!(redact_sensitive_text("Bearer abc"), "Bearer abc");
+        assert_eq!(
+            redact_sensitive_text("k sk-abcdefghijklmnop1234 ghp_abcdefghijklmnopqrstuvwxyz AKIAABCDEFGHIJKLMNOP"),
+            "k [redacted] [redacted] [redacted]"
+        );
+        assert_eq!(redact_sensitive_text("xoxb-1234567890-abc"), "[redacted]");
+        // ASCII \b: a non-ASCII letter before `sk-` is a boundary in JS.
+        assert_eq!(redact_sensitive_text("ésk-abcdefghijklmnop1234"), "é[redacted]");
+        // No boundary inside a word.
+        assert_eq!(redact_sensitive_text("task-abcdefghijklmnop1234"), "task-abcdefghijklmnop1234");
+    }
+
+    #[test]
+    fn assignment_quirks() {
+        // §20 #39: the non-sensitive key consumes the whole value.
+        assert_eq!(redact_sensitive_text("a=password=secret"), "a=password=secret");
+        assert_eq!(redact_sensitive_text("PWD=/home/x\nHOME=/h"), "PWD=[redacted]\nHOME=/h");
+        // JS `\s*` after `=` crosses newlines.
+        assert_eq!(redact_sensitive_text("secret=\n  hunter2"), "secret=\n  [redacted]");
+        // Quoted value spanning lines, single quotes, quoted key with matching quote.
+        assert_eq!(redact_sensitive_text("'api_key' : 'a\nb' x"), "'api_key' : '[redacted]' x");
+        assert_eq!(redact_sensitive_text("\"secret\"=\"v\""), "\"secret\"=\"[redacted]\"");
+        // Unterminated quote: step 4 fails, step 5 refuses a value starting with a quote.
+        assert_eq!(redact_sensitive_text("password=\"abc"), "password=\"abc");
+        // Key starting mid-word still matches (no \b in step 4/5).
+        assert_eq!(redact_sensitive_text("xpassword: hunter2"), "xpassword: [redacted]");
+        // Already-redacted values are not redacted twice.
+        assert_eq!(redact_sensitive_text("Authorization: Basic abc"), "Authorization: [redacted]");
+        // Non-ASCII around.
+        assert_eq!(redact_sensitive_text("ключ token=значение; ok"), "ключ token=[redacted]; ok");
+        assert_eq!(redact_sensitive_text("token =\u{A0}v"), "token =\u{A0}[redacted]");
+        assert_eq!(redact_sensitive_text("\"a\": \"x\", \"password\" = 'q'"), "\"a\": \"x\", \"password\" = '[redacted]'");
+        assert_eq!(redact_sensitive_text("secret=[redacted]x"), "secret=[redacted]x");
+        assert_eq!(redact_sensitive_text("x=\"a\" secret=\"b\""), "x=\"a\" secret=\"[redacted]\"");
+    }
+
+    #[test]
+    fn values() {
+        let v = json!({"apiKey": {"a": 1}, "list": ["password=x", 3, {"token": 5}], "n": null, "s": "Bearer abcdefghij"});
+        assert_eq!(
+            redact_sensitive_value(&v),
+            json!({"apiKey": "[redacted]", "list": ["password=[redacted]", 3, {"token": "[redacted]"}], "n": null, "s": "Bearer [redacted]"})
+        );
+    }
+}
