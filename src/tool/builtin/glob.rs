@@ -1,0 +1,183 @@
+//! `glob` (CONTRACT §11.7 with the §21 decisions: full glob syntax, sort then cap) and the
+//! exported `matchesGlob` / `collectFiles`.
+
+use std::os::fd::OwnedFd;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
+use super::walk::{locale_compare, walk, Flow};
+use super::ToolOutput;
+
+/// A compiled filename glob. A pattern containing `/` matches the path relative to the
+/// searched directory (`*` does not cross `/`, `**` does); one without `/` matches the
+/// basename at any depth. Always case-insensitive.
+pub struct GlobPattern {
+    matcher: GlobMatcher,
+    basename_only: bool,
+}
+
+impl GlobPattern {
+    pub fn new(pattern: &str) -> GlobPattern {
+        let p = pattern.strip_prefix("./").unwrap_or(pattern);
+        let basename_only = !p.contains('/');
+        let build = |p: &str| {
+            GlobBuilder::new(p)
+                .case_insensitive(true)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|g| g.compile_matcher())
+        };
+        // A pattern globset rejects (an unclosed `[` or `{`) is taken literally, as the
+        // original's escaping did: it never fails.
+        let matcher = build(p).unwrap_or_else(|_| build(&globset::escape(p)).expect("escaped glob compiles"));
+        GlobPattern { matcher, basename_only }
+    }
+
+    /// `rel`: a `/`-separated path relative to the searched directory.
+    pub fn matches_rel(&self, rel: &str) -> bool {
+        if self.basename_only {
+            self.matcher.is_match(basename(rel))
+        } else {
+            self.matcher.is_match(rel)
+        }
+    }
+}
+
+/// `matchesGlob(filename, glob)`.
+pub fn matches_glob(filename: &str, glob: &str) -> bool {
+    GlobPattern::new(glob).matches_rel(filename)
+}
+
+fn open_dir_by_path(p: &str) -> Option<OwnedFd> {
+    let c = std::ffi::CString::new(p).ok()?;
+    // SAFETY: NUL-terminated path.
+    let r = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if r < 0 {
+        None
+    } else {
+        // SAFETY: fresh descriptor.
+        Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) })
+    }
+}
+
+/// `collectFiles(dir, glob, signal, { maxFiles })`: paths `join(dir, …)`; an unreadable
+/// directory yields nothing.
+pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool, max_files: Option<usize>) -> Vec<String> {
+    let pattern = glob.map(GlobPattern::new);
+    let mut out = Vec::new();
+    let Some(fd) = open_dir_by_path(dir) else { return out };
+    let max = max_files.unwrap_or(usize::MAX);
+    if max == 0 {
+        return out;
+    }
+    walk(&fd, dir, cancelled, &mut |e| {
+        if pattern.as_ref().is_none_or(|p| p.matches_rel(e.rel)) {
+            out.push(e.path.to_string());
+        }
+        if out.len() >= max {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    });
+    out
+}
+
+/// Opens the resolved target for stat/search; maps errors to the tool's texts.
+pub(super) fn open_target(r: &Resolved, what: &str) -> Result<(OwnedFd, bool), String> {
+    let fail = |e: FsError| match e {
+        FsError::Escape => outside_error(&r.candidate, &r.root),
+        e => format!("Cannot access path \"{what}\": {}", e.message()),
+    };
+    let fd = r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK, 0, "stat").map_err(fail)?;
+    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut st) } != 0 {
+        return Err(fail(FsError::os(&std::io::Error::last_os_error(), "stat", &r.path)));
+    }
+    Ok((fd, (st.st_mode & libc::S_IFMT) == libc::S_IFDIR))
+}
+
+/// Absolute form of a resolved path, for display relative to the sandbox root (the path is
+/// verbatim, possibly relative, when the sandbox is disabled).
+pub(super) fn absolute(r: &Resolved, spec: &SandboxSpec) -> String {
+    resolve(&spec.process_cwd, &r.path)
+}
+
+pub(super) fn display(root: &str, abs: &str, raw: &str) -> String {
+    let rel = relative(root, abs);
+    if rel.is_empty() {
+        raw.to_string()
+    } else {
+        rel
+    }
+}
+
+pub struct GlobInput {
+    pub path: Option<String>,
+    pub pattern: Option<String>,
+    pub max_files: usize,
+}
+
+pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> bool) -> ToolOutput {
+    // §21: with the sandbox disabled the default is the process cwd.
+    let requested = input.path.clone().unwrap_or_else(|| spec.root.clone().unwrap_or_else(|| spec.process_cwd.clone()));
+    let r = match resolve_path_within_cwd(&requested, spec, false) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let (fd, is_dir) = match open_target(&r, &r.path) {
+        Ok(x) => x,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let pattern = input.pattern.as_deref().map(GlobPattern::new);
+    let abs = absolute(&r, spec);
+    let mut lines: Vec<String> = Vec::new();
+    if !is_dir {
+        if pattern.as_ref().is_some_and(|p| !p.matches_rel(basename(&abs))) {
+            return ToolOutput::ok("No files matched.".to_string());
+        }
+        lines.push(display(&r.root, &abs, &r.path));
+    } else {
+        walk(&fd, &abs, cancelled, &mut |e| {
+            if pattern.as_ref().is_none_or(|p| p.matches_rel(e.rel)) {
+                lines.push(display(&r.root, e.path, e.path));
+            }
+            Flow::Continue
+        });
+    }
+    if lines.is_empty() {
+        return ToolOutput::ok("No files matched.".to_string());
+    }
+    lines.sort_by(|a, b| locale_compare(a, b));
+    let truncated = lines.len() > input.max_files;
+    lines.truncate(input.max_files);
+    let mut data = lines.join("\n");
+    if truncated {
+        data.push_str(&format!("\n\n(listing capped at {} paths; raise maxFiles for more)", input.max_files));
+    }
+    ToolOutput::ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_syntax() {
+        assert!(matches_glob("a.TS", "*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "**/*.ts"));
+        assert!(matches_glob("a.ts", "**/*.ts"));
+        assert!(matches_glob("src/a.ts", "src/*.ts"));
+        assert!(!matches_glob("src/deep/a.ts", "src/*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "src/**/*.ts"));
+        assert!(matches_glob("b.js", "[ab].{js,ts}"));
+        assert!(!matches_glob("c.js", "[ab].{js,ts}"));
+        assert!(matches_glob("x?.md", "x?.md"));
+        // Unclosed class: literal, never an error.
+        assert!(matches_glob("[ab", "[ab"));
+    }
+}
