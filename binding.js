@@ -836,4 +836,17 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.builtinBash = nativeBinding.builtinBash
+module.exports.builtinCheckDelegation = nativeBinding.builtinCheckDelegation
+module.exports.builtinCollectFiles = nativeBinding.builtinCollectFiles
+module.exports.builtinFileEdit = nativeBinding.builtinFileEdit
+module.exports.builtinFileRead = nativeBinding.builtinFileRead
+module.exports.builtinFileWrite = nativeBinding.builtinFileWrite
+module.exports.builtinForceComponentWalk = nativeBinding.builtinForceComponentWalk
+module.exports.builtinGlob = nativeBinding.builtinGlob
+module.exports.builtinGrep = nativeBinding.builtinGrep
+module.exports.builtinIsSensitiveName = nativeBinding.builtinIsSensitiveName
+module.exports.builtinMatchesGlob = nativeBinding.builtinMatchesGlob
+module.exports.builtinRedactText = nativeBinding.builtinRedactText
+module.exports.builtinResolvePath = nativeBinding.builtinResolvePath
 module.exports.kernelVersion = nativeBinding.kernelVersion

@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 pub const DEFAULT_WORKSPACE_DIRNAME: &str = ".agent-workspace";
 
@@ -330,12 +330,15 @@ struct OpenHow {
 /// 0 = unknown, 1 = openat2 works, 2 = missing (ENOSYS) → component walk.
 static OPENAT2: AtomicU8 = AtomicU8::new(0);
 
+/// Test hook: exercise the component-walk path on kernels that do have openat2.
+static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
+
+pub fn force_component_walk(on: bool) {
+    FORCE_FALLBACK.store(on, Ordering::Relaxed);
+}
+
 fn openat2_disabled() -> bool {
-    // Test hook: exercise the component-walk path on kernels that do have openat2.
-    if std::env::var_os("OMA_KERNEL_DISABLE_OPENAT2").is_some_and(|v| v == "1") {
-        return true;
-    }
-    OPENAT2.load(Ordering::Relaxed) == 2
+    FORCE_FALLBACK.load(Ordering::Relaxed) || OPENAT2.load(Ordering::Relaxed) == 2
 }
 
 fn last_errno() -> i32 {
@@ -390,11 +393,12 @@ fn sys_openat2(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<Owned
     }
 }
 
-fn is_symlink_at(dirfd: RawFd, name: &CStr) -> bool {
+/// File type bits of `name` (not following a symlink), `None` if it cannot be stat'ed.
+fn kind_at(dirfd: RawFd, name: &CStr) -> Option<libc::mode_t> {
     // SAFETY: zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    r == 0 && (st.st_mode & libc::S_IFMT) == libc::S_IFLNK
+    (r == 0).then_some(st.st_mode & libc::S_IFMT)
 }
 
 /// Fallback resolution: every component opened relative to the previous one, never
@@ -413,7 +417,13 @@ fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<O
         match sys_openat(dir, &name, f, mode) {
             Ok(fd) => cur = Some(fd),
             Err(e @ (libc::ELOOP | libc::ENOTDIR)) => {
-                return Err(if is_symlink_at(dir, &name) { libc::EXDEV } else { e });
+                // A symlink, or a directory again after a swap back: a swap raced with us.
+                let swapped = match kind_at(dir, &name) {
+                    Some(libc::S_IFLNK) => true,
+                    Some(libc::S_IFDIR) => !last,
+                    _ => false,
+                };
+                return Err(if swapped { libc::EXDEV } else { e });
             }
             Err(e) => return Err(e),
         }
@@ -488,6 +498,7 @@ impl Sandbox {
             let name = CString::new(*comp).map_err(|_| FsError::NulByte(dir.to_string()))?;
             let last = i + 1 == rel.len();
             let mut created = false;
+            let mut retries = 0;
             let fd = loop {
                 match sys_openat(parent, &name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
                     Ok(fd) => break fd,
@@ -502,12 +513,14 @@ impl Sandbox {
                         }
                         created = true;
                     }
-                    Err(libc::ELOOP | libc::ENOTDIR) => {
-                        if is_symlink_at(parent, &name) {
-                            return Err(FsError::Escape);
-                        }
-                        return Err(err(if last { libc::EEXIST } else { libc::ENOTDIR }));
-                    }
+                    Err(libc::ELOOP | libc::ENOTDIR) => match kind_at(parent, &name) {
+                        // A symlink here was swapped in after resolution.
+                        Some(libc::S_IFLNK) => return Err(FsError::Escape),
+                        // Swapped back to a directory meanwhile: look again (bounded).
+                        Some(libc::S_IFDIR) if retries < 8 => retries += 1,
+                        Some(libc::S_IFDIR) => return Err(FsError::Escape),
+                        _ => return Err(err(if last { libc::EEXIST } else { libc::ENOTDIR })),
+                    },
                     Err(e) => return Err(err(e)),
                 }
             };
@@ -608,11 +621,7 @@ mod tests {
         let sb = Sandbox::open_root(&root).unwrap();
         // A symlink component (as after a swap) must not be followed outside.
         for disable in [false, true] {
-            if disable {
-                std::env::set_var("OMA_KERNEL_DISABLE_OPENAT2", "1");
-            } else {
-                std::env::remove_var("OMA_KERNEL_DISABLE_OPENAT2");
-            }
+            force_component_walk(disable);
             let r = sb.open(&format!("{root}/link/new.txt"), libc::O_WRONLY | libc::O_CREAT, 0o666, "open");
             assert_eq!(r.unwrap_err(), FsError::Escape);
             assert_eq!(sb.mkdir_p(&format!("{root}/link/sub")).unwrap_err(), FsError::Escape);
@@ -623,7 +632,7 @@ mod tests {
             write_all(fd, b"hi").unwrap();
             assert_eq!(std::fs::read(format!("{root}/a/b/f.txt")).unwrap(), b"hi");
         }
-        std::env::remove_var("OMA_KERNEL_DISABLE_OPENAT2");
+        force_component_walk(false);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
