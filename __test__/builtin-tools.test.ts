@@ -3,6 +3,7 @@
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
+import { fileReadTool as typedRead, type BuiltinToolUseContext } from '../lib/builtin'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const b = require('../lib/builtin.js')
@@ -477,4 +478,11 @@ describe('delegate_to_agent', () => {
     const failing = { ...baseTeam, runDelegatedAgent: async () => { throw new Error('nested boom') } }
     await expect(exec({ target_agent: 'helper', prompt: 'q' }, failing)).rejects.toThrow('nested boom')
   })
+})
+
+test('typed import through lib/builtin.d.ts', async () => {
+  const ctx: BuiltinToolUseContext = { agent, cwd: root }
+  fs.writeFileSync(`${root}/t.txt`, 'typed')
+  const r = await typedRead.execute({ path: `${root}/t.txt` }, ctx)
+  expect(r).toEqual({ data: '1\ttyped', isError: false })
 })
