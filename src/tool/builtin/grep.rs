@@ -4,10 +4,10 @@
 //! backtracking engine (fancy-regex) for lookaround / back-references, abort honoured
 //! between files.
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder};
+use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 
 use super::glob::{absolute, display, open_target, GlobPattern};
 use super::path_safety::{resolve_path_within_cwd, SandboxSpec};
@@ -22,9 +22,14 @@ pub struct GrepInput {
 }
 
 enum Engine {
-    Fast(RegexMatcher, Searcher),
+    /// The matcher, a searcher for whole-file buffers, one for streamed large files.
+    Fast(RegexMatcher, Searcher, Searcher),
     Backtracking(fancy_regex::Regex),
 }
+
+/// Files up to this size are read whole (binary check over the entire file before any
+/// match counts); larger ones are streamed so memory stays bounded.
+const WHOLE_READ_LIMIT: u64 = 64 << 20;
 
 fn compile(pattern: &str) -> Option<Engine> {
     // multi_line: `^`/`$` match at line boundaries of the searched buffer; the line
@@ -34,7 +39,11 @@ fn compile(pattern: &str) -> Option<Engine> {
             .line_number(true)
             .binary_detection(BinaryDetection::none())
             .build();
-        return Some(Engine::Fast(m, searcher));
+        let streaming = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+        return Some(Engine::Fast(m, searcher, streaming));
     }
     fancy_regex::Regex::new(pattern).ok().map(Engine::Backtracking)
 }
@@ -52,7 +61,7 @@ fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hi
         return true; // binary: skipped
     }
     match engine {
-        Engine::Fast(m, searcher) => {
+        Engine::Fast(m, searcher, _) => {
             let _ = searcher.search_slice(
                 &*m,
                 bytes,
@@ -83,6 +92,89 @@ fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hi
     hits.len() < limit
 }
 
+/// Collects one streamed file's hits; the file's hits are dropped if a NUL byte shows up.
+struct FileSink<'a> {
+    file: &'a str,
+    hits: Vec<Hit>,
+    room: usize,
+    binary: bool,
+}
+
+impl Sink for FileSink<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _: &Searcher, m: &SinkMatch<'_>) -> Result<bool, std::io::Error> {
+        let line = String::from_utf8_lossy(m.bytes());
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        self.hits.push(Hit { file: self.file.to_string(), line: m.line_number().unwrap_or(0), text: text.to_string() });
+        Ok(self.hits.len() < self.room)
+    }
+
+    fn binary_data(&mut self, _: &Searcher, _: u64) -> Result<bool, std::io::Error> {
+        self.binary = true;
+        Ok(false)
+    }
+}
+
+/// Searches a large file without holding it in memory. A NUL byte met before the search
+/// stops skips the file; one after the cap was reached cannot be seen (documented limit).
+fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize) -> bool {
+    let room = limit.saturating_sub(hits.len());
+    let mut local: Vec<Hit> = Vec::new();
+    let mut binary = false;
+    match engine {
+        Engine::Fast(m, _, searcher) => {
+            let mut sink = FileSink { file, hits: Vec::new(), room, binary: false };
+            if searcher.search_file(&*m, &f, &mut sink).is_err() {
+                return true; // unreadable → skipped
+            }
+            local = sink.hits;
+            binary = sink.binary;
+        }
+        Engine::Backtracking(re) => {
+            let mut reader = std::io::BufReader::with_capacity(64 * 1024, f);
+            let mut line: Vec<u8> = Vec::new();
+            let mut n = 0u64;
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                n += 1;
+                if memchr::memchr(0, &line).is_some() {
+                    binary = true;
+                    break;
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.strip_suffix('\n').unwrap_or(&text);
+                if re.is_match(text).unwrap_or(false) {
+                    local.push(Hit { file: file.to_string(), line: n, text: text.to_string() });
+                    if local.len() >= room {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if !binary {
+        hits.extend(local);
+    }
+    hits.len() < limit
+}
+
+/// One file: read whole when small, streamed when large.
+fn search_file(engine: &mut Engine, mut f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>) -> bool {
+    if f.metadata().map(|m| m.len() > WHOLE_READ_LIMIT).unwrap_or(false) {
+        return search_stream(engine, f, file, hits, limit);
+    }
+    buf.clear();
+    if f.read_to_end(buf).is_err() {
+        return true; // unreadable → skipped
+    }
+    search_bytes(engine, buf, file, hits, limit)
+}
+
 pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> bool) -> ToolOutput {
     let requested = input.path.clone().unwrap_or_else(|| spec.root.clone().unwrap_or_else(|| spec.process_cwd.clone()));
     let r = match resolve_path_within_cwd(&requested, spec, false) {
@@ -102,22 +194,16 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
     let mut hits: Vec<Hit> = Vec::new();
     let mut buf: Vec<u8> = Vec::new();
     if !is_dir {
-        let mut f = std::fs::File::from(fd);
-        if f.read_to_end(&mut buf).is_ok() {
-            search_bytes(&mut engine, &buf, &display(&r.root, &abs, &r.path), &mut hits, limit);
-        }
+        let f = std::fs::File::from(fd);
+        search_file(&mut engine, f, &display(&r.root, &abs, &r.path), &mut hits, limit, &mut buf);
     } else {
         let pattern = input.glob.as_deref().map(GlobPattern::new);
         walk(&fd, &abs, cancelled, &mut |e| {
             if pattern.as_ref().is_some_and(|p| !p.matches_rel(e.rel)) {
                 return Flow::Continue;
             }
-            let Some(mut f) = e.open() else { return Flow::Continue };
-            buf.clear();
-            if f.read_to_end(&mut buf).is_err() {
-                return Flow::Continue; // unreadable → skipped
-            }
-            if search_bytes(&mut engine, &buf, &display(&r.root, e.path, e.path), &mut hits, limit) {
+            let Some(f) = e.open() else { return Flow::Continue };
+            if search_file(&mut engine, f, &display(&r.root, e.path, e.path), &mut hits, limit, &mut buf) {
                 Flow::Continue
             } else {
                 Flow::Stop
@@ -147,4 +233,42 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
         ));
     }
     ToolOutput::ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn hits_of(engine: &mut Engine, content: &[u8], stream: bool) -> Vec<(u64, String)> {
+        let path = std::env::temp_dir().join(format!("oma-grep-{}-{}", std::process::id(), stream as u8));
+        std::fs::File::create(&path).unwrap().write_all(content).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let mut hits = Vec::new();
+        if stream {
+            search_stream(engine, f, "f", &mut hits, 100);
+        } else {
+            let mut buf = Vec::new();
+            search_file(engine, f, "f", &mut hits, 100, &mut buf);
+        }
+        std::fs::remove_file(&path).unwrap();
+        hits.into_iter().map(|h| (h.line, h.text)).collect()
+    }
+
+    #[test]
+    fn streamed_and_whole_reads_agree() {
+        let text = b"alpha\r\nbeta\nalphabet\n\xffalpha\nlast alpha";
+        for pattern in ["alpha", "alpha(?=bet)", "^alpha"] {
+            let mut e = compile(pattern).unwrap();
+            let whole = hits_of(&mut e, text, false);
+            let streamed = hits_of(&mut e, text, true);
+            assert_eq!(whole, streamed, "{pattern}");
+            assert!(!whole.is_empty());
+        }
+        let mut e = compile("alpha").unwrap();
+        assert_eq!(hits_of(&mut e, b"alpha\n\0\nalpha\n", false), vec![]);
+        assert_eq!(hits_of(&mut e, b"alpha\n\0\nalpha\n", true), vec![]);
+        let mut e = compile("alpha(?=x)").unwrap();
+        assert_eq!(hits_of(&mut e, b"alphax\n\0\n", true), vec![]);
+    }
 }
