@@ -337,6 +337,24 @@ describe('grep', () => {
       process.chdir(saved)
     }
   })
+  test('many files: output in walk order and the cap are deterministic (parallel search)', async () => {
+    const names: string[] = []
+    for (let i = 0; i < 300; i++) {
+      const d = `${root}/many/d${i % 7}`
+      fs.mkdirSync(d, { recursive: true })
+      fs.writeFileSync(`${d}/f${i}.txt`, `x\nhit ${i}\ny\nhit again ${i}\n`)
+      names.push(`many/d${i % 7}/f${i}.txt`)
+    }
+    // Walk order: entries sorted by name bytes in each directory.
+    const order = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+    const all = order.flatMap((n) => [`${n}:2:hit ${n.match(/f(\d+)/)![1]}`, `${n}:4:hit again ${n.match(/f(\d+)/)![1]}`])
+    expect(await grep({ pattern: '^hit', path: `${root}/many`, maxResults: 600 })).toEqual(ok(all.join('\n')))
+    for (let run = 0; run < 3; run++) {
+      expect(await grep({ pattern: '^hit', path: `${root}/many`, maxResults: 51 })).toEqual(
+        ok(all.slice(0, 51).join('\n') + '\n\n(results capped at 51; use maxResults to raise the limit)'),
+      )
+    }
+  })
   test('maxResults constraint', async () => {
     expect(await grep({ pattern: 'x', maxResults: 0 })).toEqual(err('Invalid input for tool "grep":\n  \u2022 maxResults: Number must be greater than 0'))
   })

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
-use super::walk::{locale_compare, walk, Flow};
+use super::walk::{sort_locale, walk, Flow};
 use super::ToolOutput;
 
 /// A compiled filename glob. A pattern containing `/` matches the path relative to the
@@ -151,7 +151,7 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
     if lines.is_empty() {
         return ToolOutput::ok("No files matched.".to_string());
     }
-    lines.sort_by(|a, b| locale_compare(a, b));
+    sort_locale(&mut lines);
     let truncated = lines.len() > input.max_files;
     lines.truncate(input.max_files);
     let mut data = lines.join("\n");

@@ -21,6 +21,7 @@ pub struct GrepInput {
     pub max_results: usize,
 }
 
+#[derive(Clone)]
 enum Engine {
     /// The matcher, a searcher for whole-file buffers, one for streamed large files.
     Fast(RegexMatcher, Searcher, Searcher),
@@ -175,7 +176,84 @@ fn search_file(engine: &mut Engine, mut f: std::fs::File, file: &str, hits: &mut
     search_bytes(engine, buf, file, hits, limit)
 }
 
-pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> bool) -> ToolOutput {
+/// Searches a directory tree: the walk (one thread, walk order numbered) feeds worker
+/// threads; results are reassembled in walk order, so the output is exactly the sequential
+/// one. Once the files completed in order hold `limit` hits, walk and workers stop.
+fn search_tree(
+    engine: &Engine,
+    fd: &std::os::fd::OwnedFd,
+    abs: &str,
+    root: &str,
+    pattern: Option<&GlobPattern>,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    limit: usize,
+) -> Vec<Hit> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Mutex};
+
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let stop = AtomicBool::new(false);
+    let halted = || stop.load(Ordering::Relaxed) || cancelled();
+    let (job_tx, job_rx) = mpsc::sync_channel::<(usize, String, std::fs::File)>(256);
+    let job_rx = Mutex::new(job_rx);
+    let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>)>();
+    let mut out: Vec<Hit> = Vec::new();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let mut engine = engine.clone();
+            let res_tx = res_tx.clone();
+            let (job_rx, halted) = (&job_rx, &halted);
+            s.spawn(move || {
+                let mut buf = Vec::new();
+                loop {
+                    let job = job_rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
+                    let Ok((seq, file, f)) = job else { break };
+                    let mut hits = Vec::new();
+                    if !halted() {
+                        search_file(&mut engine, f, &file, &mut hits, limit, &mut buf);
+                    }
+                    if res_tx.send((seq, hits)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(res_tx);
+        let halted = &halted;
+        s.spawn(move || {
+            let mut seq = 0usize;
+            walk(fd, abs, halted, &mut |e| {
+                if pattern.is_some_and(|p| !p.matches_rel(e.rel)) {
+                    return Flow::Continue;
+                }
+                let Some(f) = e.open() else { return Flow::Continue };
+                if job_tx.send((seq, display(root, e.path, e.path), f)).is_err() {
+                    return Flow::Stop;
+                }
+                seq += 1;
+                Flow::Continue
+            });
+        });
+        let mut pending: std::collections::BTreeMap<usize, Vec<Hit>> = std::collections::BTreeMap::new();
+        let mut next = 0usize;
+        for (seq, hits) in res_rx {
+            pending.insert(seq, hits);
+            while let Some(h) = pending.remove(&next) {
+                if out.len() < limit {
+                    out.extend(h);
+                }
+                next += 1;
+            }
+            if out.len() >= limit {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    });
+    out.truncate(limit);
+    out
+}
+
+pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() -> bool + Sync)) -> ToolOutput {
     let requested = input.path.clone().unwrap_or_else(|| spec.root.clone().unwrap_or_else(|| spec.process_cwd.clone()));
     let r = match resolve_path_within_cwd(&requested, spec, false) {
         Ok(r) => r,
@@ -198,17 +276,7 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
         search_file(&mut engine, f, &display(&r.root, &abs, &r.path), &mut hits, limit, &mut buf);
     } else {
         let pattern = input.glob.as_deref().map(GlobPattern::new);
-        walk(&fd, &abs, cancelled, &mut |e| {
-            if pattern.as_ref().is_some_and(|p| !p.matches_rel(e.rel)) {
-                return Flow::Continue;
-            }
-            let Some(f) = e.open() else { return Flow::Continue };
-            if search_file(&mut engine, f, &display(&r.root, e.path, e.path), &mut hits, limit, &mut buf) {
-                Flow::Continue
-            } else {
-                Flow::Stop
-            }
-        });
+        hits = search_tree(&engine, &fd, &abs, &r.root, pattern.as_ref(), cancelled, limit);
     }
     if hits.is_empty() {
         return ToolOutput::ok("No matches found.".to_string());

@@ -177,12 +177,17 @@ fn walk_rec(
 /// weights whitespace < punctuation < symbols < digits < letters (case-insensitive, accents
 /// ignored only for ASCII-looking letters), then lower case before upper case on ties.
 pub fn locale_compare(a: &str, b: &str) -> std::cmp::Ordering {
-    let pa: Vec<(u32, u8)> = a.chars().filter_map(weight).collect();
-    let pb: Vec<(u32, u8)> = b.chars().filter_map(weight).collect();
-    let primary = pa.iter().map(|w| w.0).cmp(pb.iter().map(|w| w.0));
-    primary
-        .then_with(|| pa.iter().map(|w| w.1).cmp(pb.iter().map(|w| w.1)))
-        .then_with(|| a.cmp(b))
+    collation_key(a).cmp(&collation_key(b)).then_with(|| a.cmp(b))
+}
+
+/// Sort key for [`locale_compare`]: primary weights, then tertiary (case) weights.
+pub fn collation_key(s: &str) -> (Vec<u32>, Vec<u8>) {
+    s.chars().filter_map(weight).unzip()
+}
+
+/// Sorts with `localeCompare` order, computing each key once.
+pub fn sort_locale(lines: &mut [String]) {
+    lines.sort_by_cached_key(|l| (collation_key(l), l.clone()));
 }
 
 /// ICU root order of printable ASCII non-alphanumerics (measured with Node's localeCompare).
