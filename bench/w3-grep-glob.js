@@ -113,15 +113,21 @@ function median(xs) {
   return s[Math.floor(s.length / 2)]
 }
 
-async function measure(fn) {
-  await fn() // warm-up (page cache, lazy init)
-  const runs = []
-  let last
+/** Runs a and b alternately (so both see the same machine load), medians of each. */
+async function measurePair(a, b) {
+  await a() // warm-up (page cache, lazy init)
+  await b()
+  const ra = []
+  const rb = []
+  let la
+  let lb
   for (let i = 0; i < RUNS; i++) {
-    last = await fn()
-    runs.push(last.ms)
+    la = await a()
+    lb = await b()
+    ra.push(la.ms)
+    rb.push(lb.ms)
   }
-  return { ms: median(runs), lines: last.lines }
+  return [{ ms: median(ra), lines: la.lines }, { ms: median(rb), lines: lb.lines }]
 }
 
 async function main() {
@@ -136,14 +142,13 @@ async function main() {
   ]
   const rows = []
   for (const [name, a, b] of cases) {
-    const o = await measure(a)
-    const r = await measure(b)
+    const [o, r] = await measurePair(a, b)
     rows.push({ name, ours: o, rg: r })
     console.error(`${name}: ours ${o.ms.toFixed(1)} ms (${o.lines} lines), rg ${r.ms.toFixed(1)} ms (${r.lines} lines)`)
   }
   const rgVersion = execFileSync('rg', ['--version']).toString().split('\n')[0]
   const table = [
-    `W3 on ${os.cpus().length} cores, ${os.cpus()[0].model.trim()}, Node ${process.version}, ${rgVersion}; median of ${RUNS} warm runs.`,
+    `W3 on ${os.cpus().length} cores, ${os.cpus()[0].model.trim()}, Node ${process.version}, ${rgVersion}; median of ${RUNS} warm runs, ours and rg alternating; load average at start ${os.loadavg()[0].toFixed(2)}.`,
     '',
     '| case | oma-kernel (ms) | lines | rg spawned (ms) | lines | ratio ours/rg |',
     '|---|---:|---:|---:|---:|---:|',

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
-use super::walk::{sort_locale, walk, Flow};
+use super::walk::{collect_parallel, sort_locale, walk, Flow};
 use super::ToolOutput;
 
 /// A compiled filename glob. A pattern containing `/` matches the path relative to the
@@ -107,6 +107,14 @@ pub(super) fn absolute(r: &Resolved, spec: &SandboxSpec) -> String {
 }
 
 pub(super) fn display(root: &str, abs: &str, raw: &str) -> String {
+    // Fast path: a normalised path under the root is just the suffix.
+    if root == "/" {
+        if abs.len() > 1 && abs.starts_with('/') && !abs.contains("//") {
+            return abs[1..].to_string();
+        }
+    } else if abs.len() > root.len() + 1 && abs.starts_with(root) && abs.as_bytes()[root.len()] == b'/' {
+        return abs[root.len() + 1..].to_string();
+    }
     let rel = relative(root, abs);
     if rel.is_empty() {
         raw.to_string()
@@ -121,7 +129,7 @@ pub struct GlobInput {
     pub max_files: usize,
 }
 
-pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> bool) -> ToolOutput {
+pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() -> bool + Sync)) -> ToolOutput {
     // §21: with the sandbox disabled the default is the process cwd.
     let requested = input.path.clone().unwrap_or_else(|| spec.root.clone().unwrap_or_else(|| spec.process_cwd.clone()));
     let r = match resolve_path_within_cwd(&requested, spec, false) {
@@ -141,12 +149,12 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
         }
         lines.push(display(&r.root, &abs, &r.path));
     } else {
-        walk(&fd, &abs, cancelled, &mut |e| {
-            if pattern.as_ref().is_none_or(|p| p.matches_rel(e.rel)) {
-                lines.push(display(&r.root, e.path, e.path));
-            }
-            Flow::Continue
-        });
+        // Order is irrelevant here (sorted below), so the walk runs on several threads.
+        let keep = |rel: &str| pattern.as_ref().is_none_or(|p| p.matches_rel(rel));
+        lines = collect_parallel(&fd, &abs, cancelled, &keep)
+            .into_iter()
+            .map(|p| display(&r.root, &p, &p))
+            .collect();
     }
     if lines.is_empty() {
         return ToolOutput::ok("No files matched.".to_string());
@@ -164,6 +172,14 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &dyn Fn() -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_paths() {
+        assert_eq!(display("/r", "/r/a/b", "x"), "a/b");
+        assert_eq!(display("/r", "/r", "raw"), "raw");
+        assert_eq!(display("/", "/a/b", "x"), "a/b");
+        assert_eq!(display("/r", "/rx/a", "x"), "../rx/a");
+    }
 
     #[test]
     fn glob_syntax() {

@@ -4,14 +4,14 @@
 //! backtracking engine (fancy-regex) for lookaround / back-references, abort honoured
 //! between files.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 
 use super::glob::{absolute, display, open_target, GlobPattern};
 use super::path_safety::{resolve_path_within_cwd, SandboxSpec};
-use super::walk::{walk, Flow};
+use super::walk::{open_file_at, walk, Flow};
 use super::ToolOutput;
 
 pub struct GrepInput {
@@ -164,21 +164,41 @@ fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut V
     hits.len() < limit
 }
 
-/// One file: read whole when small, streamed when large.
-fn search_file(engine: &mut Engine, mut f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>) -> bool {
-    if f.metadata().map(|m| m.len() > WHOLE_READ_LIMIT).unwrap_or(false) {
-        return search_stream(engine, f, file, hits, limit);
-    }
+/// One file: read whole when small, streamed when large. No fstat: the file is read to EOF
+/// and only a file that outgrows the limit is rewound and streamed (one syscall less per
+/// file matters on trees of many small files).
+fn search_file(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>) -> bool {
+    use std::os::fd::AsRawFd;
     buf.clear();
-    if f.read_to_end(buf).is_err() {
-        return true; // unreadable → skipped
+    loop {
+        if buf.len() as u64 > WHOLE_READ_LIMIT {
+            // SAFETY: plain lseek on our descriptor.
+            if unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) } != 0 {
+                return true;
+            }
+            return search_stream(engine, f, file, hits, limit);
+        }
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(128 * 1024);
+        }
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: reading into the vector's spare capacity, then extending by what was read.
+        let n = unsafe { libc::read(f.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+        if n > 0 {
+            unsafe { buf.set_len(buf.len() + n as usize) };
+        } else if n == 0 {
+            break;
+        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return true; // unreadable → skipped
+        }
     }
     search_bytes(engine, buf, file, hits, limit)
 }
 
-/// Searches a directory tree: the walk (one thread, walk order numbered) feeds worker
-/// threads; results are reassembled in walk order, so the output is exactly the sequential
-/// one. Once the files completed in order hold `limit` hits, walk and workers stop.
+/// Searches a directory tree: the walk (one thread) hands batches of files, numbered in walk
+/// order, to worker threads; results are reassembled in walk order, so the output is exactly
+/// the sequential one. Batches keep the synchronisation cost per file low. Once the batches
+/// completed in order hold `limit` hits, walk and workers stop.
 fn search_tree(
     engine: &Engine,
     fd: &std::os::fd::OwnedFd,
@@ -189,12 +209,16 @@ fn search_tree(
     limit: usize,
 ) -> Vec<Hit> {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{mpsc, Mutex};
+    use std::sync::{mpsc, Arc, Mutex};
 
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    const BATCH: usize = 32;
+    // A file to search: its path, its directory's handle, its name there.
+    type Item = (String, Arc<std::os::fd::OwnedFd>, std::ffi::CString);
+
+    let workers = std::env::var("OMA_GREP_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4));
     let stop = AtomicBool::new(false);
     let halted = || stop.load(Ordering::Relaxed) || cancelled();
-    let (job_tx, job_rx) = mpsc::sync_channel::<(usize, String, std::fs::File)>(256);
+    let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(2 * workers);
     let job_rx = Mutex::new(job_rx);
     let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>)>();
     let mut out: Vec<Hit> = Vec::new();
@@ -207,10 +231,23 @@ fn search_tree(
                 let mut buf = Vec::new();
                 loop {
                     let job = job_rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
-                    let Ok((seq, file, f)) = job else { break };
+                    let Ok((seq, items)) = job else { break };
                     let mut hits = Vec::new();
-                    if !halted() {
-                        search_file(&mut engine, f, &file, &mut hits, limit, &mut buf);
+                    for (path, dir, name) in items {
+                        if hits.len() >= limit || halted() {
+                            break;
+                        }
+                        if let Some(f) = open_file_at(std::os::fd::AsRawFd::as_raw_fd(&*dir), &name) {
+                            let before = hits.len();
+                            search_file(&mut engine, f, "", &mut hits, limit, &mut buf);
+                            // The display path is only worth computing for files with hits.
+                            if hits.len() > before {
+                                let shown = display(root, &path, &path);
+                                for h in &mut hits[before..] {
+                                    h.file.clone_from(&shown);
+                                }
+                            }
+                        }
                     }
                     if res_tx.send((seq, hits)).is_err() {
                         break;
@@ -222,17 +259,24 @@ fn search_tree(
         let halted = &halted;
         s.spawn(move || {
             let mut seq = 0usize;
+            let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
             walk(fd, abs, halted, &mut |e| {
                 if pattern.is_some_and(|p| !p.matches_rel(e.rel)) {
                     return Flow::Continue;
                 }
-                let Some(f) = e.open() else { return Flow::Continue };
-                if job_tx.send((seq, display(root, e.path, e.path), f)).is_err() {
-                    return Flow::Stop;
+                batch.push((e.path.to_string(), e.dir.clone(), e.name.to_owned()));
+                if batch.len() == BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                    if job_tx.send((seq, full)).is_err() {
+                        return Flow::Stop;
+                    }
+                    seq += 1;
                 }
-                seq += 1;
                 Flow::Continue
             });
+            if !batch.is_empty() {
+                let _ = job_tx.send((seq, batch));
+            }
         });
         let mut pending: std::collections::BTreeMap<usize, Vec<Hit>> = std::collections::BTreeMap::new();
         let mut next = 0usize;

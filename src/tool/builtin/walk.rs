@@ -6,6 +6,7 @@
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 
 use super::path_safety::join;
 
@@ -80,7 +81,7 @@ fn stat_kind(dirfd: RawFd, name: &CStr) -> Kind {
     }
 }
 
-fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedFd> {
+pub(crate) fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedFd> {
     loop {
         // SAFETY: valid dirfd and NUL-terminated name.
         let r = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
@@ -94,6 +95,12 @@ fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedFd> {
     }
 }
 
+/// Opens `name` in `dirfd` for reading, never through a symlink. O_NONBLOCK: a FIFO
+/// swapped in must not block (no effect on regular files).
+pub fn open_file_at(dirfd: RawFd, name: &CStr) -> Option<std::fs::File> {
+    open_child(dirfd, name, libc::O_RDONLY | libc::O_NONBLOCK).map(std::fs::File::from)
+}
+
 /// A regular file met by the walk.
 pub struct FileEntry<'a> {
     /// `join(dir, name)` of the walk (names decoded as UTF-8 with U+FFFD, like Node).
@@ -102,13 +109,14 @@ pub struct FileEntry<'a> {
     pub rel: &'a str,
     pub dirfd: RawFd,
     pub name: &'a CStr,
+    /// The directory's descriptor, shareable so the file can be opened later elsewhere.
+    pub dir: &'a Arc<OwnedFd>,
 }
 
 impl FileEntry<'_> {
     /// Opens the file for reading without following a symlink swapped in since the listing.
     pub fn open(&self) -> Option<std::fs::File> {
-        // O_NONBLOCK: a FIFO swapped in must not block the walk (no effect on regular files).
-        open_child(self.dirfd, self.name, libc::O_RDONLY | libc::O_NONBLOCK).map(std::fs::File::from)
+        open_file_at(self.dirfd, self.name)
     }
 
     pub fn basename(&self) -> &str {
@@ -129,11 +137,12 @@ pub enum Flow {
 /// before each entry; `visit` returns `Flow::Stop` to end the walk.
 pub fn walk(dir: &OwnedFd, dir_path: &str, cancelled: &dyn Fn() -> bool, visit: &mut dyn FnMut(&FileEntry) -> Flow) {
     let mut rel = String::new();
-    let _ = walk_rec(dir.as_raw_fd(), dir_path, &mut rel, cancelled, visit);
+    let Ok(dup) = dir.try_clone() else { return };
+    let _ = walk_rec(&Arc::new(dup), dir_path, &mut rel, cancelled, visit);
 }
 
 fn walk_rec(
-    dirfd: RawFd,
+    dir: &Arc<OwnedFd>,
     dir_path: &str,
     rel: &mut String,
     cancelled: &dyn Fn() -> bool,
@@ -142,6 +151,7 @@ fn walk_rec(
     if cancelled() {
         return Err(());
     }
+    let dirfd = dir.as_raw_fd();
     for (name, kind) in list_dir(dirfd) {
         if cancelled() {
             return Err(());
@@ -156,12 +166,12 @@ fn walk_rec(
         let flow = match kind {
             Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
                 if let Some(sub) = open_child(dirfd, &name, libc::O_RDONLY | libc::O_DIRECTORY) {
-                    walk_rec(sub.as_raw_fd(), &path, rel, cancelled, visit)
+                    walk_rec(&Arc::new(sub), &path, rel, cancelled, visit)
                 } else {
                     Ok(())
                 }
             }
-            Kind::File => match visit(&FileEntry { path: &path, rel, dirfd, name: &name }) {
+            Kind::File => match visit(&FileEntry { path: &path, rel, dirfd, name: &name, dir }) {
                 Flow::Continue => Ok(()),
                 Flow::Stop => Err(()),
             },
@@ -171,6 +181,78 @@ fn walk_rec(
         flow?;
     }
     Ok(())
+}
+
+/// Parallel variant for callers that do not need walk order (glob sorts its result): the
+/// directories form a shared queue served by several threads; `visit(rel, path)` is called
+/// for every regular file and returns whether to keep `path`. Same skipping rules as
+/// [`walk`]: symlinks never followed, `SKIP_DIRS` pruned.
+pub fn collect_parallel(
+    dir: &OwnedFd,
+    dir_path: &str,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Vec<String> {
+    use std::sync::{Condvar, Mutex};
+
+    struct Queue {
+        dirs: Vec<(Arc<OwnedFd>, String, String)>,
+        active: usize,
+    }
+    let Ok(dup) = dir.try_clone() else { return Vec::new() };
+    let queue = Mutex::new(Queue { dirs: vec![(Arc::new(dup), dir_path.to_string(), String::new())], active: 0 });
+    let ready = Condvar::new();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut mine: Vec<String> = Vec::new();
+                loop {
+                    let job = {
+                        let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                        loop {
+                            if let Some(j) = q.dirs.pop() {
+                                q.active += 1;
+                                break Some(j);
+                            }
+                            if q.active == 0 {
+                                break None;
+                            }
+                            q = ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                        }
+                    };
+                    let Some((fd, path, rel)) = job else { break };
+                    let mut subdirs = Vec::new();
+                    if !cancelled() {
+                        for (name, kind) in list_dir(fd.as_raw_fd()) {
+                            let shown = String::from_utf8_lossy(name.as_bytes());
+                            let child_rel = if rel.is_empty() { shown.to_string() } else { format!("{rel}/{shown}") };
+                            match kind {
+                                Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
+                                    if let Some(sub) = open_child(fd.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                                        subdirs.push((Arc::new(sub), join(&path, &shown), child_rel));
+                                    }
+                                }
+                                Kind::File => {
+                                    if keep(&child_rel) {
+                                        mine.push(join(&path, &shown));
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                    q.dirs.extend(subdirs);
+                    q.active -= 1;
+                    ready.notify_all();
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner()).append(&mut mine);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// `localeCompare` approximated as ICU root collation does it for file names: primary
