@@ -290,9 +290,14 @@ fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
     }
 }
 
-/// SIGKILLs every descendant of the helper until none is left.
+/// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
+/// uninterruptible sleep cannot hold the tool for long).
 pub fn kill_tree(helper: i32) {
-    for round in 0..10_000 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for round in 0.. {
+        if Instant::now() >= deadline {
+            return;
+        }
         let (live, tree) = descendants(helper);
         if live.is_empty() {
             return;

@@ -85,19 +85,36 @@ pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool
     out
 }
 
-/// Opens the resolved target for stat/search; maps errors to the tool's texts.
-pub(super) fn open_target(r: &Resolved, what: &str) -> Result<(OwnedFd, bool), String> {
+/// The resolved target of glob / grep, as `stat` classifies it.
+pub(super) enum Target {
+    /// A directory, with a descriptor to list it (`None`: not readable, so no entries, as
+    /// the original's walker silently skips an unreadable directory).
+    Dir(Option<OwnedFd>),
+    /// Anything else (searched / listed as a single file).
+    File,
+}
+
+/// `stat` of the resolved target (needs no read permission, like Node's), mapped to the
+/// tools' texts.
+pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
+    use std::os::fd::AsRawFd;
     let fail = |e: FsError| match e {
         FsError::Escape => outside_error(&r.candidate, &r.root),
         e => format!("Cannot access path \"{what}\": {}", e.message()),
     };
-    let fd = r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK, 0, "stat").map_err(fail)?;
-    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
+    let pfd = r.sandbox.open(&r.path, libc::O_PATH, 0, "stat").map_err(fail)?;
+    // SAFETY: zeroed stat is a valid out-parameter; pfd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut st) } != 0 {
+    if unsafe { libc::fstat(pfd.as_raw_fd(), &mut st) } != 0 {
         return Err(fail(FsError::os(&std::io::Error::last_os_error(), "stat", &r.path)));
     }
-    Ok((fd, (st.st_mode & libc::S_IFMT) == libc::S_IFDIR))
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFDIR {
+        return Ok(Target::File);
+    }
+    // SAFETY: "." relative to a live directory descriptor.
+    let d = unsafe { libc::openat(pfd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    // SAFETY: fresh descriptor when non-negative.
+    Ok(Target::Dir((d >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(d) })))
 }
 
 /// Absolute form of a resolved path, for display relative to the sandbox root (the path is
@@ -136,19 +153,19 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
         Ok(r) => r,
         Err(e) => return ToolOutput::error(e),
     };
-    let (fd, is_dir) = match open_target(&r, &r.path) {
+    let target = match open_target(&r, &r.path) {
         Ok(x) => x,
         Err(e) => return ToolOutput::error(e),
     };
     let pattern = input.pattern.as_deref().map(GlobPattern::new);
     let abs = absolute(&r, spec);
     let mut lines: Vec<String> = Vec::new();
-    if !is_dir {
+    if let Target::File = target {
         if pattern.as_ref().is_some_and(|p| !p.matches_rel(basename(&abs))) {
             return ToolOutput::ok("No files matched.".to_string());
         }
         lines.push(display(&r.root, &abs, &r.path));
-    } else {
+    } else if let Target::Dir(Some(fd)) = target {
         // Order is irrelevant here (sorted below), so the walk runs on several threads.
         let keep = |rel: &str| pattern.as_ref().is_none_or(|p| p.matches_rel(rel));
         lines = collect_parallel(&fd, &abs, cancelled, &keep)

@@ -9,7 +9,8 @@ use std::io::BufRead;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 
-use super::glob::{absolute, display, open_target, GlobPattern};
+use super::glob::{absolute, display, open_target, GlobPattern, Target};
+use super::path_safety::{outside_error, FsError};
 use super::path_safety::{resolve_path_within_cwd, SandboxSpec};
 use super::walk::{open_file_at, walk, Flow};
 use super::ToolOutput;
@@ -306,7 +307,7 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     let Some(mut engine) = compile(&input.pattern) else {
         return ToolOutput::error(format!("Invalid regular expression: \"{}\"", input.pattern));
     };
-    let (fd, is_dir) = match open_target(&r, &r.path) {
+    let target = match open_target(&r, &r.path) {
         Ok(x) => x,
         Err(e) => return ToolOutput::error(e),
     };
@@ -314,13 +315,20 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     // One more than the cap, to know whether anything was dropped.
     let limit = input.max_results.saturating_add(1);
     let mut hits: Vec<Hit> = Vec::new();
-    let mut buf: Vec<u8> = Vec::new();
-    if !is_dir {
-        let f = std::fs::File::from(fd);
-        search_file(&mut engine, f, &display(&r.root, &abs, &r.path), &mut hits, limit, &mut buf);
-    } else {
-        let pattern = input.glob.as_deref().map(GlobPattern::new);
-        hits = search_tree(&engine, &fd, &abs, &r.root, pattern.as_ref(), cancelled, limit);
+    match target {
+        Target::File => match r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK, 0, "open") {
+            Ok(fd) => {
+                let mut buf = Vec::new();
+                search_file(&mut engine, std::fs::File::from(fd), &display(&r.root, &abs, &r.path), &mut hits, limit, &mut buf);
+            }
+            Err(FsError::Escape) => return ToolOutput::error(outside_error(&r.candidate, &r.root)),
+            Err(_) => {} // unreadable → skipped
+        },
+        Target::Dir(Some(fd)) => {
+            let pattern = input.glob.as_deref().map(GlobPattern::new);
+            hits = search_tree(&engine, &fd, &abs, &r.root, pattern.as_ref(), cancelled, limit);
+        }
+        Target::Dir(None) => {}
     }
     if hits.is_empty() {
         return ToolOutput::ok("No matches found.".to_string());

@@ -393,6 +393,12 @@ fn sys_openat2(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<Owned
     }
 }
 
+fn fd_kind(fd: &OwnedFd) -> Option<libc::mode_t> {
+    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
+}
+
 /// File type bits of `name` (not following a symlink), `None` if it cannot be stat'ed.
 fn kind_at(dirfd: RawFd, name: &CStr) -> Option<libc::mode_t> {
     // SAFETY: zeroed stat is a valid out-parameter.
@@ -415,6 +421,8 @@ fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<O
         let last = i + 1 == rel.len();
         let f = if last { flags | libc::O_NOFOLLOW } else { libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW };
         match sys_openat(dir, &name, f, mode) {
+            // O_PATH | O_NOFOLLOW opens a symlink itself instead of failing: refuse it too.
+            Ok(fd) if last && flags & libc::O_PATH != 0 && fd_kind(&fd) == Some(libc::S_IFLNK) => return Err(libc::EXDEV),
             Ok(fd) => cur = Some(fd),
             Err(e @ (libc::ELOOP | libc::ENOTDIR)) => {
                 // A symlink, or a directory again after a swap back: a swap raced with us.
