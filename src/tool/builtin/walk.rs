@@ -300,6 +300,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn parallel_collection_equals_the_walk() {
+        let base = std::env::temp_dir().join(format!("oma-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for i in 0..200 {
+            let d = base.join(format!("d{}/e{}", i % 9, i % 4));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(format!("f{i}.txt")), "x").unwrap();
+        }
+        std::fs::create_dir_all(base.join("node_modules/x")).unwrap();
+        std::fs::write(base.join("node_modules/x/skip.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(base.join("d1"), base.join("link")).unwrap();
+        let root = base.to_string_lossy().into_owned();
+        let c = std::ffi::CString::new(root.clone()).unwrap();
+        // SAFETY: NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let mut seq = Vec::new();
+        walk(&fd, &root, &|| false, &mut |e| {
+            seq.push(e.path.to_string());
+            Flow::Continue
+        });
+        let mut par = collect_parallel(&fd, &root, &|| false, &|_| true);
+        assert_eq!(seq.len(), 200);
+        let mut sorted = seq.clone();
+        sorted.sort();
+        par.sort();
+        assert_eq!(par, sorted);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
     fn collation_matches_node() {
         let mut v = vec!["Zeta.md", "sub/B.TXT", "alpha.md", "a.txt", ".hidden.txt"];
         v.sort_by(|a, b| locale_compare(a, b));
