@@ -221,7 +221,8 @@ fn search_tree(
     let halted = || stop.load(Ordering::Relaxed) || cancelled();
     let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(2 * workers);
     let job_rx = Mutex::new(job_rx);
-    let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>)>();
+    // (batch number, hits, whether the batch was searched to its end).
+    let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>, bool)>();
     let mut out: Vec<Hit> = Vec::new();
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -234,8 +235,13 @@ fn search_tree(
                     let job = job_rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
                     let Ok((seq, items)) = job else { break };
                     let mut hits = Vec::new();
+                    let mut complete = true;
                     for (path, dir, name) in items {
-                        if hits.len() >= limit || halted() {
+                        if hits.len() >= limit {
+                            break;
+                        }
+                        if halted() {
+                            complete = false;
                             break;
                         }
                         if let Some(f) = open_file_at(std::os::fd::AsRawFd::as_raw_fd(&*dir), &name) {
@@ -250,7 +256,7 @@ fn search_tree(
                             }
                         }
                     }
-                    if res_tx.send((seq, hits)).is_err() {
+                    if res_tx.send((seq, hits, complete)).is_err() {
                         break;
                     }
                 }
@@ -279,14 +285,18 @@ fn search_tree(
                 let _ = job_tx.send((seq, batch));
             }
         });
-        let mut pending: std::collections::BTreeMap<usize, Vec<Hit>> = std::collections::BTreeMap::new();
+        let mut pending: std::collections::BTreeMap<usize, (Vec<Hit>, bool)> = std::collections::BTreeMap::new();
         let mut next = 0usize;
-        for (seq, hits) in res_rx {
-            pending.insert(seq, hits);
-            while let Some(h) = pending.remove(&next) {
-                if out.len() < limit {
+        // After an aborted (incomplete) batch nothing later counts: the result stays a prefix
+        // of the full one, as with a sequential walk stopped at the same point.
+        let mut ended = false;
+        for (seq, hits, complete) in res_rx {
+            pending.insert(seq, (hits, complete));
+            while let Some((h, complete)) = pending.remove(&next) {
+                if !ended && out.len() < limit {
                     out.extend(h);
                 }
+                ended |= !complete;
                 next += 1;
             }
             if out.len() >= limit {
@@ -373,6 +383,28 @@ mod tests {
         }
         std::fs::remove_file(&path).unwrap();
         hits.into_iter().map(|h| (h.line, h.text)).collect()
+    }
+
+    #[test]
+    fn abort_mid_walk_yields_a_prefix_of_the_full_result() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let base = std::env::temp_dir().join(format!("oma-grep-abort-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for i in 0..300 {
+            let d = base.join(format!("d{:02}", i % 17));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(format!("f{i:03}.txt")), format!("hit {i}\n")).unwrap();
+        }
+        let root = base.to_string_lossy().into_owned();
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let input = GrepInput { pattern: "hit".into(), path: None, glob: None, max_results: 1000 };
+        let full = grep_tool(&input, &spec, &|| false).data;
+        assert_eq!(full.lines().count(), 300);
+        let calls = AtomicUsize::new(0);
+        let part = grep_tool(&input, &spec, &|| calls.fetch_add(1, Ordering::Relaxed) > 40).data;
+        assert!(part == "No matches found." || full.starts_with(&part), "{part}");
+        assert!(part.lines().count() < 300);
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
