@@ -119,7 +119,8 @@ function matchesGlob(filename, glob) {
 }
 
 function isSensitiveName(name) {
-  return native.builtinIsSensitiveName(name)
+  // RegExp.test coerces its argument to a string.
+  return native.builtinIsSensitiveName(String(name))
 }
 
 function redactSensitiveText(text) {
