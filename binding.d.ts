@@ -93,6 +93,34 @@ export declare class SemaphoreCore {
   get pending(): number
 }
 
+/** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
+export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>
+
+export declare function builtinCheckDelegation(hasRunner: boolean, caller: string, target: string, agents: Array<string>, chain: Array<string>, depth: number, maxDepth: number, availableSlots?: number | undefined | null): string | null
+
+export declare function builtinCollectFiles(dir: string, glob: string | undefined | null, maxFiles: number | undefined | null, cancel: CancelHandle): Promise<Array<string>>
+
+export declare function builtinFileEdit(path: string, oldString: string, newString: string, replaceAll: boolean, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
+
+export declare function builtinFileRead(path: string, offset: number | undefined | null, limit: number | undefined | null, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
+
+export declare function builtinFileWrite(path: string, content: string, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
+
+/** Test hook: force the component-by-component resolver even where openat2 exists. */
+export declare function builtinForceComponentWalk(on: boolean): void
+
+export declare function builtinGlob(path: string | undefined | null, pattern: string | undefined | null, maxFiles: number, root: string | undefined | null, processCwd: string, cancel: CancelHandle): Promise<NativeToolResult>
+
+export declare function builtinGrep(pattern: string, path: string | undefined | null, glob: string | undefined | null, maxResults: number, root: string | undefined | null, processCwd: string, cancel: CancelHandle): Promise<NativeToolResult>
+
+export declare function builtinIsSensitiveName(name: string): boolean
+
+export declare function builtinMatchesGlob(filename: string, glob: string): boolean
+
+export declare function builtinRedactText(text: string): string
+
+export declare function builtinResolvePath(input: string, root: string | undefined | null, processCwd: string, ensureRoot: boolean): Promise<NativeSafePath>
+
 export declare function estimateTokensJson(messagesJson: string): number
 
 export interface Extracted {
@@ -124,6 +152,18 @@ export interface LoopInfoOut {
 }
 
 export declare function loopStoppedText(): string
+
+export interface NativeSafePath {
+  ok: boolean
+  path?: string
+  root?: string
+  error?: string
+}
+
+export interface NativeToolResult {
+  data: string
+  isError: boolean
+}
 
 export declare function notGrantedText(tool: string): string
 

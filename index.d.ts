@@ -400,3 +400,11 @@ export declare function extractToolCallsFromText(text: string, knownToolNames: s
 export declare function repairToolArgs(raw: string): Record<string, unknown> | null
 export declare function assertValidMessages(messages: unknown): void
 export declare const DEFAULT_WORKSPACE_DIRNAME: '.agent-workspace'
+
+// ---- built-in tools, path safety, walker, redaction (lib/builtin) ---------------------------
+export {
+  bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool,
+  BUILT_IN_TOOLS, ALL_BUILT_IN_TOOLS_WITH_DELEGATE, registerBuiltInTools, RegisterBuiltInToolsOptions,
+  resolvePathWithinCwd, SafePathResult, collectFiles, SKIP_DIRS, matchesGlob,
+  isSensitiveName, redactSensitiveText, redactSensitiveObject,
+} from './lib/builtin'

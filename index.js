@@ -9,6 +9,7 @@ const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, z
 const { TokenBudgetExceededError, InvalidMessageError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
+const builtin = require('./lib/builtin.js')
 
 module.exports = {
   Agent,
@@ -36,4 +37,21 @@ module.exports = {
   extractToolCallsFromText,
   repairToolArgs,
   assertValidMessages,
+  bashTool: builtin.bashTool,
+  fileReadTool: builtin.fileReadTool,
+  fileWriteTool: builtin.fileWriteTool,
+  fileEditTool: builtin.fileEditTool,
+  grepTool: builtin.grepTool,
+  globTool: builtin.globTool,
+  delegateToAgentTool: builtin.delegateToAgentTool,
+  BUILT_IN_TOOLS: builtin.BUILT_IN_TOOLS,
+  ALL_BUILT_IN_TOOLS_WITH_DELEGATE: builtin.ALL_BUILT_IN_TOOLS_WITH_DELEGATE,
+  registerBuiltInTools: builtin.registerBuiltInTools,
+  resolvePathWithinCwd: builtin.resolvePathWithinCwd,
+  collectFiles: builtin.collectFiles,
+  SKIP_DIRS: builtin.SKIP_DIRS,
+  matchesGlob: builtin.matchesGlob,
+  isSensitiveName: builtin.isSensitiveName,
+  redactSensitiveText: builtin.redactSensitiveText,
+  redactSensitiveObject: builtin.redactSensitiveObject,
 }

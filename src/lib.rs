@@ -5,6 +5,7 @@
 
 pub mod kernel;
 pub mod redaction;
+pub mod tool;
 
 #[cfg(feature = "llm")]
 pub mod llm;

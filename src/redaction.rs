@@ -98,47 +98,53 @@ fn skip_js_space(t: &str, mut i: usize) -> usize {
 /// (the other choice leaves a quote, which `\s*[:=]` cannot match); each `\s*` is followed by
 /// something that cannot be whitespace; group 1 empty at a quote makes the key start at a
 /// quote, which fails. So every attempt has at most one way to succeed.
-fn match_assignment(t: &str, p: usize, quoted: bool) -> Option<[usize; 6]> {
+///
+/// On failure after the key was read, returns the key's end: an attempt starting inside the
+/// same key (without a leading quote) would read the same key and fail the same way, which
+/// lets the caller skip ahead and keeps long word runs linear instead of quadratic.
+fn match_assignment(t: &str, p: usize, quoted: bool) -> Result<[usize; 6], Option<usize>> {
     let b = t.as_bytes();
     let q1 = matches!(b[p], b'"' | b'\'');
     let g1_end = if q1 { p + 1 } else { p };
     if g1_end >= b.len() || !is_key_start(b[g1_end]) {
-        return None;
+        return Err(None);
     }
     let mut k = g1_end + 1;
     while k < b.len() && is_key_char(b[k]) {
         k += 1;
     }
     let key_end = k;
+    let fail = Err(Some(key_end));
     let mut i = key_end;
     if q1 && i < b.len() && b[i] == b[p] {
         i += 1;
     }
     i = skip_js_space(t, i);
     if i >= b.len() || !matches!(b[i], b':' | b'=') {
-        return None;
+        return fail;
     }
     i = skip_js_space(t, i + 1);
     let g3_end = i;
     if quoted {
         if i >= b.len() || !matches!(b[i], b'"' | b'\'') {
-            return None;
+            return fail;
         }
         let quote = b[i];
         let vs = i + 1;
-        let ve = vs + memchr::memchr(quote, &b[vs..])?;
-        Some([g1_end, key_end, g3_end, vs, ve, ve + 1])
+        let Some(len) = memchr::memchr(quote, &b[vs..]) else { return fail };
+        let ve = vs + len;
+        Ok([g1_end, key_end, g3_end, vs, ve, ve + 1])
     } else {
-        let c = t[i..].chars().next()?;
+        let Some(c) = t[i..].chars().next() else { return fail };
         if matches!(c, '"' | '\'' | ',' | ';' | '}' | ']' | '\n' | '\r') || is_js_space(c) {
-            return None;
+            return fail;
         }
         let rest = &b[i..];
         let len = rest
             .iter()
             .position(|&c| matches!(c, b',' | b';' | b'}' | b']' | b'\n' | b'\r'))
             .unwrap_or(rest.len());
-        Some([g1_end, key_end, g3_end, i, i + len, i + len])
+        Ok([g1_end, key_end, g3_end, i, i + len, i + len])
     }
 }
 
@@ -156,9 +162,16 @@ fn redact_assignments(t: &str, quoted: bool) -> String {
             p += 1;
             continue;
         }
-        let Some([g1_end, key_end, g3_end, vs, ve, end]) = match_assignment(t, p, quoted) else {
-            p += 1;
-            continue;
+        let [g1_end, key_end, g3_end, vs, ve, end] = match match_assignment(t, p, quoted) {
+            Ok(spans) => spans,
+            Err(Some(key_end)) if is_key_start(b[p]) => {
+                p = key_end;
+                continue;
+            }
+            Err(_) => {
+                p += 1;
+                continue;
+            }
         };
         let key = &t[g1_end..key_end];
         let redact = is_sensitive_name(key) && (quoted || !t[vs..ve].starts_with("[redacted"));
@@ -302,6 +315,14 @@ mod tests {
         assert_eq!(redact_sensitive_text("\"a\": \"x\", \"password\" = 'q'"), "\"a\": \"x\", \"password\" = '[redacted]'");
         assert_eq!(redact_sensitive_text("secret=[redacted]x"), "secret=[redacted]x");
         assert_eq!(redact_sensitive_text("x=\"a\" secret=\"b\""), "x=\"a\" secret=\"[redacted]\"");
+        // Quoted start failing, then the unquoted start inside succeeding.
+        assert_eq!(redact_sensitive_text("\"password=x"), "\"password=[redacted]");
+    }
+
+    #[test]
+    fn long_word_runs_are_linear() {
+        let t = "a".repeat(2_000_000);
+        assert_eq!(redact_sensitive_text(&t), t);
     }
 
     #[test]

@@ -1,0 +1,184 @@
+// bash (CONTRACT §11.3) with real processes: layout, environment, exit codes, and the
+// process table after a timeout or an abort (nothing the command started survives,
+// setsid / double-fork / nohup included).
+import * as fs from 'fs'
+import * as os from 'os'
+import * as path from 'path'
+
+// eslint-disable-next-line @typescript-eslint/no-var-requires
+const { bashTool } = require('../lib/builtin.js')
+
+const ctx = { agent: { name: 'a', role: 'r', model: 'm' } }
+let dir: string
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oma-bash-'))
+})
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+function alive(pid: number): boolean {
+  try {
+    // A zombie still answers kill(0); it is dead for our purpose.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+/** Processes whose command line contains `marker`. */
+function withMarker(marker: string): number[] {
+  const out: number[] = []
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name))
+    } catch {
+      // gone
+    }
+  }
+  return out
+}
+
+describe('output layout and exit codes', () => {
+  test('stdout then stderr', async () => {
+    expect(await bashTool.execute({ command: 'echo out; echo err >&2' }, ctx)).toEqual({ data: 'out\n\n--- stderr ---\nerr\n', isError: false })
+  })
+  test('stderr only with a non-zero exit', async () => {
+    expect(await bashTool.execute({ command: 'echo err >&2; exit 3' }, ctx)).toEqual({ data: 'err\n\n\n(exit code: 3)', isError: true })
+  })
+  test('no output', async () => {
+    expect(await bashTool.execute({ command: 'true' }, ctx)).toEqual({ data: '(command completed with no output)', isError: false })
+    expect(await bashTool.execute({ command: 'exit 7' }, ctx)).toEqual({ data: '(command exited with code 7, no output)', isError: true })
+  })
+  test('timeout → 124', async () => {
+    expect(await bashTool.execute({ command: 'sleep 30', timeout: 100 }, ctx)).toEqual({ data: '(command exited with code 124, no output)', isError: true })
+  })
+  test('abort → 130, output so far kept', async () => {
+    const ac = new AbortController()
+    const flag = path.join(dir, 'started-flag')
+    const p = bashTool.execute({ command: `echo started; touch ${flag}; sleep 30` }, { ...ctx, abortSignal: ac.signal })
+    // Abort once the command has certainly written its output.
+    for (let i = 0; i < 3000 && !fs.existsSync(flag); i++) await new Promise((res) => setTimeout(res, 10))
+    ac.abort()
+    expect(await p).toEqual({ data: 'started\n\n\n(exit code: 130)', isError: true })
+  })
+  test('spawn failure: missing cwd', async () => {
+    expect(await bashTool.execute({ command: 'true', cwd: path.join(dir, 'nope') }, ctx)).toEqual({
+      data: 'spawn bash ENOENT\n\n(exit code: 127)',
+      isError: true,
+    })
+  })
+  test('spawn failure: bash not on PATH', async () => {
+    const saved = process.env.PATH
+    process.env.PATH = path.join(dir, 'empty-bin')
+    try {
+      expect(await bashTool.execute({ command: 'true' }, ctx)).toEqual({ data: 'spawn bash ENOENT\n\n(exit code: 127)', isError: true })
+    } finally {
+      process.env.PATH = saved
+    }
+  })
+  test('cwd input is used', async () => {
+    expect(await bashTool.execute({ command: 'pwd -P', cwd: dir }, ctx)).toEqual({ data: fs.realpathSync(dir) + '\n', isError: false })
+  })
+  test('invalid input uses the Zod texts', async () => {
+    expect(await bashTool.execute({ timeout: 5 }, ctx)).toEqual({ data: 'Invalid input for tool "bash":\n  \u2022 command: Required', isError: true })
+  })
+})
+
+describe('environment', () => {
+  test('only the allowlist reaches the shell, read at call time; output is redacted', async () => {
+    process.env.OPENAI_API_KEY = 'sk-abcdefghijklmnopqrstuvwx'
+    process.env.OMA_TEST_VISIBLE = 'nope'
+    process.env.LANG = 'C.UTF-8'
+    try {
+      const r = await bashTool.execute({ command: 'env | sort' }, ctx)
+      expect(r.isError).toBe(false)
+      const names = r.data.split('\n').filter(Boolean).map((l: string) => l.split('=')[0])
+      const allowed = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER', 'PWD', 'SHLVL', '_']
+      for (const n of names) expect(allowed).toContain(n)
+      expect(r.data).toContain('LANG=C.UTF-8')
+      expect(r.data).toContain('PWD=[redacted]')
+      expect(r.data).not.toContain('OPENAI')
+      expect(r.data).not.toContain('OMA_TEST_VISIBLE')
+    } finally {
+      delete process.env.OPENAI_API_KEY
+      delete process.env.OMA_TEST_VISIBLE
+    }
+  })
+  test('secrets printed by the command are redacted', async () => {
+    const r = await bashTool.execute({ command: 'echo "password=hunter2"; echo "Authorization: Bearer abcdefghijkl"' }, ctx)
+    expect(r).toEqual({ data: 'password=[redacted]\nAuthorization: [redacted]\n', isError: false })
+  })
+})
+
+describe('nothing survives a timeout or an abort', () => {
+  // The command starts: a background child in bash's group, a setsid'd double-forked
+  // daemon, a nohup'd setsid child with its output redirected, and a child ignoring
+  // SIGTERM/SIGHUP; it records their pids, then blocks.
+  function command(marker: string, pidFile: string): string {
+    return [
+      `sleep ${marker} & echo $! >> ${pidFile}`,
+      `( setsid bash -c 'sleep ${marker} & echo $! >> ${pidFile}; exec sleep ${marker}' & )`,
+      `setsid nohup sleep ${marker} >/dev/null 2>&1 < /dev/null & echo $! >> ${pidFile}`,
+      `bash -c 'trap "" TERM HUP; echo $$ >> ${pidFile}; exec sleep ${marker}' &`,
+      // Wait until all four pids are recorded, then block.
+      `while [ "$(wc -l < ${pidFile})" -lt 4 ]; do sleep 0.01; done`,
+      `echo ready`,
+      `sleep ${marker}`,
+    ].join('\n')
+  }
+
+  function uniqueMarker(): string {
+    return `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`
+  }
+
+  test('after a timeout', async () => {
+    const marker = uniqueMarker()
+    const pidFile = path.join(dir, `pids-${marker}`)
+    fs.writeFileSync(pidFile, '')
+    const r = await bashTool.execute({ command: command(marker, pidFile), timeout: 3000 }, ctx)
+    expect(r).toEqual({ data: 'ready\n\n\n(exit code: 124)', isError: true })
+    const pids = fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number)
+    expect(pids.length).toBeGreaterThanOrEqual(4)
+    for (const pid of pids) expect(alive(pid)).toBe(false)
+    expect(withMarker(marker)).toEqual([])
+  })
+
+  test('after an abort', async () => {
+    const marker = uniqueMarker()
+    const pidFile = path.join(dir, `pids-${marker}`)
+    fs.writeFileSync(pidFile, '')
+    const ac = new AbortController()
+    const p = bashTool.execute({ command: command(marker, pidFile) }, { ...ctx, abortSignal: ac.signal })
+    // Abort once everything is running (the pid file is complete).
+    for (let i = 0; i < 1000 && fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).length < 4; i++) {
+      await new Promise((res) => setTimeout(res, 10))
+    }
+    const running = withMarker(marker)
+    expect(running.length).toBeGreaterThanOrEqual(4)
+    ac.abort()
+    const r = await p
+    expect(r.isError).toBe(true)
+    // The abort can land before or after `echo ready`.
+    expect(r.data).toMatch(/^(ready\n\n\n\(exit code: 130\)|\(command exited with code 130, no output\))$/)
+    for (const pid of running) expect(alive(pid)).toBe(false)
+    expect(withMarker(marker)).toEqual([])
+  })
+
+  test('returns while a setsid descendant holds stdout open, and kills it', async () => {
+    const marker = uniqueMarker()
+    const r = await bashTool.execute({ command: `setsid sleep ${marker} & echo bg`, timeout: 800 }, ctx)
+    // bash itself exited 0; the timer then killed the holder of the pipe.
+    expect(r).toEqual({ data: 'bg\n', isError: false })
+    expect(withMarker(marker)).toEqual([])
+  })
+})
+
+test('output kept in memory is bounded', async () => {
+  const r = await bashTool.execute({ command: 'head -c 12000000 /dev/zero | tr "\\0" x' }, ctx)
+  expect(r.isError).toBe(false)
+  expect(r.data.length).toBeLessThan(10 * 1024 * 1024 + 100)
+  expect(r.data.startsWith('xxxx')).toBe(true)
+  expect(r.data.endsWith('\n[output truncated: more than 10485760 bytes]')).toBe(true)
+})

@@ -1,0 +1,572 @@
+//! `bash` (CONTRACT §11.3), with a stronger kill: after a timeout or an abort no process
+//! started by the command survives, including ones that called `setsid` or double-forked.
+//!
+//! Process layout: the tool forks a small *helper* (no exec) that marks itself a child
+//! subreaper (`PR_SET_CHILD_SUBREAPER`, which is per process, so Node itself is untouched)
+//! and forks `bash -c command` in its own process group. Anything the command starts stays a
+//! descendant of the helper even when its parent dies, because orphans are re-parented to
+//! the nearest subreaper. To kill, the tool scans `/proc` for the helper's descendants and
+//! SIGKILLs them (through pidfds, so a recycled pid is never hit) until none is left; the
+//! helper then reaps everything, reports bash's wait status over a pipe and exits.
+//!
+//! Between `fork` and `execve` only async-signal-safe calls are made (the parent is a
+//! multi-threaded Node process): everything is allocated before the fork.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use crate::redaction::{is_sensitive_name, redact_sensitive_text};
+
+/// Variables the shell may inherit (§11.3), before the sensitive-name filter.
+pub const SAFE_ENV_ALLOWLIST: [&str; 11] =
+    ["HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TEMP", "TERM", "TMP", "TMPDIR", "USER"];
+
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// Output kept in memory per stream; the rest is read and dropped so the command is not
+/// blocked on a full pipe.
+pub const MAX_CAPTURE_BYTES: usize = 10 * 1024 * 1024;
+
+/// How long to wait for the pipes to close after the kill (a process outside the tree
+/// could hold a copy of them).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+pub struct BashInput {
+    pub command: String,
+    /// Effective timer delay in ms (the JS side applies `?? 30000` and Node's setTimeout
+    /// clamping).
+    pub timeout_ms: u64,
+    pub cwd: Option<String>,
+    /// The host environment entries to consider (name, value).
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, PartialEq)]
+pub struct BashOutcome {
+    pub data: String,
+    pub exit_code: i32,
+}
+
+/// The environment handed to bash: allowlisted, not sensitive, defined.
+pub fn safe_env(host: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for name in SAFE_ENV_ALLOWLIST {
+        if is_sensitive_name(name) {
+            continue;
+        }
+        if let Some((_, v)) = host.iter().find(|(k, _)| k == name) {
+            out.push((name.to_string(), v.clone()));
+        }
+    }
+    out
+}
+
+/// §11.3 output layout, then redaction.
+pub fn format_output(stdout: &str, stderr: &str, code: i32) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if !stdout.is_empty() {
+        parts.push(stdout.to_string());
+    }
+    if !stderr.is_empty() {
+        parts.push(if stdout.is_empty() { stderr.to_string() } else { format!("--- stderr ---\n{stderr}") });
+    }
+    let text = if parts.is_empty() {
+        if code == 0 {
+            "(command completed with no output)".to_string()
+        } else {
+            format!("(command exited with code {code}, no output)")
+        }
+    } else {
+        if code != 0 {
+            parts.push(format!("\n(exit code: {code})"));
+        }
+        parts.join("\n")
+    };
+    redact_sensitive_text(&text)
+}
+
+fn errno_code(errno: i32) -> &'static str {
+    match errno {
+        libc::ENOENT => "ENOENT",
+        libc::EACCES => "EACCES",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EPERM => "EPERM",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EINVAL => "EINVAL",
+        libc::E2BIG => "E2BIG",
+        libc::ELOOP => "ELOOP",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        _ => "EIO",
+    }
+}
+
+fn spawn_error(errno: i32) -> BashOutcome {
+    let stderr = format!("spawn bash {}", errno_code(errno));
+    BashOutcome { data: format_output("", &stderr, 127), exit_code: 127 }
+}
+
+/// `bash` looked up like libuv does: in the child's PATH, or `/usr/bin:/bin` without one.
+fn find_bash(env: &[(String, String)]) -> Option<CString> {
+    let path = env.iter().find(|(k, _)| k == "PATH").map_or("/usr/bin:/bin", |(_, v)| v.as_str());
+    for dir in path.split(':') {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let cand = format!("{dir}/bash");
+        let Ok(c) = CString::new(cand) else { continue };
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
+            return Some(c);
+        }
+    }
+    None
+}
+
+fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: valid out array of two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Status records from the helper: `E` + errno (spawn failure) or `X` + wait status.
+fn write_record(fd: RawFd, tag: u8, value: i32) {
+    let v = value.to_ne_bytes();
+    let rec = [tag, v[0], v[1], v[2], v[3]];
+    // SAFETY: async-signal-safe write of a local buffer (≤ PIPE_BUF, so atomic).
+    unsafe { libc::write(fd, rec.as_ptr().cast(), rec.len()) };
+}
+
+/// Signal dispositions back to default and an empty mask, as libuv does before exec (Node
+/// ignores SIGPIPE, which an exec would otherwise inherit).
+unsafe fn reset_signals() {
+    for sig in 1..32 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+    }
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+}
+
+/// Runs in the forked helper; never returns.
+unsafe fn helper_main(
+    devnull: RawFd,
+    out_w: RawFd,
+    err_w: RawFd,
+    status_w: RawFd,
+    bash: &CString,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    cwd: Option<&CString>,
+) -> ! {
+    reset_signals();
+    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // Only stdio and the status pipe may survive in the helper: it never execs, so the
+    // descriptors it inherited from Node (other commands' pipes among them) would
+    // otherwise stay open as long as it lives and delay their EOF.
+    // Move the four descriptors above the target numbers first, so that placing them on
+    // 0..3 cannot clobber one another.
+    let hi = |fd: RawFd| libc::fcntl(fd, libc::F_DUPFD, 10);
+    let (a, b, c, s) = (hi(devnull), hi(out_w), hi(err_w), hi(status_w));
+    if a < 0 || b < 0 || c < 0 || s < 0 {
+        libc::_exit(126);
+    }
+    libc::dup2(a, 0);
+    libc::dup2(b, 1);
+    libc::dup2(c, 2);
+    libc::dup2(s, 3);
+    let status_fd = 3;
+    if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
+        for fd in 4..65536 {
+            libc::close(fd);
+        }
+    }
+    libc::fcntl(status_fd, libc::F_SETFD, libc::FD_CLOEXEC);
+    let child = libc::fork();
+    if child == 0 {
+        libc::setpgid(0, 0);
+        if let Some(dir) = cwd {
+            if libc::chdir(dir.as_ptr()) != 0 {
+                write_record(status_fd, b'E', *libc::__errno_location());
+                libc::_exit(127);
+            }
+        }
+        libc::execve(bash.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        write_record(status_fd, b'E', *libc::__errno_location());
+        libc::_exit(127);
+    }
+    if child < 0 {
+        write_record(status_fd, b'E', *libc::__errno_location());
+        libc::_exit(127);
+    }
+    // The helper keeps no copy of the command's pipes.
+    libc::close(0);
+    libc::close(1);
+    libc::close(2);
+    loop {
+        let mut st: libc::c_int = 0;
+        let pid = libc::waitpid(-1, &mut st, 0);
+        if pid == child {
+            write_record(status_fd, b'X', st);
+        } else if pid < 0 {
+            if *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            libc::_exit(0); // ECHILD: every descendant is gone
+        }
+    }
+}
+
+/// `(pid, ppid, state)` of every process, from /proc.
+fn process_table() -> Vec<(i32, i32, u8)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        if let Some((ppid, state)) = stat_of(pid) {
+            out.push((pid, ppid, state));
+        }
+    }
+    out
+}
+
+fn stat_of(pid: i32) -> Option<(i32, u8)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: parse after the last ')'.
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut it = rest.split(' ');
+    let state = it.next()?.bytes().next()?;
+    let ppid = it.next()?.parse().ok()?;
+    Some((ppid, state))
+}
+
+/// Live (non-zombie) descendants of `root`.
+fn descendants(root: i32) -> (Vec<i32>, std::collections::HashSet<i32>) {
+    let table = process_table();
+    let mut tree = std::collections::HashSet::new();
+    tree.insert(root);
+    // Parent links can point to later entries: iterate to a fixed point.
+    loop {
+        let before = tree.len();
+        for &(pid, ppid, _) in &table {
+            if tree.contains(&ppid) {
+                tree.insert(pid);
+            }
+        }
+        if tree.len() == before {
+            break;
+        }
+    }
+    let live = table
+        .iter()
+        .filter(|(pid, _, st)| *pid != root && tree.contains(pid) && *st != b'Z' && *st != b'X')
+        .map(|(pid, _, _)| *pid)
+        .collect();
+    (live, tree)
+}
+
+fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
+    // SAFETY: pidfd_open/pidfd_send_signal take plain integers.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if pidfd >= 0 {
+        // SAFETY: fresh descriptor.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
+        // The pidfd pins the process; confirm it is still one of ours before signalling.
+        if stat_of(pid).is_some_and(|(ppid, _)| tree.contains(&ppid)) {
+            unsafe {
+                libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
+            };
+        }
+    } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        // SAFETY: plain kill.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
+/// uninterruptible sleep cannot hold the tool for long).
+pub fn kill_tree(helper: i32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for round in 0.. {
+        if Instant::now() >= deadline {
+            return;
+        }
+        let (live, tree) = descendants(helper);
+        if live.is_empty() {
+            return;
+        }
+        for pid in live {
+            sigkill(pid, &tree);
+        }
+        // Killed processes turn into zombies asynchronously; do not spin on /proc.
+        std::thread::sleep(Duration::from_millis(if round < 5 { 1 } else { 10 }));
+    }
+}
+
+fn wait_helper(pid: i32) {
+    loop {
+        let mut st = 0;
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
+        if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+struct Capture {
+    buf: Vec<u8>,
+    dropped: bool,
+    eof: bool,
+}
+
+impl Capture {
+    fn new() -> Capture {
+        Capture { buf: Vec::new(), dropped: false, eof: false }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let room = MAX_CAPTURE_BYTES.saturating_sub(self.buf.len());
+        if data.len() > room {
+            self.dropped = true;
+        }
+        self.buf.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.buf).into_owned();
+        if self.dropped {
+            s.push_str(&format!("\n[output truncated: more than {MAX_CAPTURE_BYTES} bytes]"));
+        }
+        s
+    }
+}
+
+fn read_some(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: reading into a live buffer.
+    unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+}
+
+/// Runs the command. `cancelled` is polled (the abort signal); it returns promptly after a
+/// timeout or abort even if some process outside the tree holds the pipes.
+pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome {
+    let env = safe_env(&input.env);
+    let Some(bash) = find_bash(&env) else { return spawn_error(libc::ENOENT) };
+    let Ok(cmd) = CString::new(input.command.as_str()) else { return spawn_error(libc::EINVAL) };
+    let cwd = match &input.cwd {
+        Some(c) => match CString::new(c.as_str()) {
+            Ok(c) => Some(c),
+            Err(_) => return spawn_error(libc::EINVAL),
+        },
+        None => None,
+    };
+    let env_c: Vec<CString> = env
+        .iter()
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
+    let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
+    envp.push(std::ptr::null());
+    let arg0 = CString::new("bash").expect("static");
+    let arg1 = CString::new("-c").expect("static");
+    let argv: [*const libc::c_char; 4] = [arg0.as_ptr(), arg1.as_ptr(), cmd.as_ptr(), std::ptr::null()];
+
+    let pipes = (|| -> std::io::Result<_> {
+        let devnull = std::fs::File::open("/dev/null")?;
+        Ok((OwnedFd::from(devnull), pipe_cloexec()?, pipe_cloexec()?, pipe_cloexec()?))
+    })();
+    let Ok((devnull, (out_r, out_w), (err_r, err_w), (status_r, status_w))) = pipes else {
+        return spawn_error(libc::EMFILE);
+    };
+
+    // SAFETY: the child only runs `helper_main`, which makes async-signal-safe calls on
+    // data prepared above.
+    let helper = unsafe { libc::fork() };
+    if helper == 0 {
+        unsafe {
+            helper_main(
+                devnull.as_raw_fd(),
+                out_w.as_raw_fd(),
+                err_w.as_raw_fd(),
+                status_w.as_raw_fd(),
+                &bash,
+                &argv,
+                &envp,
+                cwd.as_ref(),
+            )
+        }
+    }
+    drop((devnull, out_w, err_w, status_w));
+    if helper < 0 {
+        return spawn_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN));
+    }
+
+    let start = Instant::now();
+    let deadline = start + Duration::from_millis(input.timeout_ms);
+    let mut out = Capture::new();
+    let mut err = Capture::new();
+    let mut status_buf: Vec<u8> = Vec::new();
+    let mut status_eof = false;
+    let mut exit_status: Option<i32> = None;
+    let mut spawn_errno: Option<i32> = None;
+    let mut timed_out = false;
+    let mut aborted = false;
+    let mut killed_at: Option<Instant> = None;
+    let mut chunk = vec![0u8; 64 * 1024];
+
+    loop {
+        // Done: bash exited (or failed to start) and both pipes are closed.
+        if (exit_status.is_some() || spawn_errno.is_some() || status_eof) && out.eof && err.eof {
+            break;
+        }
+        if killed_at.is_some_and(|t| t.elapsed() >= DRAIN_GRACE) {
+            break;
+        }
+        if killed_at.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                timed_out = true;
+            } else if cancelled() {
+                aborted = true;
+            }
+            if timed_out || aborted {
+                kill_tree(helper);
+                killed_at = Some(Instant::now());
+            }
+        }
+        let mut fds = [
+            libc::pollfd { fd: if out.eof { -1 } else { out_r.as_raw_fd() }, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: if err.eof { -1 } else { err_r.as_raw_fd() }, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: if status_eof { -1 } else { status_r.as_raw_fd() }, events: libc::POLLIN, revents: 0 },
+        ];
+        let wait = if killed_at.is_some() {
+            25
+        } else {
+            deadline.saturating_duration_since(Instant::now()).as_millis().min(25) as i32
+        };
+        // SAFETY: valid pollfd array.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, wait) };
+        if n <= 0 {
+            continue;
+        }
+        for (i, cap) in [(0usize, &mut out), (1, &mut err)] {
+            if fds[i].revents != 0 {
+                let r = read_some(fds[i].fd, &mut chunk);
+                if r > 0 {
+                    cap.push(&chunk[..r as usize]);
+                } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    cap.eof = true;
+                }
+            }
+        }
+        if fds[2].revents != 0 {
+            let r = read_some(status_r.as_raw_fd(), &mut chunk);
+            if r > 0 {
+                status_buf.extend_from_slice(&chunk[..r as usize]);
+                while status_buf.len() >= 5 {
+                    let v = i32::from_ne_bytes([status_buf[1], status_buf[2], status_buf[3], status_buf[4]]);
+                    match status_buf[0] {
+                        b'E' => spawn_errno = spawn_errno.or(Some(v)),
+                        _ => exit_status = Some(v),
+                    }
+                    status_buf.drain(..5);
+                }
+            } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                status_eof = true;
+            }
+        }
+    }
+
+    if killed_at.is_some() || spawn_errno.is_some() {
+        // Everything is dead or dying; the helper exits once it has reaped it all. A helper
+        // that lingers (cannot happen short of a stopped helper) is killed outright.
+        kill_tree(helper);
+        if !status_eof {
+            // SAFETY: our own child.
+            unsafe { libc::kill(helper, libc::SIGKILL) };
+        }
+        wait_helper(helper);
+    } else {
+        // Normal completion: background processes the command left behind keep running,
+        // as in the original; the helper reaps them and is reaped here in turn.
+        std::thread::spawn(move || wait_helper(helper));
+    }
+
+    if let Some(e) = spawn_errno {
+        return spawn_error(e);
+    }
+    let code = match exit_status {
+        Some(st) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st),
+        _ if timed_out => 124,
+        _ if aborted => 130,
+        _ => 1,
+    };
+    BashOutcome { data: format_output(&out.text(), &err.text(), code), exit_code: code }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host_env() -> Vec<(String, String)> {
+        std::env::vars().collect()
+    }
+
+    fn run(cmd: &str, timeout_ms: u64) -> BashOutcome {
+        run_bash(&BashInput { command: cmd.into(), timeout_ms, cwd: None, env: host_env() }, &|| false)
+    }
+
+    #[test]
+    fn layout() {
+        assert_eq!(format_output("out\n", "err\n", 0), "out\n\n--- stderr ---\nerr\n");
+        assert_eq!(format_output("", "err\n", 3), "err\n\n\n(exit code: 3)");
+        assert_eq!(format_output("", "spawn bash ENOENT", 127), "spawn bash ENOENT\n\n(exit code: 127)");
+        assert_eq!(format_output("", "", 124), "(command exited with code 124, no output)");
+        assert_eq!(format_output("", "", 0), "(command completed with no output)");
+    }
+
+    #[test]
+    fn runs_and_reports() {
+        let o = run("echo out; echo err >&2; exit 3", 10_000);
+        assert_eq!(o, BashOutcome { data: "out\n\n--- stderr ---\nerr\n\n\n(exit code: 3)".into(), exit_code: 3 });
+        let o = run("sleep 5", 200);
+        assert_eq!(o.exit_code, 124);
+        assert_eq!(o.data, "(command exited with code 124, no output)");
+    }
+
+    #[test]
+    fn env_is_filtered() {
+        let env = vec![
+            ("PATH".to_string(), std::env::var("PATH").unwrap_or_default()),
+            ("OPENAI_API_KEY".to_string(), "sk-x".to_string()),
+            ("HOME".to_string(), "/home/x".to_string()),
+        ];
+        let o = run_bash(&BashInput { command: "env | sort".into(), timeout_ms: 10_000, cwd: Some("/".into()), env }, &|| false);
+        assert!(o.data.contains("HOME=/home/x"), "{}", o.data);
+        assert!(o.data.contains("PWD=[redacted]"), "{}", o.data);
+        assert!(!o.data.contains("OPENAI"), "{}", o.data);
+    }
+
+    #[test]
+    fn missing_cwd_is_a_spawn_error() {
+        let o = run_bash(
+            &BashInput { command: "true".into(), timeout_ms: 10_000, cwd: Some("/nonexistent/dir".into()), env: host_env() },
+            &|| false,
+        );
+        assert_eq!(o, BashOutcome { data: "spawn bash ENOENT\n\n(exit code: 127)".into(), exit_code: 127 });
+    }
+
+    #[test]
+    fn capture_is_bounded() {
+        let o = run("head -c 12000000 /dev/zero | tr '\\0' a", 20_000);
+        assert_eq!(o.exit_code, 0);
+        assert!(o.data.len() < MAX_CAPTURE_BYTES + 100);
+        assert!(o.data.ends_with(&format!("[output truncated: more than {MAX_CAPTURE_BYTES} bytes]")));
+    }
+}

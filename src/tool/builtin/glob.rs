@@ -1,0 +1,216 @@
+//! `glob` (CONTRACT §11.7 with the §21 decisions: full glob syntax, sort then cap) and the
+//! exported `matchesGlob` / `collectFiles`.
+
+use std::os::fd::OwnedFd;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
+use super::walk::{collect_parallel, sort_locale, walk, Flow};
+use super::ToolOutput;
+
+/// A compiled filename glob. A pattern containing `/` matches the path relative to the
+/// searched directory (`*` does not cross `/`, `**` does); one without `/` matches the
+/// basename at any depth. Always case-insensitive.
+pub struct GlobPattern {
+    matcher: GlobMatcher,
+    basename_only: bool,
+}
+
+impl GlobPattern {
+    pub fn new(pattern: &str) -> GlobPattern {
+        let p = pattern.strip_prefix("./").unwrap_or(pattern);
+        let basename_only = !p.contains('/');
+        let build = |p: &str| {
+            GlobBuilder::new(p)
+                .case_insensitive(true)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map(|g| g.compile_matcher())
+        };
+        // A pattern globset rejects (an unclosed `[` or `{`) is taken literally, as the
+        // original's escaping did: it never fails.
+        let matcher = build(p).unwrap_or_else(|_| build(&globset::escape(p)).expect("escaped glob compiles"));
+        GlobPattern { matcher, basename_only }
+    }
+
+    /// `rel`: a `/`-separated path relative to the searched directory.
+    pub fn matches_rel(&self, rel: &str) -> bool {
+        if self.basename_only {
+            self.matcher.is_match(basename(rel))
+        } else {
+            self.matcher.is_match(rel)
+        }
+    }
+}
+
+/// `matchesGlob(filename, glob)`.
+pub fn matches_glob(filename: &str, glob: &str) -> bool {
+    GlobPattern::new(glob).matches_rel(filename)
+}
+
+fn open_dir_by_path(p: &str) -> Option<OwnedFd> {
+    let c = std::ffi::CString::new(p).ok()?;
+    // SAFETY: NUL-terminated path.
+    let r = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if r < 0 {
+        None
+    } else {
+        // SAFETY: fresh descriptor.
+        Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) })
+    }
+}
+
+/// `collectFiles(dir, glob, signal, { maxFiles })`: paths `join(dir, …)`; an unreadable
+/// directory yields nothing.
+pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool, max_files: Option<usize>) -> Vec<String> {
+    let pattern = glob.map(GlobPattern::new);
+    let mut out = Vec::new();
+    let Some(fd) = open_dir_by_path(dir) else { return out };
+    let max = max_files.unwrap_or(usize::MAX);
+    if max == 0 {
+        return out;
+    }
+    walk(&fd, dir, cancelled, &mut |e| {
+        if pattern.as_ref().is_none_or(|p| p.matches_rel(e.rel)) {
+            out.push(e.path.to_string());
+        }
+        if out.len() >= max {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    });
+    out
+}
+
+/// The resolved target of glob / grep, as `stat` classifies it.
+pub(super) enum Target {
+    /// A directory, with a descriptor to list it (`None`: not readable, so no entries, as
+    /// the original's walker silently skips an unreadable directory).
+    Dir(Option<OwnedFd>),
+    /// Anything else (searched / listed as a single file).
+    File,
+}
+
+/// `stat` of the resolved target (needs no read permission, like Node's), mapped to the
+/// tools' texts.
+pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
+    use std::os::fd::AsRawFd;
+    let fail = |e: FsError| match e {
+        FsError::Escape => outside_error(&r.candidate, &r.root),
+        e => format!("Cannot access path \"{what}\": {}", e.message()),
+    };
+    let pfd = r.sandbox.open(&r.path, libc::O_PATH, 0, "stat").map_err(fail)?;
+    // SAFETY: zeroed stat is a valid out-parameter; pfd is live.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(pfd.as_raw_fd(), &mut st) } != 0 {
+        return Err(fail(FsError::os(&std::io::Error::last_os_error(), "stat", &r.path)));
+    }
+    if (st.st_mode & libc::S_IFMT) != libc::S_IFDIR {
+        return Ok(Target::File);
+    }
+    // SAFETY: "." relative to a live directory descriptor.
+    let d = unsafe { libc::openat(pfd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    // SAFETY: fresh descriptor when non-negative.
+    Ok(Target::Dir((d >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(d) })))
+}
+
+/// Absolute form of a resolved path, for display relative to the sandbox root (the path is
+/// verbatim, possibly relative, when the sandbox is disabled).
+pub(super) fn absolute(r: &Resolved, spec: &SandboxSpec) -> String {
+    resolve(&spec.process_cwd, &r.path)
+}
+
+pub(super) fn display(root: &str, abs: &str, raw: &str) -> String {
+    // Fast path: a normalised path under the root is just the suffix.
+    if root == "/" {
+        if abs.len() > 1 && abs.starts_with('/') && !abs.contains("//") {
+            return abs[1..].to_string();
+        }
+    } else if abs.len() > root.len() + 1 && abs.starts_with(root) && abs.as_bytes()[root.len()] == b'/' {
+        return abs[root.len() + 1..].to_string();
+    }
+    let rel = relative(root, abs);
+    if rel.is_empty() {
+        raw.to_string()
+    } else {
+        rel
+    }
+}
+
+pub struct GlobInput {
+    pub path: Option<String>,
+    pub pattern: Option<String>,
+    pub max_files: usize,
+}
+
+pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() -> bool + Sync)) -> ToolOutput {
+    // §21: with the sandbox disabled the default is the process cwd.
+    let requested = input.path.clone().unwrap_or_else(|| spec.root.clone().unwrap_or_else(|| spec.process_cwd.clone()));
+    let r = match resolve_path_within_cwd(&requested, spec, false) {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let target = match open_target(&r, &r.path) {
+        Ok(x) => x,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let pattern = input.pattern.as_deref().map(GlobPattern::new);
+    let abs = absolute(&r, spec);
+    let mut lines: Vec<String> = Vec::new();
+    if let Target::File = target {
+        if pattern.as_ref().is_some_and(|p| !p.matches_rel(basename(&abs))) {
+            return ToolOutput::ok("No files matched.".to_string());
+        }
+        lines.push(display(&r.root, &abs, &r.path));
+    } else if let Target::Dir(Some(fd)) = target {
+        // Order is irrelevant here (sorted below), so the walk runs on several threads.
+        let keep = |rel: &str| pattern.as_ref().is_none_or(|p| p.matches_rel(rel));
+        lines = collect_parallel(&fd, &abs, cancelled, &keep)
+            .into_iter()
+            .map(|p| display(&r.root, &p, &p))
+            .collect();
+    }
+    if lines.is_empty() {
+        return ToolOutput::ok("No files matched.".to_string());
+    }
+    sort_locale(&mut lines);
+    let truncated = lines.len() > input.max_files;
+    lines.truncate(input.max_files);
+    let mut data = lines.join("\n");
+    if truncated {
+        data.push_str(&format!("\n\n(listing capped at {} paths; raise maxFiles for more)", input.max_files));
+    }
+    ToolOutput::ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_paths() {
+        assert_eq!(display("/r", "/r/a/b", "x"), "a/b");
+        assert_eq!(display("/r", "/r", "raw"), "raw");
+        assert_eq!(display("/", "/a/b", "x"), "a/b");
+        assert_eq!(display("/r", "/rx/a", "x"), "../rx/a");
+    }
+
+    #[test]
+    fn glob_syntax() {
+        assert!(matches_glob("a.TS", "*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "**/*.ts"));
+        assert!(matches_glob("a.ts", "**/*.ts"));
+        assert!(matches_glob("src/a.ts", "src/*.ts"));
+        assert!(!matches_glob("src/deep/a.ts", "src/*.ts"));
+        assert!(matches_glob("src/deep/a.ts", "src/**/*.ts"));
+        assert!(matches_glob("b.js", "[ab].{js,ts}"));
+        assert!(!matches_glob("c.js", "[ab].{js,ts}"));
+        assert!(matches_glob("x?.md", "x?.md"));
+        // Unclosed class: literal, never an error.
+        assert!(matches_glob("[ab", "[ab"));
+    }
+}

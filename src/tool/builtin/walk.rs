@@ -1,0 +1,345 @@
+//! The shared directory walker (`fs-walk.ts`): depth-first, symlinks skipped, `SKIP_DIRS`
+//! pruned at any depth, hidden entries kept. It works on directory file descriptors
+//! (`openat(O_NOFOLLOW)` per step), so a directory swapped for a symlink mid-walk is never
+//! entered. Entries are visited in byte order of their names (the original used the OS order,
+//! which is unspecified; sorted is one valid order and makes caps deterministic).
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use super::path_safety::join;
+
+pub const SKIP_DIRS: [&str; 7] = [".git", ".svn", ".hg", "node_modules", ".next", "dist", "build"];
+
+pub fn is_skipped_dir(name: &[u8]) -> bool {
+    SKIP_DIRS.iter().any(|d| d.as_bytes() == name)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    File,
+    Dir,
+    Other,
+}
+
+/// Lists a directory: (name, kind), sorted by name bytes. Unreadable → empty.
+fn list_dir(dirfd: RawFd) -> Vec<(CString, Kind)> {
+    // fdopendir takes ownership of the descriptor it is given, so hand it a duplicate.
+    // SAFETY: plain descriptor duplication.
+    let dup = unsafe { libc::fcntl(dirfd, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Vec::new();
+    }
+    // SAFETY: `dup` is a fresh descriptor of a directory.
+    let dir = unsafe { libc::fdopendir(dup) };
+    if dir.is_null() {
+        // SAFETY: fdopendir failed, so `dup` is still ours to close.
+        unsafe { libc::close(dup) };
+        return Vec::new();
+    }
+    // Rewind in case the shared file offset was advanced by an earlier listing.
+    // SAFETY: `dir` is a valid DIR stream until closedir below.
+    unsafe { libc::rewinddir(dir) };
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: readdir on a valid stream; the entry stays valid until the next call.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: d_name is NUL-terminated.
+        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        let kind = match unsafe { (*ent).d_type } {
+            libc::DT_REG => Kind::File,
+            libc::DT_DIR => Kind::Dir,
+            libc::DT_UNKNOWN => stat_kind(dirfd, name),
+            _ => Kind::Other, // symlinks included: skipped entirely
+        };
+        out.push((name.to_owned(), kind));
+    }
+    // SAFETY: closes the stream and `dup` with it.
+    unsafe { libc::closedir(dir) };
+    out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    out
+}
+
+fn stat_kind(dirfd: RawFd, name: &CStr) -> Kind {
+    // SAFETY: zeroed stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        return Kind::Other;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::File,
+        libc::S_IFDIR => Kind::Dir,
+        _ => Kind::Other,
+    }
+}
+
+pub(crate) fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedFd> {
+    loop {
+        // SAFETY: valid dirfd and NUL-terminated name.
+        let r = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        if r >= 0 {
+            // SAFETY: fresh descriptor.
+            return Some(unsafe { OwnedFd::from_raw_fd(r) });
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// Opens `name` in `dirfd` for reading, never through a symlink. O_NONBLOCK: a FIFO
+/// swapped in must not block (no effect on regular files).
+pub fn open_file_at(dirfd: RawFd, name: &CStr) -> Option<std::fs::File> {
+    open_child(dirfd, name, libc::O_RDONLY | libc::O_NONBLOCK).map(std::fs::File::from)
+}
+
+/// A regular file met by the walk.
+pub struct FileEntry<'a> {
+    /// `join(dir, name)` of the walk (names decoded as UTF-8 with U+FFFD, like Node).
+    pub path: &'a str,
+    /// Path relative to the walk's start directory, `/`-separated (for glob matching).
+    pub rel: &'a str,
+    pub dirfd: RawFd,
+    pub name: &'a CStr,
+    /// The directory's descriptor, shareable so the file can be opened later elsewhere.
+    pub dir: &'a Arc<OwnedFd>,
+}
+
+impl FileEntry<'_> {
+    /// Opens the file for reading without following a symlink swapped in since the listing.
+    pub fn open(&self) -> Option<std::fs::File> {
+        open_file_at(self.dirfd, self.name)
+    }
+
+    pub fn basename(&self) -> &str {
+        match self.rel.rfind('/') {
+            Some(i) => &self.rel[i + 1..],
+            None => self.rel,
+        }
+    }
+}
+
+/// Continue or stop the walk.
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Walks the directory open at `dir` (whose path is `dir_path`). `cancelled` is checked
+/// before each entry; `visit` returns `Flow::Stop` to end the walk.
+pub fn walk(dir: &OwnedFd, dir_path: &str, cancelled: &dyn Fn() -> bool, visit: &mut dyn FnMut(&FileEntry) -> Flow) {
+    let mut rel = String::new();
+    let Ok(dup) = dir.try_clone() else { return };
+    let _ = walk_rec(&Arc::new(dup), dir_path, &mut rel, cancelled, visit);
+}
+
+fn walk_rec(
+    dir: &Arc<OwnedFd>,
+    dir_path: &str,
+    rel: &mut String,
+    cancelled: &dyn Fn() -> bool,
+    visit: &mut dyn FnMut(&FileEntry) -> Flow,
+) -> Result<(), ()> {
+    if cancelled() {
+        return Err(());
+    }
+    let dirfd = dir.as_raw_fd();
+    for (name, kind) in list_dir(dirfd) {
+        if cancelled() {
+            return Err(());
+        }
+        let display = String::from_utf8_lossy(name.as_bytes());
+        let rel_len = rel.len();
+        if !rel.is_empty() {
+            rel.push('/');
+        }
+        rel.push_str(&display);
+        let path = join(dir_path, &display);
+        let flow = match kind {
+            Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
+                if let Some(sub) = open_child(dirfd, &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                    walk_rec(&Arc::new(sub), &path, rel, cancelled, visit)
+                } else {
+                    Ok(())
+                }
+            }
+            Kind::File => match visit(&FileEntry { path: &path, rel, dirfd, name: &name, dir }) {
+                Flow::Continue => Ok(()),
+                Flow::Stop => Err(()),
+            },
+            _ => Ok(()),
+        };
+        rel.truncate(rel_len);
+        flow?;
+    }
+    Ok(())
+}
+
+/// Parallel variant for callers that do not need walk order (glob sorts its result): the
+/// directories form a shared queue served by several threads; `visit(rel, path)` is called
+/// for every regular file and returns whether to keep `path`. Same skipping rules as
+/// [`walk`]: symlinks never followed, `SKIP_DIRS` pruned.
+pub fn collect_parallel(
+    dir: &OwnedFd,
+    dir_path: &str,
+    cancelled: &(dyn Fn() -> bool + Sync),
+    keep: &(dyn Fn(&str) -> bool + Sync),
+) -> Vec<String> {
+    use std::sync::{Condvar, Mutex};
+
+    struct Queue {
+        dirs: Vec<(Arc<OwnedFd>, String, String)>,
+        active: usize,
+    }
+    let Ok(dup) = dir.try_clone() else { return Vec::new() };
+    let queue = Mutex::new(Queue { dirs: vec![(Arc::new(dup), dir_path.to_string(), String::new())], active: 0 });
+    let ready = Condvar::new();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut mine: Vec<String> = Vec::new();
+                loop {
+                    let job = {
+                        let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                        loop {
+                            if let Some(j) = q.dirs.pop() {
+                                q.active += 1;
+                                break Some(j);
+                            }
+                            if q.active == 0 {
+                                break None;
+                            }
+                            q = ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                        }
+                    };
+                    let Some((fd, path, rel)) = job else { break };
+                    let mut subdirs = Vec::new();
+                    if !cancelled() {
+                        for (name, kind) in list_dir(fd.as_raw_fd()) {
+                            let shown = String::from_utf8_lossy(name.as_bytes());
+                            let child_rel = if rel.is_empty() { shown.to_string() } else { format!("{rel}/{shown}") };
+                            match kind {
+                                Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
+                                    if let Some(sub) = open_child(fd.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                                        subdirs.push((Arc::new(sub), join(&path, &shown), child_rel));
+                                    }
+                                }
+                                Kind::File => {
+                                    if keep(&child_rel) {
+                                        mine.push(join(&path, &shown));
+                                    }
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+                    q.dirs.extend(subdirs);
+                    q.active -= 1;
+                    ready.notify_all();
+                }
+                results.lock().unwrap_or_else(|e| e.into_inner()).append(&mut mine);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `localeCompare` approximated as ICU root collation does it for file names: primary
+/// weights whitespace < punctuation < symbols < digits < letters (case-insensitive, accents
+/// ignored only for ASCII-looking letters), then lower case before upper case on ties.
+pub fn locale_compare(a: &str, b: &str) -> std::cmp::Ordering {
+    collation_key(a).cmp(&collation_key(b)).then_with(|| a.cmp(b))
+}
+
+/// Sort key for [`locale_compare`]: primary weights, then tertiary (case) weights.
+pub fn collation_key(s: &str) -> (Vec<u32>, Vec<u8>) {
+    s.chars().filter_map(weight).unzip()
+}
+
+/// Sorts with `localeCompare` order, computing each key once.
+pub fn sort_locale(lines: &mut [String]) {
+    lines.sort_by_cached_key(|l| (collation_key(l), l.clone()));
+}
+
+/// ICU root order of printable ASCII non-alphanumerics (measured with Node's localeCompare).
+const PUNCT_ORDER: &str = "\t\n\u{b}\u{c}\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+
+/// (primary, tertiary) weight; `None` for ignorable control characters.
+fn weight(c: char) -> Option<(u32, u8)> {
+    if let Some(i) = PUNCT_ORDER.find(c) {
+        return Some((1 + i as u32, 0));
+    }
+    if c.is_ascii_digit() {
+        return Some((100 + (c as u32 - '0' as u32), 0));
+    }
+    if c.is_ascii_alphabetic() {
+        let lower = c.to_ascii_lowercase();
+        return Some((200 + (lower as u32 - 'a' as u32) * 4, if c.is_ascii_uppercase() { 1 } else { 0 }));
+    }
+    if (c as u32) < 0x20 || c as u32 == 0x7f {
+        return None;
+    }
+    // Other characters: after ASCII letters, case-insensitively by code point.
+    let lower = c.to_lowercase().next().unwrap_or(c);
+    Some((1000 + lower as u32, if lower != c { 1 } else { 0 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_collection_equals_the_walk() {
+        let base = std::env::temp_dir().join(format!("oma-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for i in 0..200 {
+            let d = base.join(format!("d{}/e{}", i % 9, i % 4));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(format!("f{i}.txt")), "x").unwrap();
+        }
+        std::fs::create_dir_all(base.join("node_modules/x")).unwrap();
+        std::fs::write(base.join("node_modules/x/skip.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(base.join("d1"), base.join("link")).unwrap();
+        let root = base.to_string_lossy().into_owned();
+        let c = std::ffi::CString::new(root.clone()).unwrap();
+        // SAFETY: NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let mut seq = Vec::new();
+        walk(&fd, &root, &|| false, &mut |e| {
+            seq.push(e.path.to_string());
+            Flow::Continue
+        });
+        let mut par = collect_parallel(&fd, &root, &|| false, &|_| true);
+        assert_eq!(seq.len(), 200);
+        let mut sorted = seq.clone();
+        sorted.sort();
+        par.sort();
+        assert_eq!(par, sorted);
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn collation_matches_node() {
+        let mut v = vec!["Zeta.md", "sub/B.TXT", "alpha.md", "a.txt", ".hidden.txt"];
+        v.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(v, [".hidden.txt", "a.txt", "alpha.md", "sub/B.TXT", "Zeta.md"]);
+        // Measured in Node: a A "a b" a_ a-b a1 aa aA Aa AA ab b B
+        let mut v = vec!["B", "ab", "AA", "Aa", "aA", "aa", "a1", "a-b", "a_", "a b", "A", "a", "b"];
+        v.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(v, ["a", "A", "a b", "a_", "a-b", "a1", "aa", "aA", "Aa", "AA", "ab", "b", "B"]);
+        let mut v = vec!["x9", "x10", "X.txt", "x.txt", "x-y", "x_y"];
+        v.sort_by(|a, b| locale_compare(a, b));
+        assert_eq!(v, ["x_y", "x-y", "x.txt", "X.txt", "x10", "x9"]);
+    }
+}

@@ -1,0 +1,3 @@
+//! Tools: the built-in tool set (CONTRACT §11–§12), in plain Rust.
+
+pub mod builtin;
