@@ -395,10 +395,7 @@ export declare function generateRunId(): string
 export declare function estimateTokens(messages: LLMMessage[]): number
 export declare function emitTrace(fn: ((event: TraceEvent) => void | Promise<void>) | undefined, event: TraceEvent): void
 export declare function defaultWorkspaceDir(): string
-export declare function createAdapter(provider: SupportedProvider, apiKey?: string, baseURL?: string, region?: string): Promise<LLMAdapter>
-export declare function extractToolCallsFromText(text: string, knownToolNames: string[]): ToolUseBlock[]
-export declare function repairToolArgs(raw: string): Record<string, unknown> | null
-export declare function assertValidMessages(messages: unknown): void
+export { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } from './lib/llm'
 export declare const DEFAULT_WORKSPACE_DIRNAME: '.agent-workspace'
 
 // ---- built-in tools, path safety, walker, redaction (lib/builtin) ---------------------------

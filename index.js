@@ -8,7 +8,7 @@ const { buildStructuredOutputInstruction, extractJSON, validateOutput } = requir
 const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema } = require('./lib/tools.js')
 const { TokenBudgetExceededError, InvalidMessageError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
-const { createAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
+const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
 const builtin = require('./lib/builtin.js')
 
 module.exports = {
@@ -34,6 +34,7 @@ module.exports = {
   defaultWorkspaceDir,
   DEFAULT_WORKSPACE_DIRNAME,
   createAdapter,
+  NativeAdapter,
   extractToolCallsFromText,
   repairToolArgs,
   assertValidMessages,
