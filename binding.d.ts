@@ -82,17 +82,6 @@ export declare class RunnerCore {
   start(initialJson: string, hasOnWarning: boolean): number
 }
 
-export declare class SemaphoreCore {
-  constructor(max: number)
-  /** 0 = acquired now; otherwise the waiter id to park. */
-  acquire(): number
-  /** 0 = slot freed; otherwise the waiter id that now holds it. */
-  release(): number
-  get limit(): number
-  get active(): number
-  get pending(): number
-}
-
 /** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
 export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>
 
@@ -243,6 +232,19 @@ export declare function runTurns(id: number): number
 
 /** Texts for the current op: the turn's text, the warning to emit, or the loop detail. */
 export declare function runTurnText(id: number): string
+
+/** 0 = acquired now; otherwise the waiter id to park. */
+export declare function semAcquire(id: number): number
+
+export declare function semFree(id: number): void
+
+export declare function semNew(max: number): number
+
+/** 0 = slot freed; otherwise the waiter id that now holds it. */
+export declare function semRelease(id: number): number
+
+/** `[limit, active, pending]`. */
+export declare function semStats(id: number): Array<number>
 
 /** `JSON.stringify(input)` in, redacted JSON out. */
 export declare function traceRedactJson(json: string): string

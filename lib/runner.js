@@ -320,7 +320,10 @@ class AgentRunner {
             }
             if (options.team !== undefined) context.team = options.team
             const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : native.runGranted(id, i))
-            const done = await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
+            // One block (the common case) needs no Promise.all.
+            const done = blocks.length === 1
+              ? [await this._runBlock(blocks[0], granted(0), context, options, signal, onTrace, trace)]
+              : await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
             const resultBlocks = []
             for (let i = 0; i < blocks.length; i++) {
               const { result, duration } = done[i]

@@ -15,6 +15,8 @@ function defineTool(config) {
   return tool
 }
 
+const semaphores = new FinalizationRegistry((id) => native.semFree(id))
+
 class Semaphore {
   constructor(max) {
     if (typeof max !== 'number' || Number.isNaN(max) || max < 1) {
@@ -23,29 +25,31 @@ class Semaphore {
     if (!Number.isInteger(max) || max > 0xffffffff) {
       throw new RangeError(`Semaphore max must be an integer, got ${max}`)
     }
-    this._core = new native.SemaphoreCore(max)
+    // The FIFO admission is the kernel's (src/kernel/semaphore.rs); waiters' resolvers stay here.
+    this._id = native.semNew(max)
     this._waiters = new Map()
+    semaphores.register(this, this._id)
   }
-  get limit() { return this._core.limit }
-  get active() { return this._core.active }
-  get pending() { return this._core.pending }
+  get limit() { return native.semStats(this._id)[0] }
+  get active() { return native.semStats(this._id)[1] }
+  get pending() { return native.semStats(this._id)[2] }
   acquire() {
-    const id = this._core.acquire()
-    if (id === 0) return Promise.resolve()
-    return new Promise((resolve) => this._waiters.set(id, resolve))
+    const w = native.semAcquire(this._id)
+    if (w === 0) return Promise.resolve()
+    return new Promise((resolve) => this._waiters.set(w, resolve))
   }
   release() {
-    const id = this._core.release()
-    if (id !== 0) {
-      const wake = this._waiters.get(id)
-      this._waiters.delete(id)
+    const w = native.semRelease(this._id)
+    if (w !== 0) {
+      const wake = this._waiters.get(w)
+      this._waiters.delete(w)
       wake()
     }
   }
   async run(fn) {
     // A free slot is taken synchronously: no extra await on the hot path.
-    const id = this._core.acquire()
-    if (id !== 0) await new Promise((resolve) => this._waiters.set(id, resolve))
+    const w = native.semAcquire(this._id)
+    if (w !== 0) await new Promise((resolve) => this._waiters.set(w, resolve))
     try {
       return await fn()
     } finally {
@@ -154,8 +158,8 @@ class ToolExecutor {
   async execute(toolName, input, context) {
     // Semaphore.run inlined: one async layer less per tool call on the hot path.
     const sem = this.semaphore
-    const id = sem._core.acquire()
-    if (id !== 0) await new Promise((resolve) => sem._waiters.set(id, resolve))
+    const w = native.semAcquire(sem._id)
+    if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
     try {
       return await this._execute(toolName, input, context)
     } finally {

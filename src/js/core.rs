@@ -125,38 +125,55 @@ struct Run {
 }
 
 thread_local! {
-    static RUNS: RefCell<Slab> = RefCell::new(Slab::default());
+    static RUNS: RefCell<Slab<Run>> = RefCell::new(Slab::default());
+    static SEMAPHORES: RefCell<Slab<Semaphore>> = RefCell::new(Slab::default());
 }
 
-#[derive(Default)]
-struct Slab {
-    items: Vec<Option<Run>>,
+/// Objects addressed by small ids from JS (see `Run`); freed slots are reused.
+struct Slab<T> {
+    items: Vec<Option<T>>,
     free: Vec<u32>,
 }
 
-fn insert_run(run: Run) -> u32 {
-    RUNS.with(|s| {
-        let mut s = s.borrow_mut();
-        match s.free.pop() {
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Slab { items: Vec::new(), free: Vec::new() }
+    }
+}
+
+impl<T> Slab<T> {
+    fn insert(&mut self, v: T) -> u32 {
+        match self.free.pop() {
             Some(id) => {
-                s.items[id as usize] = Some(run);
+                self.items[id as usize] = Some(v);
                 id
             }
             None => {
-                s.items.push(Some(run));
-                (s.items.len() - 1) as u32
+                self.items.push(Some(v));
+                (self.items.len() - 1) as u32
             }
         }
-    })
+    }
+    fn remove(&mut self, id: u32) {
+        if let Some(slot) = self.items.get_mut(id as usize) {
+            if slot.take().is_some() {
+                self.free.push(id);
+            }
+        }
+    }
+    fn get_mut(&mut self, id: u32) -> Option<&mut T> {
+        self.items.get_mut(id as usize).and_then(Option::as_mut)
+    }
+}
+
+fn insert_run(run: Run) -> u32 {
+    RUNS.with(|s| s.borrow_mut().insert(run))
 }
 
 fn with_run<R>(id: u32, f: impl FnOnce(&mut Run) -> R) -> Result<R> {
-    RUNS.with(|s| {
-        let mut s = s.borrow_mut();
-        match s.items.get_mut(id as usize).and_then(Option::as_mut) {
-            Some(run) => Ok(f(run)),
-            None => Err(Error::from_reason("oma-kernel: this run has already been released")),
-        }
+    RUNS.with(|s| match s.borrow_mut().get_mut(id) {
+        Some(run) => Ok(f(run)),
+        None => Err(Error::from_reason("oma-kernel: this run has already been released")),
     })
 }
 
@@ -191,14 +208,7 @@ fn driver(e: String) -> Error {
 /// Frees a run's slot (the driver calls it when its generator finishes or is abandoned).
 #[napi(catch_unwind)]
 pub fn run_release(id: u32) {
-    RUNS.with(|s| {
-        let mut s = s.borrow_mut();
-        if let Some(slot) = s.items.get_mut(id as usize) {
-            if slot.take().is_some() {
-                s.free.push(id);
-            }
-        }
-    })
+    RUNS.with(|s| s.borrow_mut().remove(id))
 }
 
 /// The next operation, encoded (see `Run::encode`).
@@ -350,42 +360,44 @@ pub fn run_output(id: u32) -> Result<String> {
 // ---------------------------------------------------------------------------------------
 // Executor admission (one per ToolExecutor)
 
-#[napi]
-pub struct SemaphoreCore {
-    s: Semaphore,
+// Semaphores live in a slab too: the executor acquires and releases once per tool call.
+
+#[napi(catch_unwind)]
+pub fn sem_new(max: u32) -> u32 {
+    SEMAPHORES.with(|s| s.borrow_mut().insert(Semaphore::new(max as usize)))
 }
 
-#[napi]
-impl SemaphoreCore {
-    #[napi(constructor)]
-    pub fn new(max: u32) -> Self {
-        SemaphoreCore { s: Semaphore::new(max as usize) }
-    }
-    /// 0 = acquired now; otherwise the waiter id to park.
-    #[napi(catch_unwind)]
-    pub fn acquire(&mut self) -> u32 {
-        match self.s.acquire() {
-            Acquire::Now => 0,
-            Acquire::Wait(id) => id.max(1),
-        }
-    }
-    /// 0 = slot freed; otherwise the waiter id that now holds it.
-    #[napi(catch_unwind)]
-    pub fn release(&mut self) -> u32 {
-        self.s.release().map(|id| id.max(1)).unwrap_or(0)
-    }
-    #[napi(getter)]
-    pub fn limit(&self) -> u32 {
-        self.s.limit() as u32
-    }
-    #[napi(getter)]
-    pub fn active(&self) -> u32 {
-        self.s.active() as u32
-    }
-    #[napi(getter)]
-    pub fn pending(&self) -> u32 {
-        self.s.pending() as u32
-    }
+#[napi(catch_unwind)]
+pub fn sem_free(id: u32) {
+    SEMAPHORES.with(|s| s.borrow_mut().remove(id))
+}
+
+fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
+    SEMAPHORES.with(|s| match s.borrow_mut().get_mut(id) {
+        Some(sem) => Ok(f(sem)),
+        None => Err(Error::from_reason("oma-kernel: this semaphore has already been released")),
+    })
+}
+
+/// 0 = acquired now; otherwise the waiter id to park.
+#[napi(catch_unwind)]
+pub fn sem_acquire(id: u32) -> Result<u32> {
+    with_sem(id, |s| match s.acquire() {
+        Acquire::Now => 0,
+        Acquire::Wait(w) => w.max(1),
+    })
+}
+
+/// 0 = slot freed; otherwise the waiter id that now holds it.
+#[napi(catch_unwind)]
+pub fn sem_release(id: u32) -> Result<u32> {
+    with_sem(id, |s| s.release().map(|w| w.max(1)).unwrap_or(0))
+}
+
+/// `[limit, active, pending]`.
+#[napi(catch_unwind)]
+pub fn sem_stats(id: u32) -> Result<Vec<u32>> {
+    with_sem(id, |s| vec![s.limit() as u32, s.active() as u32, s.pending() as u32])
 }
 
 // ---------------------------------------------------------------------------------------
