@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use oma_kernel::kernel::config::runner_config_from_json;
-use oma_kernel::kernel::message::{parse_messages, Strictness};
+use oma_kernel::kernel::message::{parse_messages, Strictness, Usage};
 use oma_kernel::kernel::runner::{Machine, Op};
 
 fn main() {
@@ -19,8 +19,8 @@ fn main() {
             let a = Instant::now();
             assert_eq!(m.next(false).unwrap(), Op::CallModel);
             let b = Instant::now();
-            let json = format!(r#"{{"content":[{{"type":"tool_use","id":"c{turn}","name":"t0","input":{{"a":{turn},"b":2}}}}],"usage":{{"input_tokens":1,"output_tokens":1}}}}"#);
-            m.on_response(&json).unwrap();
+            let json = format!(r#"[{{"type":"tool_use","id":"c{turn}","name":"t0","input":{{"a":{turn},"b":2}}}}]"#);
+            m.on_response_parts(Some(&json), Usage { input_tokens: 1.0, output_tokens: 1.0 }).unwrap();
             let c = Instant::now();
             assert_eq!(m.next(false).unwrap(), Op::ToolRound);
             m.tool_result(0, format!("r{turn}"), None, None).unwrap();

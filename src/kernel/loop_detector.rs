@@ -129,6 +129,10 @@ fn signature(calls: &[(&str, &str)]) -> String {
     let mut items: Vec<(&str, String)> = calls
         .iter()
         .map(|(name, input)| {
+            let trimmed = input.trim();
+            if already_canonical(trimmed.as_bytes()) {
+                return (*name, trimmed.to_string());
+            }
             let mut canon = String::with_capacity(input.len());
             if canonical_into(input, &mut canon).is_err() {
                 canon.clear();
@@ -147,6 +151,65 @@ fn signature(calls: &[(&str, &str)]) -> String {
         out.push('\u{0}');
     }
     out
+}
+
+/// True when compact JSON text already has every object's keys in ascending order (and no
+/// escapes in keys): then it is its own canonical form and needs no re-emitting. This is the
+/// usual case (a model's arguments, `JSON.stringify` output), so it is worth the scan.
+fn already_canonical(b: &[u8]) -> bool {
+    // Per open container: is it an object, and the last key seen in it.
+    let mut stack: Vec<(bool, Option<&[u8]>)> = Vec::new();
+    let mut expect_key = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                stack.push((true, None));
+                expect_key = true;
+            }
+            b'[' => {
+                stack.push((false, None));
+                expect_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expect_key = false;
+            }
+            b',' => expect_key = matches!(stack.last(), Some((true, _))),
+            b':' => expect_key = false,
+            b' ' | b'\t' | b'\n' | b'\r' => return false,
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                let mut escaped = false;
+                while j < b.len() && b[j] != b'"' {
+                    if b[j] == b'\\' {
+                        escaped = true;
+                        j += 2;
+                    } else {
+                        j += 1;
+                    }
+                }
+                if expect_key {
+                    if escaped || j > b.len() {
+                        return false;
+                    }
+                    let key = &b[start..j];
+                    if let Some((true, last)) = stack.last_mut() {
+                        if last.is_some_and(|l| l >= key) {
+                            return false;
+                        }
+                        *last = Some(key);
+                    }
+                    expect_key = false;
+                }
+                i = j;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Re-emits JSON text with object keys sorted. Scalars are kept as written: the inputs come
@@ -222,6 +285,26 @@ mod tests {
         let info = d.record_tool_calls(&[("b", "{}"), ("a", r#"{"y":{"q":2,"p":1},"x":1}"#)]).unwrap();
         assert_eq!(info.detail.split('"').nth(1), Some("b, a"));
         assert!(d.record_tool_calls(&[("b", "{}"), ("a", r#"{"x":2,"y":{"q":2,"p":1}}"#)]).is_none());
+    }
+
+    #[test]
+    fn canonical_fast_path_agrees_with_the_slow_one() {
+        for (json, fast) in [
+            (r#"{"a":1,"b":{"c":[1,{"d":2,"e":"x,}"}]}}"#, true),
+            (r#"{"b":1,"a":2}"#, false),
+            (r#"{"a":{"z":1,"y":2}}"#, false),
+            (r#"{"a\"b":1}"#, false),
+            (r#"{"a": 1}"#, false),
+            ("[]", true),
+            (r#"{"k":"{\"b\":1,\"a\":2}"}"#, true),
+        ] {
+            assert_eq!(already_canonical(json.as_bytes()), fast, "{json}");
+            let mut slow = String::new();
+            canonical_into(json, &mut slow).unwrap();
+            if fast {
+                assert_eq!(slow, json, "{json}");
+            }
+        }
     }
 
     #[test]

@@ -296,7 +296,10 @@ struct FastBlock<'a> {
 }
 
 fn parse_block_fast(raw: &RawValue) -> Option<Block> {
-    let b: FastBlock = serde_json::from_str(raw.get()).ok()?;
+    fast_to_block(serde_json::from_str(raw.get()).ok()?)
+}
+
+fn fast_to_block(b: FastBlock) -> Option<Block> {
     let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
     Some(match &*b.kind {
         "text" => Block::Text { text: Some(b.text?.into_owned()) },
@@ -404,6 +407,24 @@ fn parse_block_slow(raw: &RawValue, strict: Strictness) -> Result<Block, String>
         None => Err("a content block has no \"type\"".into()),
     }
 }
+
+/// `parse_content` straight from JSON text: one pass for the usual all-well-formed array.
+pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
+    if let Ok(fast) = serde_json::from_str::<Vec<FastBlockWithRaw>>(json) {
+        let blocks: Option<Vec<Block>> = fast.into_iter().map(|b| fast_to_block(b.0)).collect();
+        if let Some(blocks) = blocks {
+            return Ok(blocks);
+        }
+    }
+    let raw: &RawValue = serde_json::from_str(json)
+        .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(json)))?;
+    parse_content(raw, strict)
+}
+
+/// Deserialises a block as `FastBlock` (the wrapper only exists to name the type in `Vec`).
+#[derive(serde::Deserialize)]
+#[serde(transparent)]
+struct FastBlockWithRaw<'a>(#[serde(borrow)] FastBlock<'a>);
 
 pub fn parse_content(raw: &RawValue, strict: Strictness) -> Result<Vec<Block>, String> {
     let items: Vec<&RawValue> = serde_json::from_str(raw.get())

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use super::context::{self, CompactConfig, Plan, SummaryCache, Summarize};
 use super::grants::GrantConfig;
 use super::loop_detector::{LoopDetector, LoopInfo, LoopKind};
-use super::message::{parse_content, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage};
+use super::message::{parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage};
 use super::tokens::estimate_tokens;
 
 pub const W_TOOL: &str = "WARNING: You appear to be repeating the same tool calls with identical arguments. This suggests you are stuck in a loop. Please try a different approach, use different parameters, or explain what you are trying to accomplish.";
@@ -418,8 +418,7 @@ impl Machine {
         }
         let bad = |d: &str| format!("LLM adapter returned a malformed response: {d}");
         let json = content_json.ok_or_else(|| bad("expected an object with a \"content\" array"))?;
-        let raw: &RawValue = serde_json::from_str(json).map_err(|_| bad("expected an object with a \"content\" array"))?;
-        let blocks = parse_content(raw, Strictness::Strict).map_err(|e| bad(&e))?;
+        let blocks = parse_content_str(json, Strictness::Strict).map_err(|e| bad(&e))?;
         self.accept_response(blocks, usage);
         Ok(())
     }
