@@ -214,7 +214,7 @@ export declare function runTakePlan(id: number): string
 
 export declare function runTextOut(id: number): string
 
-/** One tool's outcome; `is_error`: 0 false, 1 true, 2 not set. */
+/** One tool's outcome. */
 export declare function runToolResult(id: number, i: number, content: string, isError: number): void
 
 /** Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation). */

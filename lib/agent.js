@@ -4,17 +4,8 @@
 const native = require('./native.js')
 const { AgentRunner } = require('./runner.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
-const { emitTrace, generateRunId, defaultWorkspaceDir, isError } = require('./util.js')
-
-function toError(x) {
-  if (x instanceof Error) return x
-  if (isError(x)) {
-    const e = new Error(x.message)
-    e.name = x.name
-    return e
-  }
-  return new Error(String(x))
-}
+const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
+const { toError, isError } = require('./errors.js')
 
 function textOfLastUser(messages) {
   for (let i = messages.length - 1; i >= 0; i--) {

@@ -21,11 +21,19 @@ class InvalidMessageError extends Error {
   }
 }
 
-/** `err` as an Error of this realm (the contract's `new Error(String(x))` for non-Errors). */
+/** An Error from any realm (the addon's included) is still an Error. */
+function isError(x) {
+  return x instanceof Error || Object.prototype.toString.call(x) === '[object Error]'
+}
+
+/**
+ * `err` as an Error of this realm: Errors are kept, one from another realm (the addon's) is
+ * copied (message and name) so `instanceof Error` holds in the caller's realm, anything else
+ * becomes the contract's `new Error(String(x))`.
+ */
 function toError(err) {
   if (err instanceof Error) return err
-  if (err && typeof err === 'object' && typeof err.message === 'string' && typeof err.stack === 'string') {
-    // An Error from another realm (e.g. the addon's): keep its message and name.
+  if (isError(err)) {
     const e = new Error(err.message)
     e.name = err.name
     return e
@@ -33,4 +41,4 @@ function toError(err) {
   return new Error(String(err))
 }
 
-module.exports = { TokenBudgetExceededError, InvalidMessageError, toError }
+module.exports = { TokenBudgetExceededError, InvalidMessageError, toError, isError }

@@ -3,8 +3,8 @@
 // everything; this loop only awaits what the user handed over (adapter, tools, callbacks)
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
-const { TokenBudgetExceededError } = require('./errors.js')
-const { emitTrace, defaultWorkspaceDir, isError } = require('./util.js')
+const { TokenBudgetExceededError, toError } = require('./errors.js')
+const { emitTrace, defaultWorkspaceDir } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 
@@ -350,7 +350,7 @@ class AgentRunner {
         }
       }
     } catch (err) {
-      yield { type: 'error', data: isError(err) && err instanceof Error ? err : toLocalError(err) }
+      yield { type: 'error', data: toError(err) }
     } finally {
       runLeases.unregister(lease)
       native.runRelease(id)
@@ -384,15 +384,6 @@ class AgentRunner {
     }
     return { result, duration: endMs - startMs }
   }
-}
-
-function toLocalError(err) {
-  if (isError(err)) {
-    const e = new Error(err.message)
-    e.name = err.name
-    return e
-  }
-  return new Error(String(err))
 }
 
 module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED }

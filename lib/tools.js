@@ -4,7 +4,7 @@
 // validator; admission, truncation and the texts come from the kernel.
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema } = require('./schema.js')
-const { isError } = require('./util.js')
+const { isError } = require('./errors.js')
 
 function defineTool(config) {
   const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }

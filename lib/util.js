@@ -1,11 +1,7 @@
 'use strict'
 const crypto = require('node:crypto')
 const path = require('node:path')
-
-/** An Error from any realm (the addon's included) is still an Error. */
-function isError(x) {
-  return x instanceof Error || Object.prototype.toString.call(x) === '[object Error]'
-}
+const { isError } = require('./errors.js')
 
 /** `emitTrace` (§3.2): never throws, never awaits, swallows async rejections. */
 function emitTrace(fn, event) {

@@ -196,6 +196,16 @@ impl Run {
         code
     }
 
+    /// The op that follows an accepted response, or -1 with the message kept in `error`.
+    fn after_response(&mut self, accepted: std::result::Result<(), String>) -> Result<i32> {
+        if let Err(e) = accepted {
+            self.error = e;
+            return Ok(-1);
+        }
+        let op = self.m.next(false).map_err(driver)?;
+        Ok(self.encode(op) as i32)
+    }
+
     fn flags(&self) -> u32 {
         (self.m.budget_exceeded() as u32) | ((self.m.loop_detected() as u32) << 1) | ((self.m.aborted() as u32) << 2)
     }
@@ -222,13 +232,8 @@ pub fn run_next(id: u32, aborted: bool) -> Result<u32> {
 #[napi(catch_unwind)]
 pub fn run_respond(id: u32, content_json: Option<String>, input_tokens: f64, output_tokens: f64) -> Result<i32> {
     with_run(id, |r| {
-        let usage = Usage { input_tokens, output_tokens };
-        if let Err(e) = r.m.on_response_parts(content_json.as_deref(), usage) {
-            r.error = e;
-            return Ok(-1);
-        }
-        let op = r.m.next(false).map_err(driver)?;
-        Ok(r.encode(op) as i32)
+        let accepted = r.m.on_response_parts(content_json.as_deref(), Usage { input_tokens, output_tokens });
+        r.after_response(accepted)
     })?
 }
 
@@ -280,27 +285,26 @@ pub fn run_granted(id: u32, i: u32) -> Result<bool> {
     with_run(id, |r| r.m.granted(i as usize))
 }
 
-/// One tool's outcome; `is_error`: 0 false, 1 true, 2 not set.
-#[napi(catch_unwind)]
-pub fn run_tool_result(id: u32, i: u32, content: String, is_error: u32) -> Result<()> {
-    let is_error = match is_error {
+/// `is_error` as the driver encodes it: 0 false, 1 true, 2 not set.
+fn is_error_of(code: u32) -> Option<bool> {
+    match code {
         0 => Some(false),
         1 => Some(true),
         _ => None,
-    };
-    with_run(id, |r| r.m.tool_result(i as usize, content, is_error, None).map_err(driver))?
+    }
+}
+
+/// One tool's outcome.
+#[napi(catch_unwind)]
+pub fn run_tool_result(id: u32, i: u32, content: String, is_error: u32) -> Result<()> {
+    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), None).map_err(driver))?
 }
 
 /// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
 #[napi(catch_unwind)]
 pub fn run_tool_result_usage(id: u32, i: u32, content: String, is_error: u32, input_tokens: f64, output_tokens: f64) -> Result<()> {
-    let is_error = match is_error {
-        0 => Some(false),
-        1 => Some(true),
-        _ => None,
-    };
     let usage = Some(Usage { input_tokens, output_tokens });
-    with_run(id, |r| r.m.tool_result(i as usize, content, is_error, usage).map_err(driver))?
+    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), usage).map_err(driver))?
 }
 
 /// Texts for the current op: the turn's text, the warning to emit, or the loop detail.
@@ -574,11 +578,7 @@ pub fn run_stream(
 #[napi(catch_unwind)]
 pub fn run_respond_json(id: u32, response_json: String) -> Result<i32> {
     with_run(id, |r| {
-        if let Err(e) = r.m.on_response(&response_json) {
-            r.error = e;
-            return Ok(-1);
-        }
-        let op = r.m.next(false).map_err(driver)?;
-        Ok(r.encode(op) as i32)
+        let accepted = r.m.on_response(&response_json);
+        r.after_response(accepted)
     })?
 }
