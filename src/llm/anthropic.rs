@@ -59,14 +59,8 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str, stream
 
 fn tools_json(opts: &ChatOptions) -> Option<String> {
     let tools = opts.tools.as_ref()?;
-    let mut out = String::from("[");
-    for (i, t) in tools.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let mut o = JsObject::new();
-        o.set_str("name", &t.name);
-        o.set("description", t.description.as_ref());
+    Some(super::json_array(tools.iter().map(|t| {
+        // `{ type: 'object', ...inputSchema }`: the schema's own `type` wins.
         let mut schema = JsObject::new();
         schema.set_str("type", "object");
         if let Some(raw) = &t.input_schema {
@@ -74,11 +68,8 @@ fn tools_json(opts: &ChatOptions) -> Option<String> {
                 schema.spread(&m);
             }
         }
-        o.set_raw("input_schema", Some(schema.into_json()));
-        out.push_str(&o.into_json());
-    }
-    out.push(']');
-    Some(out)
+        t.declaration("input_schema", Some(schema.into_json()))
+    })))
 }
 
 fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result<String, LlmError> {

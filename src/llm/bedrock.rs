@@ -193,22 +193,11 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Res
     }
     // Bedrock rejects an empty tool list.
     if let Some(tools) = opts.tools.as_ref().filter(|t| !t.is_empty()) {
-        let mut out = String::from("{\"tools\":[");
-        for (i, t) in tools.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let mut spec = JsObject::new();
-            spec.set_str("name", &t.name);
-            spec.set("description", t.description.as_ref());
-            let schema = t.input_schema.as_ref().map(|r| r.get().to_string()).unwrap_or_else(|| "{}".into());
-            spec.set_raw("inputSchema", Some(format!("{{\"json\":{schema}}}")));
-            out.push_str("{\"toolSpec\":");
-            out.push_str(&spec.into_json());
-            out.push('}');
-        }
-        out.push_str("]}");
-        b.set_raw("toolConfig", Some(out));
+        let specs = super::json_array(tools.iter().map(|t| {
+            let schema = t.schema_text().unwrap_or_else(|| "{}".into());
+            format!("{{\"toolSpec\":{}}}", t.declaration("inputSchema", Some(format!("{{\"json\":{schema}}}"))))
+        }));
+        b.set_raw("toolConfig", Some(format!("{{\"tools\":{specs}}}")));
     }
     Ok(b.into_json())
 }

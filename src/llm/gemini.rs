@@ -49,20 +49,9 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Str
         }
     }
     if let Some(tools) = opts.tools.as_ref().filter(|t| !t.is_empty()) {
-        let mut out = String::from("[{\"functionDeclarations\":[");
-        for (i, t) in tools.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let mut f = JsObject::new();
-            f.set_str("name", &t.name);
-            f.set("description", t.description.as_ref());
-            // Full JSON Schema (Zod output has `$schema`, `additionalProperties`, …).
-            f.set_raw("parametersJsonSchema", t.input_schema.as_ref().map(|r| r.get().to_string()));
-            out.push_str(&f.into_json());
-        }
-        out.push_str("]}]");
-        b.set_raw("tools", Some(out));
+        // Full JSON Schema (Zod output has `$schema`, `additionalProperties`, …).
+        let decls = super::json_array(tools.iter().map(|t| t.declaration("parametersJsonSchema", t.schema_text())));
+        b.set_raw("tools", Some(format!("[{{\"functionDeclarations\":{decls}}}]")));
     }
     b.into_json()
 }

@@ -41,6 +41,36 @@ pub struct ToolDef {
     pub input_schema: Option<Box<RawValue>>,
 }
 
+impl ToolDef {
+    /// `{"name":…,"description":…,"<schema_key>":<schema>}`: the function declaration every
+    /// provider wraps in its own way (an absent description or schema is left out, as in JS).
+    pub fn declaration(&self, schema_key: &str, schema: Option<String>) -> String {
+        let mut f = jsjson::JsObject::new();
+        f.set_str("name", &self.name);
+        f.set("description", self.description.as_ref());
+        f.set_raw(schema_key, schema);
+        f.into_json()
+    }
+
+    /// The input schema's JSON text, as given.
+    pub fn schema_text(&self) -> Option<String> {
+        self.input_schema.as_ref().map(|r| r.get().to_string())
+    }
+}
+
+/// `[a,b,…]` from JSON texts.
+pub fn json_array(items: impl Iterator<Item = String>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&item);
+    }
+    out.push(']');
+    out
+}
+
 /// `ThinkingConfig`; kept as JSON values because the wire sends them as the user gave them.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Thinking {

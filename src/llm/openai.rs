@@ -198,21 +198,9 @@ fn assistant_json(m: &Message, has_tool_use: bool, ob: Option<&Outbound>) -> Opt
 /// `toOpenAITool(def)` for every tool, or `None` when `options.tools` is absent.
 pub fn tools_json(opts: &ChatOptions) -> Option<String> {
     let tools = opts.tools.as_ref()?;
-    let mut out = String::from("[");
-    for (i, t) in tools.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let mut f = JsObject::new();
-        f.set_str("name", &t.name);
-        f.set("description", t.description.as_ref());
-        f.set_raw("parameters", t.input_schema.as_ref().map(|r| r.get().to_string()));
-        out.push_str("{\"type\":\"function\",\"function\":");
-        out.push_str(&f.into_json());
-        out.push('}');
-    }
-    out.push(']');
-    Some(out)
+    Some(super::json_array(
+        tools.iter().map(|t| format!("{{\"type\":\"function\",\"function\":{}}}", t.declaration("parameters", t.schema_text()))),
+    ))
 }
 
 /// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
