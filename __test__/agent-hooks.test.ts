@@ -2,22 +2,9 @@
 import { Agent, AgentRunner, ToolRegistry, ToolExecutor } from '../index'
 import type { AgentConfig, AgentRunResult, BeforeRunHookContext, ContentBlock, LLMMessage, TraceEvent } from '../index'
 import { MockAdapter, assistantText, textReply, usage, userText } from './helpers/mock-adapter'
+import { agentSetup, FAILED } from './helpers/mock-adapter'
 
-function setup(config: Partial<AgentConfig> = {}, adapter = new MockAdapter([textReply('hello')])) {
-  const registry = new ToolRegistry()
-  const executor = new ToolExecutor(registry)
-  const agent = new Agent({ name: 'hooked', model: 'mock-model', adapter, ...config } as AgentConfig, registry, executor)
-  return { agent, registry, executor, adapter }
-}
-
-const FAILED = (message: string): AgentRunResult => ({
-  success: false,
-  output: message,
-  messages: [],
-  tokenUsage: { input_tokens: 0, output_tokens: 0 },
-  toolCalls: [],
-  structured: undefined,
-})
+const setup = (config: Partial<AgentConfig> = {}, adapter?: MockAdapter) => agentSetup('hooked', config, adapter)
 
 const IMG1: ContentBlock = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }
 const IMG2: ContentBlock = { type: 'image', source: { type: 'base64', media_type: 'image/jpeg', data: 'BBBB' } }

@@ -4,22 +4,9 @@ import { z } from 'zod'
 import { Agent, AgentRunner, ToolRegistry, ToolExecutor, defineTool } from '../index'
 import type { AgentConfig, AgentRunResult, LLMMessage, ToolUseContext } from '../index'
 import { MockAdapter, echoTool, sleep, textReply, toolReply, usage, userText } from './helpers/mock-adapter'
+import { agentSetup, FAILED } from './helpers/mock-adapter'
 
-function setup(config: Partial<AgentConfig> = {}, adapter = new MockAdapter([textReply('hello')])) {
-  const registry = new ToolRegistry()
-  const executor = new ToolExecutor(registry)
-  const agent = new Agent({ name: 'tester', model: 'mock-model', adapter, ...config } as AgentConfig, registry, executor)
-  return { agent, registry, executor, adapter }
-}
-
-const FAILED = (message: string): AgentRunResult => ({
-  success: false,
-  output: message,
-  messages: [],
-  tokenUsage: { input_tokens: 0, output_tokens: 0 },
-  toolCalls: [],
-  structured: undefined,
-})
+const setup = (config: Partial<AgentConfig> = {}, adapter?: MockAdapter) => agentSetup('tester', config, adapter)
 
 describe('construction (§4.1)', () => {
   test('name, config by reference, initial state, internal members', () => {

@@ -1,7 +1,9 @@
 // Shared test helpers: a scripted mock LLM adapter and small builders for responses/tools.
 import { z } from 'zod'
-import { defineTool } from '../../index'
+import { Agent, ToolExecutor, ToolRegistry, defineTool } from '../../index'
 import type {
+  AgentConfig,
+  AgentRunResult,
   ContentBlock,
   LLMAdapter,
   LLMChatOptions,
@@ -90,3 +92,21 @@ export function echoTool(name = 'echo'): ToolDefinition<any> {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }
+
+/** An Agent over a fresh registry and executor, with a scripted adapter. */
+export function agentSetup(name: string, config: Partial<AgentConfig> = {}, adapter = new MockAdapter([textReply('hello')])) {
+  const registry = new ToolRegistry()
+  const executor = new ToolExecutor(registry)
+  const agent = new Agent({ name, model: 'mock-model', adapter, ...config } as AgentConfig, registry, executor)
+  return { agent, registry, executor, adapter }
+}
+
+/** The result of a run that threw (§4.6). */
+export const FAILED = (message: string): AgentRunResult => ({
+  success: false,
+  output: message,
+  messages: [],
+  tokenUsage: { input_tokens: 0, output_tokens: 0 },
+  toolCalls: [],
+  structured: undefined,
+})
