@@ -59,29 +59,6 @@ export declare class NativeLlmStream {
   close(): void
 }
 
-/** The registry's names and runtime flags, mirrored by `ToolRegistry` on every change. */
-export declare class RegistryCore {
-  constructor()
-  add(name: string, runtime: boolean): void
-  remove(name: string): void
-}
-
-export declare class RunnerCore {
-  constructor()
-  /** Returns an error message for invalid options, `null` when accepted. */
-  configure(optionsJson: string): string | null
-  /**
-   * Resolves the grants against the registry's current tools. The names are kept for the
-   * `start()` that the driver calls right after (synchronously, so runs cannot interleave).
-   */
-  resolveTools(registry: RegistryCore): ResolvedTools
-  /**
-   * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`).
-   * Returns the run's id for the `run*` functions; release it with `runRelease`.
-   */
-  start(initialJson: string, hasOnWarning: boolean): number
-}
-
 /** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
 export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>
 
@@ -125,6 +102,9 @@ export declare function extractToolCallsFromTextJson(text: string, knownToolName
 
 export declare function kernelVersion(): string
 
+/** The message of the last failed `runnerNew` on this thread (so the shim builds the Error). */
+export declare function lastError(): string
+
 /** The environment variables the adapters read; JS snapshots them from `process.env`. */
 export declare function llmEnvVars(): Array<string>
 
@@ -156,13 +136,17 @@ export interface NativeToolResult {
 
 export declare function notGrantedText(tool: string): string
 
+export declare function registryAdd(id: number, name: string, runtime: boolean): void
+
+export declare function registryFree(id: number): void
+
+/** A registry's names and runtime flags, mirrored by `ToolRegistry` on every change. */
+export declare function registryNew(): number
+
+export declare function registryRemove(id: number, name: string): void
+
 /** `repairToolArgs(raw)` → JSON object text, or `null`. */
 export declare function repairToolArgsJson(raw: string): string | null
-
-export interface ResolvedTools {
-  names: Array<string>
-  warnings: Array<string>
-}
 
 /**
  * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
@@ -177,6 +161,27 @@ export declare function runEstimateTokens(id: number): number
 export declare function runGranted(id: number, i: number): boolean
 
 export declare function runLoopInfo(id: number): LoopInfoOut | null
+
+export declare function runnerFree(id: number): void
+
+/** A runner for `options_json`; -1 when the options are invalid (message in `lastError`). */
+export declare function runnerNew(optionsJson: string): number
+
+/**
+ * Resolves the grants against registry `registry`'s current tools and returns the granted
+ * names (warnings via `runnerWarnings`). The names are kept for the `runnerStart` the driver
+ * calls right after, in the same synchronous step.
+ */
+export declare function runnerResolveTools(id: number, registry: number): Array<string>
+
+/**
+ * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) and returns its id for
+ * the `run*` functions; release it with `runRelease`.
+ */
+export declare function runnerStart(id: number, initialJson: string, hasOnWarning: boolean): number
+
+/** The warnings of the last `runnerResolveTools` (usually none). */
+export declare function runnerWarnings(id: number): Array<string>
 
 /** The next operation, encoded (see `Run::encode`). */
 export declare function runNext(id: number, aborted: boolean): number

@@ -65,6 +65,7 @@ function responseJson(response) {
 }
 
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
+const runners = new FinalizationRegistry((id) => native.runnerFree(id))
 const num = (v) => (typeof v === 'number' ? v : 0)
 
 /** Hands the model's answer to the machine: content as JSON, usage as numbers. */
@@ -106,15 +107,15 @@ class AgentRunner {
     this.toolExecutor = toolExecutor
     this.options = options ?? {}
     this.maxTurns = this.options.maxTurns ?? 10
-    this._core = new native.RunnerCore()
-    const err = this._core.configure(coreOptionsJson(this.options))
-    if (err) throw new Error(err)
+    this._id = native.runnerNew(coreOptionsJson(this.options))
+    if (this._id < 0) throw new Error(native.lastError())
+    runners.register(this, this._id)
   }
 
   resolveTools() {
-    const r = this._core.resolveTools(this.toolRegistry._core)
-    for (const w of r.warnings) console.warn(w)
-    return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
+    const names = native.runnerResolveTools(this._id, this.toolRegistry._id)
+    for (const w of native.runnerWarnings(this._id)) console.warn(w)
+    return names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
 
   async run(messages, options = {}) {
@@ -150,7 +151,7 @@ class AgentRunner {
       abortSignal: signal,
     }
     // Uses the names resolveTools() just computed (same synchronous step).
-    const id = this._core.start(JSON.stringify(conv), typeof options.onWarning === 'function')
+    const id = native.runnerStart(this._id, JSON.stringify(conv), typeof options.onWarning === 'function')
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = {}
     runLeases.register(lease, id, lease)

@@ -16,6 +16,7 @@ function defineTool(config) {
 }
 
 const semaphores = new FinalizationRegistry((id) => native.semFree(id))
+const registries = new FinalizationRegistry((id) => native.registryFree(id))
 
 class Semaphore {
   constructor(max) {
@@ -64,7 +65,9 @@ class ToolRegistry {
   constructor() {
     this._tools = new Map()
     this._runtime = new Set()
-    this._core = new native.RegistryCore()
+    // Names and runtime flags mirrored in the kernel, which resolves the grants.
+    this._id = native.registryNew()
+    registries.register(this, this._id)
   }
 
   register(tool, options) {
@@ -96,7 +99,7 @@ class ToolRegistry {
     this._tools.set(tool.name, tool)
     const runtime = options !== undefined && options !== null && options.runtimeAdded === true
     if (runtime) this._runtime.add(tool.name)
-    this._core.add(tool.name, runtime)
+    native.registryAdd(this._id, tool.name, runtime)
   }
 
   get(name) { return this._tools.get(name) }
@@ -106,7 +109,7 @@ class ToolRegistry {
   unregister(name) {
     if (!this._tools.delete(name)) return
     this._runtime.delete(name)
-    this._core.remove(name)
+    native.registryRemove(this._id, name)
   }
   deregister(name) { this.unregister(name) }
 

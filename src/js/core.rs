@@ -17,11 +17,13 @@ use crate::kernel::runner::{Machine, Op, RunnerConfig};
 use crate::kernel::semaphore::{Acquire, Semaphore};
 use crate::kernel::{structured_output, tokens, truncate};
 
-#[napi]
-pub struct RunnerCore {
-    cfg: Option<Arc<RunnerConfig>>,
+/// A runner's kernel side: its parsed options, the summarize cache that lives as long as the
+/// runner (CONTRACT §5.6.2), and the names the last `runnerResolveTools` granted.
+struct Runner {
+    cfg: Arc<RunnerConfig>,
     cache: Arc<Mutex<Option<SummaryCache>>>,
     granted: Vec<String>,
+    warnings: Vec<String>,
 }
 
 /// Agents are often created per request with identical options: parsed configurations are
@@ -41,83 +43,109 @@ fn cached_config(json: String) -> std::result::Result<Arc<RunnerConfig>, String>
     Ok(c)
 }
 
-/// The registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
-#[napi]
-pub struct RegistryCore {
-    tools: Vec<(String, bool)>,
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-#[napi]
-impl RegistryCore {
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        RegistryCore { tools: Vec::new() }
-    }
-    #[napi(catch_unwind)]
-    pub fn add(&mut self, name: String, runtime: bool) {
-        self.tools.push((name, runtime));
-    }
-    #[napi(catch_unwind)]
-    pub fn remove(&mut self, name: String) {
-        self.tools.retain(|(n, _)| *n != name);
-    }
+/// The message of the last failed `runnerNew` on this thread (so the shim builds the Error).
+#[napi(catch_unwind)]
+pub fn last_error() -> String {
+    LAST_ERROR.with(|e| e.borrow().clone())
 }
 
-#[napi(object)]
-pub struct ResolvedTools {
-    pub names: Vec<String>,
-    pub warnings: Vec<String>,
-}
-
-#[napi]
-impl RunnerCore {
-    #[napi(constructor)]
-    pub fn new() -> Self {
-        RunnerCore { cfg: None, cache: Arc::new(Mutex::new(None)), granted: Vec::new() }
-    }
-
-    /// Returns an error message for invalid options, `null` when accepted.
-    #[napi(catch_unwind)]
-    pub fn configure(&mut self, options_json: String) -> Option<String> {
-        match cached_config(options_json) {
-            Ok(c) => {
-                self.cfg = Some(c);
-                None
-            }
-            Err(e) => Some(e),
+/// A runner for `options_json`; -1 when the options are invalid (message in `lastError`).
+#[napi(catch_unwind)]
+pub fn runner_new(options_json: String) -> i32 {
+    match cached_config(options_json) {
+        Ok(cfg) => {
+            let r = Runner { cfg, cache: Arc::new(Mutex::new(None)), granted: Vec::new(), warnings: Vec::new() };
+            RUNNERS.with(|s| s.borrow_mut().insert(r)) as i32
+        }
+        Err(e) => {
+            LAST_ERROR.with(|l| *l.borrow_mut() = e);
+            -1
         }
     }
-
-    fn cfg(&self) -> Result<Arc<RunnerConfig>> {
-        self.cfg.clone().ok_or_else(|| Error::from_reason("RunnerCore used before configure()"))
-    }
-
-    /// Resolves the grants against the registry's current tools. The names are kept for the
-    /// `start()` that the driver calls right after (synchronously, so runs cannot interleave).
-    #[napi(catch_unwind)]
-    pub fn resolve_tools(&mut self, registry: &RegistryCore) -> Result<ResolvedTools> {
-        let cfg = self.cfg()?;
-        let tools: Vec<(&str, bool)> = registry.tools.iter().map(|(n, r)| (n.as_str(), *r)).collect();
-        let r = resolve_tools(&cfg.grants, &tools);
-        self.granted = r.names.clone();
-        Ok(ResolvedTools { names: r.names, warnings: r.warnings })
-    }
-
-    /// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`).
-    #[napi(catch_unwind)]
-    /// Returns the run's id for the `run*` functions; release it with `runRelease`.
-    pub fn start(&self, initial_json: String, has_on_warning: bool) -> Result<u32> {
-        let cfg = self.cfg()?;
-        let granted = self.granted.clone();
-        let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-        let m = Machine::new(cfg, self.cache.clone(), initial, granted, has_on_warning);
-        Ok(insert_run(Run { m, summary_usage: Usage::default(), error: String::new() }))
-    }
 }
 
-/// A run in progress. Runs live in a per-thread slab and are addressed by a small id through
-/// free functions: a napi class method costs ≈250 ns per call (instance checks), a free
-/// function ≈40 ns, and the driver makes several calls per turn.
+#[napi(catch_unwind)]
+pub fn runner_free(id: u32) {
+    RUNNERS.with(|s| s.borrow_mut().remove(id))
+}
+
+fn with_runner<R>(id: u32, f: impl FnOnce(&mut Runner) -> R) -> Result<R> {
+    RUNNERS.with(|s| match s.borrow_mut().get_mut(id) {
+        Some(r) => Ok(f(r)),
+        None => Err(Error::from_reason("oma-kernel: this runner has already been released")),
+    })
+}
+
+/// Resolves the grants against registry `registry`'s current tools and returns the granted
+/// names (warnings via `runnerWarnings`). The names are kept for the `runnerStart` the driver
+/// calls right after, in the same synchronous step.
+#[napi(catch_unwind)]
+pub fn runner_resolve_tools(id: u32, registry: u32) -> Result<Vec<String>> {
+    REGISTRIES.with(|regs| {
+        let regs = regs.borrow();
+        let tools = regs.get(registry).ok_or_else(|| Error::from_reason("oma-kernel: this registry has already been released"))?;
+        with_runner(id, |r| {
+            let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
+            let out = resolve_tools(&r.cfg.grants, &view);
+            r.granted = out.names.clone();
+            r.warnings = out.warnings;
+            out.names
+        })
+    })
+}
+
+/// The warnings of the last `runnerResolveTools` (usually none).
+#[napi(catch_unwind)]
+pub fn runner_warnings(id: u32) -> Result<Vec<String>> {
+    with_runner(id, |r| std::mem::take(&mut r.warnings))
+}
+
+/// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) and returns its id for
+/// the `run*` functions; release it with `runRelease`.
+#[napi(catch_unwind)]
+pub fn runner_start(id: u32, initial_json: String, has_on_warning: bool) -> Result<u32> {
+    let (cfg, cache, granted) = with_runner(id, |r| (r.cfg.clone(), r.cache.clone(), r.granted.clone()))?;
+    let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
+    let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
+    Ok(insert_run(Run { m, summary_usage: Usage::default(), error: String::new() }))
+}
+
+/// A registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
+#[napi(catch_unwind)]
+pub fn registry_new() -> u32 {
+    REGISTRIES.with(|s| s.borrow_mut().insert(Vec::new()))
+}
+
+#[napi(catch_unwind)]
+pub fn registry_free(id: u32) {
+    REGISTRIES.with(|s| s.borrow_mut().remove(id))
+}
+
+#[napi(catch_unwind)]
+pub fn registry_add(id: u32, name: String, runtime: bool) {
+    REGISTRIES.with(|s| {
+        if let Some(t) = s.borrow_mut().get_mut(id) {
+            t.push((name, runtime));
+        }
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn registry_remove(id: u32, name: String) {
+    REGISTRIES.with(|s| {
+        if let Some(t) = s.borrow_mut().get_mut(id) {
+            t.retain(|(n, _)| *n != name);
+        }
+    })
+}
+
+/// A run in progress. Runners, registries, runs and semaphores live in per-thread slabs and
+/// are addressed by small ids through free functions: a napi class method costs ≈250 ns per
+/// call (instance checks), a free function ≈40 ns, and the driver makes several calls per turn.
 struct Run {
     m: Machine,
     summary_usage: Usage,
@@ -125,6 +153,8 @@ struct Run {
 }
 
 thread_local! {
+    static RUNNERS: RefCell<Slab<Runner>> = RefCell::new(Slab::default());
+    static REGISTRIES: RefCell<Slab<Vec<(String, bool)>>> = RefCell::new(Slab::default());
     static RUNS: RefCell<Slab<Run>> = RefCell::new(Slab::default());
     static SEMAPHORES: RefCell<Slab<Semaphore>> = RefCell::new(Slab::default());
 }
@@ -163,6 +193,9 @@ impl<T> Slab<T> {
     }
     fn get_mut(&mut self, id: u32) -> Option<&mut T> {
         self.items.get_mut(id as usize).and_then(Option::as_mut)
+    }
+    fn get(&self, id: u32) -> Option<&T> {
+        self.items.get(id as usize).and_then(Option::as_ref)
     }
 }
 
