@@ -338,9 +338,8 @@ class AgentRunner {
               resultBlocks.push({ type: 'tool_result', tool_use_id: blocks[i].id, content: data, is_error: result.isError })
             }
             for (const block of resultBlocks) yield { type: 'tool_result', data: block }
-            const content = resultBlocks.slice()
-            if (bits & 32) content.push({ type: 'text', text: native.runTextOut(id) })
-            const msg = { role: 'user', content }
+            if (bits & 32) resultBlocks.push({ type: 'text', text: native.runTextOut(id) })
+            const msg = { role: 'user', content: resultBlocks }
             conv.push(msg)
             newMessages.push(msg)
             if (options.onMessage) options.onMessage(msg)

@@ -159,12 +159,56 @@ class ToolExecutor {
   }
 
   async execute(toolName, input, context) {
-    // Semaphore.run inlined: one async layer less per tool call on the hot path.
+    // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
+    // Semaphore.run so that a tool call costs one async layer here, not three.
     const sem = this.semaphore
     const w = native.semAcquire(sem._id)
     if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
     try {
-      return await this._execute(toolName, input, context)
+      const tool = this.registry.get(toolName)
+      if (!tool) return { data: `Tool "${toolName}" is not registered in the ToolRegistry.`, isError: true }
+      if (context?.abortSignal?.aborted === true) {
+        return { data: `Tool "${toolName}" was aborted before execution began.`, isError: true }
+      }
+      let parsed = input
+      if (isZodSchema(tool.inputSchema)) {
+        const r = tool.inputSchema.safeParse(input)
+        if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
+        parsed = r.data
+      } else {
+        const v = validators.get(tool.inputSchema)
+        if (v) {
+          let json
+          try { json = JSON.stringify(input === undefined ? null : input) } catch { json = 'null' }
+          const errs = v.validate(json)
+          if (errs.length > 0) {
+            return { data: `Invalid input for tool "${tool.name}":\n${errs.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
+          }
+        }
+      }
+      if (context?.abortSignal?.aborted === true) {
+        return { data: `Tool "${tool.name}" was aborted before execution began.`, isError: true }
+      }
+      try {
+        const result = await tool.execute(parsed, context)
+        if (result === undefined || result === null) {
+          throw new TypeError(`Cannot read properties of ${result} (reading 'isError')`)
+        }
+        if (typeof result !== 'object') {
+          return { data: `Tool "${tool.name}" returned an invalid result: expected an object with a string "data", got ${typeof result}`, isError: true }
+        }
+        if (typeof result.data !== 'string') {
+          const got = result.data === null ? 'null' : typeof result.data
+          return { data: `Tool "${tool.name}" returned an invalid result: "data" must be a string, got ${got}`, isError: true }
+        }
+        if (!result.isError && tool.outputSchema) {
+          const r = tool.outputSchema.safeParse(result.data)
+          if (!r.success) return { data: `Invalid output for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
+        }
+        return this._maybeTruncate(tool, result)
+      } catch (err) {
+        return this._maybeTruncate(tool, { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true })
+      }
     } finally {
       sem.release()
     }
@@ -186,52 +230,7 @@ class ToolExecutor {
     return { ...result, data: native.truncateToolOutput(result.data, max) }
   }
 
-  async _execute(toolName, input, context) {
-    const tool = this.registry.get(toolName)
-    if (!tool) return { data: `Tool "${toolName}" is not registered in the ToolRegistry.`, isError: true }
-    if (context?.abortSignal?.aborted === true) {
-      return { data: `Tool "${toolName}" was aborted before execution began.`, isError: true }
-    }
-    let parsed = input
-    if (isZodSchema(tool.inputSchema)) {
-      const r = tool.inputSchema.safeParse(input)
-      if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
-      parsed = r.data
-    } else {
-      const v = validators.get(tool.inputSchema)
-      if (v) {
-        let json
-        try { json = JSON.stringify(input === undefined ? null : input) } catch { json = 'null' }
-        const errs = v.validate(json)
-        if (errs.length > 0) {
-          return { data: `Invalid input for tool "${tool.name}":\n${errs.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
-        }
-      }
-    }
-    if (context?.abortSignal?.aborted === true) {
-      return { data: `Tool "${tool.name}" was aborted before execution began.`, isError: true }
-    }
-    try {
-      const result = await tool.execute(parsed, context)
-      if (result === undefined || result === null) {
-        throw new TypeError(`Cannot read properties of ${result} (reading 'isError')`)
-      }
-      if (typeof result !== 'object') {
-        return { data: `Tool "${tool.name}" returned an invalid result: expected an object with a string "data", got ${typeof result}`, isError: true }
-      }
-      if (typeof result.data !== 'string') {
-        const got = result.data === null ? 'null' : typeof result.data
-        return { data: `Tool "${tool.name}" returned an invalid result: "data" must be a string, got ${got}`, isError: true }
-      }
-      if (!result.isError && tool.outputSchema) {
-        const r = tool.outputSchema.safeParse(result.data)
-        if (!r.success) return { data: `Invalid output for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
-      }
-      return this._maybeTruncate(tool, result)
-    } catch (err) {
-      return this._maybeTruncate(tool, { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true })
-    }
-  }
+
 }
 
 module.exports = { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema, thrownMessage }
