@@ -159,6 +159,16 @@ describe('AgentRunner loop', () => {
     ])
   })
 
+  test('an ungranted block finishes (onToolResult) before the next block starts', async () => {
+    const log: string[] = []
+    const { runner } = setup({}, [resp([call('a', 'nope'), call('b', 'echo', { v: '2' })]), resp([text('end')])])
+    await runner.run([user('go')], {
+      onToolCall: (n) => log.push(`call:${n}`),
+      onToolResult: (n, r) => log.push(`result:${n}:${r.isError === true}`),
+    })
+    expect(log).toEqual(['call:nope', 'result:nope:true', 'call:echo', 'result:echo:false'])
+  })
+
   test('a throwing callback ends the run with an error event', async () => {
     const { runner } = setup({}, [resp([call('a', 'echo')]), resp([text('x')])])
     const events = await collect(runner.stream([user('go')], { onToolCall: () => { throw new Error('cb failed') } }))

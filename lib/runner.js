@@ -120,14 +120,21 @@ class AgentRunner {
 
   async run(messages, options = {}) {
     let result
-    for await (const event of this.stream(messages, options)) {
+    // Driven to completion here, so the run needs no GC lease (see _drive).
+    for await (const event of this._drive(messages, options, false)) {
       if (event.type === 'done') result = event.data
       else if (event.type === 'error') throw event.data
     }
     return result
   }
 
-  async *stream(initialMessages, options = {}) {
+  stream(initialMessages, options = {}) {
+    return this._drive(initialMessages, options, true)
+  }
+
+  /** The driver. `leased`: the consumer may drop the generator without return(), so its run is
+   * also freed when the generator is collected. */
+  async *_drive(initialMessages, options, leased) {
     const ro = this.options
     let conv = initialMessages.slice()
     const toolDefs = this.resolveTools()
@@ -153,8 +160,8 @@ class AgentRunner {
     // Uses the names resolveTools() just computed (same synchronous step).
     const id = native.runnerStart(this._id, JSON.stringify(conv), typeof options.onWarning === 'function')
     // A generator dropped without return() never reaches `finally`: free its run on GC.
-    const lease = {}
-    runLeases.register(lease, id, lease)
+    const lease = leased ? {} : null
+    if (lease) runLeases.register(lease, id, lease)
     // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
     const nh = this.adapter ? this.adapter[llm.NATIVE_ADAPTER] : undefined
     const nativeAdapter = nh && this.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
@@ -321,10 +328,19 @@ class AgentRunner {
             }
             if (options.team !== undefined) context.team = options.team
             const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : native.runGranted(id, i))
-            // One block (the common case) needs no Promise.all.
-            const done = blocks.length === 1
-              ? [await this._runBlock(blocks[0], granted(0), context, options, signal, onTrace, trace)]
-              : await Promise.all(blocks.map((b, i) => this._runBlock(b, granted(i), context, options, signal, onTrace, trace)))
+            // Each block's chain runs synchronously up to the executor call, an ungranted block's
+            // through its onToolResult; results then land in completion order.
+            const done = new Array(blocks.length)
+            const pending = []
+            for (let i = 0; i < blocks.length; i++) {
+              const { startMs, pending: p } = this._startBlock(blocks[i], granted(i), context, options, signal)
+              const finish = (result) => { done[i] = this._finishBlock(blocks[i], startMs, result, options, onTrace, trace) }
+              if (p === null) finish({ data: native.notGrantedText(blocks[i].name), isError: true })
+              else pending.push(p.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+            }
+            // One block (the common case) is awaited directly, without Promise.all.
+            if (pending.length === 1) await pending[0]
+            else if (pending.length > 1) await Promise.all(pending)
             const resultBlocks = []
             for (let i = 0; i < blocks.length; i++) {
               const { result, duration } = done[i]
@@ -352,26 +368,32 @@ class AgentRunner {
     } catch (err) {
       yield { type: 'error', data: toError(err) }
     } finally {
-      runLeases.unregister(lease)
+      if (lease) runLeases.unregister(lease)
       native.runRelease(id)
     }
   }
 
-  async _runBlock(block, granted, context, options, signal, onTrace, trace) {
+  /**
+   * Starts one block (CONTRACT §5.5 per-block steps 1–3): onToolCall, the gate, the executor.
+   * Synchronous up to the executor call, so block k+1's onToolCall follows block k's start.
+   */
+  _startBlock(block, granted, context, options, signal) {
     if (options.onToolCall) options.onToolCall(block.name, block.input)
     const startMs = Date.now()
-    let result
-    if (!granted) {
-      result = { data: native.notGrantedText(block.name), isError: true }
-    } else {
-      try {
-        result = await untilAborted(this.toolExecutor.execute(block.name, block.input, context), signal, block.name)
-        if (result === null || typeof result !== 'object') {
-          result = { data: `Tool "${block.name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`, isError: true }
-        }
-      } catch (err) {
-        result = { data: thrownMessage(err), isError: true }
-      }
+    if (!granted) return { startMs, pending: null }
+    let pending
+    try {
+      pending = untilAborted(this.toolExecutor.execute(block.name, block.input, context), signal, block.name)
+    } catch (err) {
+      pending = Promise.reject(err)
+    }
+    return { startMs, pending }
+  }
+
+  /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration. */
+  _finishBlock(block, startMs, result, options, onTrace, trace) {
+    if (result === null || typeof result !== 'object') {
+      result = { data: `Tool "${block.name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`, isError: true }
     }
     const endMs = Date.now()
     if (options.onToolResult) options.onToolResult(block.name, result)
