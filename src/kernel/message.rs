@@ -411,11 +411,21 @@ fn parse_block_slow(raw: &RawValue, strict: Strictness) -> Result<Block, String>
 /// `parse_content` straight from JSON text: one pass for the usual all-well-formed array.
 pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
     if let Ok(fast) = serde_json::from_str::<Vec<FastBlockWithRaw>>(json) {
-        let blocks: Option<Vec<Block>> = fast.into_iter().map(|b| fast_to_block(b.0)).collect();
-        if let Some(blocks) = blocks {
-            return Ok(blocks);
+        // Exact capacity: a collect through Option would reserve room for four blocks, and a
+        // long history keeps every message's vector.
+        let mut blocks = Vec::with_capacity(fast.len());
+        for b in fast {
+            match fast_to_block(b.0) {
+                Some(block) => blocks.push(block),
+                None => return parse_content_slow(json, strict),
+            }
         }
+        return Ok(blocks);
     }
+    parse_content_slow(json, strict)
+}
+
+fn parse_content_slow(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
     let raw: &RawValue = serde_json::from_str(json)
         .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(json)))?;
     parse_content(raw, strict)
@@ -429,7 +439,11 @@ struct FastBlockWithRaw<'a>(#[serde(borrow)] FastBlock<'a>);
 pub fn parse_content(raw: &RawValue, strict: Strictness) -> Result<Vec<Block>, String> {
     let items: Vec<&RawValue> = serde_json::from_str(raw.get())
         .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(raw.get())))?;
-    items.into_iter().map(|b| parse_block(b, strict)).collect()
+    let mut blocks = Vec::with_capacity(items.len());
+    for b in items {
+        blocks.push(parse_block(b, strict)?);
+    }
+    Ok(blocks)
 }
 
 #[derive(serde::Deserialize)]
@@ -459,7 +473,11 @@ pub fn parse_message(raw: &RawValue, strict: Strictness) -> Result<Message, Stri
 /// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it).
 pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
     let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| format!("messages must be an array: {e}"))?;
-    items.into_iter().map(|m| parse_message(m, strict)).collect()
+    let mut messages = Vec::with_capacity(items.len());
+    for m in items {
+        messages.push(parse_message(m, strict)?);
+    }
+    Ok(messages)
 }
 
 /// Parses usage leniently: missing or non-numeric counts are 0.

@@ -578,7 +578,7 @@ impl Machine {
     }
 
     fn append_tool_results(&mut self) {
-        let mut content: Vec<Block> = Vec::with_capacity(self.results.len() + 1);
+        let mut content: Vec<Block> = Vec::with_capacity(self.results.len() + self.inject.is_some() as usize);
         for (k, r) in self.results.iter().enumerate() {
             let r = r.as_ref().unwrap();
             if let Some(u) = r.usage {
@@ -904,3 +904,4 @@ mod tests {
         assert!(m.take_plan().contains("[Tool output compressed — 11 chars, already processed]"));
     }
 }
+
