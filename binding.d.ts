@@ -213,8 +213,6 @@ export declare function runStream(id: number, adapter: NativeLlmAdapter, options
 
 export declare function runSummaryInput(id: number): string
 
-export declare function runSummaryUsage(id: number): Array<number>
-
 export declare function runTakePlan(id: number): string
 
 export declare function runTextOut(id: number): string

@@ -886,7 +886,6 @@ module.exports.runSetConversation = nativeBinding.runSetConversation
 module.exports.runSetLoopAction = nativeBinding.runSetLoopAction
 module.exports.runStream = nativeBinding.runStream
 module.exports.runSummaryInput = nativeBinding.runSummaryInput
-module.exports.runSummaryUsage = nativeBinding.runSummaryUsage
 module.exports.runTakePlan = nativeBinding.runTakePlan
 module.exports.runTextOut = nativeBinding.runTextOut
 module.exports.runToolResult = nativeBinding.runToolResult

@@ -111,7 +111,7 @@ pub fn runner_start(id: u32, initial_json: String, has_on_warning: bool) -> Resu
     let (cfg, cache, granted) = with_runner(id, |r| (r.cfg.clone(), r.cache.clone(), r.granted.clone()))?;
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
     let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
-    Ok(insert_run(Run { m, summary_usage: Usage::default(), error: String::new() }))
+    Ok(insert_run(Run { m, error: String::new() }))
 }
 
 /// A registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
@@ -148,7 +148,6 @@ pub fn registry_remove(id: u32, name: String) {
 /// call (instance checks), a free function ≈40 ns, and the driver makes several calls per turn.
 struct Run {
     m: Machine,
-    summary_usage: Usage,
     error: String,
 }
 
@@ -299,13 +298,7 @@ pub fn run_summary_input(id: u32) -> Result<String> {
 /// The summary call's answer (`JSON.stringify(response)`); error message or `null`.
 #[napi(catch_unwind)]
 pub fn run_on_summary(id: u32, response_json: Option<String>) -> Result<Option<String>> {
-    with_run(id, |r| match r.m.on_summary(response_json.as_deref().unwrap_or("")) {
-        Ok(u) => {
-            r.summary_usage = u;
-            None
-        }
-        Err(e) => Some(e),
-    })
+    with_run(id, |r| r.m.on_summary(response_json.as_deref().unwrap_or("")).err())
 }
 
 #[napi(catch_unwind)]
@@ -372,11 +365,6 @@ pub fn run_total_tokens(id: u32) -> Result<f64> {
 #[napi(catch_unwind)]
 pub fn run_turns(id: u32) -> Result<u32> {
     with_run(id, |r| r.m.turns())
-}
-
-#[napi(catch_unwind)]
-pub fn run_summary_usage(id: u32) -> Result<Vec<f64>> {
-    with_run(id, |r| vec![r.summary_usage.input_tokens, r.summary_usage.output_tokens])
 }
 
 /// `[input_tokens, output_tokens, turns, flags]` (flags: bit 0 budgetExceeded, bit 1
