@@ -5,7 +5,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::jsjson::{js_number, json_string, push_json_string, to_js_json, truthy, JsObject};
-use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars};
+use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Usage};
 
@@ -126,30 +126,29 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
                     p
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    let own = provenance.as_deref() == Some(name);
-                    if own && redacted_data.is_some() {
-                        let mut p = String::from("{\"type\":\"redacted_thinking\",\"data\":");
-                        push_json_string(&mut p, redacted_data.as_deref().unwrap_or(""));
-                        p.push('}');
-                        p
-                    } else if own && signature.is_some() {
-                        let mut p = String::from("{\"type\":\"thinking\",\"thinking\":");
-                        push_json_string(&mut p, text);
-                        p.push_str(",\"signature\":");
-                        push_json_string(&mut p, signature.as_deref().unwrap_or(""));
-                        p.push('}');
-                        p
-                    } else if preserve {
-                        let inline = reasoning_to_inline_text(text, redacted_data.as_deref(), max_chars);
-                        if inline.is_empty() {
-                            continue;
+                    let out = outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, true, preserve, max_chars);
+                    match out {
+                        Outbound::Redacted(d) => {
+                            let mut p = String::from("{\"type\":\"redacted_thinking\",\"data\":");
+                            push_json_string(&mut p, d);
+                            p.push('}');
+                            p
                         }
-                        let mut p = String::from("{\"type\":\"text\",\"text\":");
-                        push_json_string(&mut p, &inline);
-                        p.push('}');
-                        p
-                    } else {
-                        continue;
+                        Outbound::Signed { text, signature } => {
+                            let mut p = String::from("{\"type\":\"thinking\",\"thinking\":");
+                            push_json_string(&mut p, text);
+                            p.push_str(",\"signature\":");
+                            push_json_string(&mut p, signature);
+                            p.push('}');
+                            p
+                        }
+                        Outbound::Inline(inline) => {
+                            let mut p = String::from("{\"type\":\"text\",\"text\":");
+                            push_json_string(&mut p, &inline);
+                            p.push('}');
+                            p
+                        }
+                        Outbound::Skip => continue,
                     }
                 }
                 Block::Other(raw) => {

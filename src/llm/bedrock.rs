@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
-use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars};
+use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Usage};
 
@@ -249,27 +249,25 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
                     p.push_str("}}");
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    let own = provenance.as_deref() == Some(name);
-                    if own && redacted_data.is_some() {
-                        p.push_str("{\"reasoningContent\":{\"redactedContent\":");
-                        push_json_string(&mut p, redacted_data.as_deref().unwrap_or(""));
-                        p.push_str("}}");
-                    } else if own && signature.is_some() {
-                        p.push_str("{\"reasoningContent\":{\"reasoningText\":{\"text\":");
-                        push_json_string(&mut p, text);
-                        p.push_str(",\"signature\":");
-                        push_json_string(&mut p, signature.as_deref().unwrap_or(""));
-                        p.push_str("}}}");
-                    } else if preserve {
-                        let inline = reasoning_to_inline_text(text, redacted_data.as_deref(), max_chars);
-                        if inline.is_empty() {
-                            continue;
+                    match outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, true, preserve, max_chars) {
+                        Outbound::Redacted(d) => {
+                            p.push_str("{\"reasoningContent\":{\"redactedContent\":");
+                            push_json_string(&mut p, d);
+                            p.push_str("}}");
                         }
-                        p.push_str("{\"text\":");
-                        push_json_string(&mut p, &inline);
-                        p.push('}');
-                    } else {
-                        continue;
+                        Outbound::Signed { text, signature } => {
+                            p.push_str("{\"reasoningContent\":{\"reasoningText\":{\"text\":");
+                            push_json_string(&mut p, text);
+                            p.push_str(",\"signature\":");
+                            push_json_string(&mut p, signature);
+                            p.push_str("}}}");
+                        }
+                        Outbound::Inline(inline) => {
+                            p.push_str("{\"text\":");
+                            push_json_string(&mut p, &inline);
+                            p.push('}');
+                        }
+                        Outbound::Skip => continue,
                     }
                 }
                 Block::Other(raw) => return Err(LlmError::other(format!("Unhandled content block type: {}", raw.get()))),

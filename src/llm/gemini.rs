@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
-use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars};
+use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Role, Usage};
 
@@ -120,22 +120,21 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
                     p.push_str("}}}");
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    if provenance.as_deref() == Some(name) && signature.is_some() {
-                        p.push_str("{\"text\":");
-                        push_json_string(&mut p, text);
-                        p.push_str(",\"thought\":true,\"thoughtSignature\":");
-                        push_json_string(&mut p, signature.as_deref().unwrap_or(""));
-                        p.push('}');
-                    } else if preserve {
-                        let inline = reasoning_to_inline_text(text, redacted_data.as_deref(), max_chars);
-                        if inline.is_empty() {
-                            continue;
+                    // Gemini has no redacted form: only a thought signature is echoed.
+                    match outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, false, preserve, max_chars) {
+                        Outbound::Signed { text, signature } => {
+                            p.push_str("{\"text\":");
+                            push_json_string(&mut p, text);
+                            p.push_str(",\"thought\":true,\"thoughtSignature\":");
+                            push_json_string(&mut p, signature);
+                            p.push('}');
                         }
-                        p.push_str("{\"text\":");
-                        push_json_string(&mut p, &inline);
-                        p.push('}');
-                    } else {
-                        continue;
+                        Outbound::Inline(inline) => {
+                            p.push_str("{\"text\":");
+                            push_json_string(&mut p, &inline);
+                            p.push('}');
+                        }
+                        Outbound::Redacted(_) | Outbound::Skip => continue,
                     }
                 }
                 Block::Other(_) => continue,
