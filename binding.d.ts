@@ -25,8 +25,8 @@ export declare class JsonSchemaValidator {
 export declare class LoopDetectorCore {
   constructor(maxRepetitions?: number | undefined | null, window?: number | undefined | null)
   /** `inputs`: `JSON.stringify(block.input)` per block. */
-  recordToolCalls(names: Array<string>, inputs: Array<string>): LoopInfoJs | null
-  recordText(text: string): LoopInfoJs | null
+  recordToolCalls(names: Array<string>, inputs: Array<string>): LoopInfoOut | null
+  recordText(text: string): LoopInfoOut | null
 }
 
 /**
@@ -107,12 +107,6 @@ export declare function lastError(): string
 
 /** The environment variables the adapters read; JS snapshots them from `process.env`. */
 export declare function llmEnvVars(): Array<string>
-
-export interface LoopInfoJs {
-  kind: string
-  repetitions: number
-  detail: string
-}
 
 export interface LoopInfoOut {
   kind: string

@@ -26,4 +26,4 @@ function estimateTokens(messages) {
   return native.estimateTokensJson(JSON.stringify(messages))
 }
 
-module.exports = { LoopDetector, estimateTokens }
+module.exports = { LoopDetector, estimateTokens, localLoopInfo: local }

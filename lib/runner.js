@@ -7,6 +7,7 @@ const { TokenBudgetExceededError, toError } = require('./errors.js')
 const { emitTrace, defaultWorkspaceDir } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
+const { localLoopInfo } = require('./loop.js')
 
 const OP = {
   DONE: 0, APPLY_PLAN: 1, CUSTOM_COMPRESS: 2, SUMMARIZE: 3, CALL_MODEL: 4, TEXT: 5, BUDGET: 6,
@@ -290,8 +291,7 @@ class AgentRunner {
             yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', native.runTotalTokens(id), ro.maxTokenBudget) }
             break
           case OP.LOOP_DETECTED: {
-            const li = native.runLoopInfo(id)
-            const info = { kind: li.kind, repetitions: li.repetitions, detail: li.detail }
+            const info = localLoopInfo(native.runLoopInfo(id))
             yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
             const policy = ro.loopDetection.onLoopDetected

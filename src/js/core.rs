@@ -353,7 +353,7 @@ pub struct LoopInfoOut {
 #[napi(catch_unwind)]
 pub fn run_loop_info(id: u32) -> Result<Option<LoopInfoOut>> {
     with_run(id, |r| {
-        r.m.loop_info().map(|i| LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() })
+        r.m.loop_info().map(info_js)
     })
 }
 
@@ -492,15 +492,8 @@ impl JsonSchemaValidator {
 // ---------------------------------------------------------------------------------------
 // LoopDetector (public class) and the gate's text
 
-#[napi(object)]
-pub struct LoopInfoJs {
-    pub kind: String,
-    pub repetitions: u32,
-    pub detail: String,
-}
-
-fn info_js(i: crate::kernel::loop_detector::LoopInfo) -> LoopInfoJs {
-    LoopInfoJs { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail }
+fn info_js(i: &crate::kernel::loop_detector::LoopInfo) -> LoopInfoOut {
+    LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() }
 }
 
 #[napi]
@@ -516,13 +509,13 @@ impl LoopDetectorCore {
     }
     /// `inputs`: `JSON.stringify(block.input)` per block.
     #[napi(catch_unwind)]
-    pub fn record_tool_calls(&mut self, names: Vec<String>, inputs: Vec<String>) -> Option<LoopInfoJs> {
+    pub fn record_tool_calls(&mut self, names: Vec<String>, inputs: Vec<String>) -> Option<LoopInfoOut> {
         let calls: Vec<(&str, &str)> = names.iter().zip(inputs.iter()).map(|(n, i)| (n.as_str(), i.as_str())).collect();
-        self.d.record_tool_calls(&calls).map(info_js)
+        self.d.record_tool_calls(&calls).as_ref().map(info_js)
     }
     #[napi(catch_unwind)]
-    pub fn record_text(&mut self, text: String) -> Option<LoopInfoJs> {
-        self.d.record_text(&text).map(info_js)
+    pub fn record_text(&mut self, text: String) -> Option<LoopInfoOut> {
+        self.d.record_text(&text).as_ref().map(info_js)
     }
 }
 
