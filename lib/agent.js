@@ -2,7 +2,7 @@
 // Agent (§4): history, lifecycle state, hooks, timeout and structured output around the
 // runner. Everything here is user-facing glue; the loop itself is the kernel's.
 const native = require('./native.js')
-const { AgentRunner } = require('./runner.js')
+const { AgentRunner, coreOptionsJson } = require('./runner.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError } = require('./errors.js')
@@ -49,8 +49,8 @@ class Agent {
     this.messageHistory = []
     this.state = { status: 'idle', messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
     // Bad configuration is reported here rather than on the first run.
-    const err = native.validateRunnerOptions(JSON.stringify({
-      maxTurns: typeof config.maxTurns === 'number' && !Number.isFinite(config.maxTurns) ? String(config.maxTurns) : config.maxTurns,
+    const err = native.validateRunnerOptions(coreOptionsJson({
+      maxTurns: config.maxTurns,
       toolPreset: config.toolPreset,
       allowedTools: config.tools,
       disallowedTools: config.disallowedTools,

@@ -408,4 +408,4 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED }
+module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson }
