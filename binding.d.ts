@@ -177,9 +177,6 @@ export declare function runnerStart(id: number, initialJson: string, hasOnWarnin
 /** The warnings of the last `runnerResolveTools` (usually none). */
 export declare function runnerWarnings(id: number): Array<string>
 
-/** The next operation, encoded (see `Run::encode`). */
-export declare function runNext(id: number, aborted: boolean): number
-
 /** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */
 export declare function runOnSummary(id: number, responseJson?: string | undefined | null): string | null
 
@@ -187,12 +184,6 @@ export declare function runOutput(id: number): string
 
 /** Frees a run's slot (the driver calls it when its generator finishes or is abandoned). */
 export declare function runRelease(id: number): void
-
-/**
- * The model's answer (`JSON.stringify(response.content)` and its usage) followed by `next`:
- * the encoded op, or -1 when the response was malformed (message in `runError`).
- */
-export declare function runRespond(id: number, contentJson: string | undefined | null, inputTokens: number, outputTokens: number): number
 
 /** `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output). */
 export declare function runRespondJson(id: number, responseJson: string): number
@@ -211,9 +202,6 @@ export declare function runTakePlan(id: number): string
 
 export declare function runTextOut(id: number): string
 
-/** One tool's outcome. */
-export declare function runToolResult(id: number, i: number, content: string, isError: number): void
-
 /** Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation). */
 export declare function runToolResultUsage(id: number, i: number, content: string, isError: number, inputTokens: number, outputTokens: number): void
 
@@ -230,15 +218,9 @@ export declare function runTurns(id: number): number
 /** Texts for the current op: the turn's text, the warning to emit, or the loop detail. */
 export declare function runTurnText(id: number): string
 
-/** 0 = acquired now; otherwise the waiter id to park. */
-export declare function semAcquire(id: number): number
-
 export declare function semFree(id: number): void
 
 export declare function semNew(max: number): number
-
-/** 0 = slot freed; otherwise the waiter id that now holds it. */
-export declare function semRelease(id: number): number
 
 /** `[limit, active, pending]`. */
 export declare function semStats(id: number): Array<number>

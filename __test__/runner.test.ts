@@ -403,3 +403,29 @@ describe('executor scheduling', () => {
     expect(peak).toBe(2)
   })
 })
+
+describe('strings handed to the kernel', () => {
+  // The per-turn calls copy strings through one reused native buffer that grows on demand:
+  // lengths around its size and multi-byte characters must come through byte-exact.
+  it('keeps long and multi-byte texts and tool results intact', async () => {
+    const sizes = [1, 1364, 1365, 1366, 4090, 4096, 4100, 70_000]
+    for (const n of sizes) {
+      const big = '€'.repeat(n) + '😀é'
+      const { runner, seen } = setup({}, [resp([call('c1', 'echo', { v: big })]), resp([text(big)])])
+      const result = await runner.run([user('go')])
+      expect(result.output).toBe(big)
+      expect(result.toolCalls[0].output).toBe(`echo:${big}`)
+      const last = seen[1].messages[seen[1].messages.length - 1]
+      expect(last.content[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'c1', content: `echo:${big}` })
+    }
+  })
+
+  it('reports a released run as an error, not a crash', async () => {
+    const native = require('../binding.js')
+    expect(() => native.runNext(987654, false)).toThrow('oma-kernel: this run has already been released')
+    expect(() => native.runRespond(987654, '[]', 0, 0)).toThrow('oma-kernel: this run has already been released')
+    expect(() => native.runToolResult(987654, 0, 'x', 0)).toThrow('oma-kernel: this run has already been released')
+    expect(() => native.semAcquire(987654)).toThrow('oma-kernel: this semaphore has already been released')
+    expect(() => native.runNext('not a number', false)).toThrow('oma-kernel: argument 0 must be a number')
+  })
+})

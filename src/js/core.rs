@@ -253,20 +253,21 @@ pub fn run_release(id: u32) {
     RUNS.with(|s| s.borrow_mut().remove(id))
 }
 
-/// The next operation, encoded (see `Run::encode`).
-#[napi(catch_unwind)]
-pub fn run_next(id: u32, aborted: bool) -> Result<u32> {
-    with_run(id, |r| r.m.next(aborted).map(|op| r.encode(op)).map_err(driver))?
+/// `runNext` (a raw callback, `fast.rs`): the next operation, encoded (see `Run::encode`).
+pub(super) fn run_next_op(id: u32, aborted: bool) -> std::result::Result<u32, String> {
+    with_run(id, |r| r.m.next(aborted).map(|op| r.encode(op))).map_err(|e| e.reason)?
 }
 
-/// The model's answer (`JSON.stringify(response.content)` and its usage) followed by `next`:
-/// the encoded op, or -1 when the response was malformed (message in `runError`).
-#[napi(catch_unwind)]
-pub fn run_respond(id: u32, content_json: Option<String>, input_tokens: f64, output_tokens: f64) -> Result<i32> {
+/// `runRespond` (`fast.rs`): the model's answer (`JSON.stringify(response.content)` and its
+/// usage) followed by `next`: the encoded op, or -1 when the response was malformed (message
+/// in `runError`).
+pub(super) fn run_respond_parts(id: u32, content_json: Option<&str>, input_tokens: f64, output_tokens: f64) -> std::result::Result<i32, String> {
     with_run(id, |r| {
-        let accepted = r.m.on_response_parts(content_json.as_deref(), Usage { input_tokens, output_tokens });
+        let accepted = r.m.on_response_parts(content_json, Usage { input_tokens, output_tokens });
         r.after_response(accepted)
-    })?
+    })
+    .and_then(|r| r)
+    .map_err(|e| e.reason)
 }
 
 #[napi(catch_unwind)]
@@ -320,10 +321,9 @@ fn is_error_of(code: u32) -> Option<bool> {
     }
 }
 
-/// One tool's outcome.
-#[napi(catch_unwind)]
-pub fn run_tool_result(id: u32, i: u32, content: String, is_error: u32) -> Result<()> {
-    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), None).map_err(driver))?
+/// `runToolResult` (`fast.rs`): one tool's outcome.
+pub(super) fn run_tool_result_of(id: u32, i: u32, content: String, is_error: u32) -> std::result::Result<(), String> {
+    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), None)).map_err(|e| e.reason)?
 }
 
 /// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
@@ -404,19 +404,18 @@ fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
     })
 }
 
-/// 0 = acquired now; otherwise the waiter id to park.
-#[napi(catch_unwind)]
-pub fn sem_acquire(id: u32) -> Result<u32> {
+/// `semAcquire` (`fast.rs`): 0 = acquired now; otherwise the waiter id to park.
+pub(super) fn sem_acquire_id(id: u32) -> std::result::Result<u32, String> {
     with_sem(id, |s| match s.acquire() {
         Acquire::Now => 0,
         Acquire::Wait(w) => w.max(1),
     })
+    .map_err(|e| e.reason)
 }
 
-/// 0 = slot freed; otherwise the waiter id that now holds it.
-#[napi(catch_unwind)]
-pub fn sem_release(id: u32) -> Result<u32> {
-    with_sem(id, |s| s.release().map(|w| w.max(1)).unwrap_or(0))
+/// `semRelease` (`fast.rs`): 0 = slot freed; otherwise the waiter id that now holds it.
+pub(super) fn sem_release_id(id: u32) -> std::result::Result<u32, String> {
+    with_sem(id, |s| s.release().map(|w| w.max(1)).unwrap_or(0)).map_err(|e| e.reason)
 }
 
 /// `[limit, active, pending]`.

@@ -3,6 +3,7 @@
 pub mod builtin;
 pub mod cancel;
 pub mod core;
+pub mod fast;
 pub mod llm;
 
 #[napi_derive::napi(catch_unwind)]
