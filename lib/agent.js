@@ -111,8 +111,9 @@ class Agent {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
     this._start()
     try {
-      const outgoing = await this._beforeRun(messages)
-      const runner = await this._getRunner()
+      // Awaited only when there is something to wait for (each await is a microtask hop).
+      const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
+      const runner = this.runner ?? await this._getRunner()
       const { signal, timeout } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
       const options = { ...runOptions }
       if (signal !== undefined) options.abortSignal = signal
@@ -173,12 +174,18 @@ class Agent {
       const { createAdapter } = require('./llm.js')
       adapter = await createAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region)
     }
+    this.runner = this._newRunner(adapter)
+    return this.runner
+  }
+
+  _newRunner(adapter) {
+    const c = this.config
     let systemPrompt = c.systemPrompt
     if (c.outputSchema) {
       const instruction = buildStructuredOutputInstruction(c.outputSchema)
       systemPrompt = typeof c.systemPrompt === 'string' && c.systemPrompt !== '' ? c.systemPrompt + '\n' + instruction : instruction
     }
-    this.runner = new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, {
+    return new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, {
       model: c.model,
       systemPrompt,
       maxTurns: c.maxTurns,
@@ -205,7 +212,6 @@ class Agent {
       preserveReasoningAsText: c.preserveReasoningAsText,
       compressReasoningText: c.compressReasoningText,
     })
-    return this.runner
   }
 
   async _executeRun(messages, callerOptions) {
@@ -213,8 +219,9 @@ class Agent {
     const startMs = Date.now()
     let timeout
     try {
-      const outgoing = await this._beforeRun(messages)
-      const runner = await this._getRunner()
+      // Awaited only when there is something to wait for (each await is a microtask hop).
+      const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
+      const runner = this.runner ?? await this._getRunner()
       const options = { ...callerOptions }
       options.onMessage = (msg) => {
         this.state.messages.push(msg)

@@ -334,16 +334,29 @@ class AgentRunner {
             // Each block's chain runs synchronously up to the executor call, an ungranted block's
             // through its onToolResult; results then land in completion order.
             const done = new Array(blocks.length)
-            const pending = []
-            for (let i = 0; i < blocks.length; i++) {
-              const { startMs, pending: p } = this._startBlock(blocks[i], granted(i), context, options, signal)
-              const finish = (result) => { done[i] = this._finishBlock(blocks[i], startMs, result, options, onTrace, trace) }
-              if (p === null) finish({ data: native.notGrantedText(blocks[i].name), isError: true })
-              else pending.push(p.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+            if (blocks.length === 1) {
+              // The common case, awaited directly: no Promise.all and no .then() layer.
+              const { startMs, pending: p } = this._startBlock(blocks[0], granted(0), context, options, signal)
+              let result
+              if (p === null) result = { data: native.notGrantedText(blocks[0].name), isError: true }
+              else {
+                try {
+                  result = await p
+                } catch (err) {
+                  result = { data: thrownMessage(err), isError: true }
+                }
+              }
+              done[0] = this._finishBlock(blocks[0], startMs, result, options, onTrace, trace)
+            } else {
+              const pending = []
+              for (let i = 0; i < blocks.length; i++) {
+                const { startMs, pending: p } = this._startBlock(blocks[i], granted(i), context, options, signal)
+                const finish = (result) => { done[i] = this._finishBlock(blocks[i], startMs, result, options, onTrace, trace) }
+                if (p === null) finish({ data: native.notGrantedText(blocks[i].name), isError: true })
+                else pending.push(p.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+              }
+              await Promise.all(pending)
             }
-            // One block (the common case) is awaited directly, without Promise.all.
-            if (pending.length === 1) await pending[0]
-            else if (pending.length > 1) await Promise.all(pending)
             const resultBlocks = []
             for (let i = 0; i < blocks.length; i++) {
               const { result, duration } = done[i]

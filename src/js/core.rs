@@ -367,14 +367,14 @@ pub fn run_turns(id: u32) -> Result<u32> {
     with_run(id, |r| r.m.turns())
 }
 
-/// `[input_tokens, output_tokens, turns, flags]` (flags: bit 0 budgetExceeded, bit 1
-/// loopDetected, bit 2 aborted) for the final result.
-#[napi(catch_unwind)]
-pub fn run_totals(id: u32) -> Result<Vec<f64>> {
+/// `runTotals` (`fast.rs`): `[inputTokens, outputTokens, turns, flags]` (flags: bit 0
+/// budgetExceeded, bit 1 loopDetected, bit 2 aborted) for the final result.
+pub(super) fn run_totals_of(id: u32) -> std::result::Result<[f64; 4], String> {
     with_run(id, |r| {
         let u = r.m.usage();
-        vec![u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64]
+        [u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64]
     })
+    .map_err(|e| e.reason)
 }
 
 #[napi(catch_unwind)]
