@@ -205,12 +205,6 @@ export declare function runTextOut(id: number): string
 /** Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation). */
 export declare function runToolResultUsage(id: number, i: number, content: string, isError: number, inputTokens: number, outputTokens: number): void
 
-/**
- * `[input_tokens, output_tokens, turns, flags]` (flags: bit 0 budgetExceeded, bit 1
- * loopDetected, bit 2 aborted) for the final result.
- */
-export declare function runTotals(id: number): Array<number>
-
 export declare function runTotalTokens(id: number): number
 
 export declare function runTurns(id: number): number

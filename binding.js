@@ -887,7 +887,6 @@ module.exports.runSummaryInput = nativeBinding.runSummaryInput
 module.exports.runTakePlan = nativeBinding.runTakePlan
 module.exports.runTextOut = nativeBinding.runTextOut
 module.exports.runToolResultUsage = nativeBinding.runToolResultUsage
-module.exports.runTotals = nativeBinding.runTotals
 module.exports.runTotalTokens = nativeBinding.runTotalTokens
 module.exports.runTurns = nativeBinding.runTurns
 module.exports.runTurnText = nativeBinding.runTurnText

@@ -39,6 +39,19 @@ function runSignal(callerSignal, timeoutMs) {
   return { signal: ctl.signal, timeout }
 }
 
+// The kernel's verdict per options text: apps build agents per request with the same few
+// configurations, and the verdict of a text never changes (bounded like the kernel's cache).
+const verdicts = new Map()
+function validateOptions(json) {
+  let err = verdicts.get(json)
+  if (err === undefined) {
+    err = native.validateRunnerOptions(json) ?? null
+    if (verdicts.size >= 256) verdicts.clear()
+    verdicts.set(json, err)
+  }
+  return err
+}
+
 class Agent {
   constructor(config, toolRegistry, toolExecutor) {
     this.name = config.name
@@ -49,7 +62,7 @@ class Agent {
     this.messageHistory = []
     this.state = { status: 'idle', messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
     // Bad configuration is reported here rather than on the first run.
-    const err = native.validateRunnerOptions(coreOptionsJson({
+    const err = validateOptions(coreOptionsJson({
       maxTurns: config.maxTurns,
       toolPreset: config.toolPreset,
       allowedTools: config.tools,
