@@ -565,7 +565,7 @@ pub fn run_chat<'e>(
     options_json: String,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<napi::bindgen_prelude::Object<'e>> {
-    let history = with_run(id, |r| r.m.conversation().to_vec())?;
+    let history = with_run(id, |r| r.m.shared_conversation())?;
     let token = super::llm::call_token(cancel);
     super::llm::spawn_chat_promise(env, adapter.adapter(), token, move || {
         Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))
@@ -580,7 +580,7 @@ pub fn run_stream(
     options_json: String,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<super::llm::NativeLlmStream> {
-    let history = with_run(id, |r| r.m.conversation().to_vec())?;
+    let history = with_run(id, |r| r.m.shared_conversation())?;
     let token = super::llm::call_token(cancel);
     Ok(super::llm::spawn_stream(adapter.adapter(), token, move || {
         Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))

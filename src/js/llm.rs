@@ -2,7 +2,11 @@
 //! come in as one `JSON.stringify(messages)`, responses and stream events go out as JSON text
 //! that `lib/llm.js` parses (and turns failures into Errors of the caller's realm).
 
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use napi::bindgen_prelude::{Object, PromiseRaw};
 use napi::{Env, Error, Result, Status};
@@ -22,10 +26,10 @@ fn js_err(e: LlmError) -> Error {
     Error::new(Status::GenericFailure, e.to_json())
 }
 
-fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> {
+fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> {
     let messages = llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
     let opts = ChatOptions::from_json(options_json)?;
-    Ok((messages, opts))
+    Ok((Arc::new(messages), opts))
 }
 
 fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
@@ -38,15 +42,15 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
 /// Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
 pub fn spawn_chat_promise<'e, F>(env: &'e Env, adapter: Arc<Adapter>, cancel: CancellationToken, input: F) -> Result<Object<'e>>
 where
-    F: FnOnce() -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> + Send + 'static,
+    F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
 {
     let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
     llm::runtime::spawn(async move {
-        // An inner task so that a panic rejects the promise instead of leaving it pending.
-        let work = tokio::spawn(async move {
+        // A panic rejects the promise instead of leaving it pending.
+        let work = CatchUnwind(Box::pin(async move {
             let (messages, opts) = input()?;
             adapter.chat(&messages, &opts, &cancel).await.map(|r| r.to_json())
-        });
+        }));
         match work.await {
             Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
             Ok(Err(e)) => deferred.reject(js_err(e)),
@@ -54,6 +58,21 @@ where
         }
     });
     Ok(promise)
+}
+
+/// Polls a future, turning a panic into `Err`. (A task of its own would do the same at the
+/// price of a second spawn and wake-up per call.)
+struct CatchUnwind<F: Future>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
 }
 
 /// A native adapter handle. The JS adapter object carries it under
@@ -123,7 +142,7 @@ impl NativeLlmAdapter {
 /// native path hands in its own history). Events are pulled with `NativeLlmStream.nextBatch`.
 pub fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
 where
-    F: FnOnce() -> std::result::Result<(Vec<Message>, ChatOptions), LlmError> + Send + 'static,
+    F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
 {
     let (tx, rx) = unbounded_channel::<String>();
     let task_token = token.clone();

@@ -142,7 +142,10 @@ struct ToolOutcome {
 pub struct Machine {
     cfg: Arc<RunnerConfig>,
     cache: Arc<Mutex<Option<SummaryCache>>>,
-    conv: Vec<Message>,
+    /// Shared with an in-flight native LLM request (which reads it on the I/O thread) instead
+    /// of copied per call; the request is over before the machine appends again, so
+    /// `make_mut` does not copy either.
+    conv: Arc<Vec<Message>>,
     usage: Usage,
     turns: u32,
     final_output: String,
@@ -206,7 +209,7 @@ impl Machine {
             granted: granted.into_iter().collect(),
             cfg,
             cache,
-            conv: initial,
+            conv: Arc::new(initial),
             usage: Usage::default(),
             turns: 0,
             final_output: String::new(),
@@ -338,7 +341,7 @@ impl Machine {
     }
 
     fn stage_plan(&mut self, plan: Plan) -> Op {
-        self.conv = context::apply(&self.conv, &plan);
+        self.conv = Arc::new(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
         Op::ApplyPlan
     }
@@ -366,7 +369,7 @@ impl Machine {
         if msgs.is_empty() {
             return Err(BAD.into());
         }
-        self.conv = msgs;
+        self.conv = Arc::new(msgs);
         self.phase = Phase::Call;
         Ok(())
     }
@@ -393,7 +396,7 @@ impl Machine {
         let plan = context::summary_plan(&self.conv, fu, &recent, &prefix);
         *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(SummaryCache { signature, prefix });
         self.usage.add(usage);
-        self.conv = context::apply(&self.conv, &plan);
+        self.conv = Arc::new(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
         self.queue.push_back(Op::ApplyPlan);
         self.phase = Phase::Call;
@@ -473,7 +476,7 @@ impl Machine {
                 None => self.loop_warned = false,
             }
         }
-        self.conv.push(Message { role: Role::Assistant, content });
+        Arc::make_mut(&mut self.conv).push(Message { role: Role::Assistant, content });
     }
 
     /// The callback policy's answer (`String(value)`).
@@ -507,7 +510,7 @@ impl Machine {
             }
             if let Some(kind) = self.inject.take() {
                 let text = warning_text(kind);
-                self.conv.push(Message::user_text(text));
+                Arc::make_mut(&mut self.conv).push(Message::user_text(text));
                 self.text_out = text.to_string();
                 self.phase = Phase::TurnStart;
                 return Some(Op::InjectWarning);
@@ -544,7 +547,7 @@ impl Machine {
                 is_error: Some(true),
             })
             .collect();
-        self.conv.push(Message { role: Role::User, content });
+        Arc::make_mut(&mut self.conv).push(Message { role: Role::User, content });
         let done = self.finish();
         self.queue.push_back(done);
         Op::LoopStopResults
@@ -593,7 +596,7 @@ impl Machine {
         if let Some(kind) = self.inject.take() {
             content.push(Block::text(warning_text(kind)));
         }
-        self.conv.push(Message { role: Role::User, content });
+        Arc::make_mut(&mut self.conv).push(Message { role: Role::User, content });
     }
 
     pub fn has_trailing_warning(&self) -> bool {
@@ -629,6 +632,11 @@ impl Machine {
     }
     pub fn conversation(&self) -> &[Message] {
         &self.conv
+    }
+
+    /// The conversation for a request that reads it elsewhere (no copy).
+    pub fn shared_conversation(&self) -> Arc<Vec<Message>> {
+        self.conv.clone()
     }
 }
 
