@@ -52,7 +52,7 @@ impl LoopDetector {
         if calls.is_empty() {
             return None;
         }
-        let sig = signature(calls);
+        let sig = signature_into(calls, recycled(&mut self.tools, self.window));
         let c = push_and_count(&mut self.tools, sig, self.window);
         if c >= self.max_repeats {
             let names: Vec<&str> = calls.iter().map(|c| c.0).collect();
@@ -97,6 +97,18 @@ fn clamp_count(v: f64) -> usize {
     }
 }
 
+/// The entry about to leave a full window, emptied for reuse (a signature per tool turn
+/// would otherwise be one more allocation and free).
+fn recycled(buf: &mut VecDeque<String>, window: usize) -> String {
+    if window > 0 && buf.len() >= window {
+        let mut s = buf.pop_front().unwrap_or_default();
+        s.clear();
+        s
+    } else {
+        String::new()
+    }
+}
+
 fn push_and_count(buf: &mut VecDeque<String>, entry: String, window: usize) -> usize {
     buf.push_back(entry);
     while buf.len() > window {
@@ -124,31 +136,52 @@ pub fn normalise_text(text: &str) -> String {
     out
 }
 
-/// Canonical form of a tool-call set: key order and call order do not matter, values do.
-fn signature(calls: &[(&str, &str)]) -> String {
+/// Appends `input` in canonical form (sorted keys; as written when it is not JSON).
+fn push_canonical(input: &str, out: &mut String) {
+    let trimmed = input.trim();
+    if already_canonical(trimmed.as_bytes()) {
+        out.push_str(trimmed);
+        return;
+    }
+    let start = out.len();
+    if canonical_into(input, out).is_err() {
+        out.truncate(start);
+        out.push_str(input);
+    }
+}
+
+fn push_entry(out: &mut String, name: &str, canon_input: &str) {
+    use std::fmt::Write;
+    let _ = write!(out, "{}:", name.len());
+    out.push_str(name);
+    out.push_str(canon_input);
+    out.push('\u{0}');
+}
+
+/// Canonical form of a tool-call set, `<len>:<name><canonical input>\0` per call, sorted: key
+/// order and call order do not matter, values do. Written into `out` (a recycled buffer).
+fn signature_into(calls: &[(&str, &str)], mut out: String) -> String {
+    if let [(name, input)] = calls {
+        // One call (the usual turn): no sorting, so no intermediate strings.
+        use std::fmt::Write;
+        out.reserve(name.len() + input.len() + 8);
+        let _ = write!(out, "{}:", name.len());
+        out.push_str(name);
+        push_canonical(input, &mut out);
+        out.push('\u{0}');
+        return out;
+    }
     let mut items: Vec<(&str, String)> = calls
         .iter()
         .map(|(name, input)| {
-            let trimmed = input.trim();
-            if already_canonical(trimmed.as_bytes()) {
-                return (*name, trimmed.to_string());
-            }
             let mut canon = String::with_capacity(input.len());
-            if canonical_into(input, &mut canon).is_err() {
-                canon.clear();
-                canon.push_str(input);
-            }
+            push_canonical(input, &mut canon);
             (*name, canon)
         })
         .collect();
     items.sort();
-    let mut out = String::new();
     for (n, i) in items {
-        out.push_str(&n.len().to_string());
-        out.push(':');
-        out.push_str(n);
-        out.push_str(&i);
-        out.push('\u{0}');
+        push_entry(&mut out, n, &i);
     }
     out
 }
@@ -157,18 +190,23 @@ fn signature(calls: &[(&str, &str)]) -> String {
 /// escapes in keys): then it is its own canonical form and needs no re-emitting. This is the
 /// usual case (a model's arguments, `JSON.stringify` output), so it is worth the scan.
 fn already_canonical(b: &[u8]) -> bool {
-    // Per open container: is it an object, and the last key seen in it.
-    let mut stack: Vec<(bool, Option<&[u8]>)> = Vec::new();
+    // Per open container: is it an object, and the last key seen in it. Fixed depth, no
+    // allocation: deeper inputs take the general path, which gives the same result.
+    let mut stack: Stack<'_> = Stack { items: [(false, None); 16], len: 0 };
     let mut expect_key = false;
     let mut i = 0;
     while i < b.len() {
         match b[i] {
             b'{' => {
-                stack.push((true, None));
+                if !stack.push((true, None)) {
+                    return false;
+                }
                 expect_key = true;
             }
             b'[' => {
-                stack.push((false, None));
+                if !stack.push((false, None)) {
+                    return false;
+                }
                 expect_key = false;
             }
             b'}' | b']' => {
@@ -210,6 +248,31 @@ fn already_canonical(b: &[u8]) -> bool {
         i += 1;
     }
     true
+}
+
+struct Stack<'a> {
+    items: [(bool, Option<&'a [u8]>); 16],
+    len: usize,
+}
+
+impl<'a> Stack<'a> {
+    fn push(&mut self, v: (bool, Option<&'a [u8]>)) -> bool {
+        if self.len == self.items.len() {
+            return false;
+        }
+        self.items[self.len] = v;
+        self.len += 1;
+        true
+    }
+    fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+    fn last(&self) -> Option<&(bool, Option<&'a [u8]>)> {
+        self.len.checked_sub(1).map(|i| &self.items[i])
+    }
+    fn last_mut(&mut self) -> Option<&mut (bool, Option<&'a [u8]>)> {
+        self.len.checked_sub(1).map(move |i| &mut self.items[i])
+    }
 }
 
 /// Re-emits JSON text with object keys sorted. Scalars are kept as written: the inputs come
@@ -305,6 +368,30 @@ mod tests {
                 assert_eq!(slow, json, "{json}");
             }
         }
+    }
+
+    #[test]
+    fn deep_inputs_and_recycled_window_entries_compare_by_value() {
+        // Deeper than the fast scan's fixed stack: the general path decides, key order still
+        // does not matter.
+        let deep = |inner: &str| format!("{}{}{}", r#"{"k":"#.repeat(20), inner, "}".repeat(20));
+        let (sorted, unsorted) = (deep(r#"{"a":1,"b":2}"#), deep(r#"{"b":2,"a":1}"#));
+        assert!(!already_canonical(sorted.as_bytes()));
+        let mut d = LoopDetector::new(Some(2.0), Some(2.0));
+        assert!(d.record_tool_calls(&[("t", &sorted)]).is_none());
+        assert_eq!(d.record_tool_calls(&[("t", &unsorted)]).unwrap().repetitions, 2);
+        // Entries leaving the window are reused as buffers: a longer, then a shorter, then an
+        // equal signature must still compare exactly.
+        let mut d = LoopDetector::new(Some(2.0), Some(2.0));
+        for (input, reps) in [(r#"{"a":"long value here"}"#, None), (r#"{"a":1}"#, None), (r#"{"a":"long"}"#, None), (r#"{"a":"long"}"#, Some(2)), (r#"{"a":1}"#, None)] {
+            assert_eq!(d.record_tool_calls(&[("t", input)]).map(|i| i.repetitions), reps, "{input}");
+        }
+        // Not JSON: compared as written (one call and several).
+        let mut d = LoopDetector::new(Some(2.0), None);
+        assert!(d.record_tool_calls(&[("t", "not json")]).is_none());
+        assert!(d.record_tool_calls(&[("t", "not json")]).is_some());
+        assert!(d.record_tool_calls(&[("t", "x{"), ("u", "{}")]).is_none());
+        assert!(d.record_tool_calls(&[("u", "{}"), ("t", "x{")]).is_some());
     }
 
     #[test]

@@ -455,14 +455,16 @@ impl Machine {
         self.loop_action = None;
         self.phase = Phase::Decide;
         if let Some(d) = self.detector.as_mut() {
-            let calls: Vec<(&str, &str)> = content
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { name, input, .. } => Some((name.as_str(), input.get())),
-                    _ => None,
-                })
-                .collect();
-            let tool_info = if calls.is_empty() { None } else { d.record_tool_calls(&calls) };
+            let calls = content.iter().filter_map(|b| match b {
+                Block::ToolUse { name, input, .. } => Some((name.as_str(), input.get())),
+                _ => None,
+            });
+            let tool_info = match self.tool_uses.len() {
+                0 => None,
+                // One call (the usual turn): no vector.
+                1 => d.record_tool_calls(&[calls.clone().next().expect("one tool_use")]),
+                _ => d.record_tool_calls(&calls.collect::<Vec<_>>()),
+            };
             let text_info = if self.turn_text.is_empty() { None } else { d.record_text(&self.turn_text) };
             match tool_info.or(text_info) {
                 Some(info) => {
@@ -525,7 +527,8 @@ impl Machine {
             }
             return Some(self.finish());
         }
-        self.results = vec![None; self.tool_uses.len()];
+        self.results.clear();
+        self.results.resize(self.tool_uses.len(), None);
         self.text_out = self.inject.map(|k| warning_text(k).to_string()).unwrap_or_default();
         self.phase = Phase::AwaitToolResults;
         Some(Op::ToolRound)
@@ -582,14 +585,16 @@ impl Machine {
 
     fn append_tool_results(&mut self) {
         let mut content: Vec<Block> = Vec::with_capacity(self.results.len() + self.inject.is_some() as usize);
-        for (k, r) in self.results.iter().enumerate() {
-            let r = r.as_ref().unwrap();
+        // The round is over: ids and result texts move into the history (no copies); the
+        // outcomes keep their usage for the post-delegation budget check.
+        for (k, r) in self.results.iter_mut().enumerate() {
+            let r = r.as_mut().unwrap();
             if let Some(u) = r.usage {
                 self.usage.add(u);
             }
             content.push(Block::ToolResult {
-                tool_use_id: self.tool_uses[k].0.clone(),
-                content: r.content.clone(),
+                tool_use_id: std::mem::take(&mut self.tool_uses[k].0),
+                content: std::mem::take(&mut r.content),
                 is_error: r.is_error,
             });
         }
