@@ -5,15 +5,20 @@
 //     loop, and the whole Agent.run (provider 'openai', runner, executor, one tool), and
 //   - the `ai` SDK: generateText with @ai-sdk/openai's chat model and one tool.
 // Reports client CPU (user + system of this process, all threads) per LLM call and wall time
-// per run. Usage: node bench/w5-openai-loop.js [--quick]
+// per run: medians of interleaved samples after a warm-up. Usage: node bench/w5-openai-loop.js [--quick]
 const { fork } = require('child_process')
 const path = require('path')
 
 const quick = process.argv.includes('--quick')
 const PAYLOAD = 'x'.repeat(2048)
 const TOOL_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false }
-const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 300, 5: 120, 20: 40 }
-const WARMUP = quick ? 3 : 30
+// Runs per sample; each row is the median of SAMPLES samples, the clients' samples
+// interleaved so that changes in machine load hit all of them alike.
+const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 100, 5: 40, 20: 12 }
+const SAMPLES = quick ? 1 : 7
+// Warm-up per client and T, in ms: both the addon's JS and the ai SDK's JIT state settle well
+// after 30 runs (measured: the ai SDK's T=5 cost halved between a 30- and a 300-run warm-up).
+const WARMUP_MS = quick ? 50 : 1500
 
 async function lookup(input) {
   return `${input.key}:${PAYLOAD}`
@@ -69,8 +74,13 @@ function aiSdkLoop(ai, provider, T) {
   }).then((r) => r.steps.length)
 }
 
-async function measure(label, T, runOnce) {
-  for (let i = 0; i < WARMUP; i++) await runOnce()
+async function warmUp(runOnce) {
+  const t0 = performance.now()
+  let n = 0
+  while (n < 5 || performance.now() - t0 < WARMUP_MS) { await runOnce(); n++ }
+}
+
+async function sample(label, T, runOnce) {
   const runs = RUNS[T]
   let calls = 0
   const cpu0 = process.cpuUsage()
@@ -78,9 +88,30 @@ async function measure(label, T, runOnce) {
   for (let i = 0; i < runs; i++) calls += await runOnce()
   const wallNs = Number(process.hrtime.bigint() - t0)
   const cpu = process.cpuUsage(cpu0)
-  const cpuUs = cpu.user + cpu.system
   if (calls !== runs * (T + 1)) throw new Error(`${label}: expected ${runs * (T + 1)} LLM calls, got ${calls}`)
-  return { label, T, runs, cpuPerCallUs: cpuUs / calls, wallPerRunMs: wallNs / 1e6 / runs }
+  return { cpuPerCallUs: (cpu.user + cpu.system) / calls, wallPerRunMs: wallNs / 1e6 / runs }
+}
+
+const median = (xs) => {
+  const v = [...xs].sort((a, b) => a - b)
+  const m = v.length >> 1
+  return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2
+}
+
+/** Warm-up of every client, then SAMPLES interleaved samples; medians per client. */
+async function measureT(T, clients) {
+  for (const c of clients) await warmUp(c.run)
+  const got = clients.map(() => [])
+  for (let s = 0; s < SAMPLES; s++) {
+    for (let i = 0; i < clients.length; i++) got[i].push(await sample(clients[i].label, T, clients[i].run))
+  }
+  return clients.map((c, i) => ({
+    label: c.label,
+    T,
+    runs: RUNS[T] * SAMPLES,
+    cpuPerCallUs: median(got[i].map((x) => x.cpuPerCallUs)),
+    wallPerRunMs: median(got[i].map((x) => x.wallPerRunMs)),
+  }))
 }
 
 async function main() {
@@ -105,13 +136,14 @@ async function main() {
   }
   const rows = []
   for (const T of [1, 5, 20]) {
-    rows.push(await measure('oma-kernel', T, () => omaLoop(adapter, T)))
-    if (index) rows.push(await measure('oma-kernel Agent.run', T, () => agentLoop(index, baseURL, T)))
-    if (provider) rows.push(await measure('ai SDK', T, () => aiSdkLoop(ai, provider, T)))
+    const clients = [{ label: 'oma-kernel', run: () => omaLoop(adapter, T) }]
+    if (index) clients.push({ label: 'oma-kernel Agent.run', run: () => agentLoop(index, baseURL, T) })
+    if (provider) clients.push({ label: 'ai SDK', run: () => aiSdkLoop(ai, provider, T) })
+    rows.push(...(await measureT(T, clients)))
   }
   child.disconnect()
-  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run`)
-  console.log('| client | T | runs | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
+  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
+  console.log('| client | T | runs (all samples) | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
   console.log('|---|---|---|---|---|---|')
   for (const r of rows) {
     const base = rows.find((x) => x.T === r.T && x.label === 'ai SDK')
