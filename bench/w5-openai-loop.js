@@ -114,6 +114,69 @@ async function measureT(T, clients) {
   }))
 }
 
+// ---------------------------------------------------------------------------------------
+// Floor: one request/response with no history (the mock answers model `bench-T0` with text),
+// per way of making it. Not a loop, no tools: what one call over loopback costs a client
+// before any agent work. `node:net` writes a hand-made HTTP/1.1 request on one keep-alive
+// socket and parses the reply minimally, the least any main-thread JS client can do.
+// ---------------------------------------------------------------------------------------
+const FLOOR_BODY = JSON.stringify({ model: 'bench-T0', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 })
+
+async function rawSocketClient(port) {
+  const net = require('net')
+  const sock = net.connect(port, '127.0.0.1')
+  await new Promise((resolve, reject) => sock.once('connect', resolve).once('error', reject))
+  sock.setNoDelay(true)
+  let pending = null
+  let buf = ''
+  sock.on('data', (d) => {
+    buf += d.toString('latin1')
+    const end = buf.indexOf('\r\n\r\n')
+    if (end < 0) return
+    const len = Number(/content-length: (\d+)/i.exec(buf.slice(0, end))[1])
+    if (buf.length - end - 4 < len) return
+    const body = buf.slice(end + 4, end + 4 + len)
+    buf = buf.slice(end + 4 + len)
+    const p = pending
+    pending = null
+    p(JSON.parse(body))
+  })
+  const req = `POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(FLOOR_BODY)}\r\n\r\n${FLOOR_BODY}`
+  return { run: () => new Promise((resolve) => { pending = resolve; sock.write(req) }).then(() => 1), close: () => sock.destroy() }
+}
+
+function httpRequestClient(port) {
+  const http = require('http')
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const run = () => new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(FLOOR_BODY) } }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => { JSON.parse(Buffer.concat(chunks).toString('utf8')); resolve(1) })
+    })
+    req.on('error', reject)
+    req.end(FLOOR_BODY)
+  })
+  return { run, close: () => agent.destroy() }
+}
+
+async function floorRows(port, adapter) {
+  const raw = await rawSocketClient(port)
+  const viaHttp = httpRequestClient(port)
+  const clients = [
+    { label: 'oma-kernel native adapter (`adapter.chat`)', run: () => adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'bench-T0', maxTokens: 5 }).then(() => 1) },
+    { label: 'node:net, hand-written HTTP/1.1 (main thread)', run: raw.run },
+    { label: 'node:http `http.request`, keep-alive agent', run: viaHttp.run },
+    { label: '`fetch` (undici, what the ai SDK uses)', run: () => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: FLOOR_BODY, headers: { 'content-type': 'application/json' } }).then((r) => r.json()).then(() => 1) },
+  ]
+  // T=0: one call per run.
+  RUNS[0] = quick ? 50 : 1000
+  const rows = await measureT(0, clients)
+  raw.close()
+  viaHttp.close()
+  return rows
+}
+
 async function main() {
   const child = fork(path.join(__dirname, 'w5-mock-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const { port } = await new Promise((resolve) => child.once('message', resolve))
@@ -141,6 +204,7 @@ async function main() {
     if (provider) clients.push({ label: 'ai SDK', run: () => aiSdkLoop(ai, provider, T) })
     rows.push(...(await measureT(T, clients)))
   }
+  const floor = await floorRows(port, adapter)
   child.disconnect()
   console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
   console.log('| client | T | runs (all samples) | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
@@ -150,6 +214,11 @@ async function main() {
     const ratio = base ? (r.cpuPerCallUs / base.cpuPerCallUs).toFixed(2) : '–'
     console.log(`| ${r.label} | ${r.T} | ${r.runs} | ${r.cpuPerCallUs.toFixed(0)} | ${r.wallPerRunMs.toFixed(2)} | ${ratio} |`)
   }
+  console.log('')
+  console.log('Floor: one call with no history (no tools, no agent), same medians')
+  console.log('| client | calls (all samples) | client CPU µs per call | wall µs per call |')
+  console.log('|---|---|---|---|')
+  for (const r of floor) console.log(`| ${r.label} | ${r.runs} | ${r.cpuPerCallUs.toFixed(1)} | ${(r.wallPerRunMs * 1000).toFixed(0)} |`)
 }
 
 main().catch((e) => {
