@@ -45,6 +45,21 @@ where
     F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
 {
     let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
+    if adapter.plain_http() && on_main_loop(env) {
+        // A local server over plain HTTP: the request runs on this thread's own event loop.
+        super::uv::spawn_local(async move {
+            let work = CatchUnwind(Box::pin(async move {
+                let (messages, opts) = input()?;
+                adapter.chat_on(&super::local_http::LocalHttp, &messages, &opts, &cancel).await.map(|r| r.to_json())
+            }));
+            match work.await {
+                Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
+                Ok(Err(e)) => deferred.reject(js_err(e)),
+                Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
+            }
+        });
+        return Ok(promise);
+    }
     llm::runtime::spawn(async move {
         // A panic rejects the promise instead of leaving it pending.
         let work = CatchUnwind(Box::pin(async move {
@@ -58,6 +73,13 @@ where
         }
     });
     Ok(promise)
+}
+
+/// Whether `env` runs on Node's main event loop (where `uv::spawn_local` works).
+fn on_main_loop(env: &Env) -> bool {
+    let mut l = std::ptr::null_mut();
+    let status = unsafe { napi::sys::napi_get_uv_event_loop(env.raw(), &mut l) };
+    status == napi::sys::Status::napi_ok && super::uv::available(l.cast())
 }
 
 /// Polls a future, turning a panic into `Err`. (A task of its own would do the same at the

@@ -5,6 +5,8 @@ pub mod cancel;
 pub mod core;
 pub mod fast;
 pub mod llm;
+pub mod local_http;
+pub mod uv;
 
 #[napi_derive::napi(catch_unwind)]
 pub fn kernel_version() -> String {

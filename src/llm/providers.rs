@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bedrock::{self, Credentials, FrameDecoder};
 use super::sse::{SseEvent, SseParser};
-use super::transport::{self, ErrorStyle, HttpRequest, TransportConfig};
+use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, ReqwestHttp, TransportConfig};
 use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::Message;
 
@@ -303,8 +303,8 @@ pub fn create_adapter(
     }
 }
 
-fn request_id(resp: &reqwest::Response) -> String {
-    resp.headers().get("x-amzn-requestid").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+fn request_id(headers: &reqwest::header::HeaderMap) -> String {
+    headers.get("x-amzn-requestid").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
 }
 
 impl Adapter {
@@ -422,7 +422,7 @@ impl Adapter {
             ],
             body: Bytes::new(),
         };
-        let resp = transport::send(&self.client, &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
+        let resp = transport::send(&ReqwestHttp(&self.client), &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
         let reply: CopilotTokenReply = serde_json::from_slice(&body).map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
         let s = CopilotSession {
@@ -436,13 +436,25 @@ impl Adapter {
 
     /// `chat(messages, options)`: one completion. Never touches JS.
     pub async fn chat(&self, messages: &[Message], opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
+        self.chat_on(&ReqwestHttp(&self.client), messages, opts, cancel).await
+    }
+
+    /// Whether `chat_on` may run on an HTTP stack other than the tokio one: the endpoint is
+    /// plain HTTP (a local server) and no request needs another one first (Copilot's token
+    /// exchange runs on reqwest).
+    pub fn plain_http(&self) -> bool {
+        self.base_url.starts_with("http://") && !matches!(self.wire, Wire::Copilot { .. } | Wire::Bedrock { .. })
+    }
+
+    /// `chat` over `http` (see [`transport::Http`]).
+    pub async fn chat_on<H: Http>(&self, http: &H, messages: &[Message], opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
         let req = self.request(messages, opts, false)?;
         if let Some(e) = &self.auth_error {
             return Err(LlmError::other(e.clone()));
         }
         let req = self.prepared(req, cancel).await?;
-        let resp = transport::send(&self.client, &req, self.style(), &self.transport, cancel).await?;
-        let request_id = request_id(&resp);
+        let resp = transport::send(http, &req, self.style(), &self.transport, cancel).await?;
+        let request_id = request_id(resp.headers());
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
         let body = String::from_utf8_lossy(&body);
         match &self.wire {
@@ -481,7 +493,7 @@ impl Adapter {
                 return Ok(());
             }
         };
-        let mut resp = match transport::send(&self.client, &req, self.style(), &self.transport, cancel).await {
+        let mut resp = match transport::send(&ReqwestHttp(&self.client), &req, self.style(), &self.transport, cancel).await {
             Ok(r) => r,
             Err(e) if openai_family => return Err(e),
             Err(e) => {
@@ -493,7 +505,7 @@ impl Adapter {
         let mut events: Vec<SseEvent> = Vec::new();
         let mut frames = FrameDecoder::default();
         let mut frame_buf = Vec::new();
-        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(&resp));
+        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(resp.headers()));
         let mut oa = openai::StreamState::new(&self.name);
         let mut an = anthropic::StreamState::new(&self.name);
         let mut ge = gemini::StreamState::new(&self.name, &opts.model_str());

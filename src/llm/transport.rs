@@ -3,6 +3,7 @@
 //! 409, 429 and ≥ 500 (honouring `retry-after-ms`, `retry-after`, `x-should-retry`), a 600 s
 //! timeout per attempt, immediate abort, and the SDKs' error texts.
 
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -62,53 +63,113 @@ pub fn client() -> Result<Client, LlmError> {
     CLIENT.get_or_init(build_client).clone().map_err(LlmError::other)
 }
 
+/// Why one attempt got no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptError {
+    InvalidUrl,
+    Timeout,
+    Connection,
+}
+
+/// An HTTP stack `send` runs on: reqwest on a tokio runtime ([`ReqwestHttp`]), or the binding's
+/// client on Node's own event loop. It makes single attempts and sleeps; the SDK behaviour
+/// (retries, back-off, timeouts, abort, error texts) is `send`'s, the same for both.
+pub trait Http {
+    type Response: HttpResponse;
+    /// One attempt, up to the response head.
+    fn attempt(&self, req: &HttpRequest) -> impl Future<Output = Result<Self::Response, AttemptError>>;
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
+}
+
+/// A response whose head has arrived.
+pub trait HttpResponse {
+    fn status(&self) -> u16;
+    fn headers(&self) -> &HeaderMap;
+    /// The whole body; `Err` when the connection fails while reading it.
+    fn bytes(self) -> impl Future<Output = Result<Bytes, ()>>;
+}
+
+/// The process-wide reqwest client on the current tokio runtime.
+pub struct ReqwestHttp<'a>(pub &'a Client);
+
+impl Http for ReqwestHttp<'_> {
+    type Response = Response;
+
+    async fn attempt(&self, req: &HttpRequest) -> Result<Response, AttemptError> {
+        let mut rb = self.0.request(req.method.clone(), &req.url);
+        for (k, v) in &req.headers {
+            rb = rb.header(*k, v);
+        }
+        rb.body(req.body.clone()).send().await.map_err(|e| {
+            if e.is_builder() {
+                AttemptError::InvalidUrl
+            } else if e.is_timeout() {
+                AttemptError::Timeout
+            } else {
+                AttemptError::Connection
+            }
+        })
+    }
+
+    async fn sleep(&self, d: Duration) {
+        tokio::time::sleep(d).await
+    }
+}
+
+impl HttpResponse for Response {
+    fn status(&self) -> u16 {
+        Response::status(self).as_u16()
+    }
+    fn headers(&self) -> &HeaderMap {
+        Response::headers(self)
+    }
+    async fn bytes(self) -> Result<Bytes, ()> {
+        Response::bytes(self).await.map_err(|_| ())
+    }
+}
+
 /// Sends with retries; `Ok` only for a 2xx response (its body not yet read).
-pub async fn send(
-    client: &Client,
+pub async fn send<H: Http>(
+    http: &H,
     req: &HttpRequest,
     style: ErrorStyle,
     cfg: &TransportConfig,
     cancel: &CancellationToken,
-) -> Result<Response, LlmError> {
+) -> Result<H::Response, LlmError> {
     let mut retries_left = cfg.max_retries;
     loop {
         if cancel.is_cancelled() {
             return Err(LlmError::aborted());
         }
-        let mut rb = client.request(req.method.clone(), &req.url);
-        for (k, v) in &req.headers {
-            rb = rb.header(*k, v);
-        }
-        let attempt = rb.body(req.body.clone()).send();
         let outcome = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(LlmError::aborted()),
-            r = tokio::time::timeout(cfg.timeout, attempt) => r,
+            _ = http.sleep(cfg.timeout) => Err(AttemptError::Timeout),
+            r = http.attempt(req) => r,
         };
         let failure = match outcome {
-            Err(_elapsed) => LlmError::timeout(),
-            Ok(Err(e)) if e.is_builder() => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
-            Ok(Err(e)) if e.is_timeout() => LlmError::timeout(),
-            Ok(Err(_)) => LlmError::connection(),
-            Ok(Ok(resp)) => {
+            Err(AttemptError::InvalidUrl) => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
+            Err(AttemptError::Timeout) => LlmError::timeout(),
+            Err(AttemptError::Connection) => LlmError::connection(),
+            Ok(resp) => {
                 let status = resp.status();
-                if status.is_success() {
+                if (200..300).contains(&status) {
                     return Ok(resp);
                 }
-                if retries_left > 0 && should_retry(status.as_u16(), resp.headers()) {
+                if retries_left > 0 && should_retry(status, resp.headers()) {
                     let delay = retry_delay(resp.headers(), cfg.max_retries - retries_left);
                     drop(resp);
                     retries_left -= 1;
-                    sleep_or_abort(delay, cancel).await?;
+                    sleep_or_abort(http, delay, cancel).await?;
                     continue;
                 }
-                let code = status.as_u16();
-                let text = tokio::select! {
+                let bytes = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => return Err(LlmError::aborted()),
-                    t = resp.text() => t.unwrap_or_default(),
+                    b = resp.bytes() => b.unwrap_or_default(),
                 };
-                return Err(LlmError { kind: ErrorKind::Api, message: status_message(code, &text, style), status: Some(code) });
+                let text = String::from_utf8_lossy(&bytes);
+                return Err(LlmError { kind: ErrorKind::Api, message: status_message(status, &text, style), status: Some(status) });
             }
         };
         if retries_left == 0 {
@@ -116,15 +177,15 @@ pub async fn send(
         }
         let delay = default_delay(cfg.max_retries - retries_left);
         retries_left -= 1;
-        sleep_or_abort(delay, cancel).await?;
+        sleep_or_abort(http, delay, cancel).await?;
     }
 }
 
-async fn sleep_or_abort(d: Duration, cancel: &CancellationToken) -> Result<(), LlmError> {
+async fn sleep_or_abort<H: Http>(http: &H, d: Duration, cancel: &CancellationToken) -> Result<(), LlmError> {
     tokio::select! {
         biased;
         _ = cancel.cancelled() => Err(LlmError::aborted()),
-        _ = tokio::time::sleep(d) => Ok(()),
+        _ = http.sleep(d) => Ok(()),
     }
 }
 
@@ -362,7 +423,7 @@ mod tests {
         let (url, h) = serve(vec![R429, "", R200]).await;
         let c = build_client().unwrap();
         let cfg = TransportConfig::default();
-        let resp = send(&c, &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
+        let resp = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         assert_eq!(h.await.unwrap(), 3);
     }
@@ -371,7 +432,7 @@ mod tests {
     async fn gives_up_after_two_retries() {
         let (url, h) = serve(vec![R500, R500, R500]).await;
         let c = build_client().unwrap();
-        let err = send(&c, &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &CancellationToken::new()).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.message, "500 boom");
         assert_eq!(err.status, Some(500));
         assert_eq!(h.await.unwrap(), 3);
@@ -391,7 +452,7 @@ mod tests {
         });
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_millis(50), max_retries: 0 };
-        let err = send(&c, &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!((err.kind, err.message.as_str()), (ErrorKind::Timeout, "Request timed out."));
         let cancel = CancellationToken::new();
         let c2 = cancel.clone();
@@ -399,7 +460,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
             c2.cancel();
         });
-        let err = send(&c, &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &cancel).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &cancel).await.unwrap_err();
         assert_eq!(err.message, "Request was aborted.");
     }
 
@@ -410,7 +471,7 @@ mod tests {
         drop(l);
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0 };
-        let err = send(&c, &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.message, "Connection error.");
     }
 }

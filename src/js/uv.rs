@@ -1,0 +1,466 @@
+//! Futures driven by Node's own event loop (libuv), on the JS thread.
+//!
+//! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread),
+//! measured at ≈60 µs of CPU per call on the 2-core VM (bench/README.md, W5 floor). Here a
+//! request's socket is watched by the JS thread's loop itself (`uv_poll`), timers are
+//! `uv_timer`s, and the futures run in a small executor on that thread: a response wakes
+//! the thread that waits for it, and nothing else.
+//!
+//! Only the main thread uses this (`available`); worker threads keep the I/O thread. Every
+//! handle is unreferenced: a pending request keeps Node alive through its promise's
+//! threadsafe function, as with the I/O thread.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::os::raw::{c_int, c_void};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+#[repr(C)]
+pub struct UvLoop {
+    _opaque: [u8; 0],
+}
+
+type PollCb = unsafe extern "C" fn(*mut c_void, c_int, c_int);
+type HandleCb = unsafe extern "C" fn(*mut c_void);
+
+// Resolved against the node binary when the addon is loaded.
+extern "C" {
+    fn uv_default_loop() -> *mut UvLoop;
+    fn uv_handle_size(kind: c_int) -> usize;
+    fn uv_poll_init(l: *mut UvLoop, h: *mut c_void, fd: c_int) -> c_int;
+    fn uv_poll_start(h: *mut c_void, events: c_int, cb: PollCb) -> c_int;
+    fn uv_poll_stop(h: *mut c_void) -> c_int;
+    fn uv_timer_init(l: *mut UvLoop, h: *mut c_void) -> c_int;
+    fn uv_timer_start(h: *mut c_void, cb: HandleCb, timeout: u64, repeat: u64) -> c_int;
+    fn uv_timer_stop(h: *mut c_void) -> c_int;
+    fn uv_async_init(l: *mut UvLoop, h: *mut c_void, cb: HandleCb) -> c_int;
+    fn uv_async_send(h: *mut c_void) -> c_int;
+    fn uv_close(h: *mut c_void, cb: HandleCb);
+    fn uv_unref(h: *mut c_void);
+}
+
+// uv_handle_type and uv_poll_event values (uv.h).
+const UV_ASYNC: c_int = 1;
+const UV_POLL: c_int = 8;
+const UV_TIMER: c_int = 13;
+const UV_READABLE: c_int = 1;
+const UV_WRITABLE: c_int = 2;
+
+/// A handle's memory (`uv_handle_size` bytes); the close callback frees it.
+fn alloc_handle(kind: c_int) -> *mut c_void {
+    unsafe { libc::calloc(1, uv_handle_size(kind)) }
+}
+
+/// `handle->data` is the first field of every handle.
+unsafe fn set_data(h: *mut c_void, data: *mut c_void) {
+    *(h as *mut *mut c_void) = data;
+}
+
+unsafe fn data(h: *mut c_void) -> *mut c_void {
+    *(h as *mut *mut c_void)
+}
+
+unsafe extern "C" fn free_handle(h: *mut c_void) {
+    libc::free(h);
+}
+
+unsafe fn close(h: *mut c_void) {
+    set_data(h, std::ptr::null_mut());
+    uv_close(h, free_handle);
+}
+
+// ---------------------------------------------------------------------------------------
+// Executor
+
+type Task = Pin<Box<dyn Future<Output = ()>>>;
+
+struct Exec {
+    thread: ThreadId,
+    tasks: RefCell<Vec<Option<(Task, Waker)>>>,
+    free: RefCell<Vec<usize>>,
+    ready: RefCell<VecDeque<usize>>,
+    draining: Cell<bool>,
+    remote: Arc<Remote>,
+}
+
+/// Wakes from other threads (a connect finished on the I/O thread): queued, then the loop is
+/// woken through a `uv_async` handle.
+struct Remote {
+    queue: Mutex<Vec<usize>>,
+    handle: usize,
+}
+
+struct TaskWaker {
+    id: usize,
+    thread: ThreadId,
+    remote: Arc<Remote>,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if thread::current().id() == self.thread {
+            let handled = EXEC.with(|e| match e.get() {
+                Some(Some(ex)) => {
+                    ex.ready.borrow_mut().push_back(self.id);
+                    if !ex.draining.get() {
+                        unsafe { uv_async_send(self.remote.handle as *mut c_void) };
+                    }
+                    true
+                }
+                _ => false,
+            });
+            if handled {
+                return;
+            }
+        }
+        self.remote.queue.lock().unwrap_or_else(|e| e.into_inner()).push(self.id);
+        unsafe { uv_async_send(self.remote.handle as *mut c_void) };
+    }
+}
+
+thread_local! {
+    static EXEC: std::cell::OnceCell<Option<Exec>> = const { std::cell::OnceCell::new() };
+}
+
+/// Whether this thread can run local futures: it is Node's main thread (`loop_ptr` is the
+/// env's loop and the default one).
+pub fn available(loop_ptr: *mut c_void) -> bool {
+    EXEC.with(|e| {
+        e.get_or_init(|| {
+            if loop_ptr.is_null() || loop_ptr != unsafe { uv_default_loop() } as *mut c_void {
+                return None;
+            }
+            let h = alloc_handle(UV_ASYNC);
+            if h.is_null() || unsafe { uv_async_init(loop_ptr as *mut UvLoop, h, on_async) } != 0 {
+                return None;
+            }
+            unsafe { uv_unref(h) };
+            Some(Exec {
+                thread: thread::current().id(),
+                tasks: RefCell::new(Vec::new()),
+                free: RefCell::new(Vec::new()),
+                ready: RefCell::new(VecDeque::new()),
+                draining: Cell::new(false),
+                remote: Arc::new(Remote { queue: Mutex::new(Vec::new()), handle: h as usize }),
+            })
+        })
+        .is_some()
+    })
+}
+
+unsafe extern "C" fn on_async(_h: *mut c_void) {
+    with_woken(|| {});
+}
+
+/// Runs `wake` (which may wake tasks), then every task that is ready.
+fn with_woken(wake: impl FnOnce()) {
+    EXEC.with(|e| {
+        let Some(Some(ex)) = e.get() else { return };
+        let outer = ex.draining.replace(true);
+        wake();
+        if !outer {
+            drain(ex);
+            ex.draining.set(false);
+        }
+    })
+}
+
+fn drain(ex: &Exec) {
+    loop {
+        {
+            let mut q = ex.remote.queue.lock().unwrap_or_else(|e| e.into_inner());
+            ex.ready.borrow_mut().extend(q.drain(..));
+        }
+        let Some(id) = ex.ready.borrow_mut().pop_front() else { return };
+        // Out of the slab while it runs: it may spawn tasks.
+        let Some((mut task, waker)) = ex.tasks.borrow_mut().get_mut(id).and_then(Option::take) else { continue };
+        let done = task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready();
+        if done {
+            ex.free.borrow_mut().push(id);
+        } else {
+            ex.tasks.borrow_mut()[id] = Some((task, waker));
+        }
+    }
+}
+
+/// Runs `fut` on this thread's loop; it is polled at once, up to its first wait. Only call
+/// where `available` said yes.
+pub fn spawn_local(fut: impl Future<Output = ()> + 'static) {
+    with_woken(|| {
+        EXEC.with(|e| {
+            let Some(Some(ex)) = e.get() else { return };
+            let id = match ex.free.borrow_mut().pop() {
+                Some(id) => id,
+                None => {
+                    ex.tasks.borrow_mut().push(None);
+                    ex.tasks.borrow().len() - 1
+                }
+            };
+            let waker = Waker::from(Arc::new(TaskWaker { id, thread: ex.thread, remote: ex.remote.clone() }));
+            ex.tasks.borrow_mut()[id] = Some((Box::pin(fut), waker));
+            ex.ready.borrow_mut().push_back(id);
+        })
+    });
+}
+
+fn default_loop() -> *mut UvLoop {
+    unsafe { uv_default_loop() }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sockets
+
+struct Interest {
+    read: Option<Waker>,
+    write: Option<Waker>,
+    events: c_int,
+    handle: *mut c_void,
+}
+
+/// A connected, non-blocking TCP socket watched by the loop.
+pub struct UvTcp {
+    sock: TcpStream,
+    interest: Box<RefCell<Interest>>,
+}
+
+impl UvTcp {
+    pub fn new(sock: TcpStream) -> io::Result<UvTcp> {
+        sock.set_nonblocking(true)?;
+        let h = alloc_handle(UV_POLL);
+        if h.is_null() {
+            return Err(io::Error::other("out of memory"));
+        }
+        if unsafe { uv_poll_init(default_loop(), h, sock.as_raw_fd()) } != 0 {
+            unsafe { libc::free(h) };
+            return Err(io::Error::other("uv_poll_init failed"));
+        }
+        unsafe { uv_unref(h) };
+        let interest = Box::new(RefCell::new(Interest { read: None, write: None, events: 0, handle: h }));
+        unsafe { set_data(h, &*interest as *const RefCell<Interest> as *mut c_void) };
+        Ok(UvTcp { sock, interest })
+    }
+
+    fn want(&self, ev: c_int, waker: &Waker) {
+        let mut i = self.interest.borrow_mut();
+        if ev == UV_READABLE {
+            i.read = Some(waker.clone());
+        } else {
+            i.write = Some(waker.clone());
+        }
+        if i.events & ev == 0 {
+            i.events |= ev;
+            unsafe { uv_poll_start(i.handle, i.events, on_poll) };
+        }
+    }
+
+    fn io<T>(&self, ev: c_int, cx: &mut Context<'_>, mut op: impl FnMut() -> io::Result<T>) -> Poll<io::Result<T>> {
+        loop {
+            match op() {
+                Ok(v) => return Poll::Ready(Ok(v)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.want(ev, cx.waker());
+                    return Poll::Pending;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
+    let p = data(h) as *const RefCell<Interest>;
+    if p.is_null() {
+        return;
+    }
+    let (r, w) = {
+        let mut i = (*p).borrow_mut();
+        // An error wakes both sides: their next read or write reports it.
+        let fired = if status < 0 { UV_READABLE | UV_WRITABLE } else { events };
+        let r = if fired & UV_READABLE != 0 { i.read.take() } else { None };
+        let w = if fired & UV_WRITABLE != 0 { i.write.take() } else { None };
+        i.events &= !fired;
+        if i.events == 0 {
+            uv_poll_stop(h);
+        } else {
+            uv_poll_start(h, i.events, on_poll);
+        }
+        (r, w)
+    };
+    with_woken(|| {
+        if let Some(r) = r {
+            r.wake();
+        }
+        if let Some(w) = w {
+            w.wake();
+        }
+    });
+}
+
+impl Drop for UvTcp {
+    fn drop(&mut self) {
+        let h = self.interest.borrow().handle;
+        unsafe {
+            uv_poll_stop(h);
+            close(h);
+        }
+    }
+}
+
+impl AsyncRead for UvTcp {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let fd = this.sock.as_raw_fd();
+        // Read into the uninitialised tail directly (no zeroing of hyper's buffer).
+        let dst = unsafe { buf.unfilled_mut() };
+        let (ptr, len) = (dst.as_mut_ptr(), dst.len());
+        let res = this.io(UV_READABLE, cx, || {
+            let n = unsafe { libc::read(fd, ptr.cast(), len) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match res {
+            Poll::Ready(Ok(n)) => {
+                unsafe { buf.assume_init(n) };
+                buf.advance(n);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncWrite for UvTcp {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let fd = self.sock.as_raw_fd();
+        self.io(UV_WRITABLE, cx, || {
+            let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        })
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let fd = self.sock.as_raw_fd();
+        self.io(UV_WRITABLE, cx, || {
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = bufs.len().min(1024) as _;
+            let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        })
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.sock.shutdown(std::net::Shutdown::Write).or_else(|e| if e.kind() == io::ErrorKind::NotConnected { Ok(()) } else { Err(e) }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Timers
+
+struct TimerState {
+    fired: bool,
+    waker: Option<Waker>,
+}
+
+/// Completes after `d` (millisecond resolution, like every libuv timer).
+pub struct Sleep {
+    handle: *mut c_void,
+    state: Box<RefCell<TimerState>>,
+}
+
+impl Sleep {
+    pub fn new(d: Duration) -> Sleep {
+        let state = Box::new(RefCell::new(TimerState { fired: false, waker: None }));
+        let h = alloc_handle(UV_TIMER);
+        let ok = !h.is_null() && unsafe { uv_timer_init(default_loop(), h) } == 0;
+        if !ok {
+            // No timer (out of memory): never fires; the request's own outcome still ends it.
+            if !h.is_null() {
+                unsafe { libc::free(h) };
+            }
+            return Sleep { handle: std::ptr::null_mut(), state };
+        }
+        unsafe {
+            uv_unref(h);
+            set_data(h, &*state as *const RefCell<TimerState> as *mut c_void);
+            let ms = d.as_nanos().div_ceil(1_000_000).min(u64::MAX as u128) as u64;
+            uv_timer_start(h, on_timer, ms, 0);
+        }
+        Sleep { handle: h, state }
+    }
+}
+
+unsafe extern "C" fn on_timer(h: *mut c_void) {
+    let p = data(h) as *const RefCell<TimerState>;
+    if p.is_null() {
+        return;
+    }
+    let w = {
+        let mut s = (*p).borrow_mut();
+        s.fired = true;
+        s.waker.take()
+    };
+    with_woken(|| {
+        if let Some(w) = w {
+            w.wake();
+        }
+    });
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.state.borrow_mut();
+        if s.fired {
+            Poll::Ready(())
+        } else {
+            s.waker = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if !self.handle.is_null() {
+            unsafe {
+                uv_timer_stop(self.handle);
+                close(self.handle);
+            }
+        }
+    }
+}
