@@ -29,17 +29,19 @@ thread_local! {
     static POOL: RefCell<HashMap<String, Vec<Sender>>> = RefCell::new(HashMap::new());
 }
 
-fn take_idle(key: &str) -> Option<Sender> {
-    POOL.with(|p| {
-        let mut p = p.borrow_mut();
-        let idle = p.get_mut(key)?;
-        while let Some(s) = idle.pop() {
-            if s.is_ready() {
-                return Some(s);
-            }
+fn pop_idle(key: &str) -> Option<Sender> {
+    POOL.with(|p| p.borrow_mut().get_mut(key)?.pop())
+}
+
+/// An idle connection that is still open. One whose response just ended may not have been
+/// polled back to idle yet: waited for (a moment), not dropped.
+async fn take_idle(key: &str) -> Option<Sender> {
+    while let Some(mut s) = pop_idle(key) {
+        if !s.is_closed() && s.ready().await.is_ok() {
+            return Some(s);
         }
-        None
-    })
+    }
+    None
 }
 
 fn put_idle(key: String, s: Sender) {
@@ -113,7 +115,7 @@ impl Http for LocalHttp {
             b.body(Full::new(req.body.clone())).map_err(|_| AttemptError::InvalidUrl)
         };
         let key = format!("{host}:{port}");
-        if let Some(mut s) = take_idle(&key) {
+        if let Some(mut s) = take_idle(&key).await {
             match s.send_request(build()?).await {
                 Ok(resp) => return Ok(LocalResponse::new(resp, (key, s))),
                 // The server closed the idle connection as the request went out: once more on

@@ -227,6 +227,10 @@ struct Interest {
     read: Option<Waker>,
     write: Option<Waker>,
     events: c_int,
+    /// Events the socket may have (cleared when a read or write finds nothing to do, set by
+    /// the poll): hyper tries a read after every step, and each such try would otherwise be a
+    /// `read` syscall answering EAGAIN (five per call, measured).
+    ready: c_int,
     handle: *mut c_void,
 }
 
@@ -248,7 +252,7 @@ impl UvTcp {
             return Err(io::Error::other("uv_poll_init failed"));
         }
         unsafe { uv_unref(h) };
-        let interest = Box::new(RefCell::new(Interest { read: None, write: None, events: 0, handle: h }));
+        let interest = Box::new(RefCell::new(Interest { read: None, write: None, events: 0, ready: UV_READABLE | UV_WRITABLE, handle: h }));
         unsafe { set_data(h, &*interest as *const RefCell<Interest> as *mut c_void) };
         Ok(UvTcp { sock, interest })
     }
@@ -266,11 +270,23 @@ impl UvTcp {
         }
     }
 
-    fn io<T>(&self, ev: c_int, cx: &mut Context<'_>, mut op: impl FnMut() -> io::Result<T>) -> Poll<io::Result<T>> {
+    /// Runs `op` (a read or write) if the socket may be ready for it; `drained(n)` says whether
+    /// a result of `n` bytes used up that readiness (a short read did).
+    fn io(&self, ev: c_int, cx: &mut Context<'_>, mut op: impl FnMut() -> io::Result<usize>, drained: impl Fn(usize) -> bool) -> Poll<io::Result<usize>> {
+        if self.interest.borrow().ready & ev == 0 {
+            self.want(ev, cx.waker());
+            return Poll::Pending;
+        }
         loop {
             match op() {
-                Ok(v) => return Poll::Ready(Ok(v)),
+                Ok(n) => {
+                    if drained(n) {
+                        self.interest.borrow_mut().ready &= !ev;
+                    }
+                    return Poll::Ready(Ok(n));
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.interest.borrow_mut().ready &= !ev;
                     self.want(ev, cx.waker());
                     return Poll::Pending;
                 }
@@ -290,13 +306,26 @@ unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
         let mut i = (*p).borrow_mut();
         // An error wakes both sides: their next read or write reports it.
         let fired = if status < 0 { UV_READABLE | UV_WRITABLE } else { events };
+        i.ready |= fired;
         let r = if fired & UV_READABLE != 0 { i.read.take() } else { None };
         let w = if fired & UV_WRITABLE != 0 { i.write.take() } else { None };
-        i.events &= !fired;
-        if i.events == 0 {
-            uv_poll_stop(h);
-        } else {
-            uv_poll_start(h, i.events, on_poll);
+        // An interest stays registered while someone waits on it (a keep-alive connection's
+        // reader always does): no epoll_ctl per response. Only an event nobody waited for is
+        // unregistered (the poll is level-triggered, it would fire again).
+        let mut unwanted = 0;
+        if fired & UV_READABLE != 0 && r.is_none() {
+            unwanted |= UV_READABLE;
+        }
+        if fired & UV_WRITABLE != 0 && w.is_none() {
+            unwanted |= UV_WRITABLE;
+        }
+        if unwanted != 0 {
+            i.events &= !unwanted;
+            if i.events == 0 {
+                uv_poll_stop(h);
+            } else {
+                uv_poll_start(h, i.events, on_poll);
+            }
         }
         (r, w)
     };
@@ -327,14 +356,20 @@ impl AsyncRead for UvTcp {
         // Read into the uninitialised tail directly (no zeroing of hyper's buffer).
         let dst = unsafe { buf.unfilled_mut() };
         let (ptr, len) = (dst.as_mut_ptr(), dst.len());
-        let res = this.io(UV_READABLE, cx, || {
-            let n = unsafe { libc::read(fd, ptr.cast(), len) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        });
+        let res = this.io(
+            UV_READABLE,
+            cx,
+            || {
+                let n = unsafe { libc::read(fd, ptr.cast(), len) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            },
+            // A short read emptied the socket (0 = end of stream stays readable).
+            |n| n > 0 && n < len,
+        );
         match res {
             Poll::Ready(Ok(n)) => {
                 unsafe { buf.assume_init(n) };
@@ -350,29 +385,40 @@ impl AsyncRead for UvTcp {
 impl AsyncWrite for UvTcp {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let fd = self.sock.as_raw_fd();
-        self.io(UV_WRITABLE, cx, || {
-            let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        })
+        self.io(
+            UV_WRITABLE,
+            cx,
+            || {
+                let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            },
+            |n| n < data.len(),
+        )
     }
 
     fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
         let fd = self.sock.as_raw_fd();
-        self.io(UV_WRITABLE, cx, || {
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-            msg.msg_iovlen = bufs.len().min(1024) as _;
-            let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        })
+        let total: usize = bufs.iter().take(1024).map(|b| b.len()).sum();
+        self.io(
+            UV_WRITABLE,
+            cx,
+            || {
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+                msg.msg_iovlen = bufs.len().min(1024) as _;
+                let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            },
+            |n| n < total,
+        )
     }
 
     fn is_write_vectored(&self) -> bool {
