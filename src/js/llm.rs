@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use napi::bindgen_prelude::{Object, PromiseRaw};
+use napi::bindgen_prelude::{FromNapiValue, Object, PromiseRaw};
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -44,22 +44,25 @@ pub fn spawn_chat_promise<'e, F>(env: &'e Env, adapter: Arc<Adapter>, cancel: Ca
 where
     F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
 {
-    let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
-    if adapter.plain_http() && on_main_loop(env) {
-        // A local server over plain HTTP: the request runs on this thread's own event loop.
-        super::uv::spawn_local(async move {
-            let work = CatchUnwind(Box::pin(async move {
-                let (messages, opts) = input()?;
-                adapter.chat_on(&super::local_http::LocalHttp, &messages, &opts, &cancel).await.map(|r| r.to_json())
-            }));
-            match work.await {
-                Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
-                Ok(Err(e)) => deferred.reject(js_err(e)),
-                Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
-            }
-        });
-        return Ok(promise);
+    if adapter.plain_http() && super::uv::available(env.raw()) {
+        // A local server over plain HTTP: the request runs on this thread's own event loop
+        // and its promise is settled from there (no threadsafe function per call).
+        if let Some((deferred, promise)) = super::uv::promise(env.raw()) {
+            super::uv::spawn_local(async move {
+                let work = CatchUnwind(Box::pin(async move {
+                    let (messages, opts) = input()?;
+                    adapter.chat_on(&super::local_http::LocalHttp, &messages, &opts, &cancel).await.map(|r| r.to_json())
+                }));
+                deferred.settle(match work.await {
+                    Ok(Ok(json)) => Ok(json),
+                    Ok(Err(e)) => Err(e.to_json()),
+                    Err(_) => Err(LlmError::other("internal error: the LLM request task panicked").to_json()),
+                });
+            });
+            return unsafe { Object::from_napi_value(env.raw(), promise) };
+        }
     }
+    let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
     llm::runtime::spawn(async move {
         // A panic rejects the promise instead of leaving it pending.
         let work = CatchUnwind(Box::pin(async move {
@@ -73,13 +76,6 @@ where
         }
     });
     Ok(promise)
-}
-
-/// Whether `env` runs on Node's main event loop (where `uv::spawn_local` works).
-fn on_main_loop(env: &Env) -> bool {
-    let mut l = std::ptr::null_mut();
-    let status = unsafe { napi::sys::napi_get_uv_event_loop(env.raw(), &mut l) };
-    status == napi::sys::Status::napi_ok && super::uv::available(l.cast())
 }
 
 /// Polls a future, turning a panic into `Err`. (A task of its own would do the same at the

@@ -7,8 +7,9 @@
 //! the thread that waits for it, and nothing else.
 //!
 //! Only the main thread uses this (`available`); worker threads keep the I/O thread. Every
-//! handle is unreferenced: a pending request keeps Node alive through its promise's
-//! threadsafe function, as with the I/O thread.
+//! handle is unreferenced; a pending request keeps Node alive through a referenced `uv_async`
+//! handle while any promise is unsettled. Promises are settled from the loop's callbacks
+//! inside a napi callback scope, so their reactions run right after, as for Node's own I/O.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -23,6 +24,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
+use napi::sys;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 #[repr(C)]
@@ -46,6 +48,7 @@ extern "C" {
     fn uv_async_init(l: *mut UvLoop, h: *mut c_void, cb: HandleCb) -> c_int;
     fn uv_async_send(h: *mut c_void) -> c_int;
     fn uv_close(h: *mut c_void, cb: HandleCb);
+    fn uv_ref(h: *mut c_void);
     fn uv_unref(h: *mut c_void);
 }
 
@@ -86,6 +89,9 @@ type Task = Pin<Box<dyn Future<Output = ()>>>;
 
 struct Exec {
     thread: ThreadId,
+    js: Js,
+    /// Unsettled promises; while there are any, the async handle keeps the loop alive.
+    pending: Cell<usize>,
     tasks: RefCell<Vec<Option<(Task, Waker)>>>,
     free: RefCell<Vec<usize>>,
     ready: RefCell<VecDeque<usize>>,
@@ -135,14 +141,115 @@ thread_local! {
     static EXEC: std::cell::OnceCell<Option<Exec>> = const { std::cell::OnceCell::new() };
 }
 
-/// Whether this thread can run local futures: it is Node's main thread (`loop_ptr` is the
-/// env's loop and the default one).
-pub fn available(loop_ptr: *mut c_void) -> bool {
+/// What settling promises from a loop callback needs: the env and an async context.
+struct Js {
+    env: sys::napi_env,
+    resource: sys::napi_ref,
+    context: sys::napi_async_context,
+}
+
+impl Js {
+    /// Called inside a napi call (the first request).
+    unsafe fn new(env: sys::napi_env) -> Option<Js> {
+        let ok = |s: sys::napi_status| s == sys::Status::napi_ok;
+        let mut resource = std::ptr::null_mut();
+        let mut name = std::ptr::null_mut();
+        let mut rref = std::ptr::null_mut();
+        let mut context = std::ptr::null_mut();
+        let label = "oma-kernel:llm";
+        let good = ok(sys::napi_create_object(env, &mut resource))
+            && ok(sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name))
+            && ok(sys::napi_create_reference(env, resource, 1, &mut rref))
+            && ok(sys::napi_async_init(env, resource, name, &mut context));
+        good.then_some(Js { env, resource: rref, context })
+    }
+}
+
+/// Runs `f` in a handle scope and a callback scope: promise reactions and `nextTick`s run
+/// when it closes, as after any of Node's own I/O callbacks.
+fn in_js_scope(f: impl FnOnce()) {
+    let js = EXEC.with(|e| match e.get() {
+        Some(Some(ex)) => Some((ex.js.env, ex.js.resource, ex.js.context)),
+        _ => None,
+    });
+    let Some((env, resource, context)) = js else { return f() };
+    unsafe {
+        let mut hs = std::ptr::null_mut();
+        sys::napi_open_handle_scope(env, &mut hs);
+        let mut obj = std::ptr::null_mut();
+        sys::napi_get_reference_value(env, resource, &mut obj);
+        let mut cs = std::ptr::null_mut();
+        let opened = sys::napi_open_callback_scope(env, obj, context, &mut cs) == sys::Status::napi_ok;
+        f();
+        if opened {
+            sys::napi_close_callback_scope(env, cs);
+        }
+        sys::napi_close_handle_scope(env, hs);
+    }
+}
+
+/// A promise for the value of a local future (see `settle`).
+pub struct Deferred(sys::napi_deferred);
+
+/// A new promise; `Deferred` settles it.
+pub fn promise(env: sys::napi_env) -> Option<(Deferred, sys::napi_value)> {
+    let mut d = std::ptr::null_mut();
+    let mut p = std::ptr::null_mut();
+    if unsafe { sys::napi_create_promise(env, &mut d, &mut p) } != sys::Status::napi_ok {
+        return None;
+    }
+    EXEC.with(|e| {
+        if let Some(Some(ex)) = e.get() {
+            if ex.pending.replace(ex.pending.get() + 1) == 0 {
+                unsafe { uv_ref(ex.remote.handle as *mut c_void) };
+            }
+        }
+    });
+    Some((Deferred(d), p))
+}
+
+impl Deferred {
+    /// Resolves with `Ok`'s string or rejects with an Error whose message is `Err`'s. Runs on
+    /// the loop thread inside a handle scope (a napi call or `in_js_scope`).
+    pub fn settle(self, outcome: Result<String, String>) {
+        EXEC.with(|e| {
+            let Some(Some(ex)) = e.get() else { return };
+            let env = ex.js.env;
+            unsafe {
+                let (text, ok) = match &outcome {
+                    Ok(s) => (s, true),
+                    Err(s) => (s, false),
+                };
+                let mut v = std::ptr::null_mut();
+                sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut v);
+                if ok {
+                    sys::napi_resolve_deferred(env, self.0, v);
+                } else {
+                    let mut err = std::ptr::null_mut();
+                    sys::napi_create_error(env, std::ptr::null_mut(), v, &mut err);
+                    sys::napi_reject_deferred(env, self.0, err);
+                }
+            }
+            let n = ex.pending.get() - 1;
+            ex.pending.set(n);
+            if n == 0 {
+                unsafe { uv_unref(ex.remote.handle as *mut c_void) };
+            }
+        })
+    }
+}
+
+/// Whether this thread can run local futures: `env` runs on Node's main thread (its loop is
+/// the default one). Call inside a napi call.
+pub fn available(env: sys::napi_env) -> bool {
     EXEC.with(|e| {
         e.get_or_init(|| {
-            if loop_ptr.is_null() || loop_ptr != unsafe { uv_default_loop() } as *mut c_void {
+            let mut loop_ptr = std::ptr::null_mut();
+            let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_ptr) };
+            if status != sys::Status::napi_ok || loop_ptr.is_null() || loop_ptr as *mut UvLoop != unsafe { uv_default_loop() } {
                 return None;
             }
+            let js = unsafe { Js::new(env) }?;
             let h = alloc_handle(UV_ASYNC);
             if h.is_null() || unsafe { uv_async_init(loop_ptr as *mut UvLoop, h, on_async) } != 0 {
                 return None;
@@ -150,6 +257,8 @@ pub fn available(loop_ptr: *mut c_void) -> bool {
             unsafe { uv_unref(h) };
             Some(Exec {
                 thread: thread::current().id(),
+                js,
+                pending: Cell::new(0),
                 tasks: RefCell::new(Vec::new()),
                 free: RefCell::new(Vec::new()),
                 ready: RefCell::new(VecDeque::new()),
@@ -162,7 +271,7 @@ pub fn available(loop_ptr: *mut c_void) -> bool {
 }
 
 unsafe extern "C" fn on_async(_h: *mut c_void) {
-    with_woken(|| {});
+    in_js_scope(|| with_woken(|| {}));
 }
 
 /// Runs `wake` (which may wake tasks), then every task that is ready.
@@ -329,13 +438,15 @@ unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
         }
         (r, w)
     };
-    with_woken(|| {
-        if let Some(r) = r {
-            r.wake();
-        }
-        if let Some(w) = w {
-            w.wake();
-        }
+    in_js_scope(|| {
+        with_woken(|| {
+            if let Some(r) = r {
+                r.wake();
+            }
+            if let Some(w) = w {
+                w.wake();
+            }
+        })
     });
 }
 
@@ -480,10 +591,12 @@ unsafe extern "C" fn on_timer(h: *mut c_void) {
         s.fired = true;
         s.waker.take()
     };
-    with_woken(|| {
-        if let Some(w) = w {
-            w.wake();
-        }
+    in_js_scope(|| {
+        with_woken(|| {
+            if let Some(w) = w {
+                w.wake();
+            }
+        })
     });
 }
 
