@@ -135,3 +135,14 @@ test('worker threads use the I/O thread and get the same answers', async () => {
   expect(got).toEqual(['eno', 'owt'])
   await w.terminate()
 })
+
+test('large requests and responses cross intact (partial reads and writes)', async () => {
+  const adapter = await createAdapter('openai', 'k', server.url)
+  // 3 MB out (more than a socket buffer: the write waits for the socket to drain) and the
+  // same text reversed back (read in many pieces).
+  const big = Array.from({ length: 3 * 1024 }, (_, i) => `${i}:${'é'.repeat(500)}|`).join('')
+  const r = await adapter.chat(ask(big), { model: 'm' })
+  expect(textOf(r)).toBe(big.split('').reverse().join(''))
+  // The connection is still good for the next call.
+  expect(textOf(await adapter.chat(ask('small'), { model: 'm' }))).toBe('llams')
+})
