@@ -146,3 +146,21 @@ test('large requests and responses cross intact (partial reads and writes)', asy
   // The connection is still good for the next call.
   expect(textOf(await adapter.chat(ask('small'), { model: 'm' }))).toBe('llams')
 })
+
+test('process.exit() with a request in flight exits cleanly', () => {
+  // The server never answers; the client exits mid-request. Nothing may run against the
+  // torn-down process (an abort would show as status 134 and a Rust panic on stderr).
+  const client = spawnSync(process.execPath, ['-e', `
+    const { spawn } = require('child_process')
+    const srv = spawn(process.execPath, ['-e', "require('http').createServer((q) => q.resume()).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"])
+    srv.stdout.once('data', async (d) => {
+      const { createAdapter } = require(${JSON.stringify(ENTRY)})
+      const a = await createAdapter('openai', 'k', 'http://127.0.0.1:' + String(d).trim() + '/v1')
+      a.chat([{ role: 'user', content: [{ type: 'text', text: 'x' }] }], { model: 'm' }).catch(() => {})
+      setTimeout(() => { srv.kill(); console.log('exiting'); process.exit(0) }, 100)
+    })
+  `], { timeout: 20_000, encoding: 'utf8' })
+  expect(client.stderr).not.toContain('panicked')
+  expect(client.stdout.trim()).toBe('exiting')
+  expect(client.status).toBe(0)
+})

@@ -26,7 +26,9 @@ type Sender = SendRequest<Full<Bytes>>;
 const MAX_IDLE: usize = 32;
 
 thread_local! {
-    static POOL: RefCell<HashMap<String, Vec<Sender>>> = RefCell::new(HashMap::new());
+    /// Leaked like the executor (`uv.rs`): dropping connections while the process exits would
+    /// wake tasks through thread-locals that are already gone.
+    static POOL: &'static RefCell<HashMap<String, Vec<Sender>>> = Box::leak(Box::new(RefCell::new(HashMap::new())));
 }
 
 fn pop_idle(key: &str) -> Option<Sender> {

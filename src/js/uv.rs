@@ -118,7 +118,7 @@ impl Wake for TaskWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         if thread::current().id() == self.thread {
-            let handled = EXEC.with(|e| match e.get() {
+            let handled = EXEC.try_with(|e| match e.get() {
                 Some(Some(ex)) => {
                     ex.ready.borrow_mut().push_back(self.id);
                     if !ex.draining.get() {
@@ -127,7 +127,8 @@ impl Wake for TaskWaker {
                     true
                 }
                 _ => false,
-            });
+            })
+            .unwrap_or(false);
             if handled {
                 return;
             }
@@ -138,7 +139,9 @@ impl Wake for TaskWaker {
 }
 
 thread_local! {
-    static EXEC: std::cell::OnceCell<Option<Exec>> = const { std::cell::OnceCell::new() };
+    /// Leaked on purpose: only the main thread has one, and dropping its tasks while the
+    /// process exits would wake wakers whose thread-locals are already gone.
+    static EXEC: std::cell::OnceCell<Option<&'static Exec>> = const { std::cell::OnceCell::new() };
 }
 
 /// What settling promises from a loop callback needs: the env and an async context.
@@ -160,9 +163,19 @@ impl Js {
         let good = ok(sys::napi_create_object(env, &mut resource))
             && ok(sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name))
             && ok(sys::napi_create_reference(env, resource, 1, &mut rref))
-            && ok(sys::napi_async_init(env, resource, name, &mut context));
+            && ok(sys::napi_async_init(env, resource, name, &mut context))
+            && ok(sys::napi_add_env_cleanup_hook(env, Some(env_gone), std::ptr::null_mut()));
         good.then_some(Js { env, resource: rref, context })
     }
+}
+
+thread_local! {
+    /// Set when Node tears the env down: from then on nothing here touches JS.
+    static ENV_GONE: Cell<bool> = const { Cell::new(false) };
+}
+
+unsafe extern "C" fn env_gone(_arg: *mut c_void) {
+    ENV_GONE.with(|g| g.set(true));
 }
 
 /// Runs `f` in a handle scope and a callback scope: promise reactions and `nextTick`s run
@@ -173,6 +186,9 @@ fn in_js_scope(f: impl FnOnce()) {
         _ => None,
     });
     let Some((env, resource, context)) = js else { return f() };
+    if ENV_GONE.with(Cell::get) {
+        return;
+    }
     unsafe {
         let mut hs = std::ptr::null_mut();
         sys::napi_open_handle_scope(env, &mut hs);
@@ -214,6 +230,9 @@ impl Deferred {
     pub fn settle(self, outcome: Result<String, String>) {
         EXEC.with(|e| {
             let Some(Some(ex)) = e.get() else { return };
+            if ENV_GONE.with(Cell::get) {
+                return;
+            }
             let env = ex.js.env;
             unsafe {
                 let (text, ok) = match &outcome {
@@ -255,7 +274,7 @@ pub fn available(env: sys::napi_env) -> bool {
                 return None;
             }
             unsafe { uv_unref(h) };
-            Some(Exec {
+            Some(&*Box::leak(Box::new(Exec {
                 thread: thread::current().id(),
                 js,
                 pending: Cell::new(0),
@@ -264,7 +283,7 @@ pub fn available(env: sys::napi_env) -> bool {
                 ready: RefCell::new(VecDeque::new()),
                 draining: Cell::new(false),
                 remote: Arc::new(Remote { queue: Mutex::new(Vec::new()), handle: h as usize }),
-            })
+            })))
         })
         .is_some()
     })
