@@ -1,7 +1,8 @@
 //! Futures driven by Node's own event loop (libuv), on the JS thread.
 //!
-//! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread),
-//! measured at ≈60 µs of CPU per call on the 2-core VM (bench/README.md, W5 floor). Here a
+//! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread):
+//! a call with no history took 87 µs of CPU that way and takes ≈45 µs this way on the 2-core
+//! VM (bench/README.md, W5 floor). Here a
 //! request's socket is watched by the JS thread's loop itself (`uv_poll`), timers are
 //! `uv_timer`s, and the futures run in a small executor on that thread: a response wakes
 //! the thread that waits for it, and nothing else.
