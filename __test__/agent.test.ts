@@ -609,3 +609,22 @@ describe('timeout and abort (§4.3, §20.1 #7, §21 aborted/timedOut)', () => {
     expect('timedOut' in r).toBe(false)
   })
 })
+
+describe('call timing', () => {
+  it('never calls the model before run() / stream() has returned (also on a reused agent)', async () => {
+    const { agent, adapter } = agentSetup('timing', {}, new MockAdapter([], textReply('ok')))
+    for (let i = 0; i < 2; i++) {
+      const before = adapter.calls.length
+      const p = agent.run('go')
+      expect(adapter.calls.length).toBe(before)
+      await p
+      expect(adapter.calls.length).toBe(before + 1)
+    }
+    const it = agent.stream('go')
+    const first = it.next()
+    expect(adapter.calls.length).toBe(2)
+    await first
+    for await (const _ of it) { /* drain */ }
+    expect(adapter.calls.length).toBe(3)
+  })
+})

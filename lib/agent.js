@@ -124,9 +124,11 @@ class Agent {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
     this._start()
     try {
-      // Awaited only when there is something to wait for (each await is a microtask hop).
+      // The hook is awaited only when there is one (each await of an async call is several
+      // microtask hops). The runner is always awaited: the model is never called before run()
+      // has returned its promise, as in the original.
       const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
-      const runner = this.runner ?? await this._getRunner()
+      const runner = await (this.runner ?? this._getRunner())
       const { signal, timeout } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
       const options = { ...runOptions }
       if (signal !== undefined) options.abortSignal = signal
@@ -232,9 +234,11 @@ class Agent {
     const startMs = Date.now()
     let timeout
     try {
-      // Awaited only when there is something to wait for (each await is a microtask hop).
+      // The hook is awaited only when there is one (each await of an async call is several
+      // microtask hops). The runner is always awaited: the model is never called before run()
+      // has returned its promise, as in the original.
       const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
-      const runner = this.runner ?? await this._getRunner()
+      const runner = await (this.runner ?? this._getRunner())
       const options = { ...callerOptions }
       options.onMessage = (msg) => {
         this.state.messages.push(msg)
