@@ -181,8 +181,8 @@ class Agent {
     return messages
   }
 
+  /** Creates the runner on the first run (callers use `this.runner` when it is set). */
   async _getRunner() {
-    if (this.runner) return this.runner
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {

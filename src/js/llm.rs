@@ -49,33 +49,35 @@ where
         // and its promise is settled from there (no threadsafe function per call).
         if let Some((deferred, promise)) = super::uv::promise(env.raw()) {
             super::uv::spawn_local(async move {
-                let work = CatchUnwind(Box::pin(async move {
+                let out = guarded(async move {
                     let (messages, opts) = input()?;
                     adapter.chat_on(&super::local_http::LocalHttp, &messages, &opts, &cancel).await.map(|r| r.to_json())
-                }));
-                deferred.settle(match work.await {
-                    Ok(Ok(json)) => Ok(json),
-                    Ok(Err(e)) => Err(e.to_json()),
-                    Err(_) => Err(LlmError::other("internal error: the LLM request task panicked").to_json()),
-                });
+                })
+                .await;
+                deferred.settle(out.map_err(|e| e.to_json()));
             });
             return unsafe { Object::from_napi_value(env.raw(), promise) };
         }
     }
     let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
     llm::runtime::spawn(async move {
-        // A panic rejects the promise instead of leaving it pending.
-        let work = CatchUnwind(Box::pin(async move {
+        let out = guarded(async move {
             let (messages, opts) = input()?;
             adapter.chat(&messages, &opts, &cancel).await.map(|r| r.to_json())
-        }));
-        match work.await {
-            Ok(Ok(json)) => deferred.resolve(Box::new(move |_| Ok(json))),
-            Ok(Err(e)) => deferred.reject(js_err(e)),
-            Err(_) => deferred.reject(js_err(LlmError::other("internal error: the LLM request task panicked"))),
+        })
+        .await;
+        match out {
+            Ok(json) => deferred.resolve(Box::new(move |_| Ok(json))),
+            Err(e) => deferred.reject(js_err(e)),
         }
     });
     Ok(promise)
+}
+
+/// `fut`, with a panic turned into an error: a panicking request rejects its promise instead
+/// of leaving it pending.
+async fn guarded(fut: impl Future<Output = std::result::Result<String, LlmError>>) -> std::result::Result<String, LlmError> {
+    CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| Err(LlmError::other("internal error: the LLM request task panicked")))
 }
 
 /// Polls a future, turning a panic into `Err`. (A task of its own would do the same at the
