@@ -105,8 +105,11 @@ export declare function kernelVersion(): string
 /** The message of the last failed `runnerNew` on this thread (so the shim builds the Error). */
 export declare function lastError(): string
 
-/** The environment variables the adapters read; JS snapshots them from `process.env`. */
-export declare function llmEnvVars(): Array<string>
+/**
+ * The environment variables `createAdapter(provider)` reads; JS snapshots them from
+ * `process.env` (per provider: each read of `process.env` is a call into Node).
+ */
+export declare function llmEnvVars(provider: string): Array<string>
 
 export interface LoopInfoOut {
   kind: string
@@ -144,7 +147,9 @@ export declare function repairToolArgsJson(raw: string): string | null
 
 /**
  * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
- * `LLMResponse` JSON; rejections use the adapters' JSON error format (see `lib/llm.js`).
+ * `LLMResponse` JSON once the machine has taken the response (on the JS thread, before the
+ * driver resumes: the driver goes on with `runNext`); rejections use the adapters' JSON error
+ * format (see `lib/llm.js`).
  */
 export declare function runChat(id: number, adapter: NativeLlmAdapter, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
 

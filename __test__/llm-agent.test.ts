@@ -1,6 +1,6 @@
 // Full Agent runs with a tool over each native provider family, against local servers.
 import { z } from 'zod'
-import { Agent, ToolRegistry, ToolExecutor, defineTool } from '../index'
+import { Agent, ToolRegistry, ToolExecutor, createAdapter, defineTool } from '../index'
 import type { AgentConfig } from '../index'
 import { MockServer, startServer } from './llm-server'
 
@@ -64,6 +64,37 @@ describe('Agent over native adapters', () => {
     ])
     expect(second.tools[0].function.name).toBe('lookup')
     expect(second.tools[0].function.parameters.properties).toEqual({ city: { type: 'string' } })
+  })
+
+  test('the run reuses the text of its history in request bodies, byte for byte what a fresh build sends', async () => {
+    // Five tool turns; the sliding window replaces the history from the third call on, and
+    // compressToolResults rewrites old results: every body must match the one built from the
+    // conversation as JS holds it (an adapter whose chat is wrapped takes that path).
+    const script = () => {
+      for (let i = 0; i < 5; i++) {
+        server.replies.push({ json: openaiReply({ content: i % 2 ? `step ${i}` : null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'lookup', arguments: JSON.stringify({ city: `C"${i}\n` }) } }] }, 'tool_calls') })
+      }
+      server.replies.push({ json: openaiReply({ content: 'done' }, 'stop') })
+    }
+    const bodies = async (wrap: boolean) => {
+      const from = server.requests.length
+      script()
+      const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+      if (wrap) {
+        const chat = adapter.chat
+        adapter.chat = (m, o) => chat.call(adapter, m, o)
+      }
+      const { agent } = agentWith({ adapter, systemPrompt: 'S', contextStrategy: { type: 'sliding-window', maxTurns: 2 }, compressToolResults: { minChars: 5 } })
+      const r = await agent.run('Go')
+      expect(r.output).toBe('done')
+      return server.requests.slice(from).map((q) => q.raw)
+    }
+    const cached = await bodies(false)
+    const fresh = await bodies(true)
+    expect(cached).toHaveLength(6)
+    expect(cached).toEqual(fresh)
+    // The window did drop messages (the test would not see a stale prefix otherwise).
+    expect(JSON.parse(cached[5]).messages.length).toBeLessThan(JSON.parse(cached[4]).messages.length + 2)
   })
 
   test('local model printing its tool call as text: the fallback drives the loop', async () => {

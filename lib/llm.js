@@ -11,12 +11,19 @@ const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
 /** The response's JSON as the addon produced it (non-enumerable): lets the kernel hand it to the
  *  native machine without a JSON.stringify of objects it has just parsed. */
 const RESPONSE_JSON = Symbol.for('oma-kernel.response-json')
-const ENV_VARS = native.llmEnvVars()
+/** provider → the variables its adapter reads (each process.env read is a call into Node). */
+const envVarsByProvider = new Map()
 
 // process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
-function envSnapshot() {
+function envSnapshot(provider) {
+  let vars = envVarsByProvider.get(provider)
+  if (vars === undefined) {
+    vars = native.llmEnvVars(provider)
+    // Unknown providers (empty list, createAdapter throws) are not kept.
+    if (vars.length > 0) envVarsByProvider.set(provider, vars)
+  }
   const out = {}
-  for (const k of ENV_VARS) {
+  for (const k of vars) {
     const v = process.env[k]
     if (v !== undefined) out[k] = v
   }
@@ -169,7 +176,8 @@ async function createAdapter(provider, apiKey, baseURL, region) {
   }
   let handle
   try {
-    handle = native.NativeLlmAdapter.create(String(provider), apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot())
+    const name = String(provider)
+    handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot(name))
   } catch (e) {
     throw fromNative(e)
   }

@@ -169,6 +169,7 @@ class AgentRunner {
     const nh = this.adapter ? this.adapter[llm.NATIVE_ADAPTER] : undefined
     const nativeAdapter = nh && this.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
     let nativeOptions
+    let checked = null // the conversation array last checked for the native path
     const newMessages = []
     const toolCalls = []
     const onTrace = options.onTrace
@@ -227,8 +228,13 @@ class AgentRunner {
             const startMs = onTrace ? Date.now() : 0
             if (nativeAdapter) {
               // Our own adapter: the request body is built from the machine's history, so the
-              // conversation never crosses into or out of JS objects on the way out.
-              llm.assertValidMessages(conv)
+              // conversation never crosses into or out of JS objects on the way out. Only the
+              // caller's (or a strategy's) messages need the §15.1 check: what the run appends
+              // is well-formed by construction.
+              if (checked !== conv) {
+                llm.assertValidMessages(conv)
+                checked = conv
+              }
               if (nativeOptions === undefined) nativeOptions = llm.optionsJson(chatOptions)
               const [cancel, unlink] = llm.linkSignal(signal)
               let json
@@ -260,7 +266,11 @@ class AgentRunner {
                   } finally {
                     s.close()
                   }
+                  code = native.runRespondJson(id, json)
+                  if (code < 0) throw new Error(native.runError(id))
                 } else {
+                  // The machine has taken the response by the time this resolves (no second
+                  // parse): the loop goes on with runNext.
                   try {
                     json = await native.runChat(id, nativeAdapter, nativeOptions, cancel)
                   } catch (e) {
@@ -271,12 +281,11 @@ class AgentRunner {
                 unlink()
               }
               response = JSON.parse(json)
-              code = native.runRespondJson(id, json)
             } else {
               response = await this.adapter.chat(conv, chatOptions)
               code = respond(id, response)
+              if (code < 0) throw new Error(native.runError(id))
             }
-            if (code < 0) throw new Error(native.runError(id))
             if (onTrace) {
               const endMs = Date.now()
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: native.runTurns(id), tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })

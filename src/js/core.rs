@@ -111,7 +111,7 @@ pub fn runner_start(id: u32, initial_json: String, has_on_warning: bool) -> Resu
     let (cfg, cache, granted) = with_runner(id, |r| (r.cfg.clone(), r.cache.clone(), r.granted.clone()))?;
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
     let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
-    Ok(insert_run(Run { m, error: String::new() }))
+    Ok(insert_run(Run::new(m)))
 }
 
 /// A registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
@@ -149,6 +149,40 @@ pub fn registry_remove(id: u32, name: String) {
 struct Run {
     m: Machine,
     error: String,
+    /// Tells this run from a later one in the same slot (a response settles by id and serial).
+    serial: u64,
+    /// The chat options of the run's native calls, parsed once, with the wire cache that
+    /// belongs to them and the adapter they were used with.
+    chat: Option<RunChat>,
+}
+
+struct RunChat {
+    options_json: String,
+    adapter: usize,
+    opts: std::result::Result<Arc<crate::llm::ChatOptions>, crate::llm::LlmError>,
+    wire: Arc<crate::llm::WireCache>,
+}
+
+impl Run {
+    fn new(m: Machine) -> Run {
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Run { m, error: String::new(), serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chat: None }
+    }
+
+    /// What a native call of this run sends. The driver passes the same options text on every
+    /// call of a run: parsed on the first, and the wire cache reset whenever it or the adapter
+    /// changes (the cached text depends on both).
+    fn chat_input(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) -> std::result::Result<super::llm::ChatInput, crate::llm::LlmError> {
+        let key = Arc::as_ptr(adapter) as usize;
+        let fresh = !matches!(&self.chat, Some(c) if c.adapter == key && c.options_json == options_json);
+        if fresh {
+            let opts = crate::llm::ChatOptions::from_json(&options_json).map(Arc::new);
+            self.chat = Some(RunChat { options_json, adapter: key, opts, wire: Arc::default() });
+        }
+        let c = self.chat.as_ref().expect("set above");
+        let (messages, epoch) = self.m.shared_conversation();
+        Ok(super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) })
+    }
 }
 
 thread_local! {
@@ -556,7 +590,9 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 // Native adapters on the run's own history: no JS objects on the way to the HTTP body.
 
 /// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
-/// `LLMResponse` JSON; rejections use the adapters' JSON error format (see `lib/llm.js`).
+/// `LLMResponse` JSON once the machine has taken the response (on the JS thread, before the
+/// driver resumes: the driver goes on with `runNext`); rejections use the adapters' JSON error
+/// format (see `lib/llm.js`).
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn run_chat<'e>(
     env: &'e napi::Env,
@@ -565,10 +601,16 @@ pub fn run_chat<'e>(
     options_json: String,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<napi::bindgen_prelude::Object<'e>> {
-    let history = with_run(id, |r| r.m.shared_conversation())?;
+    let adapter = adapter.adapter();
+    let (input, serial) = with_run(id, |r| (r.chat_input(&adapter, options_json), r.serial))?;
     let token = super::llm::call_token(cancel);
-    super::llm::spawn_chat_promise(env, adapter.adapter(), token, move || {
-        Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))
+    super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
+        let json = resp.to_json();
+        let taken = RUNS.with(|s| match s.borrow_mut().get_mut(id) {
+            Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage),
+            _ => Err("oma-kernel: this run has already been released".into()),
+        });
+        taken.map(|()| json).map_err(crate::llm::LlmError::other)
     })
 }
 
@@ -580,11 +622,10 @@ pub fn run_stream(
     options_json: String,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<super::llm::NativeLlmStream> {
-    let history = with_run(id, |r| r.m.shared_conversation())?;
+    let adapter = adapter.adapter();
+    let input = with_run(id, |r| r.chat_input(&adapter, options_json))?;
     let token = super::llm::call_token(cancel);
-    Ok(super::llm::spawn_stream(adapter.adapter(), token, move || {
-        Ok((history, crate::llm::ChatOptions::from_json(&options_json)?))
-    }))
+    Ok(super::llm::spawn_stream(adapter, token, move || input))
 }
 
 /// `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output).

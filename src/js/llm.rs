@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
 use crate::kernel::message::Message;
-use crate::llm::{self, Adapter, ChatOptions, LlmError, StreamEvent};
+use crate::llm::{self, Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
 type Resolver = Box<dyn FnOnce(Env) -> Result<String> + Send>;
@@ -26,10 +26,24 @@ fn js_err(e: LlmError) -> Error {
     Error::new(Status::GenericFailure, e.to_json())
 }
 
-fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> {
+/// What one call sends: the messages, the options, and for a run's own history the cache
+/// that lets it reuse the wire text of earlier calls.
+pub struct ChatInput {
+    pub messages: Arc<Vec<Message>>,
+    pub opts: Arc<ChatOptions>,
+    pub reuse: Option<(Arc<WireCache>, u64)>,
+}
+
+impl ChatInput {
+    fn reuse(&self) -> llm::Reuse<'_> {
+        self.reuse.as_ref().map(|(c, e)| (&**c, *e))
+    }
+}
+
+fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<ChatInput, LlmError> {
     let messages = llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
     let opts = ChatOptions::from_json(options_json)?;
-    Ok((Arc::new(messages), opts))
+    Ok(ChatInput { messages: Arc::new(messages), opts: Arc::new(opts), reuse: None })
 }
 
 fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
@@ -37,24 +51,30 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
     cancel.map(|c| c.token().child_token()).unwrap_or_default()
 }
 
-/// Runs one `chat` on the LLM I/O thread and returns a promise of the response JSON; the kernel's
-/// fast path calls this with the history it already owns (`move || Ok((history, opts))`).
-/// Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
-pub fn spawn_chat_promise<'e, F>(env: &'e Env, adapter: Arc<Adapter>, cancel: CancellationToken, input: F) -> Result<Object<'e>>
+/// The `LLMResponse` JSON of an adapter's own `chat`.
+pub fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
+    Ok(r.to_json())
+}
+
+/// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on
+/// the JS thread (the kernel's fast path hands the response to its machine there). A local
+/// plain-HTTP server is served from this thread's event loop, anything else from the LLM I/O
+/// thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
+pub fn spawn_chat_promise<'e, F, D>(env: &'e Env, adapter: Arc<Adapter>, cancel: CancellationToken, input: F, done: D) -> Result<Object<'e>>
 where
-    F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
+    F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
+    D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError> + Send + 'static,
 {
     if adapter.plain_http() && super::uv::available(env.raw()) {
-        // A local server over plain HTTP: the request runs on this thread's own event loop
-        // and its promise is settled from there (no threadsafe function per call).
+        // No threadsafe function per call: the promise is settled from the loop's callback.
         if let Some((deferred, promise)) = super::uv::promise(env.raw()) {
             super::uv::spawn_local(async move {
                 let out = guarded(async move {
-                    let (messages, opts) = input()?;
-                    adapter.chat_on(&super::local_http::LocalHttp, &messages, &opts, &cancel).await.map(|r| r.to_json())
+                    let i = input()?;
+                    adapter.chat_on(&super::local_http::LocalHttp, &i.messages, i.reuse(), &i.opts, &cancel).await
                 })
                 .await;
-                deferred.settle(out.map_err(|e| e.to_json()));
+                deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));
             });
             return unsafe { Object::from_napi_value(env.raw(), promise) };
         }
@@ -62,21 +82,29 @@ where
     let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
     llm::runtime::spawn(async move {
         let out = guarded(async move {
-            let (messages, opts) = input()?;
-            adapter.chat(&messages, &opts, &cancel).await.map(|r| r.to_json())
+            let i = input()?;
+            adapter.chat(&i.messages, i.reuse(), &i.opts, &cancel).await
         })
         .await;
         match out {
-            Ok(json) => deferred.resolve(Box::new(move |_| Ok(json))),
+            Ok(r) => deferred.resolve(Box::new(move |_| finish(done, r).map_err(js_err))),
             Err(e) => deferred.reject(js_err(e)),
         }
     });
     Ok(promise)
 }
 
+/// `done(r)` with a panic turned into an error (it runs inside a loop callback).
+fn finish<D>(done: D, r: LlmResponse) -> std::result::Result<String, LlmError>
+where
+    D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError>,
+{
+    catch_unwind(AssertUnwindSafe(|| done(r))).unwrap_or_else(|_| Err(LlmError::other("internal error: handling the LLM response panicked")))
+}
+
 /// `fut`, with a panic turned into an error: a panicking request rejects its promise instead
 /// of leaving it pending.
-async fn guarded(fut: impl Future<Output = std::result::Result<String, LlmError>>) -> std::result::Result<String, LlmError> {
+async fn guarded<T>(fut: impl Future<Output = std::result::Result<T, LlmError>>) -> std::result::Result<T, LlmError> {
     CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| Err(LlmError::other("internal error: the LLM request task panicked")))
 }
 
@@ -148,7 +176,7 @@ impl NativeLlmAdapter {
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
         let token = token_of(cancel);
-        spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json))
+        spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json), response_json)
     }
 
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
@@ -162,7 +190,7 @@ impl NativeLlmAdapter {
 /// native path hands in its own history). Events are pulled with `NativeLlmStream.nextBatch`.
 pub fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
 where
-    F: FnOnce() -> std::result::Result<(Arc<Vec<Message>>, ChatOptions), LlmError> + Send + 'static,
+    F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
 {
     let (tx, rx) = unbounded_channel::<String>();
     let task_token = token.clone();
@@ -172,7 +200,7 @@ where
             let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));
         };
         let outcome = match input() {
-            Ok((messages, opts)) => adapter.stream(&messages, &opts, &task_token, &mut sink).await,
+            Ok(i) => adapter.stream(&i.messages, i.reuse(), &i.opts, &task_token, &mut sink).await,
             Err(e) => Err(e),
         };
         if let Err(e) = outcome {
@@ -227,10 +255,11 @@ impl NativeLlmStream {
     }
 }
 
-/// The environment variables the adapters read; JS snapshots them from `process.env`.
+/// The environment variables `createAdapter(provider)` reads; JS snapshots them from
+/// `process.env` (per provider: each read of `process.env` is a call into Node).
 #[napi(catch_unwind)]
-pub fn llm_env_vars() -> Vec<String> {
-    llm::ENV_VARS.iter().map(|s| s.to_string()).collect()
+pub fn llm_env_vars(provider: String) -> Vec<String> {
+    llm::providers::env_vars_for(&provider).iter().map(|s| s.to_string()).collect()
 }
 
 /// `extractToolCallsFromText(text, knownToolNames)` → JSON array of tool_use blocks.

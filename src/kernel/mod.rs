@@ -3,6 +3,7 @@
 
 pub mod json;
 pub mod message;
+pub mod history;
 pub mod context;
 pub mod grants;
 pub mod loop_detector;

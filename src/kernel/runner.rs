@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 
 use super::context::{self, CompactConfig, Plan, SummaryCache, Summarize};
 use super::grants::GrantConfig;
+use super::history::History;
 use super::loop_detector::{LoopDetector, LoopInfo, LoopKind};
 use super::message::{parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage};
 use super::tokens::estimate_tokens;
@@ -142,10 +143,7 @@ struct ToolOutcome {
 pub struct Machine {
     cfg: Arc<RunnerConfig>,
     cache: Arc<Mutex<Option<SummaryCache>>>,
-    /// Shared with an in-flight native LLM request (which reads it on the I/O thread) instead
-    /// of copied per call; the request is over before the machine appends again, so
-    /// `make_mut` does not copy either.
-    conv: Arc<Vec<Message>>,
+    conv: History,
     usage: Usage,
     turns: u32,
     final_output: String,
@@ -209,7 +207,7 @@ impl Machine {
             granted: granted.into_iter().collect(),
             cfg,
             cache,
-            conv: Arc::new(initial),
+            conv: History::new(initial),
             usage: Usage::default(),
             turns: 0,
             final_output: String::new(),
@@ -341,7 +339,7 @@ impl Machine {
     }
 
     fn stage_plan(&mut self, plan: Plan) -> Op {
-        self.conv = Arc::new(context::apply(&self.conv, &plan));
+        self.conv.replace(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
         Op::ApplyPlan
     }
@@ -369,7 +367,7 @@ impl Machine {
         if msgs.is_empty() {
             return Err(BAD.into());
         }
-        self.conv = Arc::new(msgs);
+        self.conv.replace(msgs);
         self.phase = Phase::Call;
         Ok(())
     }
@@ -396,7 +394,7 @@ impl Machine {
         let plan = context::summary_plan(&self.conv, fu, &recent, &prefix);
         *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(SummaryCache { signature, prefix });
         self.usage.add(usage);
-        self.conv = Arc::new(context::apply(&self.conv, &plan));
+        self.conv.replace(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
         self.queue.push_back(Op::ApplyPlan);
         self.phase = Phase::Call;
@@ -426,8 +424,17 @@ impl Machine {
         Ok(())
     }
 
-    /// Same as `on_response` for a driver that already holds parsed blocks (native adapters).
-    pub fn accept_response(&mut self, content: Vec<Block>, usage: Usage) {
+    /// `on_response` for a driver that already holds the parsed answer (native adapters).
+    pub fn on_parsed_response(&mut self, content: Vec<Block>, usage: Usage) -> Result<(), String> {
+        if self.phase != Phase::AwaitResponse {
+            return Err("driver error: no model call pending".into());
+        }
+        self.accept_response(content, usage);
+        Ok(())
+    }
+
+    /// Takes a checked answer.
+    fn accept_response(&mut self, content: Vec<Block>, usage: Usage) {
         self.last_usage = usage;
         self.usage.add(usage);
         self.turn_text.clear();
@@ -478,7 +485,7 @@ impl Machine {
                 None => self.loop_warned = false,
             }
         }
-        Arc::make_mut(&mut self.conv).push(Message { role: Role::Assistant, content });
+        self.conv.push(Message { role: Role::Assistant, content });
     }
 
     /// The callback policy's answer (`String(value)`).
@@ -512,7 +519,7 @@ impl Machine {
             }
             if let Some(kind) = self.inject.take() {
                 let text = warning_text(kind);
-                Arc::make_mut(&mut self.conv).push(Message::user_text(text));
+                self.conv.push(Message::user_text(text));
                 self.text_out = text.to_string();
                 self.phase = Phase::TurnStart;
                 return Some(Op::InjectWarning);
@@ -550,7 +557,7 @@ impl Machine {
                 is_error: Some(true),
             })
             .collect();
-        Arc::make_mut(&mut self.conv).push(Message { role: Role::User, content });
+        self.conv.push(Message { role: Role::User, content });
         let done = self.finish();
         self.queue.push_back(done);
         Op::LoopStopResults
@@ -601,7 +608,7 @@ impl Machine {
         if let Some(kind) = self.inject.take() {
             content.push(Block::text(warning_text(kind)));
         }
-        Arc::make_mut(&mut self.conv).push(Message { role: Role::User, content });
+        self.conv.push(Message { role: Role::User, content });
     }
 
     pub fn has_trailing_warning(&self) -> bool {
@@ -639,9 +646,9 @@ impl Machine {
         &self.conv
     }
 
-    /// The conversation for a request that reads it elsewhere (no copy).
-    pub fn shared_conversation(&self) -> Arc<Vec<Message>> {
-        self.conv.clone()
+    /// The conversation for a request that reads it elsewhere (no copy), with its epoch.
+    pub fn shared_conversation(&self) -> (Arc<Vec<Message>>, u64) {
+        (self.conv.shared(), self.conv.epoch())
     }
 }
 

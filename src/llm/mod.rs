@@ -301,6 +301,14 @@ impl<F: FnMut(StreamEvent) + Send> EventSink for F {
     }
 }
 
+/// A run's reusable request text (see `openai::ListCache`): one per run and chat options,
+/// handed to `Adapter::chat_on` / `stream` with the history's epoch.
+#[derive(Debug, Default)]
+pub struct WireCache(std::sync::Mutex<openai::ListCache>);
+
+/// How a call may reuse the wire text of earlier calls of its run.
+pub type Reuse<'a> = Option<(&'a WireCache, u64)>;
+
 /// Environment lookups for key chains and base URLs. JS passes a snapshot of `process.env`
 /// (Jest's sandbox has its own copy that the real environment never sees).
 pub type Env = HashMap<String, String>;
@@ -310,7 +318,8 @@ pub fn process_env() -> Env {
     std::env::vars().collect()
 }
 
-/// Environment variables the adapters consult; the JS shim snapshots exactly these.
+/// Every environment variable an adapter consults (`providers::env_vars_for` has them per
+/// provider).
 pub const ENV_VARS: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",

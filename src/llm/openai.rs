@@ -34,30 +34,50 @@ pub fn outbound<'a>(opts: &ChatOptions, name: &'a str, tool_use_only: bool) -> O
 
 /// `buildOpenAIMessageList(messages, systemPrompt, outbound)` as JSON text.
 pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Option<&Outbound>) -> String {
-    let mut out = String::with_capacity(256 + messages.len() * 128);
-    out.push('[');
-    let mut first = true;
-    let mut sep = |out: &mut String| {
-        if !first {
-            out.push(',');
-        }
-        first = false;
-    };
-    if let Some(Value::String(s)) = system {
-        if !s.is_empty() {
-            sep(&mut out);
-            out.push_str("{\"role\":\"system\",\"content\":");
-            push_json_string(&mut out, s);
-            out.push('}');
-        }
-    }
+    let mut w = ListWriter::new(system);
     let has_tool_use = messages.iter().any(Message::has_tool_use);
     for m in messages {
+        w.message(m, has_tool_use, ob);
+    }
+    w.finish()
+}
+
+/// The list's JSON text so far: `[` and the entries, without the closing `]`.
+#[derive(Debug, Clone, Default)]
+struct ListWriter {
+    out: String,
+    first: bool,
+}
+
+impl ListWriter {
+    fn new(system: Option<&Value>) -> ListWriter {
+        let mut w = ListWriter { out: String::with_capacity(256), first: true };
+        w.out.push('[');
+        if let Some(Value::String(s)) = system {
+            if !s.is_empty() {
+                w.sep();
+                w.out.push_str("{\"role\":\"system\",\"content\":");
+                push_json_string(&mut w.out, s);
+                w.out.push('}');
+            }
+        }
+        w
+    }
+
+    fn sep(&mut self) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+    }
+
+    /// `has_tool_use`: whether any message of the whole list has a tool_use block.
+    fn message(&mut self, m: &Message, has_tool_use: bool, ob: Option<&Outbound>) {
         match m.role {
             Role::Assistant => {
                 if let Some(json) = assistant_json(m, has_tool_use, ob) {
-                    sep(&mut out);
-                    out.push_str(&json);
+                    self.sep();
+                    self.out.push_str(&json);
                 }
             }
             Role::User => {
@@ -65,30 +85,66 @@ pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Optio
                     let mut rest: Vec<&Block> = Vec::new();
                     for b in &m.content {
                         if let Block::ToolResult { tool_use_id, content, .. } = b {
-                            sep(&mut out);
-                            out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
-                            push_json_string(&mut out, tool_use_id);
-                            out.push_str(",\"content\":");
-                            push_json_string(&mut out, content);
-                            out.push('}');
+                            self.sep();
+                            self.out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
+                            push_json_string(&mut self.out, tool_use_id);
+                            self.out.push_str(",\"content\":");
+                            push_json_string(&mut self.out, content);
+                            self.out.push('}');
                         } else {
                             rest.push(b);
                         }
                     }
                     if !rest.is_empty() {
-                        sep(&mut out);
-                        user_json(&mut out, &rest);
+                        self.sep();
+                        user_json(&mut self.out, &rest);
                     }
                 } else {
-                    sep(&mut out);
+                    self.sep();
                     let all: Vec<&Block> = m.content.iter().collect();
-                    user_json(&mut out, &all);
+                    user_json(&mut self.out, &all);
                 }
             }
         }
     }
-    out.push(']');
-    out
+
+    fn finish(mut self) -> String {
+        self.out.push(']');
+        self.out
+    }
+}
+
+/// `message_list_json` across the calls of one run (one cache per run and options): the text
+/// of the messages sent before is reused while the history has only grown since (same
+/// `History` epoch, see `kernel::history`) and its `has_tool_use` is unchanged.
+#[derive(Debug, Default)]
+pub struct ListCache {
+    epoch: u64,
+    count: usize,
+    has_tool_use: bool,
+    list: Option<ListWriter>,
+}
+
+impl ListCache {
+    pub fn message_list_json(&mut self, messages: &[Message], epoch: u64, system: Option<&Value>, ob: Option<&Outbound>) -> String {
+        let has_tool_use = messages.iter().any(Message::has_tool_use);
+        let reusable = self.epoch == epoch && self.count <= messages.len() && self.has_tool_use == has_tool_use;
+        let mut w = match self.list.take() {
+            Some(w) if reusable => w,
+            _ => {
+                self.count = 0;
+                ListWriter::new(system)
+            }
+        };
+        for m in &messages[self.count..] {
+            w.message(m, has_tool_use, ob);
+        }
+        let mut out = String::with_capacity(w.out.len() + 1);
+        out.push_str(&w.out);
+        out.push(']');
+        *self = ListCache { epoch, count: messages.len(), has_tool_use, list: Some(w) };
+        out
+    }
 }
 
 fn user_json(out: &mut String, blocks: &[&Block]) {
@@ -559,6 +615,29 @@ mod tests {
         assert!(out.contains(r#"{"role":"assistant","content":"ab","tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}}],"reasoning_content":"think"}"#), "{out}");
         assert!(out.contains(r#"{"role":"assistant","content":"<thinking>only</thinking>"}"#), "{out}");
         assert!(!out.contains("system"));
+    }
+
+    #[test]
+    fn list_cache_matches_a_fresh_build_while_the_history_grows() {
+        let all = msgs(
+            r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"reasoning","text":"r","provenance":"deepseek"},{"type":"text","text":"a"}]},{"role":"user","content":[{"type":"text","text":"again \"q\""}]},{"role":"assistant","content":[{"type":"reasoning","text":"why","provenance":"deepseek"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"res\n"}]},{"role":"assistant","content":[{"type":"text","text":"done"}]}]"#,
+        );
+        let sys = Value::String("sys".into());
+        let ob = Outbound { preserve_as_text: false, max_chars: MaxChars(None), native_echo: Some("deepseek") };
+        let mut cache = ListCache::default();
+        // Grows one message at a time; the tool_use at index 3 flips has_tool_use, which changes
+        // how earlier assistant messages echo reasoning: the cache must notice.
+        for n in 1..=all.len() {
+            let got = cache.message_list_json(&all[..n], 7, Some(&sys), Some(&ob));
+            assert_eq!(got, message_list_json(&all[..n], Some(&sys), Some(&ob)), "{n} messages");
+        }
+        assert!(cache.message_list_json(&all, 7, Some(&sys), Some(&ob)).contains(r#""reasoning_content":"r""#));
+        // A replaced history (new epoch) is rebuilt, even when it is longer than the cached one.
+        let other = msgs(r#"[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"user","content":[{"type":"text","text":"y"}]},{"role":"user","content":[{"type":"text","text":"z"}]},{"role":"user","content":[{"type":"text","text":"w"}]},{"role":"user","content":[{"type":"text","text":"v"}]},{"role":"user","content":[{"type":"text","text":"u"}]},{"role":"user","content":[{"type":"text","text":"t"}]}]"#);
+        assert_eq!(cache.message_list_json(&other, 8, None, None), message_list_json(&other, None, None));
+        // A shorter list under the same epoch is not a prefix of what was cached.
+        assert_eq!(cache.message_list_json(&other[..2], 8, None, None), message_list_json(&other[..2], None, None));
+        assert_eq!(cache.message_list_json(&[], 9, None, None), "[]");
     }
 
     #[test]

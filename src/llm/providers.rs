@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::bedrock::{self, Credentials, FrameDecoder};
 use super::sse::{SseEvent, SseParser};
 use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, ReqwestHttp, TransportConfig};
-use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
+use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, Reuse, StreamEvent};
 use crate::kernel::message::Message;
 
 /// `capabilities.echoesReasoning` (§15.3).
@@ -129,6 +129,42 @@ fn openai_headers(key: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The environment variables `create_adapter` (and, for bedrock, its credential chain) reads
+/// for `provider`: the JS shim snapshots only these from `process.env` (each read of
+/// `process.env` costs a call into Node; agents are often created per request).
+pub fn env_vars_for(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "openai" => &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+        "anthropic" => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"],
+        "azure-openai" => &["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION", "AZURE_OPENAI_DEPLOYMENT"],
+        "gemini" => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        "bedrock" => BEDROCK_ENV,
+        "copilot" => &["GITHUB_COPILOT_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"],
+        "deepseek" => &["DEEPSEEK_API_KEY", "OPENAI_API_KEY"],
+        "doubao" => &["ARK_API_KEY", "OPENAI_API_KEY"],
+        "grok" => &["XAI_API_KEY", "OPENAI_API_KEY"],
+        "hunyuan" => &["HUNYUAN_API_KEY", "HUNYUAN_BASE_URL", "OPENAI_API_KEY"],
+        "minimax" => &["MINIMAX_API_KEY", "MINIMAX_BASE_URL", "OPENAI_API_KEY"],
+        "mimo" => &["MIMO_API_KEY", "MIMO_BASE_URL", "OPENAI_API_KEY"],
+        "qiniu" => &["QINIU_API_KEY", "OPENAI_API_KEY"],
+        _ => &[],
+    }
+}
+
+const BEDROCK_ENV: &[&str] = &[
+    "AWS_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+    "AWS_ENDPOINT_URL",
+    "HOME",
+    "USERPROFILE",
+];
+
 /// `createAdapter(provider, apiKey?, baseURL?, region?)`; `env` stands for `process.env`.
 /// The `Err` message is the one the original throws (names the variable to set).
 pub fn create_adapter(
@@ -228,7 +264,8 @@ pub fn create_adapter(
             Ok(Adapter {
                 name: "bedrock".into(),
                 echoes: EchoesReasoning::OwnIssued,
-                wire: Wire::Bedrock { region, env: env.clone() },
+                // The credential chain reads these at request time; nothing else is kept.
+                wire: Wire::Bedrock { region, env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect() },
                 base_url: trim_slash(&endpoint),
                 headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())],
                 auth_error: None,
@@ -332,13 +369,17 @@ impl Adapter {
     }
 
     /// URL and body, or the errors the original throws before any network call.
-    fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool) -> Result<HttpRequest, LlmError> {
+    fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool, reuse: Reuse) -> Result<HttpRequest, LlmError> {
         let mut headers = self.headers.clone();
+        let list_json = |ob: Option<&openai::Outbound>| match reuse {
+            Some((cache, epoch)) => cache.0.lock().unwrap_or_else(|e| e.into_inner()).message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob),
+            None => openai::message_list_json(messages, opts.system_prompt.as_ref(), ob),
+        };
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
-                let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
+                let msgs = list_json(ob.as_ref());
                 (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
             }
             Wire::Azure { api_version, deployment } => {
@@ -346,7 +387,7 @@ impl Adapter {
                 let dep = if model.trim().is_empty() { deployment.clone().filter(|d| !d.trim().is_empty()) } else { Some(model) };
                 let dep = dep.ok_or_else(|| LlmError::other(AZURE_NO_DEPLOYMENT))?;
                 let ob = openai::outbound(opts, &self.name, false);
-                let msgs = openai::message_list_json(messages, opts.system_prompt.as_ref(), ob.as_ref());
+                let msgs = list_json(ob.as_ref());
                 let url = format!(
                     "{}/openai/deployments/{}/chat/completions?api-version={}",
                     self.base_url,
@@ -435,8 +476,8 @@ impl Adapter {
     }
 
     /// `chat(messages, options)`: one completion. Never touches JS.
-    pub async fn chat(&self, messages: &[Message], opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
-        self.chat_on(&ReqwestHttp(&self.client), messages, opts, cancel).await
+    pub async fn chat(&self, messages: &[Message], reuse: Reuse<'_>, opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
+        self.chat_on(&ReqwestHttp(&self.client), messages, reuse, opts, cancel).await
     }
 
     /// Whether `chat_on` may run on an HTTP stack other than the tokio one: the endpoint is
@@ -447,8 +488,15 @@ impl Adapter {
     }
 
     /// `chat` over `http` (see [`transport::Http`]).
-    pub async fn chat_on<H: Http>(&self, http: &H, messages: &[Message], opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
-        let req = self.request(messages, opts, false)?;
+    pub async fn chat_on<H: Http>(
+        &self,
+        http: &H,
+        messages: &[Message],
+        reuse: Reuse<'_>,
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+    ) -> Result<LlmResponse, LlmError> {
+        let req = self.request(messages, opts, false, reuse)?;
         if let Some(e) = &self.auth_error {
             return Err(LlmError::other(e.clone()));
         }
@@ -474,11 +522,12 @@ impl Adapter {
     pub async fn stream(
         &self,
         messages: &[Message],
+        reuse: Reuse<'_>,
         opts: &ChatOptions,
         cancel: &CancellationToken,
         sink: &mut dyn EventSink,
     ) -> Result<(), LlmError> {
-        let req = self.request(messages, opts, true)?;
+        let req = self.request(messages, opts, true, reuse)?;
         if let Some(e) = &self.auth_error {
             sink.emit(StreamEvent::Error(LlmError::other(e.clone())));
             return Ok(());
@@ -581,6 +630,34 @@ impl Adapter {
 mod tests {
     use super::*;
 
+    /// What an adapter is made of, comparable (the bedrock env map in key order).
+    fn fingerprint(a: &Adapter) -> String {
+        let wire = match &a.wire {
+            Wire::Bedrock { region, env } => format!("bedrock {region} {:?}", env.iter().collect::<std::collections::BTreeMap<_, _>>()),
+            Wire::Copilot { github_token, github_api, .. } => format!("copilot {github_token} {github_api}"),
+            w => format!("{w:?}"),
+        };
+        format!("{} {:?} {} {:?} {:?} {wire}", a.name, a.echoes, a.base_url, a.headers, a.auth_error)
+    }
+
+    #[test]
+    fn a_provider_reads_only_the_variables_it_declares() {
+        // Every variable any adapter reads, set; then only the provider's own: same adapter.
+        let full: Env = crate::llm::ENV_VARS.iter().map(|k| (k.to_string(), format!("http://h/{k}"))).collect();
+        let mut providers: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
+        providers.extend(["openai", "anthropic", "azure-openai", "gemini", "bedrock", "copilot", "nope"]);
+        for p in providers {
+            let own: Env = env_vars_for(p).iter().map(|k| (k.to_string(), full[*k].clone())).collect();
+            for base in [None, Some("http://b")] {
+                let a = create_adapter(p, None, base, None, &full).map(|a| fingerprint(&a)).map_err(|e| e.message);
+                let b = create_adapter(p, None, base, None, &own).map(|a| fingerprint(&a)).map_err(|e| e.message);
+                assert_eq!(a, b, "{p}");
+            }
+            // ENV_VARS stays the list of every variable any adapter reads.
+            assert!(env_vars_for(p).iter().all(|k| crate::llm::ENV_VARS.contains(k)), "{p}");
+        }
+    }
+
     fn env(pairs: &[(&str, &str)]) -> Env {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
@@ -649,13 +726,13 @@ mod tests {
         let opts = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
         let a = adapter.clone();
         let (m2, o2) = (messages.clone(), opts.clone());
-        let chat = super::super::runtime::spawn(async move { a.chat(&m2, &o2, &CancellationToken::new()).await });
+        let chat = super::super::runtime::spawn(async move { a.chat(&m2, None, &o2, &CancellationToken::new()).await });
         let r = futures_block_on(chat).unwrap().unwrap();
         assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":2,"output_tokens":1}}"#);
         let stream = super::super::runtime::spawn(async move {
             let mut events = Vec::new();
             let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
-            adapter.stream(&messages, &opts, &CancellationToken::new(), &mut sink).await.unwrap();
+            adapter.stream(&messages, None, &opts, &CancellationToken::new(), &mut sink).await.unwrap();
             events
         });
         let events = futures_block_on(stream).unwrap();
@@ -675,10 +752,10 @@ mod tests {
         let e = env(&[("AZURE_OPENAI_DEPLOYMENT", "dep 1")]);
         let a = create_adapter("azure-openai", Some("k"), Some("https://r.openai.azure.com/"), None, &e).unwrap();
         let o = ChatOptions::from_json(r#"{"model":"  "}"#).unwrap();
-        let r = a.request(&[], &o, false).unwrap();
+        let r = a.request(&[], &o, false, None).unwrap();
         assert_eq!(r.url, "https://r.openai.azure.com/openai/deployments/dep%201/chat/completions?api-version=2024-10-21");
         assert_eq!(std::str::from_utf8(&r.body).unwrap(), r#"{"model":"dep 1","messages":[],"stream":false}"#);
         let a = create_adapter("azure-openai", Some("k"), Some("https://r"), None, &env(&[])).unwrap();
-        assert_eq!(a.request(&[], &o, false).unwrap_err().message, AZURE_NO_DEPLOYMENT);
+        assert_eq!(a.request(&[], &o, false, None).unwrap_err().message, AZURE_NO_DEPLOYMENT);
     }
 }
