@@ -229,7 +229,10 @@ impl JsObject {
     }
 
     pub fn into_json(self) -> String {
-        let mut out = String::from("{");
+        // Sized up front: request bodies carry the whole history in one entry.
+        let size: usize = self.entries.iter().map(|(k, v)| v.as_ref().map_or(0, |v| k.len() + v.len() + 4)).sum();
+        let mut out = String::with_capacity(size + 2);
+        out.push('{');
         let mut first = true;
         for (k, v) in self.entries {
             if let Some(v) = v {
@@ -237,7 +240,7 @@ impl JsObject {
                     out.push(',');
                 }
                 first = false;
-                out.push_str(&serde_json::to_string(&k).expect("string serialises"));
+                push_json_string(&mut out, &k);
                 out.push(':');
                 out.push_str(&v);
             }

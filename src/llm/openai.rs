@@ -123,6 +123,8 @@ pub struct ListCache {
     count: usize,
     has_tool_use: bool,
     list: Option<ListWriter>,
+    /// `tools_json` of the run's options (they do not change under one cache).
+    tools: Option<Option<String>>,
 }
 
 impl ListCache {
@@ -142,8 +144,15 @@ impl ListCache {
         let mut out = String::with_capacity(w.out.len() + 1);
         out.push_str(&w.out);
         out.push(']');
-        *self = ListCache { epoch, count: messages.len(), has_tool_use, list: Some(w) };
+        self.epoch = epoch;
+        self.count = messages.len();
+        self.has_tool_use = has_tool_use;
+        self.list = Some(w);
         out
+    }
+
+    pub fn tools_json(&mut self, opts: &ChatOptions) -> Option<String> {
+        self.tools.get_or_insert_with(|| tools_json(opts)).clone()
     }
 }
 
@@ -261,7 +270,8 @@ pub fn tools_json(opts: &ChatOptions) -> Option<String> {
 
 /// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
 /// `model` is `None` when the caller left `options.model` undefined (then it is not sent).
-pub fn request_body(messages_json: String, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+/// `tools_json` is `tools_json(opts)` (passed in: a run computes it once).
+pub fn request_body(messages_json: String, tools_json: Option<String>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
     let mut b = JsObject::new();
     b.set("max_tokens", opts.max_tokens.as_ref());
     b.set("temperature", opts.temperature.as_ref());
@@ -277,7 +287,7 @@ pub fn request_body(messages_json: String, model: Option<&str>, opts: &ChatOptio
     }
     b.set_raw("model", model.map(json_string));
     b.set_raw("messages", Some(messages_json));
-    b.set_raw("tools", tools_json(opts));
+    b.set_raw("tools", tools_json);
     if stream {
         b.set_raw("stream", Some("true".into()));
         b.set_raw("stream_options", Some("{\"include_usage\":true}".into()));
@@ -643,11 +653,11 @@ mod tests {
     #[test]
     fn body_precedence() {
         let o = ChatOptions::from_json(r#"{"model":"m","maxTokens":5,"temperature":0.5,"thinking":{"enabled":false,"effort":"low"},"extraBody":{"temperature":1,"reasoning_effort":"minimal","model":"x","tools":[1],"foo":"bar"},"tools":[]}"#).unwrap();
-        let body = request_body("[]".into(), Some("m"), &o, false);
+        let body = request_body("[]".into(), tools_json(&o), Some("m"), &o, false);
         assert_eq!(body, r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#);
         let o = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
-        assert_eq!(request_body("[]".into(), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
-        assert_eq!(request_body("[]".into(), None, &o, false), r#"{"messages":[],"stream":false}"#);
+        assert_eq!(request_body("[]".into(), tools_json(&o), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(request_body("[]".into(), tools_json(&o), None, &o, false), r#"{"messages":[],"stream":false}"#);
         let m = msgs(r#"[{"role":"user","content":[{"type":"text"}]}]"#);
         assert_eq!(message_list_json(&m, None, None), r#"[{"role":"user"}]"#);
     }

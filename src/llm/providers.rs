@@ -371,30 +371,34 @@ impl Adapter {
     /// URL and body, or the errors the original throws before any network call.
     fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool, reuse: Reuse) -> Result<HttpRequest, LlmError> {
         let mut headers = self.headers.clone();
+        // The OpenAI wire's message list and tools, from the run's cache when there is one.
         let list_json = |ob: Option<&openai::Outbound>| match reuse {
-            Some((cache, epoch)) => cache.0.lock().unwrap_or_else(|e| e.into_inner()).message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob),
-            None => openai::message_list_json(messages, opts.system_prompt.as_ref(), ob),
+            Some((cache, epoch)) => {
+                let mut c = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+                (c.message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob), c.tools_json(opts))
+            }
+            None => (openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), openai::tools_json(opts)),
         };
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
-                let msgs = list_json(ob.as_ref());
-                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
+                let (msgs, tools) = list_json(ob.as_ref());
+                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, tools, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
             }
             Wire::Azure { api_version, deployment } => {
                 let model = opts.model_str();
                 let dep = if model.trim().is_empty() { deployment.clone().filter(|d| !d.trim().is_empty()) } else { Some(model) };
                 let dep = dep.ok_or_else(|| LlmError::other(AZURE_NO_DEPLOYMENT))?;
                 let ob = openai::outbound(opts, &self.name, false);
-                let msgs = list_json(ob.as_ref());
+                let (msgs, tools) = list_json(ob.as_ref());
                 let url = format!(
                     "{}/openai/deployments/{}/chat/completions?api-version={}",
                     self.base_url,
                     encode_component(&dep),
                     encode_component(api_version)
                 );
-                (url, openai::request_body(msgs, Some(&dep), opts, stream))
+                (url, openai::request_body(msgs, tools, Some(&dep), opts, stream))
             }
             Wire::Gemini => {
                 let model = opts.model_str();
