@@ -1,6 +1,6 @@
-//! `transport::Http` on the JS thread's own event loop (`uv.rs`): hyper's HTTP/1.1 client
-//! over `UvTcp`, with a keep-alive pool per origin. Plain HTTP only (local model servers);
-//! TLS endpoints keep the LLM I/O thread.
+//! `transport::Http` on the JS thread's own event loop (`uv.rs`): the small HTTP/1.1 client of
+//! `llm::http1` over `UvTcp`, with a keep-alive pool per origin. Plain HTTP only (local model
+//! servers); TLS endpoints keep the LLM I/O thread.
 //!
 //! Connections are opened on the I/O thread (name resolution and connect may block or take
 //! long) and handed over; everything after that (writing requests, reading responses, the
@@ -11,85 +11,114 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
 use reqwest::header::HeaderMap;
 
 use super::uv::{self, UvTcp};
+use crate::llm::http1::{self, Conn, Head, HeadError};
 use crate::llm::transport::{AttemptError, Http, HttpRequest, HttpResponse};
-
-type Sender = SendRequest<Full<Bytes>>;
 
 /// Idle connections kept per origin.
 const MAX_IDLE: usize = 32;
 
 thread_local! {
-    /// Leaked like the executor (`uv.rs`): dropping connections while the process exits would
-    /// wake tasks through thread-locals that are already gone.
-    static POOL: &'static RefCell<HashMap<String, Vec<Sender>>> = Box::leak(Box::new(RefCell::new(HashMap::new())));
+    /// Leaked like the executor (`uv.rs`): closing sockets while the process exits would touch
+    /// a loop that is already gone.
+    static POOL: &'static RefCell<HashMap<String, Vec<Conn<UvTcp>>>> = Box::leak(Box::new(RefCell::new(HashMap::new())));
+    /// The last URL's parts: a run sends every call to the same one.
+    static LAST_URL: RefCell<Option<(String, Target)>> = const { RefCell::new(None) };
 }
 
-fn pop_idle(key: &str) -> Option<Sender> {
-    POOL.with(|p| p.borrow_mut().get_mut(key)?.pop())
+#[derive(Clone)]
+struct Target {
+    /// `host[:port]` as the Host header carries it.
+    authority: String,
+    host: String,
+    port: u16,
+    path: String,
 }
 
-/// An idle connection that is still open. One whose response just ended may not have been
-/// polled back to idle yet: waited for (a moment), not dropped.
-async fn take_idle(key: &str) -> Option<Sender> {
-    while let Some(mut s) = pop_idle(key) {
-        if !s.is_closed() && s.ready().await.is_ok() {
-            return Some(s);
+fn target(url: &str) -> Result<Target, AttemptError> {
+    if let Some(t) = LAST_URL.with(|l| l.borrow().as_ref().filter(|(u, _)| u == url).map(|(_, t)| t.clone())) {
+        return Ok(t);
+    }
+    let u = reqwest::Url::parse(url).map_err(|_| AttemptError::InvalidUrl)?;
+    if u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
+        return Err(AttemptError::InvalidUrl);
+    }
+    let host = u.host_str().ok_or(AttemptError::InvalidUrl)?.to_string();
+    let authority = match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.clone(),
+    };
+    let path = match u.query() {
+        Some(q) => format!("{}?{q}", u.path()),
+        None => u.path().to_string(),
+    };
+    let t = Target { authority, host: host.trim_start_matches('[').trim_end_matches(']').to_string(), port: u.port().unwrap_or(80), path };
+    LAST_URL.with(|l| *l.borrow_mut() = Some((url.to_string(), t.clone())));
+    Ok(t)
+}
+
+/// An idle connection that the loop has not seen closed. One the server closed unnoticed is
+/// found out by the exchange (`HeadError::Closed`) and replaced.
+fn take_idle(key: &str) -> Option<Conn<UvTcp>> {
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        let idle = p.get_mut(key)?;
+        while let Some(c) = idle.pop() {
+            if c.io().idle_and_open() {
+                return Some(c);
+            }
         }
-    }
-    None
+        None
+    })
 }
 
-fn put_idle(key: String, s: Sender) {
-    if s.is_closed() {
-        return;
-    }
+fn put_idle(key: String, c: Conn<UvTcp>) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
         let idle = p.entry(key).or_default();
         if idle.len() < MAX_IDLE {
-            idle.push(s);
+            idle.push(c);
         }
     })
 }
 
 /// Opens a connection on the I/O thread and continues it here.
-async fn connect(host: String, port: u16) -> Result<Sender, AttemptError> {
+async fn connect(host: String, port: u16) -> Result<Conn<UvTcp>, AttemptError> {
     let opened = crate::llm::runtime::spawn(async move {
         let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
         s.set_nodelay(true)?;
         s.into_std()
     });
     let sock = opened.await.map_err(|_| AttemptError::Connection)?.map_err(|_| AttemptError::Connection)?;
-    let io = UvTcp::new(sock).map_err(|_| AttemptError::Connection)?;
-    let (sender, conn) = http1::handshake(TokioIo::new(io)).await.map_err(|_| AttemptError::Connection)?;
-    uv::spawn_local(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
+    Ok(Conn::new(UvTcp::new(sock).map_err(|_| AttemptError::Connection)?))
 }
 
 /// The JS thread's HTTP stack. Only used where `uv::available` holds.
 pub struct LocalHttp;
 
 pub struct LocalResponse {
-    status: u16,
-    headers: HeaderMap,
-    body: Incoming,
+    head: Head,
     /// The connection, back to the pool once the body has been read.
-    conn: (String, Sender),
+    conn: (String, Conn<UvTcp>),
 }
 
-impl LocalResponse {
-    fn new(resp: hyper::Response<Incoming>, conn: (String, Sender)) -> LocalResponse {
-        let (parts, body) = resp.into_parts();
-        LocalResponse { status: parts.status.as_u16(), headers: parts.headers, body, conn }
+enum Failed {
+    /// A reused connection the server had closed: once more on a new one.
+    Stale,
+    Attempt(AttemptError),
+}
+
+async fn exchange(mut conn: Conn<UvTcp>, key: String, head: &[u8], body: &[u8], reused: bool) -> Result<LocalResponse, Failed> {
+    let stale = |reused: bool| if reused { Failed::Stale } else { Failed::Attempt(AttemptError::Connection) };
+    if conn.write_request(head, body).await.is_err() {
+        return Err(stale(reused));
+    }
+    match conn.read_head().await {
+        Ok(h) => Ok(LocalResponse { head: h, conn: (key, conn) }),
+        Err(HeadError::Closed) => Err(stale(reused)),
+        Err(HeadError::Io(_)) => Err(Failed::Attempt(AttemptError::Connection)),
     }
 }
 
@@ -97,40 +126,23 @@ impl Http for LocalHttp {
     type Response = LocalResponse;
 
     async fn attempt(&self, req: &HttpRequest) -> Result<LocalResponse, AttemptError> {
-        let uri: hyper::Uri = req.url.parse().map_err(|_| AttemptError::InvalidUrl)?;
-        if uri.scheme_str() != Some("http") {
-            return Err(AttemptError::InvalidUrl);
-        }
-        let authority = uri.authority().ok_or(AttemptError::InvalidUrl)?.as_str().to_string();
-        let host = uri.host().ok_or(AttemptError::InvalidUrl)?.trim_start_matches('[').trim_end_matches(']').to_string();
-        let port = uri.port_u16().unwrap_or(80);
-        let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-        let build = || {
-            let mut b = hyper::Request::builder().method(req.method.clone()).uri(path).header("host", authority.as_str());
-            for (k, v) in &req.headers {
-                b = b.header(*k, v.as_str());
-            }
-            // reqwest's default, kept so both stacks send the same headers.
-            if !req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
-                b = b.header("accept", "*/*");
-            }
-            b.body(Full::new(req.body.clone())).map_err(|_| AttemptError::InvalidUrl)
-        };
-        let key = format!("{host}:{port}");
-        if let Some(mut s) = take_idle(&key).await {
-            match s.send_request(build()?).await {
-                Ok(resp) => return Ok(LocalResponse::new(resp, (key, s))),
-                // The server closed the idle connection as the request went out: once more on
-                // a new connection (what reqwest's pool does), not an SDK-level retry.
-                Err(e) if e.is_canceled() || e.is_incomplete_message() => {}
-                Err(_) => return Err(AttemptError::Connection),
+        let t = target(&req.url)?;
+        let head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, req.body.len()).ok_or(AttemptError::InvalidUrl)?;
+        let key = format!("{}:{}", t.host, t.port);
+        if let Some(c) = take_idle(&key) {
+            // The server closing an idle connection as the request goes out is what
+            // reqwest's pool retries too: not an SDK-level retry.
+            match exchange(c, key.clone(), &head, &req.body, true).await {
+                Ok(r) => return Ok(r),
+                Err(Failed::Stale) => {}
+                Err(Failed::Attempt(e)) => return Err(e),
             }
         }
-        let mut s = connect(host, port).await?;
-        match s.send_request(build()?).await {
-            Ok(resp) => Ok(LocalResponse::new(resp, (key, s))),
-            Err(_) => Err(AttemptError::Connection),
-        }
+        let c = connect(t.host, t.port).await?;
+        exchange(c, key, &head, &req.body, false).await.map_err(|f| match f {
+            Failed::Stale => AttemptError::Connection,
+            Failed::Attempt(e) => e,
+        })
     }
 
     async fn sleep(&self, d: Duration) {
@@ -140,17 +152,19 @@ impl Http for LocalHttp {
 
 impl HttpResponse for LocalResponse {
     fn status(&self) -> u16 {
-        self.status
+        self.head.status
     }
 
     fn headers(&self) -> &HeaderMap {
-        &self.headers
+        &self.head.headers
     }
 
     async fn bytes(self) -> Result<Bytes, ()> {
-        let body = self.body.collect().await.map_err(|_| ())?.to_bytes();
-        let (key, conn) = self.conn;
-        put_idle(key, conn);
+        let (key, mut conn) = self.conn;
+        let (body, reusable) = conn.read_body(&self.head).await.map_err(|_| ())?;
+        if reusable {
+            put_idle(key, conn);
+        }
         Ok(body)
     }
 }

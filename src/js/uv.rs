@@ -357,7 +357,7 @@ struct Interest {
     write: Option<Waker>,
     events: c_int,
     /// Events the socket may have (cleared when a read or write finds nothing to do, set by
-    /// the poll): hyper tries a read after every step, and each such try would otherwise be a
+    /// the poll): a client may try a read after every step, and each such try would otherwise be a
     /// `read` syscall answering EAGAIN (five per call, measured).
     ready: c_int,
     handle: *mut c_void,
@@ -384,6 +384,21 @@ impl UvTcp {
         let interest = Box::new(RefCell::new(Interest { read: None, write: None, events: 0, ready: UV_READABLE | UV_WRITABLE, handle: h }));
         unsafe { set_data(h, &*interest as *const RefCell<Interest> as *mut c_void) };
         Ok(UvTcp { sock, interest })
+    }
+
+    /// For a pooled keep-alive connection: no sign that the server closed it or sent anything.
+    /// Readability seen by the loop while idle means one of the two; checked with a peek.
+    pub fn idle_and_open(&self) -> bool {
+        if self.interest.borrow().ready & UV_READABLE == 0 {
+            return true;
+        }
+        let mut b = 0u8;
+        let n = unsafe { libc::recv(self.sock.as_raw_fd(), (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
+            self.interest.borrow_mut().ready &= !UV_READABLE;
+            return true;
+        }
+        false
     }
 
     fn want(&self, ev: c_int, waker: &Waker) {
@@ -484,7 +499,7 @@ impl AsyncRead for UvTcp {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let fd = this.sock.as_raw_fd();
-        // Read into the uninitialised tail directly (no zeroing of hyper's buffer).
+        // Read into the uninitialised tail directly (no zeroing of the client's buffer).
         let dst = unsafe { buf.unfilled_mut() };
         let (ptr, len) = (dst.as_mut_ptr(), dst.len());
         let res = this.io(

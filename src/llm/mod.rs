@@ -9,6 +9,7 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod fast_parse;
 pub mod gemini;
+pub mod http1;
 pub mod jsjson;
 pub mod openai;
 pub mod providers;

@@ -1,0 +1,421 @@
+//! A minimal HTTP/1.1 client connection for the JS thread's plain-HTTP stack
+//! (`js::local_http`): one request at a time on a keep-alive connection, the request head
+//! written with the body in one vectored write, the response head parsed with `httparse`, the
+//! body framed by Content-Length, chunked transfer coding or the end of the connection.
+//!
+//! Why not hyper: its client splits a request between the caller's task and a connection task
+//! (a channel hop and a wake-up each way) and builds typed request headers; on a loopback call
+//! that was a measurable share of the client's CPU. This is only what a local model server
+//! needs: no pipelining, no upgrades, no `Expect: 100-continue`.
+
+use std::future::poll_fn;
+use std::io;
+use std::io::IoSlice;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// Response heads larger than this are refused (hyper's default limit is similar).
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_HEADERS: usize = 100;
+/// Bytes read at a time: a whole loopback response usually fits, so one `read` suffices.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The request head, or `None` when a header would break the framing (CR, LF or NUL in a name
+/// or value: refused like an invalid header value in reqwest).
+pub fn request_head(method: &str, path: &str, authority: &str, headers: &[(&str, String)], body_len: usize) -> Option<Vec<u8>> {
+    let mut h = Vec::with_capacity(128 + headers.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>());
+    let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
+    if !clean(method) || !clean(path) || !clean(authority) || method.contains(' ') || path.contains(' ') {
+        return None;
+    }
+    h.extend_from_slice(method.as_bytes());
+    h.push(b' ');
+    h.extend_from_slice(path.as_bytes());
+    h.extend_from_slice(b" HTTP/1.1\r\nhost: ");
+    h.extend_from_slice(authority.as_bytes());
+    h.extend_from_slice(b"\r\n");
+    let mut accept = false;
+    for (k, v) in headers {
+        if !clean(k) || !clean(v) || k.is_empty() || k.contains(':') {
+            return None;
+        }
+        if k.eq_ignore_ascii_case("content-length") || k.eq_ignore_ascii_case("host") {
+            continue;
+        }
+        accept |= k.eq_ignore_ascii_case("accept");
+        h.extend_from_slice(k.as_bytes());
+        h.extend_from_slice(b": ");
+        h.extend_from_slice(v.as_bytes());
+        h.extend_from_slice(b"\r\n");
+    }
+    // reqwest's default, so both stacks send the same headers.
+    if !accept {
+        h.extend_from_slice(b"accept: */*\r\n");
+    }
+    h.extend_from_slice(b"content-length: ");
+    h.extend_from_slice(body_len.to_string().as_bytes());
+    h.extend_from_slice(b"\r\n\r\n");
+    Some(h)
+}
+
+/// How the response body is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Empty,
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+#[derive(Debug)]
+pub struct Head {
+    pub status: u16,
+    pub headers: HeaderMap,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// Why no response head arrived.
+#[derive(Debug)]
+pub enum HeadError {
+    /// The connection ended (or was reset) before the first byte of a response: on a reused
+    /// keep-alive connection, the server had closed it.
+    Closed,
+    Io(io::Error),
+}
+
+/// One client connection and the bytes read from it but not consumed yet.
+pub struct Conn<S> {
+    io: S,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+fn bad(msg: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn new(io: S) -> Conn<S> {
+        Conn { io, buf: Vec::new(), pos: 0 }
+    }
+
+    pub fn io(&self) -> &S {
+        &self.io
+    }
+
+    /// Bytes received and not consumed (a clean keep-alive connection has none).
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.pos..]
+    }
+
+    /// Writes `head` and `body` (vectored: the body is not copied).
+    pub async fn write_request(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
+        let (mut h, mut b) = (head, body);
+        while !h.is_empty() || !b.is_empty() {
+            let slices = [IoSlice::new(h), IoSlice::new(b)];
+            let n = poll_fn(|cx| Pin::new(&mut self.io).poll_write_vectored(cx, &slices)).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            let from_head = n.min(h.len());
+            h = &h[from_head..];
+            b = &b[n - from_head..];
+        }
+        Ok(())
+    }
+
+    /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream.
+    async fn fill(&mut self, at_least: usize) -> io::Result<usize> {
+        if self.pos > 0 && self.pos == self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+        let want = at_least.max(READ_CHUNK);
+        if self.buf.capacity() - self.buf.len() < want {
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            self.buf.reserve(want);
+        }
+        let n = poll_fn(|cx| {
+            let spare = self.buf.spare_capacity_mut();
+            let mut rb = ReadBuf::uninit(spare);
+            match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+                std::task::Poll::Ready(Ok(())) => std::task::Poll::Ready(Ok(rb.filled().len())),
+                std::task::Poll::Ready(Err(e)) => std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => std::task::Poll::Pending,
+            }
+        })
+        .await?;
+        // SAFETY: `poll_read` initialised the first `n` bytes of the spare capacity.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
+        Ok(n)
+    }
+
+    /// The response head (interim 1xx responses skipped).
+    pub async fn read_head(&mut self) -> Result<Head, HeadError> {
+        let mut any = !self.pending().is_empty();
+        loop {
+            if !self.pending().is_empty() {
+                let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                let mut r = httparse::Response::new(&mut slots);
+                match r.parse(self.pending()) {
+                    Ok(httparse::Status::Complete(n)) => {
+                        let status = r.code.unwrap_or(0);
+                        let version = r.version.unwrap_or(1);
+                        let mut headers = HeaderMap::with_capacity(r.headers.len());
+                        for h in r.headers.iter() {
+                            let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| HeadError::Io(bad("invalid response header name")))?;
+                            let value = HeaderValue::from_bytes(h.value).map_err(|_| HeadError::Io(bad("invalid response header value")))?;
+                            headers.append(name, value);
+                        }
+                        self.pos += n;
+                        if (100..200).contains(&status) && status != 101 {
+                            continue;
+                        }
+                        let (framing, keep_alive) = framing(status, version, &headers).map_err(HeadError::Io)?;
+                        return Ok(Head { status, headers, framing, keep_alive });
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        if self.pending().len() > MAX_HEAD {
+                            return Err(HeadError::Io(bad("response head too large")));
+                        }
+                    }
+                    Err(_) => return Err(HeadError::Io(bad("malformed response head"))),
+                }
+            }
+            match self.fill(0).await {
+                Ok(0) if !any => return Err(HeadError::Closed),
+                Ok(0) => return Err(HeadError::Io(io::ErrorKind::UnexpectedEof.into())),
+                Ok(_) => any = true,
+                Err(e) if !any && matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => return Err(HeadError::Closed),
+                Err(e) => return Err(HeadError::Io(e)),
+            }
+        }
+    }
+
+    /// The whole body, and whether the connection can carry another request.
+    pub async fn read_body(&mut self, head: &Head) -> io::Result<(Bytes, bool)> {
+        let body = match head.framing {
+            Framing::Empty => Bytes::new(),
+            Framing::Length(n) => {
+                while self.pending().len() < n {
+                    if self.fill(n - self.pending().len()).await? == 0 {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                }
+                let out = Bytes::copy_from_slice(&self.pending()[..n]);
+                self.pos += n;
+                out
+            }
+            Framing::Chunked => self.read_chunked().await?,
+            Framing::UntilClose => {
+                while self.fill(0).await? > 0 {}
+                let out = Bytes::copy_from_slice(self.pending());
+                self.pos = self.buf.len();
+                out
+            }
+        };
+        // Bytes beyond the response would be a reply to nothing we sent: not reused.
+        let reusable = head.keep_alive && self.pending().is_empty();
+        Ok((body, reusable))
+    }
+
+    /// The line at the read position, without its CRLF (read as needed).
+    async fn line(&mut self) -> io::Result<String> {
+        loop {
+            if let Some(i) = self.pending().windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.pending()[..i]).into_owned();
+                self.pos += i + 2;
+                return Ok(line);
+            }
+            if self.pending().len() > MAX_HEAD {
+                return Err(bad("chunk line too long"));
+            }
+            if self.fill(0).await? == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+    }
+
+    async fn read_chunked(&mut self) -> io::Result<Bytes> {
+        let mut out = Vec::new();
+        loop {
+            let line = self.line().await?;
+            let size = line.split(';').next().unwrap_or("").trim();
+            let size = usize::from_str_radix(size, 16).map_err(|_| bad("invalid chunk size"))?;
+            if size == 0 {
+                // Trailer fields, up to the empty line.
+                while !self.line().await?.is_empty() {}
+                return Ok(Bytes::from(out));
+            }
+            while self.pending().len() < size + 2 {
+                if self.fill(size + 2 - self.pending().len()).await? == 0 {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+            let p = self.pending();
+            if &p[size..size + 2] != b"\r\n" {
+                return Err(bad("chunk not terminated by CRLF"));
+            }
+            out.extend_from_slice(&p[..size]);
+            self.pos += size + 2;
+        }
+    }
+}
+
+fn has_token(headers: &HeaderMap, name: &str, token: &str) -> bool {
+    headers.get_all(name).iter().any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case(token))))
+}
+
+fn framing(status: u16, version: u8, headers: &HeaderMap) -> io::Result<(Framing, bool)> {
+    let keep_alive = if version >= 1 { !has_token(headers, "connection", "close") } else { has_token(headers, "connection", "keep-alive") };
+    if status == 204 || status == 304 || (100..200).contains(&status) {
+        return Ok((Framing::Empty, keep_alive));
+    }
+    let te: Vec<&HeaderValue> = headers.get_all("transfer-encoding").iter().collect();
+    if !te.is_empty() {
+        let last = te.last().and_then(|v| v.to_str().ok()).and_then(|s| s.rsplit(',').next()).map(|s| s.trim().to_ascii_lowercase());
+        return Ok(if last.as_deref() == Some("chunked") { (Framing::Chunked, keep_alive) } else { (Framing::UntilClose, false) });
+    }
+    let mut length: Option<usize> = None;
+    for v in headers.get_all("content-length") {
+        for part in v.to_str().map_err(|_| bad("invalid content-length"))?.split(',') {
+            let n: usize = part.trim().parse().map_err(|_| bad("invalid content-length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(bad("conflicting content-length"));
+            }
+            length = Some(n);
+        }
+    }
+    Ok(match length {
+        Some(n) => (Framing::Length(n), keep_alive),
+        None => (Framing::UntilClose, false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A server thread that reads one request per entry of `replies` and answers with it,
+    /// written in pieces of `split` bytes; returns the requests it read.
+    fn server(replies: Vec<Vec<u8>>, split: usize) -> (u16, std::thread::JoinHandle<Vec<Vec<u8>>>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let t = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_nodelay(true).unwrap();
+            let mut got = Vec::new();
+            for r in replies {
+                let mut req = Vec::new();
+                let mut b = [0u8; 4096];
+                // Head, then the content-length body.
+                loop {
+                    let n = s.read(&mut b).unwrap();
+                    req.extend_from_slice(&b[..n]);
+                    if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&req[..i]).to_string();
+                        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).unwrap().parse().unwrap();
+                        while req.len() < i + 4 + len {
+                            let n = s.read(&mut b).unwrap();
+                            req.extend_from_slice(&b[..n]);
+                        }
+                        break;
+                    }
+                }
+                got.push(req);
+                for piece in r.chunks(split.max(1)) {
+                    s.write_all(piece).unwrap();
+                    s.flush().unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            got
+        });
+        (port, t)
+    }
+
+    async fn conn(port: u16) -> Conn<tokio::net::TcpStream> {
+        Conn::new(tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap())
+    }
+
+    async fn exchange(c: &mut Conn<tokio::net::TcpStream>, body: &str) -> (Head, Bytes, bool) {
+        let head = request_head("POST", "/v1/x?q=1", "127.0.0.1:1", &[("content-type", "application/json".into())], body.len()).unwrap();
+        c.write_request(&head, body.as_bytes()).await.unwrap();
+        let h = c.read_head().await.unwrap();
+        let (b, reuse) = c.read_body(&h).await.unwrap();
+        (h, b, reuse)
+    }
+
+    #[tokio::test]
+    async fn framings_on_one_keep_alive_connection() {
+        let replies = vec![
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 429 Too Many\r\nTransfer-Encoding: chunked\r\nretry-after: 0\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\ntrailer: x\r\n\r\n".to_vec(),
+            b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end".to_vec(),
+        ];
+        let (port, t) = server(replies, 3);
+        let mut c = conn(port).await;
+        let (h, b, reuse) = exchange(&mut c, "{\"a\":1}").await;
+        assert_eq!((h.status, &b[..], reuse), (200, &b"hello"[..], true));
+        assert_eq!(h.headers.get_all("x-a").iter().count(), 2);
+        let (h, b, reuse) = exchange(&mut c, "").await;
+        assert_eq!((h.status, &b[..], reuse), (429, &b"abc0123456789abcdef"[..], true));
+        assert_eq!(h.headers["retry-after"], "0");
+        let (h, b, reuse) = exchange(&mut c, "x").await;
+        assert_eq!((h.status, b.len(), reuse), (204, 0, true));
+        let (h, b, reuse) = exchange(&mut c, "y").await;
+        assert_eq!((h.status, &b[..], reuse), (200, &b"until the end"[..], false));
+        let reqs = t.join().unwrap();
+        let first = String::from_utf8(reqs[0].clone()).unwrap();
+        assert_eq!(first, "POST /v1/x?q=1 HTTP/1.1\r\nhost: 127.0.0.1:1\r\ncontent-type: application/json\r\naccept: */*\r\ncontent-length: 7\r\n\r\n{\"a\":1}");
+    }
+
+    #[tokio::test]
+    async fn a_closed_connection_and_broken_responses() {
+        // Closed before any byte: `Closed` (the caller may retry on a new connection).
+        let (port, t) = server(vec![Vec::new()], 1);
+        let mut c = conn(port).await;
+        let head = request_head("POST", "/", "h", &[], 0).unwrap();
+        c.write_request(&head, b"").await.unwrap();
+        t.join().unwrap();
+        assert!(matches!(c.read_head().await, Err(HeadError::Closed)));
+        // Cut inside the head, inside a body, a malformed head, a bad chunk size.
+        for reply in [
+            &b"HTTP/1.1 200 OK\r\nContent-Le"[..],
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"[..],
+            &b"NOT HTTP\r\n\r\n"[..],
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"[..],
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"[..],
+        ] {
+            let (port, t) = server(vec![reply.to_vec()], 64);
+            let mut c = conn(port).await;
+            c.write_request(&head, b"").await.unwrap();
+            let failed = match c.read_head().await {
+                Err(HeadError::Io(_)) => true,
+                Err(HeadError::Closed) => false,
+                Ok(h) => c.read_body(&h).await.is_err(),
+            };
+            t.join().unwrap();
+            assert!(failed, "{}", String::from_utf8_lossy(reply));
+        }
+    }
+
+    #[test]
+    fn heads_refuse_header_injection() {
+        assert!(request_head("POST", "/", "h", &[("authorization", "Bearer a\r\nx: y".into())], 0).is_none());
+        assert!(request_head("POST", "/a b", "h", &[], 0).is_none());
+        assert!(request_head("POST", "/", "h", &[("bad:name", "v".into())], 0).is_none());
+        // A caller's own content-length or host never doubles ours.
+        let h = request_head("GET", "/", "h", &[("Content-Length", "9".into()), ("accept", "application/json".into())], 2).unwrap();
+        assert_eq!(String::from_utf8(h).unwrap(), "GET / HTTP/1.1\r\nhost: h\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n");
+    }
+}
