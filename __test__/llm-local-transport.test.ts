@@ -147,6 +147,36 @@ test('large requests and responses cross intact (partial reads and writes)', asy
   expect(textOf(await adapter.chat(ask('small'), { model: 'm' }))).toBe('llams')
 })
 
+test('chunked bodies, and servers that close the connection after answering', async () => {
+  // Node answers with Transfer-Encoding: chunked when the body is written in parts; with
+  // `connection: close` it ends the connection after the response.
+  let connections = 0
+  let n = 0
+  const srv = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      const json = JSON.stringify(completion(`answer ${++n}`))
+      if (n % 2 === 0) res.setHeader('connection', 'close')
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.write(json.slice(0, 10))
+      setTimeout(() => res.end(json.slice(10)), 2)
+    })
+  })
+  srv.on('connection', () => connections++)
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
+  try {
+    const adapter = await createAdapter('openai', 'k', `http://127.0.0.1:${(srv.address() as AddressInfo).port}/v1`)
+    const got = []
+    for (let i = 0; i < 4; i++) got.push(textOf(await adapter.chat(ask('x'), { model: 'm' })))
+    expect(got).toEqual(['answer 1', 'answer 2', 'answer 3', 'answer 4'])
+    // Calls 1–2 share a connection, which the server closes after call 2; calls 3–4 likewise.
+    expect(connections).toBe(2)
+  } finally {
+    srv.closeAllConnections()
+    await new Promise((r) => srv.close(r))
+  }
+})
+
 test('process.exit() with a request in flight exits cleanly', () => {
   // The server never answers; the client exits mid-request. Nothing may run against the
   // torn-down process (an abort would show as status 134 and a Rust panic on stderr).
