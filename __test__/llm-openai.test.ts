@@ -405,6 +405,22 @@ describe('OpenAI stream', () => {
 })
 
 describe('OpenAI-compatible providers', () => {
+  test('createAdapter: a new adapter object per call, and the environment read at each call', async () => {
+    process.env.OPENAI_API_KEY = 'sk-one'
+    const a = await createAdapter('openai', undefined, `${server.url}/v1`)
+    const b = await createAdapter('openai', undefined, `${server.url}/v1`)
+    expect(a).not.toBe(b)
+    // Wrapping one adapter's chat leaves the other alone.
+    a.chat = async () => { throw new Error('wrapped') }
+    process.env.OPENAI_API_KEY = 'sk-two'
+    const c = await createAdapter('openai', undefined, `${server.url}/v1`)
+    server.replies.push({ json: completion({ content: 'b' }) }, { json: completion({ content: 'c' }) })
+    await b.chat([{ role: 'user', content: [{ type: 'text', text: 'q' }] }], { model: 'm' })
+    await c.chat([{ role: 'user', content: [{ type: 'text', text: 'q' }] }], { model: 'm' })
+    await expect(a.chat([], { model: 'm' })).rejects.toThrow('wrapped')
+    expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk-one', 'Bearer sk-two'])
+  })
+
   test('presets: names, base URLs, key chains and capabilities', async () => {
     process.env.OPENAI_API_KEY = 'sk-fallback'
     const ds = await createAdapter('deepseek', undefined, `${server.url}/ds`)

@@ -113,9 +113,9 @@ function optionsJson(options) {
 }
 
 class NativeAdapter {
-  constructor(handle) {
-    this.name = handle.name
-    this.capabilities = { echoesReasoning: handle.echoesReasoning }
+  constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
+    this.name = name
+    this.capabilities = { echoesReasoning }
     Object.defineProperty(this, NATIVE_ADAPTER, { value: handle })
   }
 
@@ -174,15 +174,28 @@ async function createAdapter(provider, apiKey, baseURL, region) {
   if (provider === 'copilot' && baseURL) {
     console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
   }
-  let handle
-  try {
-    const name = String(provider)
-    handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, envSnapshot(name))
-  } catch (e) {
-    throw fromNative(e)
+  const name = String(provider)
+  const env = envSnapshot(name)
+  const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env])
+  let h = handles.get(key)
+  if (h === undefined) {
+    try {
+      const handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, env)
+      h = { handle, name: handle.name, echoes: handle.echoesReasoning }
+    } catch (e) {
+      throw fromNative(e)
+    }
+    if (handles.size >= 64) handles.clear()
+    handles.set(key, h)
   }
-  return new NativeAdapter(handle)
+  // A new adapter object every time (callers may wrap or spy on its methods).
+  return new NativeAdapter(h.handle, h.name, h.echoes)
 }
+
+/** A native adapter is immutable once created: one per distinct configuration (agents are
+ *  often created per request, each calling createAdapter), keyed by the arguments and the
+ *  environment it read. Bounded; failures are not kept. */
+const handles = new Map()
 
 /** `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix). */
 function extractToolCallsFromText(text, knownToolNames) {
