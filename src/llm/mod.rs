@@ -118,6 +118,10 @@ pub struct ChatOptions {
     pub compress_reasoning_text: Option<Value>,
     #[serde(default)]
     pub system_prompt: Option<Value>,
+    /// `openai::tools_json` of these options, built on first use: a run's calls (and the runs
+    /// that share parsed options) send the same tools.
+    #[serde(skip)]
+    pub openai_tools: std::sync::OnceLock<Option<String>>,
 }
 
 impl ChatOptions {

@@ -123,8 +123,6 @@ pub struct ListCache {
     count: usize,
     has_tool_use: bool,
     list: Option<ListWriter>,
-    /// `tools_json` of the run's options (they do not change under one cache).
-    tools: Option<Option<String>>,
 }
 
 impl ListCache {
@@ -151,9 +149,6 @@ impl ListCache {
         out
     }
 
-    pub fn tools_json(&mut self, opts: &ChatOptions) -> Option<String> {
-        self.tools.get_or_insert_with(|| tools_json(opts)).clone()
-    }
 }
 
 fn user_json(out: &mut String, blocks: &[&Block]) {

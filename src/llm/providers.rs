@@ -371,13 +371,13 @@ impl Adapter {
     /// URL and body, or the errors the original throws before any network call.
     fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool, reuse: Reuse) -> Result<HttpRequest, LlmError> {
         let mut headers = self.headers.clone();
-        // The OpenAI wire's message list and tools, from the run's cache when there is one.
-        let list_json = |ob: Option<&openai::Outbound>| match reuse {
-            Some((cache, epoch)) => {
-                let mut c = cache.0.lock().unwrap_or_else(|e| e.into_inner());
-                (c.message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob), c.tools_json(opts))
-            }
-            None => (openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), openai::tools_json(opts)),
+        // The OpenAI wire's message list (from the run's cache when there is one) and tools.
+        let list_json = |ob: Option<&openai::Outbound>| {
+            let list = match reuse {
+                Some((cache, epoch)) => cache.0.lock().unwrap_or_else(|e| e.into_inner()).message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob),
+                None => openai::message_list_json(messages, opts.system_prompt.as_ref(), ob),
+            };
+            (list, opts.openai_tools.get_or_init(|| openai::tools_json(opts)).clone())
         };
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
