@@ -323,47 +323,6 @@ pub fn process_env() -> Env {
     std::env::vars().collect()
 }
 
-/// Every environment variable an adapter consults (`providers::env_vars_for` has them per
-/// provider).
-pub const ENV_VARS: &[&str] = &[
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "AZURE_OPENAI_API_KEY",
-    "AZURE_OPENAI_ENDPOINT",
-    "AZURE_OPENAI_API_VERSION",
-    "AZURE_OPENAI_DEPLOYMENT",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GEMINI_BASE_URL",
-    "DEEPSEEK_API_KEY",
-    "ARK_API_KEY",
-    "XAI_API_KEY",
-    "HUNYUAN_API_KEY",
-    "HUNYUAN_BASE_URL",
-    "MINIMAX_API_KEY",
-    "MINIMAX_BASE_URL",
-    "MIMO_API_KEY",
-    "MIMO_BASE_URL",
-    "QINIU_API_KEY",
-    "AWS_REGION",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    "AWS_ENDPOINT_URL",
-    "GITHUB_COPILOT_TOKEN",
-    "GITHUB_TOKEN",
-    "GITHUB_API_URL",
-    "HOME",
-    "USERPROFILE",
-];
-
 /// Shared by the provider modules: a tool input parsed from provider JSON, normalised to the
 /// text `JSON.stringify` would give (or `{}` when it is not an object).
 pub(crate) fn object_input(v: Option<&Value>) -> Box<RawValue> {
