@@ -175,7 +175,8 @@ struct Run {
 
 struct RunChat {
     options_json: String,
-    adapter: usize,
+    /// Held (not just its address) so that a later adapter can never pass for it.
+    adapter: Arc<crate::llm::Adapter>,
     opts: std::result::Result<Arc<crate::llm::ChatOptions>, crate::llm::LlmError>,
     wire: Arc<crate::llm::WireCache>,
 }
@@ -190,11 +191,10 @@ impl Run {
     /// call of a run: parsed on the first, and the wire cache reset whenever it or the adapter
     /// changes (the cached text depends on both).
     fn chat_input(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) -> std::result::Result<super::llm::ChatInput, crate::llm::LlmError> {
-        let key = Arc::as_ptr(adapter) as usize;
-        let fresh = !matches!(&self.chat, Some(c) if c.adapter == key && c.options_json == options_json);
+        let fresh = !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
         if fresh {
             let opts = cached_chat_options(&options_json);
-            self.chat = Some(RunChat { options_json, adapter: key, opts, wire: Arc::default() });
+            self.chat = Some(RunChat { options_json, adapter: adapter.clone(), opts, wire: Arc::default() });
         }
         let c = self.chat.as_ref().expect("set above");
         let (messages, epoch) = self.m.shared_conversation();

@@ -22,6 +22,11 @@ const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 100;
 /// Bytes read at a time: a whole loopback response usually fits, so one `read` suffices.
 const READ_CHUNK: usize = 64 * 1024;
+/// Room reserved ahead of a long body at most: the buffer grows with what actually arrives,
+/// not with what a Content-Length or chunk size announces.
+const MAX_AHEAD: usize = 8 << 20;
+/// A pooled connection does not keep a buffer larger than this from a large response.
+const KEEP_BUF: usize = 256 * 1024;
 
 /// The request head, or `None` when a header would break the framing (CR, LF or NUL in a name
 /// or value: refused like an invalid header value in reqwest).
@@ -134,7 +139,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.buf.clear();
             self.pos = 0;
         }
-        let want = at_least.max(READ_CHUNK);
+        let want = at_least.clamp(READ_CHUNK, MAX_AHEAD);
         if self.buf.capacity() - self.buf.len() < want {
             if self.pos > 0 {
                 self.buf.drain(..self.pos);
@@ -223,6 +228,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         };
         // Bytes beyond the response would be a reply to nothing we sent: not reused.
         let reusable = head.keep_alive && self.pending().is_empty();
+        if reusable && self.buf.capacity() > KEEP_BUF {
+            self.buf = Vec::new();
+            self.pos = 0;
+        }
         Ok((body, reusable))
     }
 
@@ -248,7 +257,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         loop {
             let line = self.line().await?;
             let size = line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size, 16).map_err(|_| bad("invalid chunk size"))?;
+            let size = usize::from_str_radix(size, 16).ok().filter(|n| n.checked_add(2).is_some()).ok_or_else(|| bad("invalid chunk size"))?;
             if size == 0 {
                 // Trailer fields, up to the empty line.
                 while !self.line().await?.is_empty() {}
@@ -395,6 +404,10 @@ mod tests {
             &b"NOT HTTP\r\n\r\n"[..],
             &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"[..],
             &b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"[..],
+            // Announced sizes far beyond what arrives: no allocation of that size, an error.
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 999999999999999\r\n\r\nab"[..],
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nab"[..],
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffff\r\nab"[..],
         ] {
             let (port, t) = server(vec![reply.to_vec()], 64);
             let mut c = conn(port).await;
