@@ -52,7 +52,7 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
 }
 
 /// The `LLMResponse` JSON of an adapter's own `chat`.
-pub fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
+fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
     Ok(r.to_json())
 }
 
