@@ -132,22 +132,19 @@ fn openai_headers(key: &str) -> Vec<(&'static str, String)> {
 /// The environment variables `create_adapter` (and, for bedrock, its credential chain) reads
 /// for `provider`: the JS shim snapshots only these from `process.env` (each read of
 /// `process.env` costs a call into Node; agents are often created per request).
-pub fn env_vars_for(provider: &str) -> &'static [&'static str] {
+pub fn env_vars_for(provider: &str) -> Vec<&'static str> {
     match provider {
-        "openai" => &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
-        "anthropic" => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"],
-        "azure-openai" => &["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION", "AZURE_OPENAI_DEPLOYMENT"],
-        "gemini" => &["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
-        "bedrock" => BEDROCK_ENV,
-        "copilot" => &["GITHUB_COPILOT_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"],
-        "deepseek" => &["DEEPSEEK_API_KEY", "OPENAI_API_KEY"],
-        "doubao" => &["ARK_API_KEY", "OPENAI_API_KEY"],
-        "grok" => &["XAI_API_KEY", "OPENAI_API_KEY"],
-        "hunyuan" => &["HUNYUAN_API_KEY", "HUNYUAN_BASE_URL", "OPENAI_API_KEY"],
-        "minimax" => &["MINIMAX_API_KEY", "MINIMAX_BASE_URL", "OPENAI_API_KEY"],
-        "mimo" => &["MIMO_API_KEY", "MIMO_BASE_URL", "OPENAI_API_KEY"],
-        "qiniu" => &["QINIU_API_KEY", "OPENAI_API_KEY"],
-        _ => &[],
+        "openai" => vec!["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+        "anthropic" => vec!["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"],
+        "azure-openai" => vec!["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION", "AZURE_OPENAI_DEPLOYMENT"],
+        "gemini" => vec!["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+        "bedrock" => BEDROCK_ENV.to_vec(),
+        "copilot" => vec!["GITHUB_COPILOT_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"],
+        // The presets: their own key and base URL variables, then the OpenAI key fallback.
+        other => match PRESETS.iter().find(|p| p.0 == other) {
+            Some(&(_, key_env, base_env, _, _)) => [Some(key_env), base_env, Some("OPENAI_API_KEY")].into_iter().flatten().collect(),
+            None => Vec::new(),
+        },
     }
 }
 
