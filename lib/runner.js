@@ -235,7 +235,12 @@ class AgentRunner {
                 llm.assertValidMessages(conv)
                 checked = conv
               }
-              if (nativeOptions === undefined) nativeOptions = llm.optionsJson(chatOptions)
+              // The adapter and options go over once per run (runChat keeps them for the next calls).
+              let first = false
+              if (nativeOptions === undefined) {
+                nativeOptions = llm.optionsJson(chatOptions)
+                first = true
+              }
               const [cancel, unlink] = llm.linkSignal(signal)
               let json
               try {
@@ -272,7 +277,7 @@ class AgentRunner {
                   // The machine has taken the response by the time this resolves (no second
                   // parse): the loop goes on with runNext.
                   try {
-                    json = await native.runChat(id, nativeAdapter, nativeOptions, cancel)
+                    json = await (first ? native.runChat(id, nativeAdapter, nativeOptions, cancel) : native.runChat(id, null, null, cancel))
                   } catch (e) {
                     throw llm.fromNative(e)
                   }

@@ -196,9 +196,15 @@ impl Run {
             let opts = cached_chat_options(&options_json);
             self.chat = Some(RunChat { options_json, adapter: adapter.clone(), opts, wire: Arc::default() });
         }
-        let c = self.chat.as_ref().expect("set above");
+        self.chat_again().map(|(input, _)| input)
+    }
+
+    /// The next call with the adapter and options of the previous one (the driver sends them
+    /// once per run: converting them from JS on every call showed in profiles).
+    fn chat_again(&mut self) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
+        let c = self.chat.as_ref().ok_or_else(|| crate::llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call"))?;
         let (messages, epoch) = self.m.shared_conversation();
-        Ok(super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) })
+        Ok((super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) }, c.adapter.clone()))
     }
 }
 
@@ -606,23 +612,34 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 // ---------------------------------------------------------------------------------------
 // Native adapters on the run's own history: no JS objects on the way to the HTTP body.
 
-/// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
-/// `LLMResponse` JSON once the machine has taken the response (on the JS thread, before the
-/// driver resumes: the driver goes on with `runNext`); rejections use the adapters' JSON error
-/// format (see `lib/llm.js`).
+/// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
+/// `{content, usage}` as JSON once the machine has taken the response (on the JS thread, before
+/// the driver resumes: the driver goes on with `runNext`); rejections use the adapters' JSON
+/// error format (see `lib/llm.js`). `adapter` and `optionsJson` are needed on the run's first
+/// call; later calls may pass `null` for both to reuse them.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn run_chat<'e>(
     env: &'e napi::Env,
     id: u32,
-    adapter: &super::llm::NativeLlmAdapter,
-    options_json: String,
+    adapter: Option<&super::llm::NativeLlmAdapter>,
+    options_json: Option<String>,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<napi::bindgen_prelude::Object<'e>> {
-    let adapter = adapter.adapter();
-    let (input, serial) = with_run(id, |r| (r.chat_input(&adapter, options_json), r.serial))?;
+    let (input, adapter, serial) = with_run(id, |r| {
+        let got = match (adapter, options_json) {
+            (Some(a), Some(o)) => {
+                // A bad options text rejects the promise, like the adapter's own errors.
+                let a = a.adapter();
+                Ok((r.chat_input(&a, o), a))
+            }
+            _ => r.chat_again().map(|(input, a)| (Ok(input), a)),
+        };
+        got.map(|(input, a)| (input, a, r.serial))
+    })?
+    .map_err(|e| Error::from_reason(e.message))?;
     let token = super::llm::call_token(cancel);
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
-        let json = resp.to_json();
+        let json = resp.content_usage_json();
         let taken = RUNS.with(|s| match s.borrow_mut().get_mut(id) {
             Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage),
             _ => Err("oma-kernel: this run has already been released".into()),

@@ -8,10 +8,10 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::HeaderMap;
 
 use super::uv::{self, UvTcp};
 use crate::llm::http1::{self, Conn, Head, HeadError};
@@ -25,7 +25,7 @@ thread_local! {
     /// a loop that is already gone.
     static POOL: &'static RefCell<HashMap<String, Vec<Conn<UvTcp>>>> = Box::leak(Box::new(RefCell::new(HashMap::new())));
     /// The last URL's parts: a run sends every call to the same one.
-    static LAST_URL: RefCell<Option<(String, Target)>> = const { RefCell::new(None) };
+    static LAST_URL: RefCell<Option<(String, Rc<Target>)>> = const { RefCell::new(None) };
 }
 
 #[derive(Clone)]
@@ -35,10 +35,12 @@ struct Target {
     host: String,
     port: u16,
     path: String,
+    /// The pool's key for the origin.
+    key: String,
 }
 
-fn target(url: &str) -> Result<Target, AttemptError> {
-    if let Some(t) = LAST_URL.with(|l| l.borrow().as_ref().filter(|(u, _)| u == url).map(|(_, t)| t.clone())) {
+fn target(url: &str) -> Result<Rc<Target>, AttemptError> {
+    if let Some(t) = LAST_URL.with(|l| l.borrow().as_ref().filter(|(u, _)| u == url).map(|(_, t)| Rc::clone(t))) {
         return Ok(t);
     }
     let u = reqwest::Url::parse(url).map_err(|_| AttemptError::InvalidUrl)?;
@@ -54,8 +56,10 @@ fn target(url: &str) -> Result<Target, AttemptError> {
         Some(q) => format!("{}?{q}", u.path()),
         None => u.path().to_string(),
     };
-    let t = Target { authority, host: host.trim_start_matches('[').trim_end_matches(']').to_string(), port: u.port().unwrap_or(80), path };
-    LAST_URL.with(|l| *l.borrow_mut() = Some((url.to_string(), t.clone())));
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = u.port().unwrap_or(80);
+    let t = Rc::new(Target { authority, key: format!("{host}:{port}"), host, port, path });
+    LAST_URL.with(|l| *l.borrow_mut() = Some((url.to_string(), Rc::clone(&t))));
     Ok(t)
 }
 
@@ -74,10 +78,13 @@ fn take_idle(key: &str) -> Option<Conn<UvTcp>> {
     })
 }
 
-fn put_idle(key: String, c: Conn<UvTcp>) {
+fn put_idle(key: &str, c: Conn<UvTcp>) {
     POOL.with(|p| {
         let mut p = p.borrow_mut();
-        let idle = p.entry(key).or_default();
+        let idle = match p.get_mut(key) {
+            Some(v) => v,
+            None => p.entry(key.to_string()).or_default(),
+        };
         if idle.len() < MAX_IDLE {
             idle.push(c);
         }
@@ -101,7 +108,7 @@ pub struct LocalHttp;
 pub struct LocalResponse {
     head: Head,
     /// The connection, back to the pool once the body has been read.
-    conn: (String, Conn<UvTcp>),
+    conn: (Rc<Target>, Conn<UvTcp>),
 }
 
 enum Failed {
@@ -110,13 +117,13 @@ enum Failed {
     Attempt(AttemptError),
 }
 
-async fn exchange(mut conn: Conn<UvTcp>, key: String, head: &[u8], body: &[u8], reused: bool) -> Result<LocalResponse, Failed> {
+async fn exchange(mut conn: Conn<UvTcp>, target: Rc<Target>, head: &[u8], body: &[u8], reused: bool) -> Result<LocalResponse, Failed> {
     let stale = |reused: bool| if reused { Failed::Stale } else { Failed::Attempt(AttemptError::Connection) };
     if conn.write_request(head, body).await.is_err() {
         return Err(stale(reused));
     }
     match conn.read_head().await {
-        Ok(h) => Ok(LocalResponse { head: h, conn: (key, conn) }),
+        Ok(h) => Ok(LocalResponse { head: h, conn: (target, conn) }),
         Err(HeadError::Closed) => Err(stale(reused)),
         Err(HeadError::Io(_)) => Err(Failed::Attempt(AttemptError::Connection)),
     }
@@ -128,18 +135,17 @@ impl Http for LocalHttp {
     async fn attempt(&self, req: &HttpRequest) -> Result<LocalResponse, AttemptError> {
         let t = target(&req.url)?;
         let head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, req.body.len()).ok_or(AttemptError::InvalidUrl)?;
-        let key = format!("{}:{}", t.host, t.port);
-        if let Some(c) = take_idle(&key) {
+        if let Some(c) = take_idle(&t.key) {
             // The server closing an idle connection as the request goes out is what
             // reqwest's pool retries too: not an SDK-level retry.
-            match exchange(c, key.clone(), &head, &req.body, true).await {
+            match exchange(c, Rc::clone(&t), &head, &req.body, true).await {
                 Ok(r) => return Ok(r),
                 Err(Failed::Stale) => {}
                 Err(Failed::Attempt(e)) => return Err(e),
             }
         }
-        let c = connect(t.host, t.port).await?;
-        exchange(c, key, &head, &req.body, false).await.map_err(|f| match f {
+        let c = connect(t.host.clone(), t.port).await?;
+        exchange(c, t, &head, &req.body, false).await.map_err(|f| match f {
             Failed::Stale => AttemptError::Connection,
             Failed::Attempt(e) => e,
         })
@@ -155,15 +161,15 @@ impl HttpResponse for LocalResponse {
         self.head.status
     }
 
-    fn headers(&self) -> &HeaderMap {
-        &self.head.headers
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.header(name)
     }
 
     async fn bytes(self) -> Result<Bytes, ()> {
-        let (key, mut conn) = self.conn;
+        let (target, mut conn) = self.conn;
         let (body, reusable) = conn.read_body(&self.head).await.map_err(|_| ())?;
         if reusable {
-            put_idle(key, conn);
+            put_idle(&target.key, conn);
         }
         Ok(body)
     }

@@ -14,7 +14,6 @@ use std::io::IoSlice;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Response heads larger than this are refused (hyper's default limit is similar).
@@ -78,9 +77,33 @@ enum Framing {
 #[derive(Debug)]
 pub struct Head {
     pub status: u16,
-    pub headers: HeaderMap,
+    /// The header lines as received (`name: value\r\n` each), read on demand: a response's
+    /// headers are only looked at on retries and errors, so none is copied out one by one.
+    fields: Box<[u8]>,
     framing: Framing,
     keep_alive: bool,
+}
+
+impl Head {
+    /// The header lines as (name, value) pairs, values without surrounding whitespace.
+    fn fields(&self) -> impl Iterator<Item = (&[u8], &str)> {
+        self.fields.split(|&b| b == b'\n').filter_map(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let colon = line.iter().position(|&b| b == b':')?;
+            let value = std::str::from_utf8(&line[colon + 1..]).ok()?;
+            Some((&line[..colon], value.trim_matches([' ', '\t'])))
+        })
+    }
+
+    /// Every value of header `name` (case-insensitive), in order.
+    pub fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.fields().filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
+    }
+
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.fields().find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
+    }
 }
 
 /// Why no response head arrived.
@@ -173,18 +196,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     Ok(httparse::Status::Complete(n)) => {
                         let status = r.code.unwrap_or(0);
                         let version = r.version.unwrap_or(1);
-                        let mut headers = HeaderMap::with_capacity(r.headers.len());
-                        for h in r.headers.iter() {
-                            let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| HeadError::Io(bad("invalid response header name")))?;
-                            let value = HeaderValue::from_bytes(h.value).map_err(|_| HeadError::Io(bad("invalid response header value")))?;
-                            headers.append(name, value);
-                        }
-                        self.pos += n;
                         if (100..200).contains(&status) && status != 101 {
+                            self.pos += n;
                             continue;
                         }
-                        let (framing, keep_alive) = framing(status, version, &headers).map_err(HeadError::Io)?;
-                        return Ok(Head { status, headers, framing, keep_alive });
+                        let (framing, keep_alive) = framing(status, version, r.headers).map_err(HeadError::Io)?;
+                        // From the first header line to the blank line (httparse has checked
+                        // the names and values; `fields` only needs the lines).
+                        let head = &self.pending()[..n];
+                        let start = head.iter().position(|&b| b == b'\n').map_or(n, |i| i + 1);
+                        let fields = head[start.min(n)..].into();
+                        self.pos += n;
+                        return Ok(Head { status, fields, framing, keep_alive });
                     }
                     Ok(httparse::Status::Partial) => {
                         if self.pending().len() > MAX_HEAD {
@@ -278,23 +301,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 }
 
-fn has_token(headers: &HeaderMap, name: &str, token: &str) -> bool {
-    headers.get_all(name).iter().any(|v| v.to_str().is_ok_and(|s| s.split(',').any(|t| t.trim().eq_ignore_ascii_case(token))))
+/// The values of header `name` among the parsed ones.
+fn values<'h>(headers: &'h [httparse::Header<'h>], name: &'h str) -> impl Iterator<Item = &'h [u8]> + 'h {
+    headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
 }
 
-fn framing(status: u16, version: u8, headers: &HeaderMap) -> io::Result<(Framing, bool)> {
+fn has_token(headers: &[httparse::Header], name: &str, token: &str) -> bool {
+    values(headers, name).any(|v| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes())))
+}
+
+fn framing(status: u16, version: u8, headers: &[httparse::Header]) -> io::Result<(Framing, bool)> {
     let keep_alive = if version >= 1 { !has_token(headers, "connection", "close") } else { has_token(headers, "connection", "keep-alive") };
     if status == 204 || status == 304 || (100..200).contains(&status) {
         return Ok((Framing::Empty, keep_alive));
     }
-    let te: Vec<&HeaderValue> = headers.get_all("transfer-encoding").iter().collect();
-    if !te.is_empty() {
-        let last = te.last().and_then(|v| v.to_str().ok()).and_then(|s| s.rsplit(',').next()).map(|s| s.trim().to_ascii_lowercase());
-        return Ok(if last.as_deref() == Some("chunked") { (Framing::Chunked, keep_alive) } else { (Framing::UntilClose, false) });
+    if let Some(te) = values(headers, "transfer-encoding").last() {
+        let last = te.rsplit(|&b| b == b',').next().unwrap_or_default().trim_ascii();
+        return Ok(if last.eq_ignore_ascii_case(b"chunked") { (Framing::Chunked, keep_alive) } else { (Framing::UntilClose, false) });
     }
     let mut length: Option<usize> = None;
-    for v in headers.get_all("content-length") {
-        for part in v.to_str().map_err(|_| bad("invalid content-length"))?.split(',') {
+    for v in values(headers, "content-length") {
+        for part in std::str::from_utf8(v).map_err(|_| bad("invalid content-length"))?.split(',') {
             let n: usize = part.trim().parse().map_err(|_| bad("invalid content-length"))?;
             if length.is_some_and(|l| l != n) {
                 return Err(bad("conflicting content-length"));
@@ -375,10 +402,10 @@ mod tests {
         let mut c = conn(port).await;
         let (h, b, reuse) = exchange(&mut c, "{\"a\":1}").await;
         assert_eq!((h.status, &b[..], reuse), (200, &b"hello"[..], true));
-        assert_eq!(h.headers.get_all("x-a").iter().count(), 2);
+        assert_eq!(h.header_values("x-a").collect::<Vec<_>>(), ["1", "2"]);
         let (h, b, reuse) = exchange(&mut c, "").await;
         assert_eq!((h.status, &b[..], reuse), (429, &b"abc0123456789abcdef"[..], true));
-        assert_eq!(h.headers["retry-after"], "0");
+        assert_eq!(h.header("Retry-After"), Some("0"));
         let (h, b, reuse) = exchange(&mut c, "x").await;
         assert_eq!((h.status, b.len(), reuse), (204, 0, true));
         let (h, b, reuse) = exchange(&mut c, "y").await;

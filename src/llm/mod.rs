@@ -173,6 +173,22 @@ impl Serialize for LlmResponse {
     }
 }
 
+impl LlmResponse {
+    /// `{content, usage}`: what a run's driver reads of a response (the rest is the machine's).
+    pub fn content_usage_json(&self) -> String {
+        struct ContentUsage<'a>(&'a LlmResponse);
+        impl Serialize for ContentUsage<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("content", &self.0.content)?;
+                m.serialize_entry("usage", &UsageJs(self.0.usage))?;
+                m.end()
+            }
+        }
+        serde_json::to_string(&ContentUsage(self)).expect("response serialises")
+    }
+}
+
 struct UsageJs(Usage);
 
 impl Serialize for UsageJs {

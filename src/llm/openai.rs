@@ -1,6 +1,8 @@
 //! OpenAI Chat Completions wire format (CONTRACT §15.5), shared by provider `openai`, the
 //! OpenAI-compatible presets, local servers and Azure OpenAI.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -312,8 +314,6 @@ struct Completion<'a> {
 #[derive(Deserialize)]
 struct Choice {
     #[serde(default)]
-    message: Option<WireMessage>,
-    #[serde(default)]
     delta: Option<WireMessage>,
     #[serde(default)]
     finish_reason: Option<String>,
@@ -422,37 +422,97 @@ fn content_string(v: &Value) -> String {
     }
 }
 
+// The non-streaming reply, borrowed from the body: strings without escapes are not copied, and
+// `content` stays raw text until its type is known (almost always null or a plain string).
+#[derive(Deserialize)]
+struct Reply<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<ReplyChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct ReplyChoice<'a> {
+    #[serde(default, borrow)]
+    message: Option<ReplyMessage<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct ReplyMessage<'a> {
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<ReplyCall<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ReplyCall<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<ReplyFunction<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ReplyFunction<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+/// A non-null raw JSON value as `Value` (only for the rare non-string shapes).
+fn raw_value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
 /// `fromOpenAICompletion(completion, knownToolNames, provenance)` on the raw body.
 pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) -> Result<LlmResponse, LlmError> {
-    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let c: Reply = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     let choice = c
         .choices
         .and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) })
         .ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
     let msg = choice.message.unwrap_or_default();
     let mut content = Vec::new();
-    let r = reasoning_text(msg.reasoning_content.as_ref());
-    if !r.is_empty() {
-        content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
+    if let Some(raw) = msg.reasoning_content {
+        let r = reasoning_text(Some(&raw_value(raw)));
+        if !r.is_empty() {
+            content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
+        }
     }
-    let text = match &msg.content {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(content_string(v)),
-    };
+    // `null` never reaches here (it is `None`); a string is the common case.
+    let text = msg.content.map(|raw| match serde_json::from_str::<Cow<str>>(raw.get()) {
+        Ok(s) => s.into_owned(),
+        Err(_) => content_string(&raw_value(raw)),
+    });
     if let Some(t) = &text {
         content.push(Block::text(t.clone()));
     }
-    let native = msg.tool_calls.as_deref().unwrap_or_default();
+    let native = msg.tool_calls.unwrap_or_default();
+    let any_native = !native.is_empty();
     for tc in native {
-        let f = tc.function.as_ref();
+        let (name, arguments) = match tc.function {
+            Some(f) => (f.name.map(Cow::into_owned).unwrap_or_default(), f.arguments),
+            None => (String::new(), None),
+        };
         content.push(Block::ToolUse {
-            id: tc.id.clone().unwrap_or_default(),
-            name: f.and_then(|f| f.name.clone()).unwrap_or_default(),
-            input: parse_arguments(f.and_then(|f| f.arguments.as_deref())),
+            id: tc.id.map(Cow::into_owned).unwrap_or_default(),
+            name,
+            input: parse_arguments(arguments.as_deref()),
             signature: None,
         });
     }
-    if native.is_empty() {
+    if !any_native {
         if let (Some(known), Some(t)) = (known, text.as_deref()) {
             if !known.is_empty() && !t.is_empty() {
                 content.extend(extract_tool_calls_from_text(t, known));
@@ -461,8 +521,8 @@ pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) ->
     }
     let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
     Ok(LlmResponse {
-        id: c.id.map(|s| s.into_owned()).unwrap_or_default(),
-        model: c.model.map(|s| s.into_owned()).unwrap_or_default(),
+        id: c.id.map(Cow::into_owned).unwrap_or_default(),
+        model: c.model.map(Cow::into_owned).unwrap_or_default(),
         stop_reason: stop_reason(choice.finish_reason.as_deref(), has_tool),
         usage: usage_of(c.usage),
         content,
@@ -672,6 +732,13 @@ mod tests {
         assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"g","input":{}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":0,"output_tokens":0}}"#);
         assert_eq!(parse_completion(r#"{"choices":[]}"#, None, "openai").unwrap_err().message, "OpenAI returned a completion with no choices");
         assert_eq!(parse_completion(r#"{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}]}"#, None, "o").unwrap().stop_reason, "content_filter");
+        // Escapes in borrowed fields, a non-string content, a reasoning string, extra fields.
+        let body = r#"{"id":"c\u00e9","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a\"b\n","reasoning_content":"why","tool_calls":[{"id":"t\/1","type":"function","function":{"name":"f\u0031","arguments":"{\"k\":\"v\\u00e9\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
+        let r = parse_completion(body, None, "p").unwrap();
+        assert_eq!(r.id, "cé");
+        assert_eq!(r.content_usage_json(), r#"{"content":[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}],"usage":{"input_tokens":1,"output_tokens":2}}"#);
+        let r = parse_completion(r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#, None, "p").unwrap();
+        assert_eq!(r.content_usage_json(), r#"{"content":[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}],"usage":{"input_tokens":0,"output_tokens":0}}"#);
     }
 
     #[test]

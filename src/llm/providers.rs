@@ -337,8 +337,8 @@ pub fn create_adapter(
     }
 }
 
-fn request_id(headers: &reqwest::header::HeaderMap) -> String {
-    headers.get("x-amzn-requestid").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+fn request_id(resp: &impl HttpResponse) -> String {
+    resp.header("x-amzn-requestid").unwrap_or("").to_string()
 }
 
 impl Adapter {
@@ -503,7 +503,7 @@ impl Adapter {
         }
         let req = self.prepared(req, cancel).await?;
         let resp = transport::send(http, &req, self.style(), &self.transport, cancel).await?;
-        let request_id = request_id(resp.headers());
+        let request_id = request_id(&resp);
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
         let body = String::from_utf8_lossy(&body);
         match &self.wire {
@@ -555,7 +555,7 @@ impl Adapter {
         let mut events: Vec<SseEvent> = Vec::new();
         let mut frames = FrameDecoder::default();
         let mut frame_buf = Vec::new();
-        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(resp.headers()));
+        let mut br = bedrock::StreamState::new(&self.name, &opts.model_str(), &request_id(&resp));
         let mut oa = openai::StreamState::new(&self.name);
         let mut an = anthropic::StreamState::new(&self.name);
         let mut ge = gemini::StreamState::new(&self.name, &opts.model_str());

@@ -8,7 +8,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use reqwest::header::HeaderMap;
 use reqwest::{Client, Response};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +83,8 @@ pub trait Http {
 /// A response whose head has arrived.
 pub trait HttpResponse {
     fn status(&self) -> u16;
-    fn headers(&self) -> &HeaderMap;
+    /// The first value of header `name` (case-insensitive), if it is text.
+    fn header(&self, name: &str) -> Option<&str>;
     /// The whole body; `Err` when the connection fails while reading it.
     fn bytes(self) -> impl Future<Output = Result<Bytes, ()>>;
 }
@@ -120,8 +120,8 @@ impl HttpResponse for Response {
     fn status(&self) -> u16 {
         Response::status(self).as_u16()
     }
-    fn headers(&self) -> &HeaderMap {
-        Response::headers(self)
+    fn header(&self, name: &str) -> Option<&str> {
+        Response::headers(self).get(name).and_then(|v| v.to_str().ok())
     }
     async fn bytes(self) -> Result<Bytes, ()> {
         Response::bytes(self).await.map_err(|_| ())
@@ -156,8 +156,8 @@ pub async fn send<H: Http>(
                 if (200..300).contains(&status) {
                     return Ok(resp);
                 }
-                if retries_left > 0 && should_retry(status, resp.headers()) {
-                    let delay = retry_delay(resp.headers(), cfg.max_retries - retries_left);
+                if retries_left > 0 && should_retry(status, |k| resp.header(k)) {
+                    let delay = retry_delay(|k| resp.header(k), cfg.max_retries - retries_left);
                     drop(resp);
                     retries_left -= 1;
                     sleep_or_abort(http, delay, cancel).await?;
@@ -189,8 +189,8 @@ async fn sleep_or_abort<H: Http>(http: &H, d: Duration, cancel: &CancellationTok
     }
 }
 
-fn should_retry(status: u16, h: &HeaderMap) -> bool {
-    match h.get("x-should-retry").and_then(|v| v.to_str().ok()) {
+fn should_retry<'a>(status: u16, header: impl Fn(&str) -> Option<&'a str>) -> bool {
+    match header("x-should-retry") {
         Some("true") => true,
         Some("false") => false,
         _ => matches!(status, 408 | 409 | 429) || status >= 500,
@@ -199,8 +199,7 @@ fn should_retry(status: u16, h: &HeaderMap) -> bool {
 
 /// The SDKs' rule: `retry-after-ms`, else `retry-after` (seconds or an HTTP date); used when
 /// it is a truthy value in [0, 60 s), otherwise exponential back-off.
-fn retry_delay(h: &HeaderMap, retries_done: u32) -> Duration {
-    let header = |k: &str| h.get(k).and_then(|v| v.to_str().ok()).map(str::to_string);
+fn retry_delay<'a>(header: impl Fn(&str) -> Option<&'a str>, retries_done: u32) -> Duration {
     let mut ms: Option<f64> = None;
     if let Some(v) = header("retry-after-ms").filter(|v| !v.is_empty()) {
         ms = parse_float(&v);
@@ -366,26 +365,23 @@ mod tests {
 
     #[test]
     fn retry_after_headers() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_delay(&h, 0), Duration::from_millis(250));
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("1.5"));
-        assert_eq!(retry_delay(&h, 0), Duration::from_millis(1500));
+        // A response's headers, looked up as `HttpResponse::header` does.
+        fn h<'a>(fields: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<&'a str> + 'a {
+            move |k| fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(k)).map(|(_, v)| *v)
+        }
+        assert_eq!(retry_delay(h(&[("retry-after-ms", "250")]), 0), Duration::from_millis(250));
+        assert_eq!(retry_delay(h(&[("Retry-After", "1.5")]), 0), Duration::from_millis(1500));
         // out of range → back-off (≤ 0.5 s for the first retry)
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("120"));
-        assert!(retry_delay(&h, 0) <= Duration::from_millis(500));
+        assert!(retry_delay(h(&[("retry-after", "120")]), 0) <= Duration::from_millis(500));
+        // retry-after-ms 0 falls through to retry-after
+        assert_eq!(retry_delay(h(&[("retry-after-ms", "0"), ("retry-after", "2")]), 0), Duration::from_millis(2000));
         assert!(default_delay(5) <= Duration::from_secs(8) && default_delay(5) >= Duration::from_secs(6));
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784111777000.0));
         assert_eq!(parse_float(" 12abc"), Some(12.0));
         assert_eq!(parse_float("abc"), None);
-        let mut h = HeaderMap::new();
-        h.insert("x-should-retry", HeaderValue::from_static("false"));
-        assert!(!should_retry(503, &h));
-        h.insert("x-should-retry", HeaderValue::from_static("true"));
-        assert!(should_retry(400, &h));
-        assert!(!should_retry(400, &HeaderMap::new()) && should_retry(409, &HeaderMap::new()));
+        assert!(!should_retry(503, h(&[("x-should-retry", "false")])));
+        assert!(should_retry(400, h(&[("x-should-retry", "true")])));
+        assert!(!should_retry(400, h(&[])) && should_retry(409, h(&[])));
     }
 
     /// A server that answers each connection with the next canned response.
