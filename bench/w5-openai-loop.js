@@ -4,18 +4,23 @@
 //   - oma-kernel: the native adapter from createAdapter('openai', key, baseURL) in a minimal JS
 //     loop, and the whole Agent.run (provider 'openai', runner, executor, one tool), and
 //   - the `ai` SDK: generateText with @ai-sdk/openai's chat model and one tool.
-// Reports client CPU (user + system of this process, all threads) per LLM call and wall time
-// per run: medians of interleaved samples after a warm-up. Usage: node bench/w5-openai-loop.js [--quick]
-const { fork } = require('child_process')
+// Each client runs in its own Node process (`--client <name>`), started by this one, so that one
+// client's heap, garbage and timers are never collected or run on another's time; the parent
+// only asks for warm-ups and samples, one client at a time, interleaved. Reports client CPU
+// (user + system of the client's process, all threads) per LLM call and wall time per run:
+// medians of the interleaved samples after a warm-up. Usage: node bench/w5-openai-loop.js [--quick]
+const { fork, spawn, spawnSync } = require('child_process')
 const path = require('path')
 
 const quick = process.argv.includes('--quick')
 const PAYLOAD = 'x'.repeat(2048)
 const TOOL_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false }
 // Runs per sample; each row is the median of SAMPLES samples, the clients' samples
-// interleaved so that changes in machine load hit all of them alike.
-const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 100, 5: 40, 20: 12 }
-const SAMPLES = quick ? 1 : 7
+// interleaved so that changes in machine load hit all of them alike. A sample is ≈ 20–60 ms of
+// client CPU for oma-kernel: long enough that a garbage collection started by another
+// client's garbage is spread over a sample rather than making an outlier of it.
+const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 300, 5: 120, 20: 36 }
+const SAMPLES = quick ? 1 : 9
 // Warm-up per client and T, in ms: both the addon's JS and the ai SDK's JIT state settle well
 // after 30 runs (measured: the ai SDK's T=5 cost halved between a 30- and a 300-run warm-up).
 const WARMUP_MS = quick ? 50 : 1500
@@ -80,8 +85,7 @@ async function warmUp(runOnce) {
   while (n < 5 || performance.now() - t0 < WARMUP_MS) { await runOnce(); n++ }
 }
 
-async function sample(label, T, runOnce) {
-  const runs = RUNS[T]
+async function sample(label, T, runs, runOnce) {
   let calls = 0
   const cpu0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
@@ -98,12 +102,12 @@ const median = (xs) => {
   return v.length % 2 ? v[m] : (v[m - 1] + v[m]) / 2
 }
 
-/** Warm-up of every client, then SAMPLES interleaved samples; medians per client. */
+/** Warm-up of every client (one after the other), then SAMPLES interleaved samples; medians per client. */
 async function measureT(T, clients) {
-  for (const c of clients) await warmUp(c.run)
+  for (const c of clients) await c.ask({ cmd: 'warmup', T })
   const got = clients.map(() => [])
   for (let s = 0; s < SAMPLES; s++) {
-    for (let i = 0; i < clients.length; i++) got[i].push(await sample(clients[i].label, T, clients[i].run))
+    for (let i = 0; i < clients.length; i++) got[i].push(await clients[i].ask({ cmd: 'sample', T, runs: RUNS[T] }))
   }
   return clients.map((c, i) => ({
     label: c.label,
@@ -160,53 +164,118 @@ function httpRequestClient(port) {
   return { run, close: () => agent.destroy() }
 }
 
-async function floorRows(port, adapter) {
-  const raw = await rawSocketClient(port)
-  const viaHttp = httpRequestClient(port)
-  const clients = [
-    { label: 'oma-kernel native adapter (`adapter.chat`)', run: () => adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'bench-T0', maxTokens: 5 }).then(() => 1) },
-    { label: 'node:net, hand-written HTTP/1.1 (main thread)', run: raw.run },
-    { label: 'node:http `http.request`, keep-alive agent', run: viaHttp.run },
-    { label: '`fetch` (undici, what the ai SDK uses)', run: () => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: FLOOR_BODY, headers: { 'content-type': 'application/json' } }).then((r) => r.json()).then(() => 1) },
-  ]
-  // T=0: one call per run.
-  RUNS[0] = quick ? 50 : 1000
-  const rows = await measureT(0, clients)
-  raw.close()
-  viaHttp.close()
-  return rows
+// ---------------------------------------------------------------------------------------
+// Clients, each in its own process.
+//
+// The mock server runs on CPU 1 and every client on CPU 0 (with `taskset`, when there are two
+// CPUs or more). Unpinned, the scheduler sometimes keeps client and server on one CPU, where the
+// reply is often there before the client has gone to sleep: the same client then measured
+// ≈ 20 or ≈ 38 µs per call from one sample to the next. Against a real provider a client always
+// sleeps while it waits and is woken by the reply, which is what the pinned layout measures.
+const PIN = require('os').cpus().length >= 2 && spawnSync('taskset', ['-c', '0', process.execPath, '-e', '0']).status === 0
+
+/** `fork`, on CPU `cpu` when pinning is available. */
+function forkOn(cpu, script, args) {
+  const stdio = ['ignore', 'inherit', 'inherit', 'ipc']
+  if (!PIN) return fork(script, args, { stdio })
+  return spawn('taskset', ['-c', String(cpu), process.execPath, script, ...args], { stdio })
+}
+
+const CLIENTS = {
+  'oma-adapter': { label: 'oma-kernel', loop: true },
+  'oma-agent': { label: 'oma-kernel Agent.run', loop: true },
+  'ai-sdk': { label: 'ai SDK', loop: true },
+  'floor-native': { label: 'oma-kernel native adapter (`adapter.chat`)' },
+  'floor-net': { label: 'node:net, hand-written HTTP/1.1 (main thread)' },
+  'floor-http': { label: 'node:http `http.request`, keep-alive agent' },
+  'floor-fetch': { label: '`fetch` (undici, what the ai SDK uses)' },
+}
+
+/** The child side: builds its one client, then answers the parent's warm-up and sample requests. */
+async function clientMain(name, port) {
+  const baseURL = `http://127.0.0.1:${port}/v1`
+  let runFor // T → () => Promise<number of LLM calls>
+  if (name === 'oma-adapter' || name === 'floor-native') {
+    const adapter = await require('../lib/llm.js').createAdapter('openai', 'bench-key', baseURL)
+    runFor = name === 'oma-adapter'
+      ? (T) => () => omaLoop(adapter, T)
+      : () => () => adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'bench-T0', maxTokens: 5 }).then(() => 1)
+  } else if (name === 'oma-agent') {
+    const index = require('../index.js')
+    runFor = (T) => () => agentLoop(index, baseURL, T)
+  } else if (name === 'ai-sdk') {
+    const ai = require('ai')
+    const provider = require('@ai-sdk/openai').createOpenAI({ baseURL, apiKey: 'bench-key' })
+    runFor = (T) => () => aiSdkLoop(ai, provider, T)
+  } else if (name === 'floor-net') {
+    const raw = await rawSocketClient(port)
+    runFor = () => raw.run
+  } else if (name === 'floor-http') {
+    const viaHttp = httpRequestClient(port)
+    runFor = () => viaHttp.run
+  } else if (name === 'floor-fetch') {
+    runFor = () => () => fetch(`${baseURL}/chat/completions`, { method: 'POST', body: FLOOR_BODY, headers: { 'content-type': 'application/json' } }).then((r) => r.json()).then(() => 1)
+  } else {
+    throw new Error(`unknown client ${name}`)
+  }
+  process.on('message', async (m) => {
+    try {
+      if (m.cmd === 'warmup') {
+        await warmUp(runFor(m.T))
+        process.send({ ok: true })
+      } else if (m.cmd === 'sample') {
+        process.send({ ok: true, value: await sample(name, m.T, m.runs, runFor(m.T)) })
+      }
+    } catch (e) {
+      process.send({ ok: false, error: String(e && e.stack || e) })
+    }
+  })
+  process.on('disconnect', () => process.exit(0))
+  process.send({ ready: true })
+}
+
+/** Starts client `name` in its own process; `ask(msg)` resolves with its reply's value. */
+async function startClient(name, port) {
+  const proc = forkOn(0, __filename, ['--client', name, String(port)])
+  const first = await new Promise((resolve, reject) => {
+    proc.once('message', resolve)
+    proc.once('exit', (code) => reject(new Error(`client ${name} exited with code ${code} before it was ready`)))
+  })
+  if (!first.ready) throw new Error(`client ${name}: unexpected first message`)
+  const ask = (msg) => new Promise((resolve, reject) => {
+    proc.once('message', (r) => (r.ok ? resolve(r.value) : reject(new Error(`client ${name}: ${r.error}`))))
+    proc.send(msg)
+  })
+  return { label: CLIENTS[name].label, ask, close: () => proc.disconnect() }
+}
+
+/** A client that cannot start (e.g. the ai SDK not installed) is left out with a note. */
+async function startAll(names, port) {
+  const out = []
+  for (const n of names) {
+    try {
+      out.push(await startClient(n, port))
+    } catch (e) {
+      console.error(`${CLIENTS[n].label} skipped: ${e.message.split('\n')[0]}`)
+    }
+  }
+  return out
 }
 
 async function main() {
-  const child = fork(path.join(__dirname, 'w5-mock-server.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child = forkOn(1, path.join(__dirname, 'w5-mock-server.js'), [])
   const { port } = await new Promise((resolve) => child.once('message', resolve))
-  const baseURL = `http://127.0.0.1:${port}/v1`
-  const { createAdapter } = require('../lib/llm.js')
-  const adapter = await createAdapter('openai', 'bench-key', baseURL)
-  let ai = null
-  let provider = null
-  try {
-    ai = require('ai')
-    provider = require('@ai-sdk/openai').createOpenAI({ baseURL, apiKey: 'bench-key' })
-  } catch (e) {
-    console.error(`ai SDK column skipped: ${e.message.split('\n')[0]}`)
-  }
-  let index = null
-  try {
-    index = require('../index.js')
-  } catch (e) {
-    console.error(`Agent.run row skipped: ${e.message.split('\n')[0]}`)
-  }
+  const loops = await startAll(['oma-adapter', 'oma-agent', 'ai-sdk'], port)
   const rows = []
-  for (const T of [1, 5, 20]) {
-    const clients = [{ label: 'oma-kernel', run: () => omaLoop(adapter, T) }]
-    if (index) clients.push({ label: 'oma-kernel Agent.run', run: () => agentLoop(index, baseURL, T) })
-    if (provider) clients.push({ label: 'ai SDK', run: () => aiSdkLoop(ai, provider, T) })
-    rows.push(...(await measureT(T, clients)))
-  }
-  const floor = await floorRows(port, adapter)
+  for (const T of [1, 5, 20]) rows.push(...(await measureT(T, loops)))
+  for (const c of loops) c.close()
+  // T=0: one call per run.
+  RUNS[0] = quick ? 50 : 1000
+  const floors = await startAll(['floor-native', 'floor-net', 'floor-http', 'floor-fetch'], port)
+  const floor = await measureT(0, floors)
+  for (const c of floors) c.close()
   child.disconnect()
-  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
+  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run; each client in its own process${PIN ? ' on CPU 0, the server on CPU 1' : ' (not pinned: taskset or a second CPU missing)'}; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
   console.log('| client | T | runs (all samples) | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
   console.log('|---|---|---|---|---|---|')
   for (const r of rows) {
@@ -221,7 +290,9 @@ async function main() {
   for (const r of floor) console.log(`| ${r.label} | ${r.runs} | ${r.cpuPerCallUs.toFixed(1)} | ${(r.wallPerRunMs * 1000).toFixed(0)} |`)
 }
 
-main().catch((e) => {
+const at = process.argv.indexOf('--client')
+const entry = at >= 0 ? clientMain(process.argv[at + 1], Number(process.argv[at + 2])) : main()
+entry.catch((e) => {
   console.error(e)
   process.exit(1)
 })
