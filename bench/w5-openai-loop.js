@@ -182,9 +182,9 @@ function forkOn(cpu, script, args) {
 }
 
 const CLIENTS = {
-  'oma-adapter': { label: 'oma-kernel', loop: true },
-  'oma-agent': { label: 'oma-kernel Agent.run', loop: true },
-  'ai-sdk': { label: 'ai SDK', loop: true },
+  'oma-adapter': { label: 'oma-kernel' },
+  'oma-agent': { label: 'oma-kernel Agent.run' },
+  'ai-sdk': { label: 'ai SDK' },
   'floor-native': { label: 'oma-kernel native adapter (`adapter.chat`)' },
   'floor-net': { label: 'node:net, hand-written HTTP/1.1 (main thread)' },
   'floor-http': { label: 'node:http `http.request`, keep-alive agent' },

@@ -277,7 +277,7 @@ class AgentRunner {
                   // The machine has taken the response by the time this resolves (no second
                   // parse): the loop goes on with runNext.
                   try {
-                    json = await (first ? native.runChat(id, nativeAdapter, nativeOptions, cancel) : native.runChat(id, null, null, cancel))
+                    json = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }

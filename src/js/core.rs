@@ -187,21 +187,20 @@ impl Run {
         Run { m, error: String::new(), serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chat: None }
     }
 
-    /// What a native call of this run sends. The driver passes the same options text on every
-    /// call of a run: parsed on the first, and the wire cache reset whenever it or the adapter
-    /// changes (the cached text depends on both).
-    fn chat_input(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) -> std::result::Result<super::llm::ChatInput, crate::llm::LlmError> {
+    /// Takes the adapter and options of the run's native calls. The driver sends them on a run's
+    /// first call only (converting them from JS on every call showed in profiles); `runStream`
+    /// sends them every time: parsed once, and the wire cache reset whenever the options or the
+    /// adapter change (the cached text depends on both).
+    fn chat_setup(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) {
         let fresh = !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
         if fresh {
             let opts = cached_chat_options(&options_json);
             self.chat = Some(RunChat { options_json, adapter: adapter.clone(), opts, wire: Arc::default() });
         }
-        self.chat_again().map(|(input, _)| input)
     }
 
-    /// The next call with the adapter and options of the previous one (the driver sends them
-    /// once per run: converting them from JS on every call showed in profiles).
-    fn chat_again(&mut self) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
+    /// What the next native call sends, and the adapter it goes to.
+    fn chat_input(&self) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
         let c = self.chat.as_ref().ok_or_else(|| crate::llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call"))?;
         let (messages, epoch) = self.m.shared_conversation();
         Ok((super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) }, c.adapter.clone()))
@@ -625,18 +624,19 @@ pub fn run_chat<'e>(
     options_json: Option<String>,
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<napi::bindgen_prelude::Object<'e>> {
-    let (input, adapter, serial) = with_run(id, |r| {
-        let got = match (adapter, options_json) {
-            (Some(a), Some(o)) => {
-                // A bad options text rejects the promise, like the adapter's own errors.
-                let a = a.adapter();
-                Ok((r.chat_input(&a, o), a))
-            }
-            _ => r.chat_again().map(|(input, a)| (Ok(input), a)),
-        };
-        got.map(|(input, a)| (input, a, r.serial))
-    })?
-    .map_err(|e| Error::from_reason(e.message))?;
+    let given = adapter.map(|a| a.adapter());
+    let (got, serial) = with_run(id, |r| {
+        if let (Some(a), Some(o)) = (&given, options_json) {
+            r.chat_setup(a, o);
+        }
+        (r.chat_input(), r.serial)
+    })?;
+    let (input, adapter) = match (got, given) {
+        (Ok((input, a)), _) => (Ok(input), a),
+        // Bad options reject the promise, like the adapter's own errors.
+        (Err(e), Some(a)) => (Err(e), a),
+        (Err(e), None) => return Err(Error::from_reason(e.to_json())),
+    };
     let token = super::llm::call_token(cancel);
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
         let json = resp.content_usage_json();
@@ -657,7 +657,10 @@ pub fn run_stream(
     cancel: Option<&super::cancel::CancelHandle>,
 ) -> Result<super::llm::NativeLlmStream> {
     let adapter = adapter.adapter();
-    let input = with_run(id, |r| r.chat_input(&adapter, options_json))?;
+    let input = with_run(id, |r| {
+        r.chat_setup(&adapter, options_json);
+        r.chat_input().map(|(input, _)| input)
+    })?;
     let token = super::llm::call_token(cancel);
     Ok(super::llm::spawn_stream(adapter, token, move || input))
 }

@@ -96,6 +96,7 @@ impl Head {
     }
 
     /// Every value of header `name` (case-insensitive), in order.
+    #[cfg(test)]
     pub fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         self.fields().filter(move |(n, _)| n.eq_ignore_ascii_case(name.as_bytes())).map(|(_, v)| v)
     }
@@ -335,10 +336,31 @@ fn framing(status: u16, version: u8, headers: &[httparse::Header]) -> io::Result
     })
 }
 
+/// Test servers: reads one request (head, then a Content-Length body) from `s`; returns its
+/// bytes and where the body starts.
+#[cfg(test)]
+pub(crate) fn read_request(s: &mut impl io::Read) -> (Vec<u8>, usize) {
+    let mut req = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        let n = s.read(&mut b).unwrap();
+        req.extend_from_slice(&b[..n]);
+        if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&req[..i]).to_lowercase();
+            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).map_or(0, |v| v.trim().parse().unwrap());
+            while req.len() < i + 4 + len {
+                let n = s.read(&mut b).unwrap();
+                req.extend_from_slice(&b[..n]);
+            }
+            return (req, i + 4);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
+    use std::io::Write;
 
     /// A server thread that reads one request per entry of `replies` and answers with it,
     /// written in pieces of `split` bytes; returns the requests it read.
@@ -350,23 +372,7 @@ mod tests {
             s.set_nodelay(true).unwrap();
             let mut got = Vec::new();
             for r in replies {
-                let mut req = Vec::new();
-                let mut b = [0u8; 4096];
-                // Head, then the content-length body.
-                loop {
-                    let n = s.read(&mut b).unwrap();
-                    req.extend_from_slice(&b[..n]);
-                    if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&req[..i]).to_string();
-                        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).unwrap().parse().unwrap();
-                        while req.len() < i + 4 + len {
-                            let n = s.read(&mut b).unwrap();
-                            req.extend_from_slice(&b[..n]);
-                        }
-                        break;
-                    }
-                }
-                got.push(req);
+                got.push(read_request(&mut s).0);
                 for piece in r.chunks(split.max(1)) {
                     s.write_all(piece).unwrap();
                     s.flush().unwrap();

@@ -297,54 +297,62 @@ pub fn request_body(messages_json: String, tools_json: Option<String>, model: Op
 // ---------------------------------------------------------------------------------------
 // Responses
 
+// One completion or stream chunk, borrowed from the body: strings without escapes are not
+// copied, and `content` / `reasoning_content` stay raw text until their type is known (almost
+// always null or a plain string).
 #[derive(Deserialize)]
 struct Completion<'a> {
     #[serde(default, borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
+    id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    model: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    choices: Option<Vec<Choice>>,
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<Value>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
-struct Choice {
-    #[serde(default)]
-    delta: Option<WireMessage>,
-    #[serde(default)]
-    finish_reason: Option<String>,
+struct Choice<'a> {
+    /// A completion's message.
+    #[serde(default, borrow)]
+    message: Option<WireMessage<'a>>,
+    /// A stream chunk's part of the message.
+    #[serde(default, borrow)]
+    delta: Option<WireMessage<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
-struct WireMessage {
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<Value>,
-    #[serde(default)]
-    tool_calls: Option<Vec<WireToolCall>>,
+struct WireMessage<'a> {
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<WireToolCall<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct WireToolCall {
+struct WireToolCall<'a> {
+    /// Which call a stream chunk continues.
     #[serde(default)]
     index: Option<u64>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    function: Option<WireFunction>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<WireFunction<'a>>,
 }
 
 #[derive(Deserialize)]
-struct WireFunction {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
+struct WireFunction<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -415,86 +423,39 @@ fn usage_of(u: Option<WireUsage>) -> Usage {
     Usage { input_tokens: u.prompt_tokens.unwrap_or(0.0), output_tokens: u.completion_tokens.unwrap_or(0.0) }
 }
 
-fn content_string(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => to_js_json(other),
-    }
-}
-
-// The non-streaming reply, borrowed from the body: strings without escapes are not copied, and
-// `content` stays raw text until its type is known (almost always null or a plain string).
-#[derive(Deserialize)]
-struct Reply<'a> {
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    choices: Option<Vec<ReplyChoice<'a>>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-}
-
-#[derive(Deserialize)]
-struct ReplyChoice<'a> {
-    #[serde(default, borrow)]
-    message: Option<ReplyMessage<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-struct ReplyMessage<'a> {
-    #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<ReplyCall<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct ReplyCall<'a> {
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<ReplyFunction<'a>>,
-}
-
-#[derive(Deserialize)]
-struct ReplyFunction<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-}
-
 /// A non-null raw JSON value as `Value` (only for the rare non-string shapes).
 fn raw_value(raw: &RawValue) -> Value {
     serde_json::from_str(raw.get()).unwrap_or(Value::Null)
 }
 
+/// A message's non-null `content` as text: a string as is, anything else as its JSON.
+fn content_text(raw: &RawValue) -> String {
+    match serde_json::from_str::<String>(raw.get()) {
+        Ok(s) => s,
+        Err(_) => to_js_json(&raw_value(raw)),
+    }
+}
+
+/// `reasoning_text` of a raw `reasoning_content` (absent or null: empty).
+fn reasoning_of(raw: Option<&RawValue>) -> String {
+    raw.map(|r| reasoning_text(Some(&raw_value(r)))).unwrap_or_default()
+}
+
 /// `fromOpenAICompletion(completion, knownToolNames, provenance)` on the raw body.
 pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) -> Result<LlmResponse, LlmError> {
-    let c: Reply = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     let choice = c
         .choices
         .and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) })
         .ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
     let msg = choice.message.unwrap_or_default();
     let mut content = Vec::new();
-    if let Some(raw) = msg.reasoning_content {
-        let r = reasoning_text(Some(&raw_value(raw)));
-        if !r.is_empty() {
-            content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
-        }
+    let r = reasoning_of(msg.reasoning_content);
+    if !r.is_empty() {
+        content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
     }
-    // `null` never reaches here (it is `None`); a string is the common case.
-    let text = msg.content.map(|raw| match serde_json::from_str::<Cow<str>>(raw.get()) {
-        Ok(s) => s.into_owned(),
-        Err(_) => content_string(&raw_value(raw)),
-    });
+    // `null` never reaches here (it is `None`).
+    let text = msg.content.map(content_text);
     if let Some(t) = &text {
         content.push(Block::text(t.clone()));
     }
@@ -558,7 +519,7 @@ impl StreamState {
     /// One `data:` payload; `Err` ends the stream with an `error` event.
     pub fn on_chunk(&mut self, data: &str, sink: &mut dyn EventSink) -> Result<(), LlmError> {
         let c: Completion = serde_json::from_str(data).map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
-        if let Some(e) = c.error.filter(|e| !e.is_null()) {
+        if let Some(e) = c.error.map(raw_value) {
             let msg = match e.get("message") {
                 Some(Value::String(s)) if !s.is_empty() => s.clone(),
                 _ => to_js_json(&e),
@@ -578,12 +539,12 @@ impl StreamState {
             return Ok(());
         };
         if let Some(delta) = choice.delta {
-            if let Some(v) = delta.content.filter(|v| !v.is_null()) {
-                let t = content_string(&v);
+            if let Some(raw) = delta.content {
+                let t = content_text(raw);
                 self.text.push_str(&t);
                 sink.emit(StreamEvent::Text(t));
             }
-            let r = reasoning_text(delta.reasoning_content.as_ref());
+            let r = reasoning_of(delta.reasoning_content);
             if !r.is_empty() {
                 self.reasoning.push_str(&r);
                 sink.emit(StreamEvent::Reasoning(r));
@@ -598,12 +559,12 @@ impl StreamState {
                     }
                 };
                 let slot = &mut self.calls[pos];
-                if tc.id.is_some() {
-                    slot.1 = tc.id;
+                if let Some(id) = tc.id {
+                    slot.1 = Some(id.into_owned());
                 }
                 if let Some(f) = tc.function {
-                    if f.name.is_some() {
-                        slot.2 = f.name;
+                    if let Some(name) = f.name {
+                        slot.2 = Some(name.into_owned());
                     }
                     if let Some(a) = f.arguments {
                         slot.3.push_str(&a);
@@ -612,7 +573,7 @@ impl StreamState {
             }
         }
         if let Some(f) = choice.finish_reason {
-            self.finish = Some(f);
+            self.finish = Some(f.into_owned());
         }
         Ok(())
     }

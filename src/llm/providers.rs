@@ -689,7 +689,7 @@ mod tests {
     #[test]
     fn fast_path_chat_and_stream_on_the_io_runtime() {
         use crate::kernel::message::{parse_messages, Strictness};
-        use std::io::{Read, Write};
+        use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}/v1", listener.local_addr().unwrap());
         let server = std::thread::spawn(move || {
@@ -699,23 +699,8 @@ mod tests {
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"id\":\"s\",\"choices\":[{\"delta\":{\"content\":\"yo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
             ] {
                 let (mut sock, _) = listener.accept().unwrap();
-                let mut req = Vec::new();
-                let mut buf = [0u8; 4096];
-                // Read headers, then the body by content-length.
-                loop {
-                    let n = sock.read(&mut buf).unwrap();
-                    req.extend_from_slice(&buf[..n]);
-                    if let Some(h) = req.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&req[..h]).to_lowercase();
-                        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).map(|v| v.trim().parse().unwrap()).unwrap_or(0);
-                        while req.len() < h + 4 + len {
-                            let n = sock.read(&mut buf).unwrap();
-                            req.extend_from_slice(&buf[..n]);
-                        }
-                        bodies.push(String::from_utf8_lossy(&req[h + 4..]).into_owned());
-                        break;
-                    }
-                }
+                let (req, body) = crate::llm::http1::read_request(&mut sock);
+                bodies.push(String::from_utf8_lossy(&req[body..]).into_owned());
                 sock.write_all(reply.as_bytes()).unwrap();
             }
             bodies

@@ -348,7 +348,6 @@ pub fn status_message(status: u16, body: &str, style: ErrorStyle) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::HeaderValue;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
