@@ -15,6 +15,14 @@ export declare class CancelHandle {
   get cancelled(): boolean
 }
 
+/**
+ * What one adapter object sent last (see `NativeLlmAdapter::chat_from`): the messages as a
+ * kernel `History`, and the wire cache that goes with them and the options text.
+ */
+export declare class ChatHistory {
+  constructor()
+}
+
 export declare class JsonSchemaValidator {
   /** Compiles `schema_json`; throws with the compiler's message for an invalid schema. */
   constructor(schemaJson: string)
@@ -47,6 +55,13 @@ export declare class NativeLlmAdapter {
    * promise from there (no hop through napi's worker pool).
    */
   chat(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+  /**
+   * `chat` over the first `keep` messages this adapter object sent last time (kept in
+   * `history`), followed by `tail_json`: `lib/llm.js` checks that those messages are the same
+   * objects with the same contents, so only the new ones cross as JSON, and their wire text is
+   * reused as in a run. Bad JSON or options throw here and leave `history` as it was.
+   */
+  chatFrom(history: ChatHistory, keep: number, tailJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
   /** Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`. */
   stream(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
 }

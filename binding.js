@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.ChatHistory = nativeBinding.ChatHistory
 module.exports.JsonSchemaValidator = nativeBinding.JsonSchemaValidator
 module.exports.LoopDetectorCore = nativeBinding.LoopDetectorCore
 module.exports.NativeLlmAdapter = nativeBinding.NativeLlmAdapter

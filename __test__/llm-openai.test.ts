@@ -525,3 +525,75 @@ describe('OpenAI-compatible providers', () => {
     expect(messages[3].content).toEqual([{ type: 'text', text: 'Bern: 18°C' }])
   })
 })
+
+describe('OpenAI chat with a growing history', () => {
+  let server: MockServer
+  beforeEach(async () => {
+    server = await startServer()
+  })
+  afterEach(() => server.close())
+
+  // The adapter object remembers what it sent and sends only new messages across; each request
+  // must still be byte for byte what an adapter object that never sent anything builds.
+  test('bodies match a fresh adapter through appends, in-place edits, removals and option changes', async () => {
+    const cached = await createAdapter('openai', 'k', `${server.url}/v1`)
+    let messages: any[] = JSON.parse(JSON.stringify(history))
+    let options: any = { model: 'gpt-test', tools, maxTokens: 50 }
+    let k = 0
+    const call = async (why: string) => {
+      server.replies.push({ json: completion({ content: 'ok' }) }, { json: completion({ content: 'ok' }) })
+      await cached.chat(messages, options)
+      const fresh = await createAdapter('openai', 'k', `${server.url}/v1`)
+      await fresh.chat(messages, options)
+      const [a, b] = server.requests.slice(-2)
+      expect({ why, body: a.raw }).toEqual({ why, body: b.raw })
+    }
+    await call('first call')
+    messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: 'call_2', name: 'weather', input: { city: 'Bern' } }] })
+    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_2', content: 'rain' }] })
+    await call('two appended')
+    await call('nothing changed')
+    messages[0].content[0].text = 'What is the weather in Rome?'
+    await call('text edited in place')
+    messages[1].content[3].input.units.t = 'F'
+    await call('nested tool input edited in place')
+    const input = messages[1].content[3].input
+    const city = input.city
+    delete input.city
+    input.city = city
+    await call('key order changed')
+    messages[3] = JSON.parse(JSON.stringify(messages[3]))
+    await call('a message replaced by an equal copy')
+    messages[2].content.push({ type: 'text', text: 'and tomorrow?' })
+    await call('a block appended to an earlier message')
+    messages.splice(1, 2)
+    await call('messages removed from the middle')
+    options = { ...options, systemPrompt: 'Be brief.' }
+    await call('options changed')
+    messages.push({ role: 'user', content: [{ type: 'text', text: 'x', toJSON: () => ({ type: 'text', text: `n${k}` }) }] })
+    await call('a block with toJSON')
+    k++
+    await call('the toJSON block again, with a new value')
+    messages.push(messages[0])
+    await call('the same message object twice')
+    messages = messages.slice()
+    await call('a new array of the same messages')
+    messages.reverse()
+    await call('reordered')
+  })
+
+  test('a rejected call leaves the remembered history as it was', async () => {
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const messages: any[] = [{ role: 'user', content: [{ type: 'text', text: 'a' }] }]
+    server.replies.push({ json: completion({ content: 'ok' }) })
+    await adapter.chat(messages, { model: 'm' })
+    const cyclic: any = { type: 'text', text: 'b' }
+    cyclic.self = cyclic
+    messages.push({ role: 'user', content: [cyclic] })
+    await expect(adapter.chat(messages, { model: 'm' })).rejects.toThrow()
+    messages[1] = { role: 'user', content: [{ type: 'text', text: 'c' }] }
+    server.replies.push({ json: completion({ content: 'ok' }) })
+    await adapter.chat(messages, { model: 'm' })
+    expect(server.requests.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'a' }, { role: 'user', content: 'c' }])
+  })
+})

@@ -112,6 +112,49 @@ function optionsJson(options) {
   return JSON.stringify(picked)
 }
 
+// ---------------------------------------------------------------------------------------
+// What an adapter object sent last, so that a caller's growing history crosses once: the
+// messages (the very objects) and a snapshot of what `JSON.stringify` read from each. A message
+// counts as already sent only if it is the same object with the same contents, compared value by
+// value (strings by ===, objects by identity and then their keys, in order, and values), so a
+// message edited in place, replaced or reordered is sent again. Values with a `toJSON` method are
+// never taken as unchanged.
+
+const UNCACHEABLE = Object.freeze({})
+
+function snapshot(v) {
+  if (v === null || typeof v !== 'object') return v
+  if (typeof v.toJSON === 'function') return UNCACHEABLE
+  if (Array.isArray(v)) {
+    const items = new Array(v.length)
+    for (let i = 0; i < v.length; i++) items[i] = snapshot(v[i])
+    return { of: v, items }
+  }
+  const keys = Object.keys(v)
+  const values = new Array(keys.length)
+  for (let i = 0; i < keys.length; i++) values[i] = snapshot(v[keys[i]])
+  return { of: v, keys, values }
+}
+
+function unchanged(v, s) {
+  if (v === null || typeof v !== 'object') return v === s
+  if (s === null || typeof s !== 'object' || s.of !== v) return false
+  if (s.items !== undefined) {
+    if (!Array.isArray(v) || v.length !== s.items.length) return false
+    for (let i = 0; i < v.length; i++) if (!unchanged(v[i], s.items[i])) return false
+    return true
+  }
+  const keys = Object.keys(v)
+  if (keys.length !== s.keys.length) return false
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== s.keys[i] || !unchanged(v[keys[i]], s.values[i])) return false
+  }
+  return true
+}
+
+/** adapter object → { history: native ChatHistory, sent: message objects, snaps } */
+const lastSent = new WeakMap()
+
 class NativeAdapter {
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
@@ -121,10 +164,28 @@ class NativeAdapter {
 
   async chat(messages, options) {
     assertValidMessages(messages)
+    let last = lastSent.get(this)
+    if (last === undefined) {
+      last = { history: new native.ChatHistory(), sent: [], snaps: [] }
+      lastSent.set(this, last)
+    }
+    const { sent, snaps } = last
+    let keep = 0
+    const n = Math.min(sent.length, messages.length)
+    while (keep < n && messages[keep] === sent[keep] && unchanged(messages[keep], snaps[keep])) keep++
+    const tail = keep === 0 ? messages : messages.slice(keep)
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      json = await this[NATIVE_ADAPTER].chat(JSON.stringify(messages), optionsJson(options), cancel)
+      const pending = this[NATIVE_ADAPTER].chatFrom(last.history, keep, JSON.stringify(tail), optionsJson(options), cancel)
+      // The native side has taken the tail: record it the same way.
+      sent.length = keep
+      snaps.length = keep
+      for (const m of tail) {
+        sent.push(m)
+        snaps.push(snapshot(m))
+      }
+      json = await pending
     } catch (e) {
       throw fromNative(e)
     } finally {

@@ -43,23 +43,6 @@ fn cached_config(json: String) -> std::result::Result<Arc<RunnerConfig>, String>
     Ok(c)
 }
 
-/// Parsed chat options by their JSON text, shared by the runs of agents with the same options
-/// (bounded; invalid ones are not kept): each run would otherwise parse its tools' schemas.
-fn cached_chat_options(json: &str) -> std::result::Result<Arc<crate::llm::ChatOptions>, crate::llm::LlmError> {
-    static CACHE: Mutex<Option<HashMap<String, Arc<crate::llm::ChatOptions>>>> = Mutex::new(None);
-    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
-    if let Some(o) = map.get(json) {
-        return Ok(o.clone());
-    }
-    let o = Arc::new(crate::llm::ChatOptions::from_json(json)?);
-    if map.len() >= 64 {
-        map.clear();
-    }
-    map.insert(json.to_string(), o.clone());
-    Ok(o)
-}
-
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
@@ -194,7 +177,7 @@ impl Run {
     fn chat_setup(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) {
         let fresh = !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
         if fresh {
-            let opts = cached_chat_options(&options_json);
+            let opts = super::llm::cached_chat_options(&options_json);
             self.chat = Some(RunChat { options_json, adapter: adapter.clone(), opts, wire: Arc::default() });
         }
     }

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,6 +17,7 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
+use crate::kernel::history::History;
 use crate::kernel::message::Message;
 use crate::llm::{self, Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
@@ -38,6 +40,23 @@ impl ChatInput {
     fn reuse(&self) -> llm::Reuse<'_> {
         self.reuse.as_ref().map(|(c, e)| (&**c, *e))
     }
+}
+
+/// Parsed chat options by their JSON text, shared by runs and adapter calls with the same
+/// options (bounded; invalid ones are not kept): each would otherwise parse its tools' schemas.
+pub(crate) fn cached_chat_options(json: &str) -> std::result::Result<Arc<ChatOptions>, LlmError> {
+    static CACHE: std::sync::Mutex<Option<HashMap<String, Arc<ChatOptions>>>> = std::sync::Mutex::new(None);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(o) = map.get(json) {
+        return Ok(o.clone());
+    }
+    let o = Arc::new(ChatOptions::from_json(json)?);
+    if map.len() >= 64 {
+        map.clear();
+    }
+    map.insert(json.to_string(), o.clone());
+    Ok(o)
 }
 
 fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<ChatInput, LlmError> {
@@ -179,10 +198,74 @@ impl NativeLlmAdapter {
         spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json), response_json)
     }
 
+    /// `chat` over the first `keep` messages this adapter object sent last time (kept in
+    /// `history`), followed by `tail_json`: `lib/llm.js` checks that those messages are the same
+    /// objects with the same contents, so only the new ones cross as JSON, and their wire text is
+    /// reused as in a run. Bad JSON or options throw here and leave `history` as it was.
+    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
+    pub fn chat_from<'e>(
+        &self,
+        env: &'e Env,
+        history: &ChatHistory,
+        keep: u32,
+        tail_json: String,
+        options_json: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'e>> {
+        let input = history.advance(keep as usize, &tail_json, options_json).map_err(js_err)?;
+        spawn_chat_promise(env, self.inner.clone(), token_of(cancel), move || Ok(input), response_json)
+    }
+
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
     #[napi(catch_unwind)]
     pub fn stream(&self, messages_json: String, options_json: String, cancel: Option<&CancelHandle>) -> NativeLlmStream {
         spawn_stream(self.inner.clone(), token_of(cancel), move || parse_input(&messages_json, &options_json))
+    }
+}
+
+/// What one adapter object sent last (see `NativeLlmAdapter::chat_from`): the messages as a
+/// kernel `History`, and the wire cache that goes with them and the options text.
+#[napi]
+pub struct ChatHistory {
+    state: std::sync::Mutex<Option<SentState>>,
+}
+
+struct SentState {
+    history: History,
+    options_json: String,
+    opts: Arc<ChatOptions>,
+    wire: Arc<WireCache>,
+}
+
+#[napi]
+impl ChatHistory {
+    #[napi(constructor)]
+    pub fn new() -> ChatHistory {
+        ChatHistory { state: std::sync::Mutex::new(None) }
+    }
+}
+
+impl Default for ChatHistory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChatHistory {
+    fn advance(&self, keep: usize, tail_json: &str, options_json: String) -> std::result::Result<ChatInput, LlmError> {
+        let tail = llm::fast_parse::parse_messages_lenient(tail_json).map_err(LlmError::other)?;
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = match guard.as_mut() {
+            // The wire text depends on the options (system prompt, reasoning settings).
+            Some(st) if st.options_json == options_json => st,
+            _ => {
+                let opts = cached_chat_options(&options_json)?;
+                let history = guard.take().map(|st| st.history).unwrap_or_else(|| History::new(Vec::new()));
+                guard.insert(SentState { history, options_json, opts, wire: Arc::default() })
+            }
+        };
+        st.history.keep_then_extend(keep, tail).ok_or_else(|| LlmError::other("oma-kernel: adapter history out of step"))?;
+        Ok(ChatInput { messages: st.history.shared(), opts: st.opts.clone(), reuse: Some((st.wire.clone(), st.history.epoch())) })
     }
 }
 

@@ -40,6 +40,22 @@ impl History {
         self.epoch = next_epoch();
     }
 
+    /// The first `keep` messages followed by `tail`: an append when all are kept (the epoch
+    /// holds), otherwise a replacement. `None` (nothing changed) when `keep` is past the end.
+    pub fn keep_then_extend(&mut self, keep: usize, tail: Vec<Message>) -> Option<()> {
+        if keep > self.msgs.len() {
+            return None;
+        }
+        if keep == self.msgs.len() {
+            Arc::make_mut(&mut self.msgs).extend(tail);
+        } else {
+            let mut msgs = self.msgs[..keep].to_vec();
+            msgs.extend(tail);
+            self.replace(msgs);
+        }
+        Some(())
+    }
+
     /// Same epoch ⇒ the messages seen before under it are still the list's prefix.
     pub fn epoch(&self) -> u64 {
         self.epoch
@@ -77,5 +93,19 @@ mod tests {
         assert_eq!(h[0].text(), "c");
         // Another history never shares an epoch.
         assert_ne!(History::new(Vec::new()).epoch(), h.epoch());
+    }
+
+    #[test]
+    fn keep_then_extend_appends_or_replaces() {
+        let mut h = History::new(vec![Message::user_text("a"), Message::user_text("b")]);
+        let e = h.epoch();
+        h.keep_then_extend(2, vec![Message::user_text("c")]).unwrap();
+        assert_eq!((h.len(), h.epoch()), (3, e));
+        h.keep_then_extend(1, vec![Message::user_text("d")]).unwrap();
+        assert_ne!(h.epoch(), e);
+        assert_eq!(h.iter().map(Message::text).collect::<Vec<_>>(), ["a", "d"]);
+        let e = h.epoch();
+        assert!(h.keep_then_extend(3, Vec::new()).is_none());
+        assert_eq!((h.len(), h.epoch()), (2, e));
     }
 }
