@@ -27,7 +27,7 @@ function envSnapshot(provider) {
     const v = process.env[k]
     if (v !== undefined) out[k] = v
   }
-  return JSON.stringify(out)
+  return out
 }
 
 function typeName(v) {
@@ -241,7 +241,7 @@ async function createAdapter(provider, apiKey, baseURL, region) {
   let h = handles.get(key)
   if (h === undefined) {
     try {
-      const handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, env)
+      const handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, JSON.stringify(env))
       h = { handle, name: handle.name, echoes: handle.echoesReasoning }
     } catch (e) {
       throw fromNative(e)

@@ -242,12 +242,11 @@ class AgentRunner {
                 first = true
               }
               const [cancel, unlink] = llm.linkSignal(signal)
-              let json
               try {
                 if (options.streamDeltas === true) {
                   const s = native.runStream(id, nativeAdapter, nativeOptions, cancel)
+                  let final = null
                   try {
-                    let final = null
                     while (final === null) {
                       let batch
                       try {
@@ -267,25 +266,26 @@ class AgentRunner {
                         }
                       }
                     }
-                    json = JSON.stringify(final)
                   } finally {
                     s.close()
                   }
-                  code = native.runRespondJson(id, json)
+                  code = native.runRespondJson(id, JSON.stringify(final))
                   if (code < 0) throw new Error(native.runError(id))
+                  response = final
                 } else {
                   // The machine has taken the response by the time this resolves (no second
-                  // parse): the loop goes on with runNext.
+                  // parse) and has moved on: `[next op, {content, usage}]`.
+                  let out
                   try {
-                    json = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
+                    out = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
+                  [code, response] = JSON.parse(out)
                 }
               } finally {
                 unlink()
               }
-              response = JSON.parse(json)
             } else {
               response = await this.adapter.chat(conv, chatOptions)
               code = respond(id, response)

@@ -595,9 +595,9 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 // Native adapters on the run's own history: no JS objects on the way to the HTTP body.
 
 /// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
-/// `{content, usage}` as JSON once the machine has taken the response (on the JS thread, before
-/// the driver resumes: the driver goes on with `runNext`); rejections use the adapters' JSON
-/// error format (see `lib/llm.js`). `adapter` and `optionsJson` are needed on the run's first
+/// `[op, {content, usage}]` as JSON once the machine has taken the response and moved on to its
+/// next operation `op` (encoded as by `runNext`; on the JS thread, before the driver resumes);
+/// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and `optionsJson` are needed on the run's first
 /// call; later calls may pass `null` for both to reuse them.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn run_chat<'e>(
@@ -623,11 +623,13 @@ pub fn run_chat<'e>(
     let token = super::llm::call_token(cancel);
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
         let json = resp.content_usage_json();
-        let taken = RUNS.with(|s| match s.borrow_mut().get_mut(id) {
-            Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage),
+        // The next op goes back with the response (one crossing less per call), as `runRespond`
+        // returns it for a JS adapter's answer.
+        let next = RUNS.with(|s| match s.borrow_mut().get_mut(id) {
+            Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op)),
             _ => Err("oma-kernel: this run has already been released".into()),
         });
-        taken.map(|()| json).map_err(crate::llm::LlmError::other)
+        next.map(|code| format!("[{code},{json}]")).map_err(crate::llm::LlmError::other)
     })
 }
 
