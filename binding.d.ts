@@ -16,11 +16,17 @@ export declare class CancelHandle {
 }
 
 /**
- * What one adapter object sent last (see `NativeLlmAdapter::chat_from`): the messages as a
- * kernel `History`, and the wire cache that goes with them and the options text.
+ * What one adapter object sent last, to its adapter: the messages as a kernel `History`, and
+ * the wire cache that goes with them and the options text.
  */
 export declare class ChatHistory {
-  constructor()
+  /**
+   * `chat` over the first `keep` messages sent last time, followed by `tail_json`:
+   * `lib/llm.js` checks that those messages are the same objects with the same contents, so
+   * only the new ones cross as JSON, and their wire text is reused as in a run. Bad JSON or
+   * options throw here and leave the history as it was.
+   */
+  chat(keep: number, tailJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
 }
 
 export declare class JsonSchemaValidator {
@@ -55,13 +61,8 @@ export declare class NativeLlmAdapter {
    * promise from there (no hop through napi's worker pool).
    */
   chat(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
-  /**
-   * `chat` over the first `keep` messages this adapter object sent last time (kept in
-   * `history`), followed by `tail_json`: `lib/llm.js` checks that those messages are the same
-   * objects with the same contents, so only the new ones cross as JSON, and their wire text is
-   * reused as in a run. Bad JSON or options throw here and leave `history` as it was.
-   */
-  chatFrom(history: ChatHistory, keep: number, tailJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+  /** The record of what one adapter object sends (see `ChatHistory::chat`). */
+  newHistory(): ChatHistory
   /** Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`. */
   stream(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
 }

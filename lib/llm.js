@@ -152,7 +152,7 @@ function unchanged(v, s) {
   return true
 }
 
-/** adapter object → { history: native ChatHistory, sent: message objects, snaps } */
+/** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
 const lastSent = new WeakMap()
 
 class NativeAdapter {
@@ -166,7 +166,7 @@ class NativeAdapter {
     assertValidMessages(messages)
     let last = lastSent.get(this)
     if (last === undefined) {
-      last = { history: new native.ChatHistory(), sent: [], snaps: [] }
+      last = { history: this[NATIVE_ADAPTER].newHistory(), sent: [], snaps: [] }
       lastSent.set(this, last)
     }
     const { sent, snaps } = last
@@ -177,7 +177,7 @@ class NativeAdapter {
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      const pending = this[NATIVE_ADAPTER].chatFrom(last.history, keep, JSON.stringify(tail), optionsJson(options), cancel)
+      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJson(options), cancel)
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep

@@ -198,22 +198,10 @@ impl NativeLlmAdapter {
         spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json), response_json)
     }
 
-    /// `chat` over the first `keep` messages this adapter object sent last time (kept in
-    /// `history`), followed by `tail_json`: `lib/llm.js` checks that those messages are the same
-    /// objects with the same contents, so only the new ones cross as JSON, and their wire text is
-    /// reused as in a run. Bad JSON or options throw here and leave `history` as it was.
-    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn chat_from<'e>(
-        &self,
-        env: &'e Env,
-        history: &ChatHistory,
-        keep: u32,
-        tail_json: String,
-        options_json: String,
-        cancel: Option<&CancelHandle>,
-    ) -> Result<Object<'e>> {
-        let input = history.advance(keep as usize, &tail_json, options_json).map_err(js_err)?;
-        spawn_chat_promise(env, self.inner.clone(), token_of(cancel), move || Ok(input), response_json)
+    /// The record of what one adapter object sends (see `ChatHistory::chat`).
+    #[napi(catch_unwind)]
+    pub fn new_history(&self) -> ChatHistory {
+        ChatHistory { adapter: self.inner.clone(), state: std::sync::Mutex::new(None) }
     }
 
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
@@ -223,10 +211,11 @@ impl NativeLlmAdapter {
     }
 }
 
-/// What one adapter object sent last (see `NativeLlmAdapter::chat_from`): the messages as a
-/// kernel `History`, and the wire cache that goes with them and the options text.
+/// What one adapter object sent last, to its adapter: the messages as a kernel `History`, and
+/// the wire cache that goes with them and the options text.
 #[napi]
 pub struct ChatHistory {
+    adapter: Arc<Adapter>,
     state: std::sync::Mutex<Option<SentState>>,
 }
 
@@ -239,15 +228,14 @@ struct SentState {
 
 #[napi]
 impl ChatHistory {
-    #[napi(constructor)]
-    pub fn new() -> ChatHistory {
-        ChatHistory { state: std::sync::Mutex::new(None) }
-    }
-}
-
-impl Default for ChatHistory {
-    fn default() -> Self {
-        Self::new()
+    /// `chat` over the first `keep` messages sent last time, followed by `tail_json`:
+    /// `lib/llm.js` checks that those messages are the same objects with the same contents, so
+    /// only the new ones cross as JSON, and their wire text is reused as in a run. Bad JSON or
+    /// options throw here and leave the history as it was.
+    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
+    pub fn chat<'e>(&self, env: &'e Env, keep: u32, tail_json: String, options_json: String, cancel: Option<&CancelHandle>) -> Result<Object<'e>> {
+        let input = self.advance(keep as usize, &tail_json, options_json).map_err(js_err)?;
+        spawn_chat_promise(env, self.adapter.clone(), token_of(cancel), move || Ok(input), response_json)
     }
 }
 
