@@ -538,7 +538,7 @@ describe('OpenAI chat with a growing history', () => {
   test('bodies match a fresh adapter through appends, in-place edits, removals and option changes', async () => {
     const cached = await createAdapter('openai', 'k', `${server.url}/v1`)
     let messages: any[] = JSON.parse(JSON.stringify(history))
-    let options: any = { model: 'gpt-test', tools, maxTokens: 50 }
+    let options: any = { model: 'gpt-test', tools: JSON.parse(JSON.stringify(tools)), maxTokens: 50 }
     let k = 0
     const call = async (why: string) => {
       server.replies.push({ json: completion({ content: 'ok' }) }, { json: completion({ content: 'ok' }) })
@@ -570,6 +570,10 @@ describe('OpenAI chat with a growing history', () => {
     await call('messages removed from the middle')
     options = { ...options, systemPrompt: 'Be brief.' }
     await call('options changed')
+    options.tools[0].description = 'Weather, by city'
+    await call('a tool description edited in place')
+    options = { ...options, tools: [...options.tools] }
+    await call('an equal options object')
     messages.push({ role: 'user', content: [{ type: 'text', text: 'x', toJSON: () => ({ type: 'text', text: `n${k}` }) }] })
     await call('a block with toJSON')
     k++
@@ -580,6 +584,10 @@ describe('OpenAI chat with a growing history', () => {
     await call('a new array of the same messages')
     messages.reverse()
     await call('reordered')
+    // Only new messages are checked again, and errors still name the absolute index.
+    const at = messages.length
+    messages.push({ role: 'user', content: [null] })
+    await expect(cached.chat(messages, options)).rejects.toThrow(`messages[${at}].content[0] must be a content block with a string "type"`)
   })
 
   test('a rejected call leaves the remembered history as it was', async () => {

@@ -36,12 +36,12 @@ function typeName(v) {
   return typeof v
 }
 
-/** `assertValidMessages(messages)` (§15.1). */
-function assertValidMessages(messages) {
+/** `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid. */
+function assertValidMessages(messages, from = 0) {
   if (!Array.isArray(messages)) {
     throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
   }
-  for (let i = 0; i < messages.length; i++) {
+  for (let i = from; i < messages.length; i++) {
     const m = messages[i]
     if (m === null || typeof m !== 'object' || Array.isArray(m)) {
       throw new InvalidMessageError(`messages[${i}] must be an object, got ${typeName(m)}`)
@@ -155,6 +155,39 @@ function unchanged(v, s) {
 /** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
 const lastSent = new WeakMap()
 
+/** `optionsJson(options)`, reused while what it reads is unchanged (see `unchanged`): the
+ *  option values, and of each tool its name, description and input schema (tools may carry
+ *  anything else, cycles included). */
+function optionsJsonFor(last, options) {
+  if (!options) return '{}'
+  const prev = last.options
+  if (prev !== undefined && sameOptions(options, prev)) return prev.json
+  const json = optionsJson(options)
+  const tools = options.tools
+  last.options = {
+    values: OPTION_KEYS.map((k) => (k === 'tools' ? undefined : snapshot(options[k]))),
+    tools: Array.isArray(tools) ? tools.map((t) => ({ t, name: t.name, description: t.description, schema: snapshot(t.inputSchema) })) : tools,
+    json,
+  }
+  return json
+}
+
+function sameOptions(options, prev) {
+  for (let i = 0; i < OPTION_KEYS.length; i++) {
+    const k = OPTION_KEYS[i]
+    if (k !== 'tools' && !unchanged(options[k], prev.values[i])) return false
+  }
+  const tools = options.tools
+  if (!Array.isArray(tools) || !Array.isArray(prev.tools)) return tools === prev.tools
+  if (tools.length !== prev.tools.length) return false
+  for (let i = 0; i < tools.length; i++) {
+    const t = tools[i]
+    const p = prev.tools[i]
+    if (t !== p.t || t.name !== p.name || t.description !== p.description || !unchanged(t.inputSchema, p.schema)) return false
+  }
+  return true
+}
+
 class NativeAdapter {
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
@@ -163,21 +196,23 @@ class NativeAdapter {
   }
 
   async chat(messages, options) {
-    assertValidMessages(messages)
+    if (!Array.isArray(messages)) assertValidMessages(messages)
     let last = lastSent.get(this)
     if (last === undefined) {
-      last = { history: this[NATIVE_ADAPTER].newHistory(), sent: [], snaps: [] }
+      last = { history: this[NATIVE_ADAPTER].newHistory(), sent: [], snaps: [], options: undefined }
       lastSent.set(this, last)
     }
     const { sent, snaps } = last
     let keep = 0
     const n = Math.min(sent.length, messages.length)
     while (keep < n && messages[keep] === sent[keep] && unchanged(messages[keep], snaps[keep])) keep++
+    // The kept messages passed this check when they were sent and have not changed since.
+    assertValidMessages(messages, keep)
     const tail = keep === 0 ? messages : messages.slice(keep)
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJson(options), cancel)
+      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJsonFor(last, options), cancel)
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep
