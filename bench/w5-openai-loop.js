@@ -17,13 +17,14 @@ const PAYLOAD = 'x'.repeat(2048)
 const TOOL_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false }
 // Runs per sample; each row is the median of SAMPLES samples, the clients' samples
 // interleaved so that changes in machine load hit all of them alike. A sample is ≈ 20–60 ms of
-// client CPU for oma-kernel: long enough that a garbage collection started by another
-// client's garbage is spread over a sample rather than making an outlier of it.
+// client CPU for oma-kernel: long enough that one garbage collection is spread over a sample
+// rather than making an outlier of it.
 const RUNS = quick ? { 1: 20, 5: 10, 20: 4 } : { 1: 300, 5: 120, 20: 36 }
 const SAMPLES = quick ? 1 : 9
-// Warm-up per client and T, in ms: both the addon's JS and the ai SDK's JIT state settle well
-// after 30 runs (measured: the ai SDK's T=5 cost halved between a 30- and a 300-run warm-up).
-const WARMUP_MS = quick ? 50 : 1500
+// Warm-up per client and T, in ms. Measured with back-to-back samples after 1.5 s of warm-up,
+// both sides were still getting cheaper for four samples (T=1: the ai SDK ≈ 985 → ≈ 500 µs per
+// call, Agent.run ≈ 96 → ≈ 52); after 5 s only the first sample is off.
+const WARMUP_MS = quick ? 50 : 5000
 
 async function lookup(input) {
   return `${input.key}:${PAYLOAD}`
