@@ -56,11 +56,6 @@ export declare class NativeLlmAdapter {
   static create(provider: string, apiKey: string | undefined | null, baseUrl: string | undefined | null, region: string | undefined | null, envJson: string): NativeLlmAdapter
   get name(): string
   get echoesReasoning(): string
-  /**
-   * Resolves with the `LLMResponse` as JSON text. Runs on the LLM I/O thread and settles the
-   * promise from there (no hop through napi's worker pool).
-   */
-  chat(messagesJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
   /** The record of what one adapter object sends (see `ChatHistory::chat`). */
   newHistory(): ChatHistory
   /** Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`. */
@@ -165,8 +160,8 @@ export declare function repairToolArgsJson(raw: string): string | null
  * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
  * `[op, {content, usage}]` as JSON once the machine has taken the response and moved on to its
  * next operation `op` (encoded as by `runNext`; on the JS thread, before the driver resumes);
- * rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and `optionsJson` are needed on the run's first
- * call; later calls may pass `null` for both to reuse them.
+ * rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
+ * `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
  */
 export declare function runChat(id: number, adapter?: NativeLlmAdapter | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
 

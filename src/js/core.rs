@@ -597,8 +597,8 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 /// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
 /// `[op, {content, usage}]` as JSON once the machine has taken the response and moved on to its
 /// next operation `op` (encoded as by `runNext`; on the JS thread, before the driver resumes);
-/// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and `optionsJson` are needed on the run's first
-/// call; later calls may pass `null` for both to reuse them.
+/// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
+/// `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn run_chat<'e>(
     env: &'e napi::Env,

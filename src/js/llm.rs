@@ -1,10 +1,11 @@
 //! napi binding of the native LLM adapters. Only JSON strings cross the boundary: messages
-//! come in as one `JSON.stringify(messages)`, responses and stream events go out as JSON text
-//! that `lib/llm.js` parses (and turns failures into Errors of the caller's realm).
+//! come in as `JSON.stringify` of the ones not sent before (`ChatHistory`; a stream takes them
+//! all), responses and stream events go out as JSON text that `lib/llm.js` parses (and turns
+//! failures into Errors of the caller's realm).
 
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -182,20 +183,6 @@ impl NativeLlmAdapter {
     #[napi(getter, catch_unwind)]
     pub fn echoes_reasoning(&self) -> String {
         self.inner.echoes_reasoning().as_str().to_string()
-    }
-
-    /// Resolves with the `LLMResponse` as JSON text. Runs on the LLM I/O thread and settles the
-    /// promise from there (no hop through napi's worker pool).
-    #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn chat<'e>(
-        &self,
-        env: &'e Env,
-        messages_json: String,
-        options_json: String,
-        cancel: Option<&CancelHandle>,
-    ) -> Result<Object<'e>> {
-        let token = token_of(cancel);
-        spawn_chat_promise(env, self.inner.clone(), token, move || parse_input(&messages_json, &options_json), response_json)
     }
 
     /// The record of what one adapter object sends (see `ChatHistory::chat`).
