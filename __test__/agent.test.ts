@@ -31,6 +31,19 @@ describe('construction (§4.1)', () => {
     )
   })
 
+  test('configurations built one after the other are each checked on their own values', () => {
+    // The options text is reused while the values read are equal: an edit in place must count.
+    const tools = ['a']
+    expect(() => setup({ maxTurns: 2, tools })).not.toThrow()
+    expect(() => setup({ maxTurns: 2, tools })).not.toThrow()
+    expect(() => setup({ maxTurns: -2, tools })).toThrow('Invalid configuration: maxTurns must be a non-negative integer, got -2')
+    expect(() => setup({ maxTurns: 2, tools })).not.toThrow()
+    const preset: any = { toolPreset: 'readonly' }
+    expect(() => setup(preset)).not.toThrow()
+    preset.toolPreset = 'admin'
+    expect(() => setup(preset)).toThrow('Invalid configuration: unknown toolPreset "admin"')
+  })
+
   test('maxTurns: 1.5 throws at construction', () => {
     expect(() => setup({ maxTurns: 1.5 })).toThrow(
       new Error('Invalid configuration: maxTurns must be a non-negative integer, got 1.5'),

@@ -574,6 +574,10 @@ describe('OpenAI chat with a growing history', () => {
     await call('a tool description edited in place')
     options = { ...options, tools: [...options.tools] }
     await call('an equal options object')
+    options.tools[0].inputSchema.properties.city.description = 'A city'
+    await call('a tool schema edited in place')
+    options = { ...options, tools: options.tools.map((t: any) => ({ ...t })) }
+    await call('equal tool objects')
     messages.push({ role: 'user', content: [{ type: 'text', text: 'x', toJSON: () => ({ type: 'text', text: `n${k}` }) }] })
     await call('a block with toJSON')
     k++

@@ -52,6 +52,8 @@ function validateOptions(json) {
   return err
 }
 
+const ctorOptionsMemo = {}
+
 class Agent {
   constructor(config, toolRegistry, toolExecutor) {
     this.name = config.name
@@ -67,7 +69,7 @@ class Agent {
       toolPreset: config.toolPreset,
       allowedTools: config.tools,
       disallowedTools: config.disallowedTools,
-    }))
+    }, ctorOptionsMemo))
     if (err) throw new Error(err)
   }
 

@@ -115,10 +115,11 @@ function optionsJson(options) {
 // ---------------------------------------------------------------------------------------
 // What an adapter object sent last, so that a caller's growing history crosses once: the
 // messages (the very objects) and a snapshot of what `JSON.stringify` read from each. A message
-// counts as already sent only if it is the same object with the same contents, compared value by
-// value (strings by ===, objects by identity and then their keys, in order, and values), so a
-// message edited in place, replaced or reordered is sent again. Values with a `toJSON` method are
-// never taken as unchanged.
+// counts as already sent only if it is the same object and what JSON would read from it is
+// unchanged, compared value by value (strings and numbers by ===, arrays item by item, objects
+// key by key in order), so a message edited in place, replaced or reordered is sent again. A
+// value with a `toJSON` method never counts as unchanged. The same comparison lets option JSON
+// be reused (equal values give equal JSON, whatever the objects).
 
 const UNCACHEABLE = Object.freeze({})
 
@@ -128,22 +129,23 @@ function snapshot(v) {
   if (Array.isArray(v)) {
     const items = new Array(v.length)
     for (let i = 0; i < v.length; i++) items[i] = snapshot(v[i])
-    return { of: v, items }
+    return { items }
   }
   const keys = Object.keys(v)
   const values = new Array(keys.length)
   for (let i = 0; i < keys.length; i++) values[i] = snapshot(v[keys[i]])
-  return { of: v, keys, values }
+  return { keys, values }
 }
 
 function unchanged(v, s) {
   if (v === null || typeof v !== 'object') return v === s
-  if (s === null || typeof s !== 'object' || s.of !== v) return false
+  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof v.toJSON === 'function') return false
   if (s.items !== undefined) {
     if (!Array.isArray(v) || v.length !== s.items.length) return false
     for (let i = 0; i < v.length; i++) if (!unchanged(v[i], s.items[i])) return false
     return true
   }
+  if (Array.isArray(v)) return false
   const keys = Object.keys(v)
   if (keys.length !== s.keys.length) return false
   for (let i = 0; i < keys.length; i++) {
@@ -157,7 +159,7 @@ const lastSent = new WeakMap()
 
 /** `optionsJson(options)`, reused while what it reads is unchanged (see `unchanged`): the
  *  option values, and of each tool its name, description and input schema (tools may carry
- *  anything else, cycles included). */
+ *  anything else, cycles included). `last` holds the previous call's; the runner shares one. */
 function optionsJsonFor(last, options) {
   if (!options) return '{}'
   const prev = last.options
@@ -166,7 +168,7 @@ function optionsJsonFor(last, options) {
   const tools = options.tools
   last.options = {
     values: OPTION_KEYS.map((k) => (k === 'tools' ? undefined : snapshot(options[k]))),
-    tools: Array.isArray(tools) ? tools.map((t) => ({ t, name: t.name, description: t.description, schema: snapshot(t.inputSchema) })) : tools,
+    tools: Array.isArray(tools) ? tools.map((t) => ({ name: t.name, description: t.description, schema: snapshot(t.inputSchema) })) : tools,
     json,
   }
   return json
@@ -183,7 +185,7 @@ function sameOptions(options, prev) {
   for (let i = 0; i < tools.length; i++) {
     const t = tools[i]
     const p = prev.tools[i]
-    if (t !== p.t || t.name !== p.name || t.description !== p.description || !unchanged(t.inputSchema, p.schema)) return false
+    if (t === null || typeof t !== 'object' || t.name !== p.name || t.description !== p.description || !unchanged(t.inputSchema, p.schema)) return false
   }
   return true
 }
@@ -305,10 +307,31 @@ function repairToolArgs(raw) {
   return out === null ? null : JSON.parse(out)
 }
 
+/** The runner's options JSON per run: agents are often created per request with the same
+ *  options, and `optionsJson` builds the tools' schemas into it. */
+const runOptions = { options: undefined }
+const runOptionsJson = (options) => optionsJsonFor(runOptions, options)
+
+/** `toJson(o)` for `memo` (`{}` per call site), reused while the fields `toJson` reads are
+ *  unchanged (see `unchanged`). */
+function jsonOfFields(memo, fields, o, toJson) {
+  const prev = memo.values
+  if (prev !== undefined) {
+    let same = true
+    for (let i = 0; i < fields.length && same; i++) same = unchanged(o[fields[i]], prev[i])
+    if (same) return memo.json
+  }
+  const json = toJson(o)
+  memo.values = fields.map((k) => snapshot(o[k]))
+  memo.json = json
+  return json
+}
+
 module.exports = {
   createAdapter,
+  jsonOfFields,
   // For the runner's native path (lib/runner.js).
-  optionsJson,
+  runOptionsJson,
   linkSignal,
   fromNative,
   errorFrom,

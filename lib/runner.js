@@ -21,8 +21,16 @@ const TOOL_PRESETS = Object.freeze({
 })
 const AGENT_FRAMEWORK_DISALLOWED = Object.freeze([])
 
-/** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays). */
-function coreOptionsJson(o) {
+/** The RunnerOptions fields `coreOptionsJson` reads. */
+const CORE_FIELDS = ['maxTurns', 'maxTokenBudget', 'agentName', 'toolPreset', 'allowedTools', 'disallowedTools', 'loopDetection', 'contextStrategy', 'compressToolResults']
+const runnerOptionsMemo = {}
+
+/** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays).
+ *  With `memo`, the previous text is reused while those fields are unchanged (agents are often
+ *  built per request with the same options). */
+function coreOptionsJson(o, memo) {
+  if (memo !== undefined) return llm.jsonOfFields(memo, CORE_FIELDS, o, coreOptionsJson)
+
   const ld = o.loopDetection
   const cs = o.contextStrategy
   const num = (v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)
@@ -108,7 +116,7 @@ class AgentRunner {
     this.toolExecutor = toolExecutor
     this.options = options ?? {}
     this.maxTurns = this.options.maxTurns ?? 10
-    this._id = native.runnerNew(coreOptionsJson(this.options))
+    this._id = native.runnerNew(coreOptionsJson(this.options, runnerOptionsMemo))
     if (this._id < 0) throw new Error(native.lastError())
     runners.register(this, this._id)
   }
@@ -238,7 +246,7 @@ class AgentRunner {
               // The adapter and options go over once per run (runChat keeps them for the next calls).
               let first = false
               if (nativeOptions === undefined) {
-                nativeOptions = llm.optionsJson(chatOptions)
+                nativeOptions = llm.runOptionsJson(chatOptions)
                 first = true
               }
               const [cancel, unlink] = llm.linkSignal(signal)
