@@ -429,3 +429,21 @@ describe('strings handed to the kernel', () => {
     expect(() => native.runNext('not a number', false)).toThrow('oma-kernel: argument 0 must be a number')
   })
 })
+
+describe('runner options built one after another', () => {
+  test('each runner gets its own values; strategy objects may carry anything else', () => {
+    const registry = new ToolRegistry()
+    const cyclic: any = { name: 'c' }
+    cyclic.self = cyclic
+    const mk = (opts: Partial<RunnerOptions>) => new AgentRunner(undefined as any, registry, new ToolExecutor(registry), { model: 'm', ...opts })
+    const strategy: any = { type: 'sliding-window', maxTurns: 3, extra: cyclic }
+    expect(() => mk({ contextStrategy: strategy })).not.toThrow()
+    expect(() => mk({ contextStrategy: strategy })).not.toThrow()
+    expect(() => mk({ maxTurns: 2 })).not.toThrow()
+    expect(() => mk({ maxTurns: -3 })).toThrow('Invalid configuration: maxTurns must be a non-negative integer, got -3')
+    const preset: any = { toolPreset: 'full' }
+    expect(() => mk(preset)).not.toThrow()
+    preset.toolPreset = 'admin'
+    expect(() => mk(preset)).toThrow('Invalid configuration: unknown toolPreset "admin"')
+  })
+})

@@ -100,8 +100,8 @@ const OPTION_KEYS = [
   'parallelToolCalls', 'extraBody', 'thinking', 'preserveReasoningAsText', 'compressReasoningText', 'systemPrompt',
 ]
 
-function optionsJson(options) {
-  if (!options) return '{}'
+/** The LLMChatOptions fields of `options`, tools reduced to what crosses. */
+function pickOptions(options) {
   const picked = {}
   for (const k of OPTION_KEYS) {
     if (options[k] !== undefined) picked[k] = options[k]
@@ -109,7 +109,7 @@ function optionsJson(options) {
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }
-  return JSON.stringify(picked)
+  return picked
 }
 
 // ---------------------------------------------------------------------------------------
@@ -157,37 +157,21 @@ function unchanged(v, s) {
 /** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
 const lastSent = new WeakMap()
 
-/** `optionsJson(options)`, reused while what it reads is unchanged (see `unchanged`): the
- *  option values, and of each tool its name, description and input schema (tools may carry
- *  anything else, cycles included). `last` holds the previous call's; the runner shares one. */
-function optionsJsonFor(last, options) {
-  if (!options) return '{}'
-  const prev = last.options
-  if (prev !== undefined && sameOptions(options, prev)) return prev.json
-  const json = optionsJson(options)
-  const tools = options.tools
-  last.options = {
-    values: OPTION_KEYS.map((k) => (k === 'tools' ? undefined : snapshot(options[k]))),
-    tools: Array.isArray(tools) ? tools.map((t) => ({ name: t.name, description: t.description, schema: snapshot(t.inputSchema) })) : tools,
-    json,
-  }
+/** `JSON.stringify(value)`, reused from `memo` while `value` is unchanged (see `unchanged`):
+ *  option objects are rebuilt per call or per run with the same values. */
+function memoJson(memo, value) {
+  if (memo.snap !== undefined && unchanged(value, memo.snap)) return memo.json
+  const json = JSON.stringify(value)
+  memo.snap = snapshot(value)
+  memo.json = json
   return json
 }
 
-function sameOptions(options, prev) {
-  for (let i = 0; i < OPTION_KEYS.length; i++) {
-    const k = OPTION_KEYS[i]
-    if (k !== 'tools' && !unchanged(options[k], prev.values[i])) return false
-  }
-  const tools = options.tools
-  if (!Array.isArray(tools) || !Array.isArray(prev.tools)) return tools === prev.tools
-  if (tools.length !== prev.tools.length) return false
-  for (let i = 0; i < tools.length; i++) {
-    const t = tools[i]
-    const p = prev.tools[i]
-    if (t === null || typeof t !== 'object' || t.name !== p.name || t.description !== p.description || !unchanged(t.inputSchema, p.schema)) return false
-  }
-  return true
+/** The options' JSON for the native side (only LLMChatOptions fields cross: callers may pass
+ *  richer objects, callbacks and cycles included). */
+function optionsJson(memo, options) {
+  if (!options) return '{}'
+  return memo === undefined ? JSON.stringify(pickOptions(options)) : memoJson(memo, pickOptions(options))
 }
 
 class NativeAdapter {
@@ -201,7 +185,7 @@ class NativeAdapter {
     if (!Array.isArray(messages)) assertValidMessages(messages)
     let last = lastSent.get(this)
     if (last === undefined) {
-      last = { history: this[NATIVE_ADAPTER].newHistory(), sent: [], snaps: [], options: undefined }
+      last = { history: this[NATIVE_ADAPTER].newHistory(), sent: [], snaps: [], options: {} }
       lastSent.set(this, last)
     }
     const { sent, snaps } = last
@@ -214,7 +198,7 @@ class NativeAdapter {
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJsonFor(last, options), cancel)
+      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJson(last.options, options), cancel)
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep
@@ -236,7 +220,7 @@ class NativeAdapter {
   async *stream(messages, options) {
     assertValidMessages(messages)
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
-    const s = this[NATIVE_ADAPTER].stream(JSON.stringify(messages), optionsJson(options), cancel)
+    const s = this[NATIVE_ADAPTER].stream(JSON.stringify(messages), optionsJson(undefined, options), cancel)
     try {
       for (;;) {
         let batch
@@ -308,28 +292,13 @@ function repairToolArgs(raw) {
 }
 
 /** The runner's options JSON per run: agents are often created per request with the same
- *  options, and `optionsJson` builds the tools' schemas into it. */
-const runOptions = { options: undefined }
-const runOptionsJson = (options) => optionsJsonFor(runOptions, options)
-
-/** `toJson(o)` for `memo` (`{}` per call site), reused while the fields `toJson` reads are
- *  unchanged (see `unchanged`). */
-function jsonOfFields(memo, fields, o, toJson) {
-  const prev = memo.values
-  if (prev !== undefined) {
-    let same = true
-    for (let i = 0; i < fields.length && same; i++) same = unchanged(o[fields[i]], prev[i])
-    if (same) return memo.json
-  }
-  const json = toJson(o)
-  memo.values = fields.map((k) => snapshot(o[k]))
-  memo.json = json
-  return json
-}
+ *  options, and the JSON carries the tools' schemas. */
+const runOptionsMemo = {}
+const runOptionsJson = (options) => optionsJson(runOptionsMemo, options)
 
 module.exports = {
   createAdapter,
-  jsonOfFields,
+  memoJson,
   // For the runner's native path (lib/runner.js).
   runOptionsJson,
   linkSignal,

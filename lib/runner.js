@@ -21,20 +21,16 @@ const TOOL_PRESETS = Object.freeze({
 })
 const AGENT_FRAMEWORK_DISALLOWED = Object.freeze([])
 
-/** The RunnerOptions fields `coreOptionsJson` reads. */
-const CORE_FIELDS = ['maxTurns', 'maxTokenBudget', 'agentName', 'toolPreset', 'allowedTools', 'disallowedTools', 'loopDetection', 'contextStrategy', 'compressToolResults']
 const runnerOptionsMemo = {}
 
 /** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays).
- *  With `memo`, the previous text is reused while those fields are unchanged (agents are often
+ *  With `memo`, the previous text is reused while that subset is unchanged (agents are often
  *  built per request with the same options). */
 function coreOptionsJson(o, memo) {
-  if (memo !== undefined) return llm.jsonOfFields(memo, CORE_FIELDS, o, coreOptionsJson)
-
   const ld = o.loopDetection
   const cs = o.contextStrategy
   const num = (v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)
-  return JSON.stringify({
+  const picked = {
     maxTurns: num(o.maxTurns),
     maxTokenBudget: o.maxTokenBudget,
     agentName: o.agentName,
@@ -53,7 +49,8 @@ function coreOptionsJson(o, memo) {
       textBlockExcerptChars: cs.textBlockExcerptChars,
     } : undefined,
     compressToolResults: o.compressToolResults,
-  })
+  }
+  return memo === undefined ? JSON.stringify(picked) : llm.memoJson(memo, picked)
 }
 
 /** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */
