@@ -113,9 +113,6 @@ export declare function extractToolCallsFromTextJson(text: string, knownToolName
 
 export declare function kernelVersion(): string
 
-/** The message of the last failed `runnerNew` on this thread (so the shim builds the Error). */
-export declare function lastError(): string
-
 /**
  * The environment variables `createAdapter(provider)` reads; JS snapshots them from
  * `process.env` (per provider: each read of `process.env` is a call into Node).
@@ -144,15 +141,6 @@ export interface NativeToolResult {
 
 export declare function notGrantedText(tool: string): string
 
-export declare function registryAdd(id: number, name: string, runtime: boolean): void
-
-export declare function registryFree(id: number): void
-
-/** A registry's names and runtime flags, mirrored by `ToolRegistry` on every change. */
-export declare function registryNew(): number
-
-export declare function registryRemove(id: number, name: string): void
-
 /** `repairToolArgs(raw)` → JSON object text, or `null`. */
 export declare function repairToolArgsJson(raw: string): string | null
 
@@ -173,26 +161,24 @@ export declare function runGranted(id: number, i: number): boolean
 
 export declare function runLoopInfo(id: number): LoopInfoOut | null
 
-export declare function runnerFree(id: number): void
-
-/** A runner for `options_json`; -1 when the options are invalid (message in `lastError`). */
-export declare function runnerNew(optionsJson: string): number
+/**
+ * Resolves the grants of `options_json` against a registry's tools and returns the granted
+ * names; the warnings go to `runnerWarnings`, which the driver calls right after. Stateless
+ * otherwise: runners and registries have no native object (none to free, nothing for the
+ * garbage collector to track per agent).
+ */
+export declare function runnerResolveTools(optionsJson: string, toolsJson: string): Array<string>
 
 /**
- * Resolves the grants against registry `registry`'s current tools and returns the granted
- * names (warnings via `runnerWarnings`). The names are kept for the `runnerStart` the driver
- * calls right after, in the same synchronous step.
+ * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) with the runner options
+ * `options_json` and the tools the registry list `tools_json` grants (the list
+ * `runnerResolveTools` was given), and returns its id for the `run*` functions; release it with
+ * `runRelease`. `summary_cache`: the runner's, if it has one.
  */
-export declare function runnerResolveTools(id: number, registry: number): Array<string>
+export declare function runnerStart(optionsJson: string, toolsJson: string, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean): number
 
-/**
- * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) and returns its id for
- * the `run*` functions; release it with `runRelease`.
- */
-export declare function runnerStart(id: number, initialJson: string, hasOnWarning: boolean): number
-
-/** The warnings of the last `runnerResolveTools` (usually none). */
-export declare function runnerWarnings(id: number): Array<string>
+/** The warnings of the last `runnerResolveTools` on this thread (usually none). */
+export declare function runnerWarnings(): Array<string>
 
 /** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */
 export declare function runOnSummary(id: number, responseJson?: string | undefined | null): string | null
@@ -229,12 +215,16 @@ export declare function runTurns(id: number): number
 /** Texts for the current op: the turn's text, the warning to emit, or the loop detail. */
 export declare function runTurnText(id: number): string
 
-export declare function semFree(id: number): void
-
-export declare function semNew(max: number): number
-
 /** `[limit, active, pending]`. */
 export declare function semStats(id: number): Array<number>
+
+export declare function summaryCacheFree(id: number): void
+
+/**
+ * The summarize strategy's cache, which lives as long as its runner (CONTRACT §5.6.2); only
+ * runners with that strategy allocate one.
+ */
+export declare function summaryCacheNew(): number
 
 /** `JSON.stringify(input)` in, redacted JSON out. */
 export declare function traceRedactJson(json: string): string

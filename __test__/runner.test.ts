@@ -349,6 +349,23 @@ describe('context strategies', () => {
     expect(traces.filter((t) => t.type === 'llm_call').map((t) => t.phase)).toEqual(['summary', 'turn'])
   })
 
+  test('the summary cache lives as long as its runner: a later run reuses it, another runner does not', async () => {
+    const history: LLMMessage[] = [user('goal'), { role: 'assistant', content: [text(long(400))] }, user('u1'), { role: 'assistant', content: [text('a1')] }, user('u2')]
+    const strategy = { type: 'summarize' as const, maxTokens: 10, summaryModel: 'small' }
+    const responses = [resp([text('bullet')]), resp([text('first')]), resp([text('second')])]
+    const { runner, seen, registry, executor } = setup({ contextStrategy: strategy }, responses)
+    await runner.run(history)
+    const again = await runner.run(history)
+    // Same signature: the cached prefix, no second summary call.
+    expect(seen.map((x) => x.options.model)).toEqual(['small', 'm', 'm'])
+    expect(again.output).toBe('second')
+    expect(JSON.stringify(seen[2].messages)).toContain('[Conversation summary]\\nbullet\\n\\n')
+    const other = scripted([resp([text('other bullet')]), resp([text('x')])])
+    const second = new AgentRunner(other.adapter, registry, executor, { model: 'm', contextStrategy: strategy })
+    await second.run(history)
+    expect(other.seen.map((x) => x.options.model)).toEqual(['small', 'm'])
+  })
+
   test('compact replaces old tool results outside the preserved turns', async () => {
     const history: LLMMessage[] = [
       user('goal'),

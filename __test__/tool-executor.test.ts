@@ -176,6 +176,29 @@ describe('Semaphore', () => {
     expect(await s.run(async () => 5)).toBe(5)
   })
 
+  test('idle and busy again: counters and FIFO order hold over repeated busy periods', async () => {
+    const s = new Semaphore(2)
+    for (let round = 0; round < 3; round++) {
+      expect([s.limit, s.active, s.pending]).toEqual([2, 0, 0])
+      const order: string[] = []
+      await s.acquire()
+      await s.acquire()
+      const waiters = ['a', 'b', 'c'].map((k) => s.acquire().then(() => { order.push(k) }))
+      expect([s.active, s.pending]).toEqual([2, 3])
+      for (let i = 0; i < 3; i++) {
+        s.release()
+        await waiters[i]
+      }
+      expect([s.active, s.pending]).toEqual([2, 0])
+      s.release()
+      s.release()
+      expect(order).toEqual(['a', 'b', 'c'])
+      // Extra releases while idle stay no-ops.
+      s.release()
+    }
+    expect([s.limit, s.active, s.pending]).toEqual([2, 0, 0])
+  })
+
   test('invalid limits throw RangeError (§21)', () => {
     expect(() => new Semaphore(0)).toThrow(new RangeError('Semaphore max must be at least 1, got 0'))
     expect(() => new Semaphore(NaN)).toThrow('Semaphore max must be at least 1, got NaN')

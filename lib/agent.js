@@ -1,8 +1,8 @@
 'use strict'
 // Agent (§4): history, lifecycle state, hooks, timeout and structured output around the
 // runner. Everything here is user-facing glue; the loop itself is the kernel's.
-const native = require('./native.js')
-const { AgentRunner, coreOptionsJson } = require('./runner.js')
+const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
+const { createAdapter } = require('./llm.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError } = require('./errors.js')
@@ -37,19 +37,6 @@ function runSignal(callerSignal, timeoutMs) {
     timeout.addEventListener('abort', fire, { once: true })
   }
   return { signal: ctl.signal, timeout }
-}
-
-// The kernel's verdict per options text: apps build agents per request with the same few
-// configurations, and the verdict of a text never changes (bounded like the kernel's cache).
-const verdicts = new Map()
-function validateOptions(json) {
-  let err = verdicts.get(json)
-  if (err === undefined) {
-    err = native.validateRunnerOptions(json) ?? null
-    if (verdicts.size >= 256) verdicts.clear()
-    verdicts.set(json, err)
-  }
-  return err
 }
 
 const ctorOptionsMemo = {}
@@ -188,7 +175,6 @@ class Agent {
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {
-      const { createAdapter } = require('./llm.js')
       adapter = await createAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region)
     }
     this.runner = this._newRunner(adapter)

@@ -70,8 +70,21 @@ function responseJson(response) {
   }
 }
 
+// The kernel's verdict per options text: apps build agents per request with the same few
+// configurations, and the verdict of a text never changes (bounded like the kernel's cache).
+const verdicts = new Map()
+function validateOptions(json) {
+  let err = verdicts.get(json)
+  if (err === undefined) {
+    err = native.validateRunnerOptions(json) ?? null
+    if (verdicts.size >= 256) verdicts.clear()
+    verdicts.set(json, err)
+  }
+  return err
+}
+
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
-const runners = new FinalizationRegistry((id) => native.runnerFree(id))
+const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 const num = (v) => (typeof v === 'number' ? v : 0)
 
 /** Hands the model's answer to the machine: content as JSON, usage as numbers. */
@@ -113,14 +126,24 @@ class AgentRunner {
     this.toolExecutor = toolExecutor
     this.options = options ?? {}
     this.maxTurns = this.options.maxTurns ?? 10
-    this._id = native.runnerNew(coreOptionsJson(this.options, runnerOptionsMemo))
-    if (this._id < 0) throw new Error(native.lastError())
-    runners.register(this, this._id)
+    // The kernel reads this text per run (parsed configurations are shared by text), so a
+    // runner has no native object unless its strategy keeps a summary across runs (§5.6.2).
+    this._json = coreOptionsJson(this.options, runnerOptionsMemo)
+    const err = validateOptions(this._json)
+    if (err) throw new Error(err)
+    this._summaryCache = undefined
+    if (this.options.contextStrategy?.type === 'summarize') {
+      this._summaryCache = native.summaryCacheNew()
+      summaryCaches.register(this, this._summaryCache)
+    }
+    this._toolList = undefined // the registry list the last resolveTools() resolved
   }
 
   resolveTools() {
-    const names = native.runnerResolveTools(this._id, this.toolRegistry._id)
-    for (const w of native.runnerWarnings(this._id)) console.warn(w)
+    const list = this.toolRegistry._toolList()
+    const names = native.runnerResolveTools(this._json, list)
+    this._toolList = list
+    for (const w of native.runnerWarnings()) console.warn(w)
     return names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
 
@@ -165,8 +188,8 @@ class AgentRunner {
       systemPrompt: ro.systemPrompt,
       abortSignal: signal,
     }
-    // Uses the names resolveTools() just computed (same synchronous step).
-    const id = native.runnerStart(this._id, JSON.stringify(conv), typeof options.onWarning === 'function')
+    // Grants what resolveTools() just resolved (the same registry list).
+    const id = native.runnerStart(this._json, this._toolList, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = streaming ? {} : null
     if (lease) runLeases.register(lease, id, lease)
@@ -443,4 +466,4 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson }
+module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions }

@@ -15,9 +15,6 @@ function defineTool(config) {
   return tool
 }
 
-const semaphores = new FinalizationRegistry((id) => native.semFree(id))
-const registries = new FinalizationRegistry((id) => native.registryFree(id))
-
 class Semaphore {
   constructor(max) {
     if (typeof max !== 'number' || Number.isNaN(max) || max < 1) {
@@ -27,21 +24,31 @@ class Semaphore {
       throw new RangeError(`Semaphore max must be an integer, got ${max}`)
     }
     // The FIFO admission is the kernel's (src/kernel/semaphore.rs); waiters' resolvers stay here.
-    this._id = native.semNew(max)
+    // Its native slot exists only while there are holders or waiters (-1: none), so a
+    // semaphore needs no finalizer: executors are often created per agent.
+    this._max = max
+    this._id = -1
     this._waiters = new Map()
-    semaphores.register(this, this._id)
   }
-  get limit() { return native.semStats(this._id)[0] }
-  get active() { return native.semStats(this._id)[1] }
-  get pending() { return native.semStats(this._id)[2] }
+  get limit() { return this._max }
+  get active() { return this._id < 0 ? 0 : native.semStats(this._id)[1] }
+  get pending() { return this._id < 0 ? 0 : native.semStats(this._id)[2] }
+  /** Takes a slot: 0 = taken now, otherwise the waiter id to park under. */
+  _take() {
+    if (this._id >= 0) return native.semAcquire(this._id)
+    this._id = native.semOpen(this._max)
+    return 0
+  }
   acquire() {
-    const w = native.semAcquire(this._id)
+    const w = this._take()
     if (w === 0) return Promise.resolve()
     return new Promise((resolve) => this._waiters.set(w, resolve))
   }
   release() {
+    if (this._id < 0) return // an extra release (§21: a no-op)
     const w = native.semRelease(this._id)
-    if (w !== 0) {
+    if (w < 0) this._id = -1
+    else if (w !== 0) {
       const wake = this._waiters.get(w)
       this._waiters.delete(w)
       wake()
@@ -49,7 +56,7 @@ class Semaphore {
   }
   async run(fn) {
     // A free slot is taken synchronously: no extra await on the hot path.
-    const w = native.semAcquire(this._id)
+    const w = this._take()
     if (w !== 0) await new Promise((resolve) => this._waiters.set(w, resolve))
     try {
       return await fn()
@@ -65,9 +72,9 @@ class ToolRegistry {
   constructor() {
     this._tools = new Map()
     this._runtime = new Set()
-    // Names and runtime flags mirrored in the kernel, which resolves the grants.
-    this._id = native.registryNew()
-    registries.register(this, this._id)
+    // `[[name, runtimeAdded], …]` as the kernel's grant resolution reads it, kept until the
+    // registry changes (registries are often built per agent: no native object to free).
+    this._listJson = undefined
   }
 
   register(tool, options) {
@@ -99,7 +106,15 @@ class ToolRegistry {
     this._tools.set(tool.name, tool)
     const runtime = options !== undefined && options !== null && options.runtimeAdded === true
     if (runtime) this._runtime.add(tool.name)
-    native.registryAdd(this._id, tool.name, runtime)
+    this._listJson = undefined
+  }
+
+  /** The names and runtime flags for the kernel (see the constructor). */
+  _toolList() {
+    if (this._listJson === undefined) {
+      this._listJson = JSON.stringify(Array.from(this._tools.keys(), (n) => [n, this._runtime.has(n)]))
+    }
+    return this._listJson
   }
 
   get(name) { return this._tools.get(name) }
@@ -109,7 +124,7 @@ class ToolRegistry {
   unregister(name) {
     if (!this._tools.delete(name)) return
     this._runtime.delete(name)
-    native.registryRemove(this._id, name)
+    this._listJson = undefined
   }
   deregister(name) { this.unregister(name) }
 
@@ -162,7 +177,7 @@ class ToolExecutor {
     // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
     // Semaphore.run so that a tool call costs one async layer here, not three.
     const sem = this.semaphore
-    const w = native.semAcquire(sem._id)
+    const w = sem._take()
     if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
     try {
       const tool = this.registry.get(toolName)

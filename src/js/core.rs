@@ -17,130 +17,84 @@ use crate::kernel::runner::{Machine, Op, RunnerConfig};
 use crate::kernel::semaphore::{Acquire, Semaphore};
 use crate::kernel::{structured_output, tokens, truncate};
 
-/// A runner's kernel side: its parsed options, the summarize cache that lives as long as the
-/// runner (CONTRACT §5.6.2), and the names the last `runnerResolveTools` granted.
-struct Runner {
-    cfg: Arc<RunnerConfig>,
-    cache: Arc<Mutex<Option<SummaryCache>>>,
-    granted: Vec<String>,
-    warnings: Vec<String>,
-}
-
 /// Agents are often created per request with identical options: parsed configurations are
 /// shared by their JSON text (bounded; invalid ones are not cached).
-fn cached_config(json: String) -> std::result::Result<Arc<RunnerConfig>, String> {
+fn cached_config(json: &str) -> std::result::Result<Arc<RunnerConfig>, String> {
     static CACHE: Mutex<Option<HashMap<String, Arc<RunnerConfig>>>> = Mutex::new(None);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
-    if let Some(c) = map.get(&json) {
+    if let Some(c) = map.get(json) {
         return Ok(c.clone());
     }
-    let c = Arc::new(runner_config_from_json(&json)?);
+    let c = Arc::new(runner_config_from_json(json)?);
     if map.len() >= 256 {
         map.clear();
     }
-    map.insert(json, c.clone());
+    map.insert(json.to_string(), c.clone());
     Ok(c)
 }
 
 thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+    static LAST_WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The message of the last failed `runnerNew` on this thread (so the shim builds the Error).
+/// A registry's tools as `ToolRegistry` sends them: `[[name, runtimeAdded], …]` in
+/// registration order (the JS registry is the only copy; it keeps this text until it changes).
+fn registry_tools(tools_json: &str) -> std::result::Result<Vec<(String, bool)>, String> {
+    serde_json::from_str(tools_json).map_err(|e| format!("oma-kernel: malformed registry list: {e}"))
+}
+
+fn resolve(options_json: &str, tools_json: &str) -> std::result::Result<crate::kernel::grants::Resolved, String> {
+    let cfg = cached_config(options_json)?;
+    let tools = registry_tools(tools_json)?;
+    let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
+    Ok(resolve_tools(&cfg.grants, &view))
+}
+
+/// Resolves the grants of `options_json` against a registry's tools and returns the granted
+/// names; the warnings go to `runnerWarnings`, which the driver calls right after. Stateless
+/// otherwise: runners and registries have no native object (none to free, nothing for the
+/// garbage collector to track per agent).
 #[napi(catch_unwind)]
-pub fn last_error() -> String {
-    LAST_ERROR.with(|e| e.borrow().clone())
+pub fn runner_resolve_tools(options_json: String, tools_json: String) -> Result<Vec<String>> {
+    let out = resolve(&options_json, &tools_json).map_err(Error::from_reason)?;
+    LAST_WARNINGS.with(|w| *w.borrow_mut() = out.warnings);
+    Ok(out.names)
 }
 
-/// A runner for `options_json`; -1 when the options are invalid (message in `lastError`).
+/// The warnings of the last `runnerResolveTools` on this thread (usually none).
 #[napi(catch_unwind)]
-pub fn runner_new(options_json: String) -> i32 {
-    match cached_config(options_json) {
-        Ok(cfg) => {
-            let r = Runner { cfg, cache: Arc::new(Mutex::new(None)), granted: Vec::new(), warnings: Vec::new() };
-            RUNNERS.with(|s| s.borrow_mut().insert(r)) as i32
-        }
-        Err(e) => {
-            LAST_ERROR.with(|l| *l.borrow_mut() = e);
-            -1
-        }
-    }
+pub fn runner_warnings() -> Vec<String> {
+    LAST_WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
+}
+
+/// The summarize strategy's cache, which lives as long as its runner (CONTRACT §5.6.2); only
+/// runners with that strategy allocate one.
+#[napi(catch_unwind)]
+pub fn summary_cache_new() -> u32 {
+    SUMMARY_CACHES.with(|s| s.borrow_mut().insert(Arc::new(Mutex::new(None))))
 }
 
 #[napi(catch_unwind)]
-pub fn runner_free(id: u32) {
-    RUNNERS.with(|s| s.borrow_mut().remove(id))
+pub fn summary_cache_free(id: u32) {
+    SUMMARY_CACHES.with(|s| s.borrow_mut().remove(id))
 }
 
-fn with_runner<R>(id: u32, f: impl FnOnce(&mut Runner) -> R) -> Result<R> {
-    RUNNERS.with(|s| match s.borrow_mut().get_mut(id) {
-        Some(r) => Ok(f(r)),
-        None => Err(Error::from_reason("oma-kernel: this runner has already been released")),
-    })
-}
-
-/// Resolves the grants against registry `registry`'s current tools and returns the granted
-/// names (warnings via `runnerWarnings`). The names are kept for the `runnerStart` the driver
-/// calls right after, in the same synchronous step.
+/// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) with the runner options
+/// `options_json` and the tools the registry list `tools_json` grants (the list
+/// `runnerResolveTools` was given), and returns its id for the `run*` functions; release it with
+/// `runRelease`. `summary_cache`: the runner's, if it has one.
 #[napi(catch_unwind)]
-pub fn runner_resolve_tools(id: u32, registry: u32) -> Result<Vec<String>> {
-    REGISTRIES.with(|regs| {
-        let regs = regs.borrow();
-        let tools = regs.get(registry).ok_or_else(|| Error::from_reason("oma-kernel: this registry has already been released"))?;
-        with_runner(id, |r| {
-            let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
-            let out = resolve_tools(&r.cfg.grants, &view);
-            r.granted = out.names.clone();
-            r.warnings = out.warnings;
-            out.names
-        })
-    })
-}
-
-/// The warnings of the last `runnerResolveTools` (usually none).
-#[napi(catch_unwind)]
-pub fn runner_warnings(id: u32) -> Result<Vec<String>> {
-    with_runner(id, |r| std::mem::take(&mut r.warnings))
-}
-
-/// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) and returns its id for
-/// the `run*` functions; release it with `runRelease`.
-#[napi(catch_unwind)]
-pub fn runner_start(id: u32, initial_json: String, has_on_warning: bool) -> Result<u32> {
-    let (cfg, cache, granted) = with_runner(id, |r| (r.cfg.clone(), r.cache.clone(), r.granted.clone()))?;
+pub fn runner_start(options_json: String, tools_json: String, summary_cache: Option<u32>, initial_json: String, has_on_warning: bool) -> Result<u32> {
+    let cfg = cached_config(&options_json).map_err(Error::from_reason)?;
+    let granted = resolve(&options_json, &tools_json).map_err(Error::from_reason)?.names;
+    let cache = match summary_cache {
+        Some(id) => SUMMARY_CACHES.with(|s| s.borrow().get(id).cloned()).ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
+        None => Arc::new(Mutex::new(None)),
+    };
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
     let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
     Ok(insert_run(Run::new(m)))
-}
-
-/// A registry's names and runtime flags, mirrored by `ToolRegistry` on every change.
-#[napi(catch_unwind)]
-pub fn registry_new() -> u32 {
-    REGISTRIES.with(|s| s.borrow_mut().insert(Vec::new()))
-}
-
-#[napi(catch_unwind)]
-pub fn registry_free(id: u32) {
-    REGISTRIES.with(|s| s.borrow_mut().remove(id))
-}
-
-#[napi(catch_unwind)]
-pub fn registry_add(id: u32, name: String, runtime: bool) {
-    REGISTRIES.with(|s| {
-        if let Some(t) = s.borrow_mut().get_mut(id) {
-            t.push((name, runtime));
-        }
-    })
-}
-
-#[napi(catch_unwind)]
-pub fn registry_remove(id: u32, name: String) {
-    REGISTRIES.with(|s| {
-        if let Some(t) = s.borrow_mut().get_mut(id) {
-            t.retain(|(n, _)| *n != name);
-        }
-    })
 }
 
 /// A run in progress. Runners, registries, runs and semaphores live in per-thread slabs and
@@ -191,8 +145,7 @@ impl Run {
 }
 
 thread_local! {
-    static RUNNERS: RefCell<Slab<Runner>> = RefCell::new(Slab::default());
-    static REGISTRIES: RefCell<Slab<Vec<(String, bool)>>> = RefCell::new(Slab::default());
+    static SUMMARY_CACHES: RefCell<Slab<Arc<Mutex<Option<SummaryCache>>>>> = RefCell::new(Slab::default());
     static RUNS: RefCell<Slab<Run>> = RefCell::new(Slab::default());
     static SEMAPHORES: RefCell<Slab<Semaphore>> = RefCell::new(Slab::default());
 }
@@ -424,16 +377,17 @@ pub fn run_output(id: u32) -> Result<String> {
 // ---------------------------------------------------------------------------------------
 // Executor admission (one per ToolExecutor)
 
-// Semaphores live in a slab too: the executor acquires and releases once per tool call.
+// A semaphore's native slot exists only while it has holders or waiters: the first acquire
+// opens it and the release that leaves it idle frees it, so an executor needs no finalizer.
+// (A semaphore dropped while a holder never releases keeps its slot: a few bytes.)
 
-#[napi(catch_unwind)]
-pub fn sem_new(max: u32) -> u32 {
-    SEMAPHORES.with(|s| s.borrow_mut().insert(Semaphore::new(max as usize)))
-}
-
-#[napi(catch_unwind)]
-pub fn sem_free(id: u32) {
-    SEMAPHORES.with(|s| s.borrow_mut().remove(id))
+/// `semOpen` (`fast.rs`): a slot for a semaphore of limit `max`, with one slot acquired.
+pub(super) fn sem_open_id(max: u32) -> u32 {
+    SEMAPHORES.with(|s| {
+        let mut sem = Semaphore::new(max.max(1) as usize);
+        let _ = sem.acquire();
+        s.borrow_mut().insert(sem)
+    })
 }
 
 fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
@@ -447,14 +401,26 @@ fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
 pub(super) fn sem_acquire_id(id: u32) -> std::result::Result<u32, String> {
     with_sem(id, |s| match s.acquire() {
         Acquire::Now => 0,
-        Acquire::Wait(w) => w.max(1),
+        Acquire::Wait(w) => w,
     })
     .map_err(|e| e.reason)
 }
 
-/// `semRelease` (`fast.rs`): 0 = slot freed; otherwise the waiter id that now holds it.
-pub(super) fn sem_release_id(id: u32) -> std::result::Result<u32, String> {
-    with_sem(id, |s| s.release().map(|w| w.max(1)).unwrap_or(0)).map_err(|e| e.reason)
+/// `semRelease` (`fast.rs`): the waiter id that now holds the slot; 0 = slot freed, others
+/// still hold; -1 = now idle, and the slot is closed.
+pub(super) fn sem_release_id(id: u32) -> std::result::Result<i32, String> {
+    SEMAPHORES.with(|s| {
+        let mut slab = s.borrow_mut();
+        let sem = slab.get_mut(id).ok_or("oma-kernel: this semaphore has already been released")?;
+        Ok(match sem.release() {
+            Some(w) => w as i32,
+            None if sem.is_idle() => {
+                slab.remove(id);
+                -1
+            }
+            None => 0,
+        })
+    })
 }
 
 /// `[limit, active, pending]`.
@@ -588,7 +554,7 @@ pub fn trace_redact_json(json: String) -> String {
 /// Checks runner options without keeping them (the Agent validates at construction).
 #[napi(catch_unwind)]
 pub fn validate_runner_options(options_json: String) -> Option<String> {
-    cached_config(options_json).err()
+    cached_config(&options_json).err()
 }
 
 // ---------------------------------------------------------------------------------------

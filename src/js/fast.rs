@@ -24,7 +24,8 @@ type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::n
 /// Adds the callbacks to the module's exports (napi-rs calls this at load, per env).
 #[napi(module_exports)]
 pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
-    let fns: [(&str, Cb); 6] = [
+    let fns: [(&str, Cb); 7] = [
+        ("semOpen", sem_open),
         ("semAcquire", sem_acquire),
         ("semRelease", sem_release),
         ("runNext", run_next),
@@ -183,9 +184,14 @@ unsafe extern "C" fn sem_acquire(env: sys::napi_env, info: sys::napi_callback_in
     call::<1>(env, info, |a| Ok(Ret::U32(core::sem_acquire_id(a.u32(0)?)?)))
 }
 
-/// `semRelease(id)`: 0 = slot freed, otherwise the waiter id that now holds it.
+/// `semOpen(max)`: a new slot with one holder (see `core::sem_open_id`).
+unsafe extern "C" fn sem_open(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_open_id(a.u32(0)?))))
+}
+
+/// `semRelease(id)`: the waiter id that now holds the slot, 0 = slot freed, -1 = idle and closed.
 unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_release_id(a.u32(0)?)?)))
+    call::<1>(env, info, |a| Ok(Ret::I32(core::sem_release_id(a.u32(0)?)?)))
 }
 
 /// `runNext(id, aborted)`: the next encoded op.

@@ -29,13 +29,18 @@ impl Semaphore {
     pub fn pending(&self) -> usize {
         self.waiters.len()
     }
+    /// No holder and no waiter: the state is just its limit again.
+    pub fn is_idle(&self) -> bool {
+        self.active == 0 && self.waiters.is_empty()
+    }
 
     pub fn acquire(&mut self) -> Acquire {
         if self.active < self.max {
             self.active += 1;
             return Acquire::Now;
         }
-        self.next_id = self.next_id.wrapping_add(1);
+        // Ids stay within 1..=i32::MAX so that the binding can return them as JS int32s.
+        self.next_id = if self.next_id >= i32::MAX as u32 { 1 } else { self.next_id + 1 };
         self.waiters.push_back(self.next_id);
         Acquire::Wait(self.next_id)
     }
@@ -64,9 +69,20 @@ mod tests {
         assert_eq!(s.release(), Some(a));
         assert_eq!(s.active(), 1);
         assert_eq!(s.release(), Some(b));
+        assert!(!s.is_idle());
         assert_eq!(s.release(), None);
         assert_eq!(s.active(), 0);
+        assert!(s.is_idle());
         assert_eq!(s.release(), None);
         assert_eq!(s.active(), 0);
+    }
+
+    #[test]
+    fn waiter_ids_stay_positive_int32() {
+        let mut s = Semaphore::new(1);
+        s.next_id = i32::MAX as u32 - 1;
+        assert!(matches!(s.acquire(), Acquire::Now));
+        assert!(matches!(s.acquire(), Acquire::Wait(id) if id == i32::MAX as u32));
+        assert!(matches!(s.acquire(), Acquire::Wait(1)));
     }
 }
