@@ -595,7 +595,15 @@ pub fn run_chat<'e>(
             Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op)),
             _ => Err("oma-kernel: this run has already been released".into()),
         });
-        next.map(|code| format!("[{code},{json}]")).map_err(crate::llm::LlmError::other)
+        next.map(|code| {
+            use std::fmt::Write;
+            let mut out = String::with_capacity(json.len() + 13);
+            let _ = write!(out, "[{code},");
+            out.push_str(&json);
+            out.push(']');
+            out
+        })
+        .map_err(crate::llm::LlmError::other)
     })
 }
 

@@ -61,12 +61,11 @@ fn tools_json(opts: &ChatOptions) -> Option<String> {
     let tools = opts.tools.as_ref()?;
     Some(super::json_array(tools.iter().map(|t| {
         // `{ type: 'object', ...inputSchema }`: the schema's own `type` wins.
+        let parsed = t.input_schema.as_ref().and_then(|raw| serde_json::from_str::<Map<String, Value>>(raw.get()).ok());
         let mut schema = JsObject::new();
         schema.set_str("type", "object");
-        if let Some(raw) = &t.input_schema {
-            if let Ok(m) = serde_json::from_str::<Map<String, Value>>(raw.get()) {
-                schema.spread(&m);
-            }
+        if let Some(m) = &parsed {
+            schema.spread(m);
         }
         t.declaration("input_schema", Some(schema.into_json()))
     })))

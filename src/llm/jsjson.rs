@@ -190,42 +190,44 @@ mod tests {
 /// A JS object literal under construction: keys keep the position of their first assignment,
 /// later assignments overwrite the value (as `{ a, ...extra, b }` does), and a key assigned
 /// `undefined` (`None`) is left out of the JSON like `JSON.stringify` does.
+/// Keys are borrowed (literals, or an `extraBody`'s own keys): a request body assigns a dozen
+/// of them, mostly `undefined`, on every call.
 #[derive(Default)]
-pub struct JsObject {
-    entries: Vec<(String, Option<String>)>,
+pub struct JsObject<'k> {
+    entries: Vec<(&'k str, Option<String>)>,
 }
 
-impl JsObject {
+impl<'k> JsObject<'k> {
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Assigns raw JSON text (or `undefined`).
-    pub fn set_raw(&mut self, key: &str, raw: Option<String>) {
-        if let Some(e) = self.entries.iter_mut().find(|(k, _)| k == key) {
+    pub fn set_raw(&mut self, key: &'k str, raw: Option<String>) {
+        if let Some(e) = self.entries.iter_mut().find(|(k, _)| *k == key) {
             e.1 = raw;
         } else {
-            self.entries.push((key.to_string(), raw));
+            self.entries.push((key, raw));
         }
     }
 
-    pub fn set(&mut self, key: &str, v: Option<&Value>) {
+    pub fn set(&mut self, key: &'k str, v: Option<&Value>) {
         self.set_raw(key, v.map(to_js_json));
     }
 
-    pub fn set_str(&mut self, key: &str, v: &str) {
+    pub fn set_str(&mut self, key: &'k str, v: &str) {
         self.set_raw(key, Some(serde_json::to_string(v).expect("string serialises")));
     }
 
     /// `...obj`
-    pub fn spread(&mut self, obj: &Map<String, Value>) {
+    pub fn spread(&mut self, obj: &'k Map<String, Value>) {
         for (k, v) in obj {
             self.set(k, Some(v));
         }
     }
 
     pub fn get_raw(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
+        self.entries.iter().find(|(k, _)| *k == key).and_then(|(_, v)| v.as_deref())
     }
 
     pub fn into_json(self) -> String {
@@ -240,7 +242,7 @@ impl JsObject {
                     out.push(',');
                 }
                 first = false;
-                push_json_string(&mut out, &k);
+                push_json_string(&mut out, k);
                 out.push(':');
                 out.push_str(&v);
             }

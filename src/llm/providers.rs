@@ -503,9 +503,14 @@ impl Adapter {
         }
         let req = self.prepared(req, cancel).await?;
         let resp = transport::send(http, &req, self.style(), &self.transport, cancel).await?;
-        let request_id = request_id(&resp);
+        // Only Bedrock's errors quote it.
+        let request_id = if matches!(self.wire, Wire::Bedrock { .. }) { request_id(&resp) } else { String::new() };
         let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
-        let body = String::from_utf8_lossy(&body);
+        // Almost always valid UTF-8: checked the fast way first.
+        let body = match std::str::from_utf8(&body) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(&body),
+        };
         match &self.wire {
             Wire::Anthropic => anthropic::parse_message(&body, &self.name),
             Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
