@@ -456,6 +456,10 @@ struct RawMessage<'a> {
 
 pub fn parse_message(raw: &RawValue, strict: Strictness) -> Result<Message, String> {
     let rm: RawMessage = serde_json::from_str(raw.get()).map_err(|_| "a message must be an object".to_string())?;
+    message_from(rm, strict)
+}
+
+fn message_from(rm: RawMessage, strict: Strictness) -> Result<Message, String> {
     let role = match rm.role {
         Some("assistant") => Role::Assistant,
         Some("user") => Role::User,
@@ -472,6 +476,11 @@ pub fn parse_message(raw: &RawValue, strict: Strictness) -> Result<Message, Stri
 
 /// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it).
 pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
+    // One pass over the text when every item reads as a message (the usual case); otherwise
+    // item by item, which names what is wrong.
+    if let Ok(items) = serde_json::from_str::<Vec<RawMessage>>(json) {
+        return items.into_iter().map(|rm| message_from(rm, strict)).collect();
+    }
     let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| format!("messages must be an array: {e}"))?;
     let mut messages = Vec::with_capacity(items.len());
     for m in items {

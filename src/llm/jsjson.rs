@@ -4,6 +4,8 @@
 //! kernel compares and re-sends that text, so it must be the compact form with JS number
 //! formatting (`1.0` → `1`, `1e21` → `1e+21`, `0.000001` stays fixed) that JS would produce.
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -192,9 +194,15 @@ mod tests {
 /// `undefined` (`None`) is left out of the JSON like `JSON.stringify` does.
 /// Keys are borrowed (literals, or an `extraBody`'s own keys): a request body assigns a dozen
 /// of them, mostly `undefined`, on every call.
-#[derive(Default)]
+/// Values may be borrowed too (a run's cached message list).
 pub struct JsObject<'k> {
-    entries: Vec<(&'k str, Option<String>)>,
+    entries: Vec<(&'k str, Option<Cow<'k, str>>)>,
+}
+
+impl Default for JsObject<'_> {
+    fn default() -> Self {
+        JsObject { entries: Vec::with_capacity(16) }
+    }
 }
 
 impl<'k> JsObject<'k> {
@@ -204,6 +212,15 @@ impl<'k> JsObject<'k> {
 
     /// Assigns raw JSON text (or `undefined`).
     pub fn set_raw(&mut self, key: &'k str, raw: Option<String>) {
+        self.assign(key, raw.map(Cow::Owned));
+    }
+
+    /// `set_raw` with borrowed text.
+    pub fn set_borrowed(&mut self, key: &'k str, raw: Option<&'k str>) {
+        self.assign(key, raw.map(Cow::Borrowed));
+    }
+
+    fn assign(&mut self, key: &'k str, raw: Option<Cow<'k, str>>) {
         if let Some(e) = self.entries.iter_mut().find(|(k, _)| *k == key) {
             e.1 = raw;
         } else {

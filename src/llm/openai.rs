@@ -41,10 +41,11 @@ pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Optio
     for m in messages {
         w.message(m, has_tool_use, ob);
     }
-    w.finish()
+    w.out
 }
 
-/// The list's JSON text so far: `[` and the entries, without the closing `]`.
+/// The list's JSON text so far, always closed (`[…]`): a request borrows it as it stands and
+/// the next message goes in before the `]`.
 #[derive(Debug, Clone, Default)]
 struct ListWriter {
     out: String,
@@ -54,16 +55,22 @@ struct ListWriter {
 impl ListWriter {
     fn new(system: Option<&Value>) -> ListWriter {
         let mut w = ListWriter { out: String::with_capacity(256), first: true };
-        w.out.push('[');
+        w.out.push_str("[]");
         if let Some(Value::String(s)) = system {
             if !s.is_empty() {
+                w.open();
                 w.sep();
                 w.out.push_str("{\"role\":\"system\",\"content\":");
                 push_json_string(&mut w.out, s);
-                w.out.push('}');
+                w.out.push_str("}]");
             }
         }
         w
+    }
+
+    /// Takes the closing `]` off before entries are appended (`message` puts it back).
+    fn open(&mut self) {
+        self.out.pop();
     }
 
     fn sep(&mut self) {
@@ -75,6 +82,12 @@ impl ListWriter {
 
     /// `has_tool_use`: whether any message of the whole list has a tool_use block.
     fn message(&mut self, m: &Message, has_tool_use: bool, ob: Option<&Outbound>) {
+        self.open();
+        self.entries(m, has_tool_use, ob);
+        self.out.push(']');
+    }
+
+    fn entries(&mut self, m: &Message, has_tool_use: bool, ob: Option<&Outbound>) {
         match m.role {
             Role::Assistant => {
                 if let Some(json) = assistant_json(m, has_tool_use, ob) {
@@ -110,10 +123,6 @@ impl ListWriter {
         }
     }
 
-    fn finish(mut self) -> String {
-        self.out.push(']');
-        self.out
-    }
 }
 
 /// `message_list_json` across the calls of one run (one cache per run and options): the text
@@ -128,7 +137,8 @@ pub struct ListCache {
 }
 
 impl ListCache {
-    pub fn message_list_json(&mut self, messages: &[Message], epoch: u64, system: Option<&Value>, ob: Option<&Outbound>) -> String {
+    /// The list for `messages` (borrowed from the cache: the request body copies it once).
+    pub fn message_list_json(&mut self, messages: &[Message], epoch: u64, system: Option<&Value>, ob: Option<&Outbound>) -> &str {
         let has_tool_use = messages.iter().any(Message::has_tool_use);
         let reusable = self.epoch == epoch && self.count <= messages.len() && self.has_tool_use == has_tool_use;
         let mut w = match self.list.take() {
@@ -141,14 +151,10 @@ impl ListCache {
         for m in &messages[self.count..] {
             w.message(m, has_tool_use, ob);
         }
-        let mut out = String::with_capacity(w.out.len() + 1);
-        out.push_str(&w.out);
-        out.push(']');
         self.epoch = epoch;
         self.count = messages.len();
         self.has_tool_use = has_tool_use;
-        self.list = Some(w);
-        out
+        &self.list.insert(w).out
     }
 
 }
@@ -268,7 +274,7 @@ pub fn tools_json(opts: &ChatOptions) -> Option<String> {
 /// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
 /// `model` is `None` when the caller left `options.model` undefined (then it is not sent).
 /// `tools_json` is `tools_json(opts)` (passed in: a run computes it once).
-pub fn request_body(messages_json: String, tools_json: Option<String>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+pub fn request_body(messages_json: &str, tools_json: Option<&str>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
     let mut b = JsObject::new();
     b.set("max_tokens", opts.max_tokens.as_ref());
     b.set("temperature", opts.temperature.as_ref());
@@ -283,8 +289,8 @@ pub fn request_body(messages_json: String, tools_json: Option<String>, model: Op
         b.spread(extra);
     }
     b.set_raw("model", model.map(json_string));
-    b.set_raw("messages", Some(messages_json));
-    b.set_raw("tools", tools_json);
+    b.set_borrowed("messages", Some(messages_json));
+    b.set_borrowed("tools", tools_json);
     if stream {
         b.set_raw("stream", Some("true".into()));
         b.set_raw("stream_options", Some("{\"include_usage\":true}".into()));
@@ -669,11 +675,11 @@ mod tests {
     #[test]
     fn body_precedence() {
         let o = ChatOptions::from_json(r#"{"model":"m","maxTokens":5,"temperature":0.5,"thinking":{"enabled":false,"effort":"low"},"extraBody":{"temperature":1,"reasoning_effort":"minimal","model":"x","tools":[1],"foo":"bar"},"tools":[]}"#).unwrap();
-        let body = request_body("[]".into(), tools_json(&o), Some("m"), &o, false);
+        let body = request_body("[]", tools_json(&o).as_deref(), Some("m"), &o, false);
         assert_eq!(body, r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#);
         let o = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
-        assert_eq!(request_body("[]".into(), tools_json(&o), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
-        assert_eq!(request_body("[]".into(), tools_json(&o), None, &o, false), r#"{"messages":[],"stream":false}"#);
+        assert_eq!(request_body("[]", tools_json(&o).as_deref(), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(request_body("[]", tools_json(&o).as_deref(), None, &o, false), r#"{"messages":[],"stream":false}"#);
         let m = msgs(r#"[{"role":"user","content":[{"type":"text"}]}]"#);
         assert_eq!(message_list_json(&m, None, None), r#"[{"role":"user"}]"#);
     }

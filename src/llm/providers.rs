@@ -368,34 +368,39 @@ impl Adapter {
     /// URL and body, or the errors the original throws before any network call.
     fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool, reuse: Reuse) -> Result<HttpRequest, LlmError> {
         let mut headers = self.headers.clone();
-        // The OpenAI wire's message list (from the run's cache when there is one) and tools.
-        let list_json = |ob: Option<&openai::Outbound>| {
-            let list = match reuse {
-                Some((cache, epoch)) => cache.0.lock().unwrap_or_else(|e| e.into_inner()).message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob),
-                None => openai::message_list_json(messages, opts.system_prompt.as_ref(), ob),
-            };
-            (list, opts.openai_tools.get_or_init(|| openai::tools_json(opts)).clone())
+        // The OpenAI wire's body around its message list (borrowed from the run's cache when
+        // there is one) and tools.
+        let openai_body = |ob: Option<&openai::Outbound>, model: Option<&str>| {
+            let tools = opts.openai_tools.get_or_init(|| openai::tools_json(opts)).as_deref();
+            match reuse {
+                Some((cache, epoch)) => {
+                    let mut cache = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+                    let list = cache.message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob);
+                    openai::request_body(list, tools, model, opts, stream)
+                }
+                None => openai::request_body(&openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), tools, model, opts, stream),
+            }
         };
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
-                let (msgs, tools) = list_json(ob.as_ref());
-                (format!("{}/chat/completions", self.base_url), openai::request_body(msgs, tools, opts.model.as_ref().map(|_| opts.model_str()).as_deref(), opts, stream))
+                let model = opts.model.as_ref().map(|_| opts.model_str());
+                (format!("{}/chat/completions", self.base_url), openai_body(ob.as_ref(), model.as_deref()))
             }
             Wire::Azure { api_version, deployment } => {
                 let model = opts.model_str();
                 let dep = if model.trim().is_empty() { deployment.clone().filter(|d| !d.trim().is_empty()) } else { Some(model) };
                 let dep = dep.ok_or_else(|| LlmError::other(AZURE_NO_DEPLOYMENT))?;
                 let ob = openai::outbound(opts, &self.name, false);
-                let (msgs, tools) = list_json(ob.as_ref());
+                let body = openai_body(ob.as_ref(), Some(&dep));
                 let url = format!(
                     "{}/openai/deployments/{}/chat/completions?api-version={}",
                     self.base_url,
                     encode_component(&dep),
                     encode_component(api_version)
                 );
-                (url, openai::request_body(msgs, tools, Some(&dep), opts, stream))
+                (url, body)
             }
             Wire::Gemini => {
                 let model = opts.model_str();
