@@ -183,8 +183,6 @@ export declare function runnerWarnings(): Array<string>
 /** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */
 export declare function runOnSummary(id: number, responseJson?: string | undefined | null): string | null
 
-export declare function runOutput(id: number): string
-
 /** Frees a run's slot (the driver calls it when its generator finishes or is abandoned). */
 export declare function runRelease(id: number): void
 

@@ -871,7 +871,6 @@ module.exports.runnerResolveTools = nativeBinding.runnerResolveTools
 module.exports.runnerStart = nativeBinding.runnerStart
 module.exports.runnerWarnings = nativeBinding.runnerWarnings
 module.exports.runOnSummary = nativeBinding.runOnSummary
-module.exports.runOutput = nativeBinding.runOutput
 module.exports.runRelease = nativeBinding.runRelease
 module.exports.runRespondJson = nativeBinding.runRespondJson
 module.exports.runSetConversation = nativeBinding.runSetConversation

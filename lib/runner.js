@@ -84,6 +84,8 @@ function validateOptions(json) {
 }
 
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
+/** `runFinish` writes a finished run's totals here (read at once). */
+const finishTotals = new Float64Array(4)
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 const num = (v) => (typeof v === 'number' ? v : 0)
 
@@ -205,6 +207,7 @@ class AgentRunner {
     let response
 
     let code = -1 // an op already fetched together with the model's response
+    let released = false
     try {
       for (;;) {
         if (code < 0) code = native.runNext(id, signal?.aborted === true)
@@ -213,13 +216,17 @@ class AgentRunner {
         code = -1
         switch (op) {
           case OP.DONE: {
-            const [inputTokens, outputTokens, turns, flags] = native.runTotals(id)
+            // Totals, output and the release in one crossing.
+            const output = native.runFinish(id, finishTotals)
+            released = true
+            if (lease) runLeases.unregister(lease)
+            const flags = finishTotals[3]
             const result = {
               messages: newMessages,
-              output: native.runOutput(id),
+              output,
               toolCalls,
-              tokenUsage: { input_tokens: inputTokens, output_tokens: outputTokens },
-              turns,
+              tokenUsage: { input_tokens: finishTotals[0], output_tokens: finishTotals[1] },
+              turns: finishTotals[2],
             }
             if (flags & 2) result.loopDetected = true
             if (flags & 1) result.budgetExceeded = true
@@ -426,8 +433,10 @@ class AgentRunner {
     } catch (err) {
       yield { type: 'error', data: toError(err) }
     } finally {
-      if (lease) runLeases.unregister(lease)
-      native.runRelease(id)
+      if (!released) {
+        if (lease) runLeases.unregister(lease)
+        native.runRelease(id)
+      }
     }
   }
 

@@ -176,11 +176,14 @@ impl<T> Slab<T> {
         }
     }
     fn remove(&mut self, id: u32) {
-        if let Some(slot) = self.items.get_mut(id as usize) {
-            if slot.take().is_some() {
-                self.free.push(id);
-            }
+        drop(self.take(id));
+    }
+    fn take(&mut self, id: u32) -> Option<T> {
+        let v = self.items.get_mut(id as usize)?.take();
+        if v.is_some() {
+            self.free.push(id);
         }
+        v
     }
     fn get_mut(&mut self, id: u32) -> Option<&mut T> {
         self.items.get_mut(id as usize).and_then(Option::as_mut)
@@ -361,17 +364,12 @@ pub fn run_turns(id: u32) -> Result<u32> {
 
 /// `runTotals` (`fast.rs`): `[inputTokens, outputTokens, turns, flags]` (flags: bit 0
 /// budgetExceeded, bit 1 loopDetected, bit 2 aborted) for the final result.
-pub(super) fn run_totals_of(id: u32) -> std::result::Result<[f64; 4], String> {
-    with_run(id, |r| {
-        let u = r.m.usage();
-        [u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64]
-    })
-    .map_err(|e| e.reason)
-}
-
-#[napi(catch_unwind)]
-pub fn run_output(id: u32) -> Result<String> {
-    with_run(id, |r| r.m.output().to_string())
+/// `runFinish` (`fast.rs`): `[inputTokens, outputTokens, turns, flags]` and the output text of
+/// a finished run, which is released.
+pub(super) fn run_finish_of(id: u32) -> std::result::Result<([f64; 4], String), String> {
+    let r = RUNS.with(|s| s.borrow_mut().take(id)).ok_or("oma-kernel: this run has already been released")?;
+    let u = r.m.usage();
+    Ok(([u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64], r.m.output().to_string()))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -586,7 +584,7 @@ pub fn run_chat<'e>(
         (Err(e), Some(a)) => (Err(e), a),
         (Err(e), None) => return Err(Error::from_reason(e.to_json())),
     };
-    let token = super::llm::call_token(cancel);
+    let token = super::llm::chat_token(cancel);
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
         let json = resp.content_usage_json();
         // The next op goes back with the response (one crossing less per call), as `runRespond`

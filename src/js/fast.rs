@@ -31,7 +31,7 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
         ("runNext", run_next),
         ("runRespond", run_respond),
         ("runToolResult", run_tool_result),
-        ("runTotals", run_totals),
+        ("runFinish", run_finish),
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
@@ -56,7 +56,7 @@ enum Ret {
     U32(u32),
     I32(i32),
     Undefined,
-    Numbers([f64; 4]),
+    Str(String),
 }
 
 /// Runs `body` with the call's arguments; errors and panics become JS exceptions.
@@ -88,13 +88,8 @@ unsafe fn call<const N: usize>(
         Ok(Ret::Undefined) => {
             sys::napi_get_undefined(env, &mut out);
         }
-        Ok(Ret::Numbers(ns)) => {
-            sys::napi_create_array_with_length(env, ns.len(), &mut out);
-            for (i, n) in ns.iter().enumerate() {
-                let mut v = ptr::null_mut();
-                sys::napi_create_double(env, *n, &mut v);
-                sys::napi_set_element(env, out, i as u32, v);
-            }
+        Ok(Ret::Str(text)) => {
+            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out);
         }
         Err(msg) => {
             let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
@@ -133,6 +128,22 @@ impl<const N: usize> Args<N> {
             sys::Status::napi_ok => Ok(v),
             _ => Err(format!("oma-kernel: argument {i} must be a number")),
         }
+    }
+
+    /// The elements of a `Float64Array` argument, written in place.
+    fn f64_array(&self, i: usize) -> std::result::Result<&mut [f64], String> {
+        let mut kind = sys::TypedarrayType::int8_array;
+        let (mut len, mut data, mut offset) = (0usize, ptr::null_mut(), 0usize);
+        let mut buffer = ptr::null_mut();
+        let status = unsafe { sys::napi_get_typedarray_info(self.env, self.argv[i], &mut kind, &mut len, &mut data, &mut buffer, &mut offset) };
+        if status != sys::Status::napi_ok || kind != sys::TypedarrayType::float64_array || (len > 0 && data.is_null()) {
+            return Err(format!("oma-kernel: argument {i} must be a Float64Array"));
+        }
+        if len == 0 {
+            return Ok(&mut []);
+        }
+        // The view stays alive (it is an argument of this call) and nothing else runs meanwhile.
+        Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<f64>(), len) })
     }
 
     fn bool(&self, i: usize) -> std::result::Result<bool, String> {
@@ -222,7 +233,18 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
     })
 }
 
-/// `runTotals(id)`: `[inputTokens, outputTokens, turns, flags]`.
-unsafe extern "C" fn run_totals(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::Numbers(core::run_totals_of(a.u32(0)?)?)))
+/// `runFinish(id, totals)`: the driver's last step in one crossing: writes `[inputTokens,
+/// outputTokens, turns, flags]` into the `Float64Array` `totals`, releases the run and returns
+/// its output text.
+unsafe extern "C" fn run_finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    call::<2>(env, info, |a| {
+        let id = a.u32(0)?;
+        let totals = a.f64_array(1)?;
+        if totals.len() < 4 {
+            return Err("oma-kernel: runFinish needs a Float64Array of 4".into());
+        }
+        let (numbers, output) = core::run_finish_of(id)?;
+        totals[..4].copy_from_slice(&numbers);
+        Ok(Ret::Str(output))
+    })
 }

@@ -222,7 +222,7 @@ impl ChatHistory {
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn chat<'e>(&self, env: &'e Env, keep: u32, tail_json: String, options_json: String, cancel: Option<&CancelHandle>) -> Result<Object<'e>> {
         let input = self.advance(keep as usize, &tail_json, options_json).map_err(js_err)?;
-        spawn_chat_promise(env, self.adapter.clone(), token_of(cancel), move || Ok(input), response_json)
+        spawn_chat_promise(env, self.adapter.clone(), chat_token(cancel), move || Ok(input), response_json)
     }
 }
 
@@ -272,6 +272,18 @@ where
 /// trip the caller's handle.
 pub fn call_token(cancel: Option<&CancelHandle>) -> CancellationToken {
     token_of(cancel)
+}
+
+/// `call_token` for a `chat`, which never cancels its own token: without a handle, one shared
+/// token that nothing cancels (no allocation per call).
+pub fn chat_token(cancel: Option<&CancelHandle>) -> CancellationToken {
+    thread_local! {
+        static NEVER: CancellationToken = CancellationToken::new();
+    }
+    match cancel {
+        Some(c) => c.token().child_token(),
+        None => NEVER.with(CancellationToken::clone),
+    }
 }
 
 fn send_throw(tx: &UnboundedSender<String>, e: LlmError) {
