@@ -23,10 +23,12 @@ export declare class ChatHistory {
   /**
    * `chat` over the first `keep` messages sent last time, followed by `tail_json`:
    * `lib/llm.js` checks that those messages are the same objects with the same contents, so
-   * only the new ones cross as JSON, and their wire text is reused as in a run. Bad JSON or
+   * only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
+   * of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
+   * whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
    * options throw here and leave the history as it was.
    */
-  chat(keep: number, tailJson: string, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+  chat(keep: number, tailJson: string, longAt: Array<number> | undefined | null, long: Array<string> | undefined | null, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
 }
 
 export declare class JsonSchemaValidator {

@@ -66,6 +66,14 @@ describe('Agent over native adapters', () => {
     expect(second.tools[0].function.parameters.properties).toEqual({ city: { type: 'string' } })
   })
 
+  test('half a surrogate pair in the prompt is sent as U+FFFD, as in tool results (no parse failure)', async () => {
+    server.replies.push({ json: openaiReply({ content: 'ok' }, 'stop') })
+    const { agent } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })
+    const r = await agent.run('odd \ud800 text, whole 😀 pair')
+    expect(r.success).toBe(true)
+    expect(server.requests[0].body.messages).toEqual([{ role: 'user', content: 'odd \ufffd text, whole 😀 pair' }])
+  })
+
   test('the run reuses the text of its history in request bodies, byte for byte what a fresh build sends', async () => {
     // Five tool turns; the sliding window replaces the history from the third call on, and
     // compressToolResults rewrites old results: every body must match the one built from the

@@ -594,6 +594,38 @@ describe('OpenAI chat with a growing history', () => {
     await expect(cached.chat(messages, options)).rejects.toThrow(`messages[${at}].content[0] must be a content block with a string "type"`)
   })
 
+  // Long strings of new messages cross beside their JSON (lib/llm.js `tailWire`); the message
+  // list must be what the whole-JSON path (`stream`) builds from the same messages.
+  test('long tool results and texts: the same message list as the whole-JSON path', async () => {
+    const long = (tag: string) => `${tag} "quoted" back\\slash\nline\ttab é 😀 lone:\ud800 ${'z'.repeat(600)}`
+    const withGetter = new (class { role = 'user'; get content() { return [{ type: 'text', text: long('inherited') }] } })()
+    const cases: Array<[string, any[]]> = [
+      ['a long text', [{ role: 'user', content: [{ type: 'text', text: long('t') }] }]],
+      ['a long tool result after a call', [
+        { role: 'user', content: [{ type: 'text', text: 'go' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'weather', input: { city: 'Bern' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: long('r'), is_error: false }] },
+      ]],
+      ['several long blocks in one message', [{ role: 'user', content: [{ type: 'text', text: long('a') }, { type: 'text', text: 'short' }, { type: 'text', text: long('b') }] }]],
+      ['a block with toJSON', [{ role: 'user', content: [{ type: 'text', text: long('x'), toJSON: () => ({ type: 'text', text: long('from toJSON') }) }] }]],
+      ['a message with toJSON', [{ role: 'user', content: [{ type: 'text', text: long('y') }], toJSON: () => ({ role: 'user', content: [{ type: 'text', text: 'replaced' }] }) }]],
+      ['an inherited content getter (not serialised)', [{ role: 'user', content: [{ type: 'text', text: 'first' }] }, withGetter]],
+      ['a non-enumerable text', [{ role: 'user', content: [Object.defineProperty({ type: 'text' }, 'text', { value: long('hidden'), enumerable: false })] }]],
+    ]
+    for (const [why, messages] of cases) {
+      const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+      server.replies.push({ json: completion({ content: 'ok' }) })
+      await adapter.chat(messages, { model: 'gpt-test' })
+      server.replies.push({ sse: sseData([{ id: 's', object: 'chat.completion.chunk', model: 'gpt-test', choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: 'stop' }] }]) })
+      await collect(adapter.stream(messages, { model: 'gpt-test' }))
+      const [viaChat, viaStream] = server.requests.slice(-2)
+      expect({ why, messages: viaChat.body.messages }).toEqual({ why, messages: viaStream.body.messages })
+    }
+    // The long strings arrived whole (half a surrogate pair becomes U+FFFD on both paths).
+    const first = server.requests[0].body.messages[0].content
+    expect(first).toBe(long('t').replace('\ud800', '\ufffd'))
+  })
+
   test('a rejected call leaves the remembered history as it was', async () => {
     const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
     const messages: any[] = [{ role: 'user', content: [{ type: 'text', text: 'a' }] }]

@@ -154,6 +154,43 @@ function unchanged(v, s) {
   return true
 }
 
+// Long strings of a tail (tool results, text blocks) cross beside its JSON: V8's JSON.stringify
+// checks every character of a string for escapes (≈ 1.4 ns each, 2.8 µs for a 2 KB tool
+// result), napi copies it at memory speed. The JSON carries "" in their place (in shallow copies
+// of the message and block; key order is kept) and `at` says where: (message, block) pairs.
+const LONG_STRING = 512
+const isOwnEnumerable = Object.prototype.propertyIsEnumerable
+
+function tailWire(tail) {
+  let copy = null
+  let at = null
+  let long = null
+  for (let i = 0; i < tail.length; i++) {
+    const m = tail[i]
+    const content = m.content
+    // What a toJSON returns is what JSON.stringify sends: such messages go as they are.
+    // (Only own enumerable properties are serialised, and only those are copied.)
+    if (typeof m.toJSON === 'function' || typeof content.toJSON === 'function' || !isOwnEnumerable.call(m, 'content')) continue
+    for (let j = 0; j < content.length; j++) {
+      const b = content[j]
+      const field = b.type === 'tool_result' ? 'content' : b.type === 'text' ? 'text' : null
+      if (field === null) continue
+      const s = b[field]
+      if (typeof s !== 'string' || s.length < LONG_STRING || typeof b.toJSON === 'function' || !isOwnEnumerable.call(b, field)) continue
+      if (copy === null) {
+        copy = tail.slice()
+        at = []
+        long = []
+      }
+      if (copy[i] === m) copy[i] = { ...m, content: content.slice() }
+      copy[i].content[j] = { ...b, [field]: '' }
+      at.push(i, j)
+      long.push(s)
+    }
+  }
+  return [JSON.stringify(copy ?? tail), at, long]
+}
+
 /** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
 const lastSent = new WeakMap()
 
@@ -198,7 +235,8 @@ class NativeAdapter {
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      const pending = last.history.chat(keep, JSON.stringify(tail), optionsJson(last.options, options), cancel)
+      const [tailJson, at, long] = tailWire(tail)
+      const pending = last.history.chat(keep, tailJson, at, long, optionsJson(last.options, options), cancel)
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep

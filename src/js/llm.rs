@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
 use crate::kernel::history::History;
-use crate::kernel::message::Message;
+use crate::kernel::message::{Block, Message};
 use crate::llm::{self, Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
@@ -217,18 +217,49 @@ struct SentState {
 impl ChatHistory {
     /// `chat` over the first `keep` messages sent last time, followed by `tail_json`:
     /// `lib/llm.js` checks that those messages are the same objects with the same contents, so
-    /// only the new ones cross as JSON, and their wire text is reused as in a run. Bad JSON or
+    /// only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
+    /// of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
+    /// whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
     /// options throw here and leave the history as it was.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
-    pub fn chat<'e>(&self, env: &'e Env, keep: u32, tail_json: String, options_json: String, cancel: Option<&CancelHandle>) -> Result<Object<'e>> {
-        let input = self.advance(keep as usize, &tail_json, options_json).map_err(js_err)?;
+    pub fn chat<'e>(
+        &self,
+        env: &'e Env,
+        keep: u32,
+        tail_json: String,
+        long_at: Option<Vec<u32>>,
+        long: Option<Vec<String>>,
+        options_json: String,
+        cancel: Option<&CancelHandle>,
+    ) -> Result<Object<'e>> {
+        let mut tail = llm::fast_parse::parse_messages_lenient(&tail_json).map_err(|e| js_err(LlmError::other(e)))?;
+        if let (Some(at), Some(long)) = (long_at, long) {
+            put_long_strings(&mut tail, &at, long).map_err(js_err)?;
+        }
+        let input = self.advance(keep as usize, tail, options_json).map_err(js_err)?;
         spawn_chat_promise(env, self.adapter.clone(), chat_token(cancel), move || Ok(input), response_json)
     }
 }
 
+/// Puts each long string where the tail's JSON had its `""` (see `ChatHistory::chat`).
+fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<String>) -> std::result::Result<(), LlmError> {
+    let out_of_step = || LlmError::other("oma-kernel: long strings out of step with the messages");
+    if at.len() != long.len() * 2 {
+        return Err(out_of_step());
+    }
+    for (pair, s) in at.chunks_exact(2).zip(long) {
+        let block = tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or_else(out_of_step)?;
+        match block {
+            Block::ToolResult { content, .. } if content.is_empty() => *content = s,
+            Block::Text { text: Some(t) } if t.is_empty() => *t = s,
+            _ => return Err(out_of_step()),
+        }
+    }
+    Ok(())
+}
+
 impl ChatHistory {
-    fn advance(&self, keep: usize, tail_json: &str, options_json: String) -> std::result::Result<ChatInput, LlmError> {
-        let tail = llm::fast_parse::parse_messages_lenient(tail_json).map_err(LlmError::other)?;
+    fn advance(&self, keep: usize, tail: Vec<Message>, options_json: String) -> std::result::Result<ChatInput, LlmError> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = match guard.as_mut() {
             // The wire text depends on the options (system prompt, reasoning settings).

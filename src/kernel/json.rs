@@ -2,6 +2,57 @@
 //! `String.prototype.trim`, the regex `\s` set, and a validating JSON scanner that accepts
 //! exactly what `JSON.parse` accepts.
 
+/// `JSON.stringify` text with every `\uXXXX` escape of a lone surrogate (which a JS string may
+/// hold and a Rust string may not) replaced by `\ufffd`, as napi does when it converts such a
+/// string; `None` when there is none (`JSON.stringify` writes `\u` and lowercase hex, and
+/// only control characters and lone surrogates as escapes, so most texts have no `\ud` at all).
+pub fn replace_lone_surrogates(json: &str) -> Option<String> {
+    if !json.contains("\\ud") {
+        return None;
+    }
+    let b = json.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let h = b.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    // A `\uXXXX` escape at `at` (`at` points at the backslash).
+    let escape = |at: usize| -> Option<u16> { if b.get(at + 1) == Some(&b'u') { hex(at + 2) } else { None } };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(u) = escape(i) else {
+            i += 2; // any other escape, `\\` included
+            continue;
+        };
+        let lone = match u {
+            0xD800..=0xDBFF => {
+                if b.get(i + 6) == Some(&b'\\') && matches!(escape(i + 6), Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                    continue;
+                }
+                true
+            }
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            let o = out.get_or_insert_with(|| String::with_capacity(json.len()));
+            o.push_str(&json[copied..i]);
+            o.push_str("\\ufffd");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    let mut o = out?;
+    o.push_str(&json[copied..]);
+    Some(o)
+}
+
 /// `str.length` in JS: UTF-16 code units.
 pub fn utf16_len(s: &str) -> usize {
     // ASCII fast path: most tool output is ASCII.
@@ -201,6 +252,15 @@ fn number(b: &[u8], i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        assert_eq!(replace_lone_surrogates(r#"["a\ud83d\ude00b"]"#), None);
+        assert_eq!(replace_lone_surrogates(r#"["a\\ud800"]"#), None);
+        assert_eq!(replace_lone_surrogates(r#"["x\ud800y","\udc00","\ud800\u0041"]"#).as_deref(), Some(r#"["x\ufffdy","\ufffd","\ufffd\u0041"]"#));
+        assert_eq!(replace_lone_surrogates(r#"["\ud83d\ude00\udbff"]"#).as_deref(), Some(r#"["\ud83d\ude00\ufffd"]"#));
+        assert_eq!(replace_lone_surrogates("[\"é\\ud800\"]").as_deref(), Some("[\"é\\ufffd\"]"));
+    }
 
     #[test]
     fn utf16_helpers() {

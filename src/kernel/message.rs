@@ -476,6 +476,11 @@ fn message_from(rm: RawMessage, strict: Strictness) -> Result<Message, String> {
 
 /// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it).
 pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
+    // A JS string with half a surrogate pair: kept with U+FFFD there, as napi converts it
+    // (serde would drop or refuse the string).
+    if let Some(fixed) = super::json::replace_lone_surrogates(json) {
+        return parse_messages(&fixed, strict);
+    }
     // One pass over the text when every item reads as a message (the usual case); otherwise
     // item by item, which names what is wrong.
     if let Ok(items) = serde_json::from_str::<Vec<RawMessage>>(json) {

@@ -243,6 +243,10 @@ fn one_pass(json: &str) -> Option<Vec<Message>> {
 
 /// `parse_messages(json, Strictness::Lenient)`, faster.
 pub fn parse_messages_lenient(json: &str) -> Result<Vec<Message>, String> {
+    // A JS string with half a surrogate pair: sent with U+FFFD there, as napi converts it.
+    if let Some(fixed) = crate::kernel::json::replace_lone_surrogates(json) {
+        return parse_messages_lenient(&fixed);
+    }
     if let Some(msgs) = one_pass(json) {
         return Ok(msgs);
     }
