@@ -119,7 +119,7 @@ export declare function kernelVersion(): string
  * The environment variables `createAdapter(provider)` reads; JS snapshots them from
  * `process.env` (per provider: each read of `process.env` is a call into Node).
  */
-export declare function llmEnvVars(provider: string): Array<string>
+export declare function llmEnvVars(provider: string, hasApiKey: boolean, hasBaseUrl: boolean, hasRegion: boolean): Array<string>
 
 export interface LoopInfoOut {
   kind: string

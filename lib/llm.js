@@ -11,16 +11,24 @@ const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
 /** The response's JSON as the addon produced it (non-enumerable): lets the kernel hand it to the
  *  native machine without a JSON.stringify of objects it has just parsed. */
 const RESPONSE_JSON = Symbol.for('oma-kernel.response-json')
-/** provider → the variables its adapter reads (each process.env read is a call into Node). */
+/** provider → the variables its adapter reads, per combination of arguments given (an argument
+ *  takes precedence over its variable, which is then not read: each read of `process.env` is a
+ *  call into Node and a scan of the environment). Bounded: providers may be any string. */
 const envVarsByProvider = new Map()
 
 // process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
-function envSnapshot(provider) {
-  let vars = envVarsByProvider.get(provider)
+function envSnapshot(provider, apiKey, baseURL, region) {
+  const given = (apiKey != null ? 1 : 0) | (baseURL != null ? 2 : 0) | (region != null ? 4 : 0)
+  let lists = envVarsByProvider.get(provider)
+  if (lists === undefined) {
+    if (envVarsByProvider.size >= 64) envVarsByProvider.clear()
+    lists = new Array(8)
+    envVarsByProvider.set(provider, lists)
+  }
+  let vars = lists[given]
   if (vars === undefined) {
-    vars = native.llmEnvVars(provider)
-    // Unknown providers (empty list, createAdapter throws) are not kept.
-    if (vars.length > 0) envVarsByProvider.set(provider, vars)
+    vars = native.llmEnvVars(provider, (given & 1) !== 0, (given & 2) !== 0, (given & 4) !== 0)
+    lists[given] = vars
   }
   const out = {}
   for (const k of vars) {
@@ -295,7 +303,7 @@ async function createAdapter(provider, apiKey, baseURL, region) {
     console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
   }
   const name = String(provider)
-  const env = envSnapshot(name)
+  const env = envSnapshot(name, apiKey, baseURL, region)
   const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env])
   let h = handles.get(key)
   if (h === undefined) {

@@ -359,8 +359,9 @@ impl NativeLlmStream {
 /// The environment variables `createAdapter(provider)` reads; JS snapshots them from
 /// `process.env` (per provider: each read of `process.env` is a call into Node).
 #[napi(catch_unwind)]
-pub fn llm_env_vars(provider: String) -> Vec<String> {
-    llm::providers::env_vars_for(&provider).iter().map(|s| s.to_string()).collect()
+pub fn llm_env_vars(provider: String, has_api_key: bool, has_base_url: bool, has_region: bool) -> Vec<String> {
+    let given = llm::providers::Given { api_key: has_api_key, base_url: has_base_url, region: has_region };
+    llm::providers::env_vars_for(&provider, given).iter().map(|s| s.to_string()).collect()
 }
 
 /// `extractToolCallsFromText(text, knownToolNames)` → JSON array of tool_use blocks.

@@ -132,20 +132,35 @@ fn openai_headers(key: &str) -> Vec<(&'static str, String)> {
 /// The environment variables `create_adapter` (and, for bedrock, its credential chain) reads
 /// for `provider`: the JS shim snapshots only these from `process.env` (each read of
 /// `process.env` costs a call into Node; agents are often created per request).
-pub fn env_vars_for(provider: &str) -> Vec<&'static str> {
-    match provider {
-        "openai" => vec!["OPENAI_API_KEY", "OPENAI_BASE_URL"],
-        "anthropic" => vec!["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"],
-        "azure-openai" => vec!["AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_VERSION", "AZURE_OPENAI_DEPLOYMENT"],
-        "gemini" => vec!["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
-        "bedrock" => BEDROCK_ENV.to_vec(),
-        "copilot" => vec!["GITHUB_COPILOT_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"],
+/// Which `createAdapter` arguments were given (not `undefined` / `null`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    pub api_key: bool,
+    pub base_url: bool,
+    pub region: bool,
+}
+
+/// The environment variables `create_adapter(provider, …)` reads when the arguments in `given`
+/// are present: a variable an argument takes precedence over is left out (reading
+/// `process.env` costs a call into Node and a scan of the environment each time).
+pub fn env_vars_for(provider: &str, given: Given) -> Vec<&'static str> {
+    let unless = |present: bool, v: &'static str| if present { None } else { Some(v) };
+    let (key, base) = (given.api_key, given.base_url);
+    let vars: Vec<Option<&'static str>> = match provider {
+        "openai" => vec![unless(key, "OPENAI_API_KEY"), unless(base, "OPENAI_BASE_URL")],
+        "anthropic" => vec![unless(key, "ANTHROPIC_API_KEY"), Some("ANTHROPIC_AUTH_TOKEN"), unless(base, "ANTHROPIC_BASE_URL")],
+        "azure-openai" => vec![unless(key, "AZURE_OPENAI_API_KEY"), unless(base, "AZURE_OPENAI_ENDPOINT"), Some("AZURE_OPENAI_API_VERSION"), Some("AZURE_OPENAI_DEPLOYMENT")],
+        "gemini" => vec![unless(key, "GEMINI_API_KEY"), unless(key, "GOOGLE_API_KEY"), Some("GOOGLE_GEMINI_BASE_URL")],
+        // The credential chain keeps all of them (read at request time).
+        "bedrock" => BEDROCK_ENV.iter().copied().map(Some).collect(),
+        "copilot" => vec![unless(key, "GITHUB_COPILOT_TOKEN"), unless(key, "GITHUB_TOKEN"), Some("GITHUB_API_URL")],
         // The presets: their own key and base URL variables, then the OpenAI key fallback.
         other => match PRESETS.iter().find(|p| p.0 == other) {
-            Some(&(_, key_env, base_env, _, _)) => [Some(key_env), base_env, Some("OPENAI_API_KEY")].into_iter().flatten().collect(),
+            Some(&(_, key_env, base_env, _, _)) => vec![unless(key, key_env), base_env.filter(|_| !base), unless(key, "OPENAI_API_KEY")],
             None => Vec::new(),
         },
-    }
+    };
+    vars.into_iter().flatten().collect()
 }
 
 const BEDROCK_ENV: &[&str] = &[
@@ -653,17 +668,23 @@ mod tests {
 
     #[test]
     fn a_provider_reads_only_the_variables_it_declares() {
-        // Every variable of every provider set; then only the provider's own: same adapter.
+        // Every variable of every provider set; then only the ones declared for the arguments
+        // given: the same adapter (or the same error), for every combination of arguments.
         let mut providers: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
         providers.extend(["openai", "anthropic", "azure-openai", "gemini", "bedrock", "copilot", "nope"]);
-        let full: Env = providers.iter().flat_map(|p| env_vars_for(p)).map(|k| (k.to_string(), format!("http://h/{k}"))).collect();
+        let full: Env = providers.iter().flat_map(|p| env_vars_for(p, Given::default())).map(|k| (k.to_string(), format!("http://h/{k}"))).collect();
         for p in providers {
-            let own: Env = env_vars_for(p).iter().map(|k| (k.to_string(), full[*k].clone())).collect();
-            for base in [None, Some("http://b")] {
-                let a = create_adapter(p, None, base, None, &full).map(|a| fingerprint(&a)).map_err(|e| e.message);
-                let b = create_adapter(p, None, base, None, &own).map(|a| fingerprint(&a)).map_err(|e| e.message);
-                assert_eq!(a, b, "{p}");
+            for bits in 0..8 {
+                let given = Given { api_key: bits & 1 != 0, base_url: bits & 2 != 0, region: bits & 4 != 0 };
+                let own: Env = env_vars_for(p, given).iter().map(|k| (k.to_string(), full[*k].clone())).collect();
+                let (key, base, region) = (given.api_key.then_some("k"), given.base_url.then_some("http://b"), given.region.then_some("eu-west-3"));
+                let a = create_adapter(p, key, base, region, &full).map(|a| fingerprint(&a)).map_err(|e| e.message);
+                let b = create_adapter(p, key, base, region, &own).map(|a| fingerprint(&a)).map_err(|e| e.message);
+                assert_eq!(a, b, "{p} {given:?}");
             }
+            // Arguments only ever take variables away.
+            let all = env_vars_for(p, Given::default());
+            assert!(env_vars_for(p, Given { api_key: true, base_url: true, region: true }).iter().all(|v| all.contains(v)), "{p}");
         }
     }
 
