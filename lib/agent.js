@@ -2,7 +2,7 @@
 // Agent (§4): history, lifecycle state, hooks, timeout and structured output around the
 // runner. Everything here is user-facing glue; the loop itself is the kernel's.
 const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
-const { createAdapter } = require('./llm.js')
+const { newAdapter } = require('./llm.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError } = require('./errors.js')
@@ -170,12 +170,13 @@ class Agent {
     return messages
   }
 
-  /** Creates the runner on the first run (callers use `this.runner` when it is set). */
-  async _getRunner() {
+  /** Creates the runner on the first run (callers use `this.runner` when it is set, and await
+   *  either: a bad provider rejects the run). */
+  _getRunner() {
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {
-      adapter = await createAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region)
+      adapter = newAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region)
     }
     this.runner = this._newRunner(adapter)
     return this.runner

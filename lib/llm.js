@@ -295,6 +295,12 @@ class NativeAdapter {
 
 /** `createAdapter(provider, apiKey?, baseURL?, region?)` (§14). */
 async function createAdapter(provider, apiKey, baseURL, region) {
+  return newAdapter(provider, apiKey, baseURL, region)
+}
+
+/** `createAdapter`'s work, synchronously (an Agent's first run calls it without the extra
+ *  promise hops). */
+function newAdapter(provider, apiKey, baseURL, region) {
   // Through the JS global console: callers spy on it (CONTRACT §18.4).
   if (provider === 'bedrock' && baseURL) {
     console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
@@ -344,6 +350,7 @@ const runOptionsJson = (options) => optionsJson(runOptionsMemo, options)
 
 module.exports = {
   createAdapter,
+  newAdapter,
   memoJson,
   // For the runner's native path (lib/runner.js).
   runOptionsJson,
