@@ -83,6 +83,26 @@ function validateOptions(json) {
   return err
 }
 
+// The kernel's grant resolution depends only on the options text and the registry list, and
+// agents are built per request with the same few of each: kept per pair (bounded).
+const resolutions = new Map()
+function resolution(json, list) {
+  let byList = resolutions.get(json)
+  if (byList === undefined) {
+    if (resolutions.size >= 64) resolutions.clear()
+    byList = new Map()
+    resolutions.set(json, byList)
+  }
+  let r = byList.get(list)
+  if (r === undefined) {
+    const names = native.runnerResolveTools(json, list)
+    r = { names, warnings: native.runnerWarnings() }
+    if (byList.size >= 64) byList.clear()
+    byList.set(list, r)
+  }
+  return r
+}
+
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
 /** `runFinish` writes a finished run's totals here (read at once). */
 const finishTotals = new Float64Array(4)
@@ -143,9 +163,9 @@ class AgentRunner {
 
   resolveTools() {
     const list = this.toolRegistry._toolList()
-    const names = native.runnerResolveTools(this._json, list)
+    const { names, warnings } = resolution(this._json, list)
     this._toolList = list
-    for (const w of native.runnerWarnings()) console.warn(w)
+    for (const w of warnings) console.warn(w)
     return names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
 

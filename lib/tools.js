@@ -112,7 +112,13 @@ class ToolRegistry {
   /** The names and runtime flags for the kernel (see the constructor). */
   _toolList() {
     if (this._listJson === undefined) {
-      this._listJson = JSON.stringify(Array.from(this._tools.keys(), (n) => [n, this._runtime.has(n)]))
+      // Written by hand: registries are often built per agent, and this is several times
+      // cheaper than JSON.stringify of the pairs.
+      let s = '['
+      for (const n of this._tools.keys()) {
+        s += `${s.length === 1 ? '' : ','}[${JSON.stringify(n)},${this._runtime.has(n)}]`
+      }
+      this._listJson = s + ']'
     }
     return this._listJson
   }
