@@ -21,9 +21,6 @@ export declare class NativeAdapter implements LLMAdapter {
 /** `Symbol.for('oma-kernel.native-adapter')`. */
 export declare const NATIVE_ADAPTER: unique symbol
 
-/** `Symbol.for('oma-kernel.response-json')`: a native `chat` response's JSON text (non-enumerable). */
-export declare const RESPONSE_JSON: unique symbol
-
 /** Creates a native adapter; unknown provider → `Error('Unsupported LLM provider: <provider>')`. */
 export declare function createAdapter(provider: SupportedProvider, apiKey?: string, baseURL?: string, region?: string): Promise<NativeAdapter>
 export declare function extractToolCallsFromText(text: string, knownToolNames: string[]): ToolUseBlock[]

@@ -8,9 +8,6 @@ const { InvalidMessageError, toError } = require('./errors.js')
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
-/** The response's JSON as the addon produced it (non-enumerable): lets the kernel hand it to the
- *  native machine without a JSON.stringify of objects it has just parsed. */
-const RESPONSE_JSON = Symbol.for('oma-kernel.response-json')
 /** provider → the variables its adapter reads, per combination of arguments given (an argument
  *  takes precedence over its variable, which is then not read: each read of `process.env` is a
  *  call into Node and a scan of the environment). Bounded: providers may be any string. */
@@ -258,9 +255,7 @@ class NativeAdapter {
     } finally {
       unlink()
     }
-    const response = JSON.parse(json)
-    Object.defineProperty(response, RESPONSE_JSON, { value: json })
-    return response
+    return JSON.parse(json)
   }
 
   async *stream(messages, options) {
@@ -362,5 +357,4 @@ module.exports = {
   assertValidMessages,
   NativeAdapter,
   NATIVE_ADAPTER,
-  RESPONSE_JSON,
 }
