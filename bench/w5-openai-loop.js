@@ -291,9 +291,13 @@ async function main() {
   for (const r of floor) console.log(`| ${r.label} | ${r.runs} | ${r.cpuPerCallUs.toFixed(1)} | ${(r.wallPerRunMs * 1000).toFixed(0)} |`)
 }
 
-const at = process.argv.indexOf('--client')
-const entry = at >= 0 ? clientMain(process.argv[at + 1], Number(process.argv[at + 2])) : main()
-entry.catch((e) => {
-  console.error(e)
-  process.exit(1)
-})
+module.exports = { omaLoop, agentLoop }
+
+if (require.main === module) {
+  const at = process.argv.indexOf('--client')
+  const entry = at >= 0 ? clientMain(process.argv[at + 1], Number(process.argv[at + 2])) : main()
+  entry.catch((e) => {
+    console.error(e)
+    process.exit(1)
+  })
+}
