@@ -3,7 +3,6 @@
 //! are returned as strings so the JS shim builds them in the caller's realm.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::*;
@@ -20,9 +19,9 @@ use crate::kernel::{structured_output, tokens, truncate};
 /// Agents are often created per request with identical options: parsed configurations are
 /// shared by their JSON text (bounded; invalid ones are not cached).
 fn cached_config(json: &str) -> std::result::Result<Arc<RunnerConfig>, String> {
-    static CACHE: Mutex<Option<HashMap<String, Arc<RunnerConfig>>>> = Mutex::new(None);
+    static CACHE: Mutex<Option<rustc_hash::FxHashMap<String, Arc<RunnerConfig>>>> = Mutex::new(None);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
+    let map = guard.get_or_insert_with(Default::default);
     if let Some(c) = map.get(json) {
         return Ok(c.clone());
     }

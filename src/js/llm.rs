@@ -4,7 +4,6 @@
 //! failures into Errors of the caller's realm).
 
 use std::future::Future;
-use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -46,9 +45,9 @@ impl ChatInput {
 /// Parsed chat options by their JSON text, shared by runs and adapter calls with the same
 /// options (bounded; invalid ones are not kept): each would otherwise parse its tools' schemas.
 pub(crate) fn cached_chat_options(json: &str) -> std::result::Result<Arc<ChatOptions>, LlmError> {
-    static CACHE: std::sync::Mutex<Option<HashMap<String, Arc<ChatOptions>>>> = std::sync::Mutex::new(None);
+    static CACHE: std::sync::Mutex<Option<rustc_hash::FxHashMap<String, Arc<ChatOptions>>>> = std::sync::Mutex::new(None);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let map = guard.get_or_insert_with(HashMap::new);
+    let map = guard.get_or_insert_with(Default::default);
     if let Some(o) = map.get(json) {
         return Ok(o.clone());
     }

@@ -7,7 +7,6 @@
 //! keep-alive pool) happens on the JS thread without a thread hop.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -23,7 +22,7 @@ const MAX_IDLE: usize = 32;
 thread_local! {
     /// Leaked like the executor (`uv.rs`): closing sockets while the process exits would touch
     /// a loop that is already gone.
-    static POOL: &'static RefCell<HashMap<String, Vec<Conn<UvTcp>>>> = Box::leak(Box::new(RefCell::new(HashMap::new())));
+    static POOL: &'static RefCell<rustc_hash::FxHashMap<String, Vec<Conn<UvTcp>>>> = Box::leak(Box::default());
     /// The last URL's parts: a run sends every call to the same one.
     static LAST_URL: RefCell<Option<(String, Rc<Target>)>> = const { RefCell::new(None) };
 }
