@@ -76,7 +76,8 @@ pub struct Adapter {
     echoes: EchoesReasoning,
     wire: Wire,
     base_url: String,
-    headers: Vec<(&'static str, String)>,
+    /// Shared with each request (copied only by the wires that add per-request headers).
+    headers: Arc<Vec<(&'static str, String)>>,
     /// Anthropic resolves its credentials per request: without any, every call fails.
     auth_error: Option<String>,
     client: Client,
@@ -194,7 +195,7 @@ pub fn create_adapter(
             echoes,
             wire: Wire::OpenAi,
             base_url: trim_slash(&base),
-            headers: openai_headers(&key),
+            headers: openai_headers(&key).into(),
             auth_error: None,
             client: client.clone(),
             transport: TransportConfig::default(),
@@ -232,7 +233,7 @@ pub fn create_adapter(
                 echoes: EchoesReasoning::OwnIssued,
                 wire: Wire::Anthropic,
                 base_url: trim_slash(&base),
-                headers,
+                headers: headers.into(),
                 auth_error: if key.is_none() && token.is_none() { Some(anthropic::MISSING_AUTH.into()) } else { None },
                 client,
                 transport: TransportConfig::default(),
@@ -256,7 +257,7 @@ pub fn create_adapter(
                     ("api-key", key),
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
-                ],
+                ].into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -279,7 +280,7 @@ pub fn create_adapter(
                 // The credential chain reads these at request time; nothing else is kept.
                 wire: Wire::Bedrock { region, env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect() },
                 base_url: trim_slash(&endpoint),
-                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())],
+                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())].into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -306,7 +307,7 @@ pub fn create_adapter(
                     ("accept", "application/json".into()),
                     ("copilot-integration-id", "vscode-chat".into()),
                     ("editor-version", COPILOT_EDITOR_VERSION.into()),
-                ],
+                ].into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -332,7 +333,7 @@ pub fn create_adapter(
                     ("x-goog-api-key", key),
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
-                ],
+                ].into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -428,14 +429,14 @@ impl Adapter {
                 let method = if stream { "converse-stream" } else { "converse" };
                 let url = format!("{}/model/{}/{}", self.base_url, bedrock::uri_encode(&opts.model_str()), method);
                 match bedrock::resolve_credentials(env)? {
-                    Credentials::Bearer(t) => headers.push(("authorization", format!("Bearer {t}"))),
+                    Credentials::Bearer(t) => Arc::make_mut(&mut headers).push(("authorization", format!("Bearer {t}"))),
                     Credentials::Keys { access_key, secret, session_token } => {
                         let parsed = reqwest::Url::parse(&url).map_err(|_| LlmError::other(format!("Invalid URL: {url}")))?;
                         let host = match parsed.port() {
                             Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
                             None => parsed.host_str().unwrap_or("").to_string(),
                         };
-                        headers.extend(bedrock::sign(
+                        Arc::make_mut(&mut headers).extend(bedrock::sign(
                             &access_key,
                             &secret,
                             session_token.as_deref(),
@@ -460,7 +461,7 @@ impl Adapter {
         if let Wire::Copilot { .. } = &self.wire {
             let s = self.copilot_session(cancel).await?;
             req.url = format!("{}/chat/completions", s.api_base);
-            req.headers.push(("authorization", format!("Bearer {}", s.token)));
+            Arc::make_mut(&mut req.headers).push(("authorization", format!("Bearer {}", s.token)));
         }
         Ok(req)
     }
@@ -476,12 +477,12 @@ impl Adapter {
         let req = HttpRequest {
             method: reqwest::Method::GET,
             url: format!("{github_api}/copilot_internal/v2/token"),
-            headers: vec![
+            headers: Arc::new(vec![
                 ("authorization", format!("token {github_token}")),
                 ("accept", "application/json".into()),
                 ("user-agent", "oma-kernel".into()),
                 ("editor-version", COPILOT_EDITOR_VERSION.into()),
-            ],
+            ]),
             body: Bytes::new(),
         };
         let resp = transport::send(&ReqwestHttp(&self.client), &req, ErrorStyle::GitHub, &self.transport, cancel).await?;

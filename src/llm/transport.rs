@@ -44,7 +44,7 @@ pub enum ErrorStyle {
 pub struct HttpRequest {
     pub method: reqwest::Method,
     pub url: String,
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: std::sync::Arc<Vec<(&'static str, String)>>,
     pub body: Bytes,
 }
 
@@ -97,7 +97,7 @@ impl Http for ReqwestHttp<'_> {
 
     async fn attempt(&self, req: &HttpRequest) -> Result<Response, AttemptError> {
         let mut rb = self.0.request(req.method.clone(), &req.url);
-        for (k, v) in &req.headers {
+        for (k, v) in req.headers.iter() {
             rb = rb.header(*k, v);
         }
         rb.body(req.body.clone()).send().await.map_err(|e| {
@@ -406,7 +406,7 @@ mod tests {
     }
 
     fn req(url: &str) -> HttpRequest {
-        HttpRequest { method: reqwest::Method::POST, url: url.to_string(), headers: vec![("content-type", "application/json".into())], body: Bytes::from_static(b"{}") }
+        HttpRequest { method: reqwest::Method::POST, url: url.to_string(), headers: vec![("content-type", "application/json".into())].into(), body: Bytes::from_static(b"{}") }
     }
 
     const R429: &str = "HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: 5\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
