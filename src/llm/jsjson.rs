@@ -174,7 +174,11 @@ mod tests {
             format!("{}\"{}", "x".repeat(13), "y".repeat(9)),
             (0u8..=127).map(|c| c as char).collect::<String>().repeat(3),
         ];
-        for s in samples {
+        // Every position around the 32-byte chunks of the fast path, for each kind of character.
+        let around = ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '😀', ' '].iter().flat_map(|c| {
+            (0..100).map(move |at| format!("{}{c}{}", "a".repeat(at), "b".repeat(100 - at)))
+        });
+        for s in samples.into_iter().chain(around) {
             // serde_json writes exactly what JSON.stringify writes for strings.
             assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap(), "{s:?}");
         }
@@ -277,12 +281,11 @@ pub fn push_json_string(out: &mut String, s: &str) {
     let mut run = 0;
     let mut i = 0;
     while i < b.len() {
-        // Tool results and histories are long runs of plain text: skip 8 bytes at a time
-        // while none of them needs escaping (< 0x20, '"', '\\').
-        if i + 8 <= b.len() {
-            let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-            if !needs_escape(w) {
-                i += 8;
+        // Tool results and histories are long runs of plain text: 32 bytes at a time while
+        // none of them needs escaping (a branch-free test the compiler vectorises).
+        if let Some(chunk) = b.get(i..i + 32) {
+            if !chunk.iter().fold(false, |any, &c| any | (c < 0x20) | (c == b'"') | (c == b'\\')) {
+                i += 32;
                 continue;
             }
         }
@@ -311,16 +314,6 @@ pub fn push_json_string(out: &mut String, s: &str) {
     }
     out.push_str(&s[run..]);
     out.push('"');
-}
-
-/// SWAR test: does any byte of `w` equal '"' or '\\', or lie below 0x20?
-#[inline]
-fn needs_escape(w: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let below_0x20 = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    (has_zero(w ^ (ONES * b'"' as u64)) | has_zero(w ^ (ONES * b'\\' as u64)) | below_0x20) != 0
 }
 
 pub fn json_string(s: &str) -> String {
