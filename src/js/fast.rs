@@ -162,32 +162,40 @@ impl<const N: usize> Args<N> {
 
     /// Calls `f` with string argument `i`, copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
-        BUF.with(|cell| {
-            let mut buf = cell.borrow_mut();
-            let mut len = 0usize;
-            let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe {
-                sys::napi_get_value_string_utf8(self.env, self.argv[i], buf.as_mut_ptr().cast(), buf.len(), len)
-            };
-            if read(&mut buf, &mut len) != sys::Status::napi_ok {
-                return Err(format!("oma-kernel: argument {i} must be a string"));
-            }
-            // napi copies whole characters only: a result this close to the end may be cut.
-            if len + 4 >= buf.len() {
-                let mut need = 0usize;
-                unsafe { sys::napi_get_value_string_utf8(self.env, self.argv[i], ptr::null_mut(), 0, &mut need) };
-                buf.resize(need + 1, 0);
-                read(&mut buf, &mut len);
-            }
-            // napi writes UTF-8 (V8 replaces lone surrogates), so the bytes are valid.
-            let s = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
-            let r = f(s);
-            if buf.len() > 1 << 20 {
-                // A huge response should not pin its buffer for the thread's lifetime.
-                *buf = vec![0; 4096];
-            }
-            Ok(r)
-        })
+        unsafe { with_utf8(self.env, self.argv[i], f) }.ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
     }
+}
+
+/// `f` on the UTF-8 text of the JS string `value`, read in one pass into a buffer reused by the
+/// thread (napi's own conversion measures the length first, then fills a zeroed allocation);
+/// `None` when `value` is not a string.
+///
+/// # Safety
+/// `env` and `value` must be the current call's.
+pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f: impl FnOnce(&str) -> R) -> Option<R> {
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        let mut len = 0usize;
+        let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len) };
+        if read(&mut buf, &mut len) != sys::Status::napi_ok {
+            return None;
+        }
+        // napi copies whole characters only: a result this close to the end may be cut.
+        if len + 4 >= buf.len() {
+            let mut need = 0usize;
+            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut need) };
+            buf.resize(need + 1, 0);
+            read(&mut buf, &mut len);
+        }
+        // napi writes UTF-8 (V8 replaces lone surrogates), so the bytes are valid.
+        let s = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
+        let r = f(s);
+        if buf.len() > 1 << 20 {
+            // A huge response should not pin its buffer for the thread's lifetime.
+            *buf = vec![0; 4096];
+        }
+        Some(r)
+    })
 }
 
 /// `semAcquire(id)`: 0 = acquired now, otherwise the waiter id to park.

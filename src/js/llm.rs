@@ -227,7 +227,7 @@ impl ChatHistory {
         keep: u32,
         tail_json: String,
         long_at: Option<Vec<u32>>,
-        long: Option<Vec<String>>,
+        #[napi(ts_arg_type = "Array<string> | undefined | null")] long: Option<Vec<LongText>>,
         options_json: String,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
@@ -240,13 +240,31 @@ impl ChatHistory {
     }
 }
 
+/// A long string argument, read in one pass (see `fast::with_utf8`): these are the tool results.
+pub struct LongText(String);
+
+impl FromNapiValue for LongText {
+    unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
+        unsafe { super::fast::with_utf8(env, value, str::to_string) }.map(LongText).ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))
+    }
+}
+
+impl napi::bindgen_prelude::TypeName for LongText {
+    fn type_name() -> &'static str {
+        "String"
+    }
+    fn value_type() -> napi::ValueType {
+        napi::ValueType::String
+    }
+}
+
 /// Puts each long string where the tail's JSON had its `""` (see `ChatHistory::chat`).
-fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<String>) -> std::result::Result<(), LlmError> {
+fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<LongText>) -> std::result::Result<(), LlmError> {
     let out_of_step = || LlmError::other("oma-kernel: long strings out of step with the messages");
     if at.len() != long.len() * 2 {
         return Err(out_of_step());
     }
-    for (pair, s) in at.chunks_exact(2).zip(long) {
+    for (pair, LongText(s)) in at.chunks_exact(2).zip(long) {
         let block = tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or_else(out_of_step)?;
         match block {
             Block::ToolResult { content, .. } if content.is_empty() => *content = s,
