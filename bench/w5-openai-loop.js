@@ -281,8 +281,8 @@ async function main() {
   console.log('|---|---|---|---|---|---|')
   for (const r of rows) {
     const base = rows.find((x) => x.T === r.T && x.label === 'ai SDK')
-    const ratio = base ? (r.cpuPerCallUs / base.cpuPerCallUs).toFixed(2) : '–'
-    console.log(`| ${r.label} | ${r.T} | ${r.runs} | ${r.cpuPerCallUs.toFixed(0)} | ${r.wallPerRunMs.toFixed(2)} | ${ratio} |`)
+    const ratio = base ? (r.cpuPerCallUs / base.cpuPerCallUs).toFixed(3) : '–'
+    console.log(`| ${r.label} | ${r.T} | ${r.runs} | ${r.cpuPerCallUs.toFixed(1)} | ${r.wallPerRunMs.toFixed(2)} | ${ratio} |`)
   }
   console.log('')
   console.log('Floor: one call with no history (no tools, no agent), same medians')
