@@ -148,8 +148,9 @@ export declare function repairToolArgsJson(raw: string): string | null
 
 /**
  * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
- * `[op, {content, usage}]` as JSON once the machine has taken the response and moved on to its
- * next operation `op` (encoded as by `runNext`; on the JS thread, before the driver resumes);
+ * `[op, inputTokens, outputTokens, content]` as JSON once the machine has taken the response and
+ * moved on to its next operation `op` (encoded as by `runNext`; on the JS thread, before the
+ * driver resumes);
  * rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
  * `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
  */

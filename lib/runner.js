@@ -329,14 +329,16 @@ class AgentRunner {
                   response = final
                 } else {
                   // The machine has taken the response by the time this resolves (no second
-                  // parse) and has moved on: `[next op, {content, usage}]`.
+                  // parse) and has moved on: `[next op, inputTokens, outputTokens, content]`.
                   let out
                   try {
                     out = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
-                  [code, response] = JSON.parse(out)
+                  const reply = JSON.parse(out)
+                  code = reply[0]
+                  response = { content: reply[3], usage: { input_tokens: reply[1], output_tokens: reply[2] } }
                 }
               } finally {
                 unlink()

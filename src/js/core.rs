@@ -558,8 +558,9 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 // Native adapters on the run's own history: no JS objects on the way to the HTTP body.
 
 /// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
-/// `[op, {content, usage}]` as JSON once the machine has taken the response and moved on to its
-/// next operation `op` (encoded as by `runNext`; on the JS thread, before the driver resumes);
+/// `[op, inputTokens, outputTokens, content]` as JSON once the machine has taken the response and
+/// moved on to its next operation `op` (encoded as by `runNext`; on the JS thread, before the
+/// driver resumes);
 /// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
 /// `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
@@ -585,20 +586,15 @@ pub fn run_chat<'e>(
     };
     let token = super::llm::chat_token(cancel);
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
-        let json = resp.content_usage_json();
         // The next op goes back with the response (one crossing less per call), as `runRespond`
         // returns it for a JS adapter's answer.
-        let next = RUNS.with(|s| match s.borrow_mut().get_mut(id) {
-            Some(r) if r.serial == serial => r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op)),
-            _ => Err("oma-kernel: this run has already been released".into()),
-        });
-        next.map(|code| {
-            use std::fmt::Write;
-            let mut out = String::with_capacity(json.len() + 13);
-            let _ = write!(out, "[{code},");
-            out.push_str(&json);
-            out.push(']');
-            out
+        let content = serde_json::to_string(&resp.content).expect("content serialises");
+        RUNS.with(|s| match s.borrow_mut().get_mut(id) {
+            Some(r) if r.serial == serial => {
+                let code = r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op))?;
+                Ok(crate::llm::run_reply_json(code, resp.usage, &content))
+            }
+            _ => Err("oma-kernel: this run has already been released".to_string()),
         })
         .map_err(crate::llm::LlmError::other)
     })

@@ -173,20 +173,18 @@ impl Serialize for LlmResponse {
     }
 }
 
-impl LlmResponse {
-    /// `{content, usage}`: what a run's driver reads of a response (the rest is the machine's).
-    pub fn content_usage_json(&self) -> String {
-        struct ContentUsage<'a>(&'a LlmResponse);
-        impl Serialize for ContentUsage<'_> {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                let mut m = s.serialize_map(Some(2))?;
-                m.serialize_entry("content", &self.0.content)?;
-                m.serialize_entry("usage", &UsageJs(self.0.usage))?;
-                m.end()
-            }
-        }
-        serde_json::to_string(&ContentUsage(self)).expect("response serialises")
-    }
+/// `[next, inputTokens, outputTokens, content]`: what a run's driver reads of a response, with
+/// the machine's next operation `next` (the rest is the machine's); `content_json` is the
+/// content's JSON, written before the content moved into the machine. An array: the driver's
+/// `JSON.parse` builds no objects it does not need.
+pub fn run_reply_json(next: u32, usage: Usage, content_json: &str) -> String {
+    let mut out = serde_json::to_string(&(next, JsNum(usage.input_tokens), JsNum(usage.output_tokens))).expect("numbers serialise");
+    out.pop();
+    out.reserve(content_json.len() + 2);
+    out.push(',');
+    out.push_str(content_json);
+    out.push(']');
+    out
 }
 
 struct UsageJs(Usage);
