@@ -255,7 +255,10 @@ class NativeAdapter {
     } finally {
       unlink()
     }
-    return JSON.parse(json)
+    // `[id, model, stop_reason, inputTokens, outputTokens, content]` (object literals are
+    // cheaper than JSON.parse building the response and usage objects).
+    const r = JSON.parse(json)
+    return { id: r[0], content: r[5], model: r[1], stop_reason: r[2], usage: { input_tokens: r[3], output_tokens: r[4] } }
   }
 
   async *stream(messages, options) {

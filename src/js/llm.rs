@@ -70,9 +70,9 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
     cancel.map(|c| c.token().child_token()).unwrap_or_default()
 }
 
-/// The `LLMResponse` JSON of an adapter's own `chat`.
+/// What an adapter's own `chat` resolves with (see `LlmResponse::chat_reply_json`).
 fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
-    Ok(r.to_json())
+    Ok(r.chat_reply_json())
 }
 
 /// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on

@@ -704,6 +704,7 @@ mod tests {
         let r = parse_completion(body, None, "p").unwrap();
         assert_eq!(r.id, "cé");
         assert_eq!(crate::llm::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[7,1,2,[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]]"#);
+        assert_eq!(r.chat_reply_json(), format!(r#"["{}","{}","{}",1,2,{}]"#, r.id, r.model, r.stop_reason, serde_json::to_string(&r.content).unwrap()));
         let r = parse_completion(r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#, None, "p").unwrap();
         assert_eq!(crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#);
     }
