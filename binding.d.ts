@@ -180,6 +180,12 @@ export declare function runnerResolveTools(optionsJson: string, toolsJson: strin
  */
 export declare function runnerStart(optionsJson: string, toolsJson: string, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean): number
 
+/**
+ * `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
+ * block, checked by the driver): no JSON either way.
+ */
+export declare function runnerStartPrompt(optionsJson: string, toolsJson: string, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean): number
+
 /** The warnings of the last `runnerResolveTools` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>
 

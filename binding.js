@@ -869,6 +869,7 @@ module.exports.runGranted = nativeBinding.runGranted
 module.exports.runLoopInfo = nativeBinding.runLoopInfo
 module.exports.runnerResolveTools = nativeBinding.runnerResolveTools
 module.exports.runnerStart = nativeBinding.runnerStart
+module.exports.runnerStartPrompt = nativeBinding.runnerStartPrompt
 module.exports.runnerWarnings = nativeBinding.runnerWarnings
 module.exports.runOnSummary = nativeBinding.runOnSummary
 module.exports.runRelease = nativeBinding.runRelease

@@ -66,12 +66,37 @@ describe('Agent over native adapters', () => {
     expect(second.tools[0].function.parameters.properties).toEqual({ city: { type: 'string' } })
   })
 
-  test('half a surrogate pair in the prompt is sent as U+FFFD, as in tool results (no parse failure)', async () => {
-    server.replies.push({ json: openaiReply({ content: 'ok' }, 'stop') })
+  test('half a surrogate pair in a message is sent as U+FFFD, as in tool results (no parse failure)', async () => {
+    for (let i = 0; i < 3; i++) server.replies.push({ json: openaiReply({ content: 'ok' }, 'stop') })
     const { agent } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })
     const r = await agent.run('odd \ud800 text, whole 😀 pair')
     expect(r.success).toBe(true)
     expect(server.requests[0].body.messages).toEqual([{ role: 'user', content: 'odd \ufffd text, whole 😀 pair' }])
+    // Through the JSON path too (a conversation that is not a bare prompt).
+    await agent.prompt('first')
+    await agent.prompt('then \udc00 more')
+    expect(server.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: 'user', content: 'then \ufffd more' })
+  })
+
+  test('a bare prompt skips the JSON round trip: the same bodies as the JSON path', async () => {
+    const { agent } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1`, systemPrompt: 'S' })
+    const runner: any = await (agent as any)._getRunner()
+    const text = 'Quote " back\\slash\nline é 😀'
+    const viaJson = { type: 'text', text, toJSON: () => ({ type: 'text', text }) }
+    const cases: Array<[string, any[], unknown]> = [
+      ['bare prompt', [{ role: 'user', content: [{ type: 'text', text }] }], text],
+      ['a block with toJSON (JSON path)', [{ role: 'user', content: [viaJson] }], text],
+      ['extra keys are ignored on both paths', [{ role: 'user', content: [{ type: 'text', text, cache: 1 }], name: 'x' }], text],
+      ['a non-enumerable text is not sent', [{ role: 'user', content: [Object.defineProperty({ type: 'text' }, 'text', { value: text, enumerable: false })] }], undefined],
+      ['an inherited role is not sent (read as user)', [Object.assign(Object.create({ role: 'user' }), { content: [{ type: 'text', text }] })], text],
+    ]
+    for (const [why, messages, content] of cases) {
+      server.replies.push({ json: openaiReply({ content: 'ok' }, 'stop') })
+      const r = await runner.run(messages)
+      expect({ why, output: r.output }).toEqual({ why, output: 'ok' })
+      const user = server.requests.at(-1)!.body.messages[1]
+      expect({ why, user }).toEqual({ why, user: content === undefined ? { role: 'user' } : { role: 'user', content } })
+    }
   })
 
   test('the run reuses the text of its history in request bodies, byte for byte what a fresh build sends', async () => {

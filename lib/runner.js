@@ -53,6 +53,23 @@ function coreOptionsJson(o, memo) {
   return memo === undefined ? JSON.stringify(picked) : llm.memoJson(memo, picked)
 }
 
+const isOwnEnumerable = Object.prototype.propertyIsEnumerable
+
+/** The text of a conversation that is exactly what `Agent.run(prompt)` builds, one user message
+ *  with one text block (read as JSON.stringify would read it: own enumerable properties, no
+ *  toJSON), else undefined. The kernel then takes the text without a JSON round trip. */
+function promptOf(conv) {
+  if (conv.length !== 1) return undefined
+  const m = conv[0]
+  if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function' || m.role !== 'user') return undefined
+  if (!isOwnEnumerable.call(m, 'role') || !isOwnEnumerable.call(m, 'content')) return undefined
+  const content = m.content
+  if (!Array.isArray(content) || content.length !== 1 || typeof content.toJSON === 'function') return undefined
+  const b = content[0]
+  if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || b.type !== 'text' || typeof b.text !== 'string') return undefined
+  return isOwnEnumerable.call(b, 'type') && isOwnEnumerable.call(b, 'text') ? b.text : undefined
+}
+
 /** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */
 function applyPlan(conv, plan) {
   return plan.map((p) => (typeof p === 'number' ? conv[p] : {
@@ -211,7 +228,10 @@ class AgentRunner {
       abortSignal: signal,
     }
     // Grants what resolveTools() just resolved (the same registry list).
-    const id = native.runnerStart(this._json, this._toolList, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
+    const prompt = promptOf(conv)
+    const id = prompt === undefined
+      ? native.runnerStart(this._json, this._toolList, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
+      : native.runnerStartPrompt(this._json, this._toolList, this._summaryCache, prompt, typeof options.onWarning === 'function')
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = streaming ? {} : null
     if (lease) runLeases.register(lease, id, lease)

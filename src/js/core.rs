@@ -11,7 +11,7 @@ use napi_derive::napi;
 use crate::kernel::config::runner_config_from_json;
 use crate::kernel::context::SummaryCache;
 use crate::kernel::grants::resolve_tools;
-use crate::kernel::message::{parse_messages, Strictness, Usage};
+use crate::kernel::message::{parse_messages, Message, Strictness, Usage};
 use crate::kernel::runner::{Machine, Op, RunnerConfig};
 use crate::kernel::semaphore::{Acquire, Semaphore};
 use crate::kernel::{structured_output, tokens, truncate};
@@ -85,13 +85,24 @@ pub fn summary_cache_free(id: u32) {
 /// `runRelease`. `summary_cache`: the runner's, if it has one.
 #[napi(catch_unwind)]
 pub fn runner_start(options_json: String, tools_json: String, summary_cache: Option<u32>, initial_json: String, has_on_warning: bool) -> Result<u32> {
-    let cfg = cached_config(&options_json).map_err(Error::from_reason)?;
-    let granted = resolve(&options_json, &tools_json).map_err(Error::from_reason)?.names;
+    let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
+    start(&options_json, &tools_json, summary_cache, initial, has_on_warning)
+}
+
+/// `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
+/// block, checked by the driver): no JSON either way.
+#[napi(catch_unwind)]
+pub fn runner_start_prompt(options_json: String, tools_json: String, summary_cache: Option<u32>, prompt: String, has_on_warning: bool) -> Result<u32> {
+    start(&options_json, &tools_json, summary_cache, vec![Message::user_text(prompt)], has_on_warning)
+}
+
+fn start(options_json: &str, tools_json: &str, summary_cache: Option<u32>, initial: Vec<Message>, has_on_warning: bool) -> Result<u32> {
+    let cfg = cached_config(options_json).map_err(Error::from_reason)?;
+    let granted = resolve(options_json, tools_json).map_err(Error::from_reason)?.names;
     let cache = match summary_cache {
         Some(id) => SUMMARY_CACHES.with(|s| s.borrow().get(id).cloned()).ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
         None => Arc::new(Mutex::new(None)),
     };
-    let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
     let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
     Ok(insert_run(Run::new(m)))
 }

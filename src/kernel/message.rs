@@ -531,6 +531,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn half_a_surrogate_pair_becomes_a_replacement_character() {
+        let m = parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"a\ud800b"}]}]"#, Strictness::Lenient).unwrap();
+        assert!(matches!(&m[0].content[..], [Block::Text { text: Some(t) }] if t == "a\u{fffd}b"));
+    }
+
+    #[test]
     fn round_trips_js_shapes() {
         let json = r#"[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"x","input":{"b":1,"a":[1.5,"s"]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]"#;
         let msgs = parse_messages(json, Strictness::Strict).unwrap();
