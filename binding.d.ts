@@ -165,6 +165,14 @@ export declare function runGranted(id: number, i: number): boolean
 export declare function runLoopInfo(id: number): LoopInfoOut | null
 
 /**
+ * A start plan for `options_json` and the registry list `tools_json` (see `StartPlan`); free it
+ * with `runnerPlanFree`.
+ */
+export declare function runnerPlan(optionsJson: string, toolsJson: string): number
+
+export declare function runnerPlanFree(id: number): void
+
+/**
  * Resolves the grants of `options_json` against a registry's tools and returns the granted
  * names; the warnings go to `runnerWarnings`, which the driver calls right after. Stateless
  * otherwise: runners and registries have no native object (none to free, nothing for the
@@ -173,18 +181,17 @@ export declare function runLoopInfo(id: number): LoopInfoOut | null
 export declare function runnerResolveTools(optionsJson: string, toolsJson: string): Array<string>
 
 /**
- * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) with the runner options
- * `options_json` and the tools the registry list `tools_json` grants (the list
- * `runnerResolveTools` was given), and returns its id for the `run*` functions; release it with
- * `runRelease`. `summary_cache`: the runner's, if it has one.
+ * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
+ * and returns its id for the `run*` functions; release it with `runRelease`. `summary_cache`:
+ * the runner's, if it has one.
  */
-export declare function runnerStart(optionsJson: string, toolsJson: string, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean): number
+export declare function runnerStart(plan: number, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean): number
 
 /**
  * `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
  * block, checked by the driver): no JSON either way.
  */
-export declare function runnerStartPrompt(optionsJson: string, toolsJson: string, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean): number
+export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean): number
 
 /** The warnings of the last `runnerResolveTools` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>

@@ -287,6 +287,22 @@ describe('resolveTools', () => {
   }
   const names = (r: any) => r.resolveTools().map((d: any) => d.name)
 
+  test('resolutions are kept per options and tool list; a run whose entry was dropped still gets its grants', async () => {
+    const { runner, seen } = setup({}, [resp([call('a', 'echo', { v: 'x' })]), resp([text('done')])])
+    // Many other configurations overflow the kept resolutions between this runner's
+    // resolveTools() and the start of its run (as user code in a console.warn spy could).
+    const own = (AgentRunner.prototype as any).resolveTools
+    ;(runner as any).resolveTools = function (this: any) {
+      const defs = own.call(this)
+      for (let i = 0; i < 200; i++) runnerWith({ agentName: `other-${i}` }).resolveTools()
+      return defs
+    }
+    const r = await runner.run([user('go')])
+    expect(r.toolCalls.map((c: any) => c.output)).toEqual(['echo:x'])
+    expect(seen[0].options.tools.map((t: any) => t.name)).toEqual(['echo'])
+    expect(r.output).toBe('done')
+  })
+
   test('default deny keeps runtime tools only; presets, allowlists, denylists', () => {
     expect(names(runnerWith({}))).toEqual(['rt'])
     expect(names(runnerWith({ toolPreset: 'readonly' }))).toEqual(['file_read', 'grep', 'rt'])

@@ -101,20 +101,33 @@ function validateOptions(json) {
 }
 
 // The kernel's grant resolution depends only on the options text and the registry list, and
-// agents are built per request with the same few of each: kept per pair (bounded).
+// agents are built per request with the same few of each: kept per pair (bounded), with the
+// native start plan runs of that pair start from (freed when the entry is dropped; `plan` -1).
 const resolutions = new Map()
+function dropPlans(byList) {
+  for (const r of byList.values()) {
+    native.runnerPlanFree(r.plan)
+    r.plan = -1
+  }
+}
 function resolution(json, list) {
   let byList = resolutions.get(json)
   if (byList === undefined) {
-    if (resolutions.size >= 64) resolutions.clear()
+    if (resolutions.size >= 64) {
+      for (const m of resolutions.values()) dropPlans(m)
+      resolutions.clear()
+    }
     byList = new Map()
     resolutions.set(json, byList)
   }
   let r = byList.get(list)
   if (r === undefined) {
     const names = native.runnerResolveTools(json, list)
-    r = { names, warnings: native.runnerWarnings() }
-    if (byList.size >= 64) byList.clear()
+    r = { names, warnings: native.runnerWarnings(), list, plan: native.runnerPlan(json, list) }
+    if (byList.size >= 64) {
+      dropPlans(byList)
+      byList.clear()
+    }
     byList.set(list, r)
   }
   return r
@@ -175,15 +188,14 @@ class AgentRunner {
       this._summaryCache = native.summaryCacheNew()
       summaryCaches.register(this, this._summaryCache)
     }
-    this._toolList = undefined // the registry list the last resolveTools() resolved
+    this._resolved = undefined // what the last resolveTools() resolved (resolution())
   }
 
   resolveTools() {
-    const list = this.toolRegistry._toolList()
-    const { names, warnings } = resolution(this._json, list)
-    this._toolList = list
-    for (const w of warnings) console.warn(w)
-    return names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
+    const r = resolution(this._json, this.toolRegistry._toolList())
+    this._resolved = r
+    for (const w of r.warnings) console.warn(w)
+    return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
 
   async run(messages, options = {}) {
@@ -227,11 +239,19 @@ class AgentRunner {
       systemPrompt: ro.systemPrompt,
       abortSignal: signal,
     }
-    // Grants what resolveTools() just resolved (the same registry list).
+    // Grants what resolveTools() just resolved: its plan, or one made for this start from the
+    // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
+    const resolved = this._resolved
+    const plan = resolved.plan >= 0 ? resolved.plan : native.runnerPlan(this._json, resolved.list)
     const prompt = promptOf(conv)
-    const id = prompt === undefined
-      ? native.runnerStart(this._json, this._toolList, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
-      : native.runnerStartPrompt(this._json, this._toolList, this._summaryCache, prompt, typeof options.onWarning === 'function')
+    let id
+    try {
+      id = prompt === undefined
+        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
+        : native.runnerStartPrompt(plan, this._summaryCache, prompt, typeof options.onWarning === 'function')
+    } finally {
+      if (plan !== resolved.plan) native.runnerPlanFree(plan)
+    }
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = streaming ? {} : null
     if (lease) runLeases.register(lease, id, lease)

@@ -79,26 +79,48 @@ pub fn summary_cache_free(id: u32) {
     SUMMARY_CACHES.with(|s| s.borrow_mut().remove(id))
 }
 
-/// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) with the runner options
-/// `options_json` and the tools the registry list `tools_json` grants (the list
-/// `runnerResolveTools` was given), and returns its id for the `run*` functions; release it with
-/// `runRelease`. `summary_cache`: the runner's, if it has one.
+/// What a run starts from, for one options text and registry list: the parsed configuration and
+/// the granted names. The driver keeps one per pair it has resolved (`lib/runner.js`), so a run
+/// passes a small id instead of both texts and the grants are not resolved again.
+struct StartPlan {
+    cfg: Arc<RunnerConfig>,
+    granted: Vec<String>,
+}
+
+/// A start plan for `options_json` and the registry list `tools_json` (see `StartPlan`); free it
+/// with `runnerPlanFree`.
 #[napi(catch_unwind)]
-pub fn runner_start(options_json: String, tools_json: String, summary_cache: Option<u32>, initial_json: String, has_on_warning: bool) -> Result<u32> {
+pub fn runner_plan(options_json: String, tools_json: String) -> Result<u32> {
+    let cfg = cached_config(&options_json).map_err(Error::from_reason)?;
+    let granted = resolve(&options_json, &tools_json).map_err(Error::from_reason)?.names;
+    Ok(PLANS.with(|s| s.borrow_mut().insert(StartPlan { cfg, granted })))
+}
+
+#[napi(catch_unwind)]
+pub fn runner_plan_free(id: u32) {
+    PLANS.with(|s| s.borrow_mut().remove(id))
+}
+
+/// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
+/// and returns its id for the `run*` functions; release it with `runRelease`. `summary_cache`:
+/// the runner's, if it has one.
+#[napi(catch_unwind)]
+pub fn runner_start(plan: u32, summary_cache: Option<u32>, initial_json: String, has_on_warning: bool) -> Result<u32> {
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-    start(&options_json, &tools_json, summary_cache, initial, has_on_warning)
+    start(plan, summary_cache, initial, has_on_warning)
 }
 
 /// `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
 /// block, checked by the driver): no JSON either way.
 #[napi(catch_unwind)]
-pub fn runner_start_prompt(options_json: String, tools_json: String, summary_cache: Option<u32>, prompt: String, has_on_warning: bool) -> Result<u32> {
-    start(&options_json, &tools_json, summary_cache, vec![Message::user_text(prompt)], has_on_warning)
+pub fn runner_start_prompt(plan: u32, summary_cache: Option<u32>, prompt: String, has_on_warning: bool) -> Result<u32> {
+    start(plan, summary_cache, vec![Message::user_text(prompt)], has_on_warning)
 }
 
-fn start(options_json: &str, tools_json: &str, summary_cache: Option<u32>, initial: Vec<Message>, has_on_warning: bool) -> Result<u32> {
-    let cfg = cached_config(options_json).map_err(Error::from_reason)?;
-    let granted = resolve(options_json, tools_json).map_err(Error::from_reason)?.names;
+fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, has_on_warning: bool) -> Result<u32> {
+    let (cfg, granted) = PLANS
+        .with(|s| s.borrow().get(plan).map(|p| (p.cfg.clone(), p.granted.clone())))
+        .ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))?;
     let cache = match summary_cache {
         Some(id) => SUMMARY_CACHES.with(|s| s.borrow().get(id).cloned()).ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
         None => Arc::new(Mutex::new(None)),
@@ -156,6 +178,7 @@ impl Run {
 
 thread_local! {
     static SUMMARY_CACHES: RefCell<Slab<Arc<Mutex<Option<SummaryCache>>>>> = RefCell::new(Slab::default());
+    static PLANS: RefCell<Slab<StartPlan>> = RefCell::new(Slab::default());
     static RUNS: RefCell<Slab<Run>> = RefCell::new(Slab::default());
     static SEMAPHORES: RefCell<Slab<Semaphore>> = RefCell::new(Slab::default());
 }
