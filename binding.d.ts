@@ -165,20 +165,17 @@ export declare function runGranted(id: number, i: number): boolean
 export declare function runLoopInfo(id: number): LoopInfoOut | null
 
 /**
- * A start plan for `options_json` and the registry list `tools_json` (see `StartPlan`); free it
- * with `runnerPlanFree`.
+ * Resolves the grants of `options_json` against a registry's tools (the list `tools_json`) into
+ * a start plan (see `StartPlan`), the only place grants are resolved: its names come from
+ * `runnerPlanNames`, its warnings from `runnerWarnings`, which the driver calls right after.
+ * Free it with `runnerPlanFree`.
  */
 export declare function runnerPlan(optionsJson: string, toolsJson: string): number
 
 export declare function runnerPlanFree(id: number): void
 
-/**
- * Resolves the grants of `options_json` against a registry's tools and returns the granted
- * names; the warnings go to `runnerWarnings`, which the driver calls right after. Stateless
- * otherwise: runners and registries have no native object (none to free, nothing for the
- * garbage collector to track per agent).
- */
-export declare function runnerResolveTools(optionsJson: string, toolsJson: string): Array<string>
+/** The names start plan `plan` grants, in registry order. */
+export declare function runnerPlanNames(plan: number): Array<string>
 
 /**
  * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
@@ -193,7 +190,7 @@ export declare function runnerStart(plan: number, summaryCache: number | undefin
  */
 export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean): number
 
-/** The warnings of the last `runnerResolveTools` on this thread (usually none). */
+/** The warnings of the last `runnerPlan` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>
 
 /** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */

@@ -5,6 +5,7 @@
 
 const native = require('../binding.js')
 const { InvalidMessageError, toError } = require('./errors.js')
+const { isOwnEnumerable } = require('./util.js')
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
@@ -164,7 +165,6 @@ function unchanged(v, s) {
 // result), napi copies it at memory speed. The JSON carries "" in their place (in shallow copies
 // of the message and block; key order is kept) and `at` says where: (message, block) pairs.
 const LONG_STRING = 512
-const isOwnEnumerable = Object.prototype.propertyIsEnumerable
 
 function tailWire(tail) {
   let copy = null

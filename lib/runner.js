@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError } = require('./errors.js')
-const { emitTrace, defaultWorkspaceDir } = require('./util.js')
+const { emitTrace, defaultWorkspaceDir, isOwnEnumerable } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const { localLoopInfo } = require('./loop.js')
@@ -52,8 +52,6 @@ function coreOptionsJson(o, memo) {
   }
   return memo === undefined ? JSON.stringify(picked) : llm.memoJson(memo, picked)
 }
-
-const isOwnEnumerable = Object.prototype.propertyIsEnumerable
 
 /** The text of a conversation that is exactly what `Agent.run(prompt)` builds, one user message
  *  with one text block (read as JSON.stringify would read it: own enumerable properties, no
@@ -122,8 +120,8 @@ function resolution(json, list) {
   }
   let r = byList.get(list)
   if (r === undefined) {
-    const names = native.runnerResolveTools(json, list)
-    r = { names, warnings: native.runnerWarnings(), list, plan: native.runnerPlan(json, list) }
+    const plan = native.runnerPlan(json, list)
+    r = { names: native.runnerPlanNames(plan), warnings: native.runnerWarnings(), list, plan }
     if (byList.size >= 64) {
       dropPlans(byList)
       byList.clear()

@@ -3,6 +3,9 @@ const crypto = require('node:crypto')
 const path = require('node:path')
 const { isError } = require('./errors.js')
 
+/** `isOwnEnumerable.call(o, key)`: whether JSON.stringify would read `o[key]` (own, enumerable). */
+const isOwnEnumerable = Object.prototype.propertyIsEnumerable
+
 /** `emitTrace` (§3.2): never throws, never awaits, swallows async rejections. */
 function emitTrace(fn, event) {
   if (fn === undefined || fn === null) return
@@ -32,4 +35,4 @@ function defaultWorkspaceDir() {
   return lastWorkspace
 }
 
-module.exports = { isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+module.exports = { isOwnEnumerable, isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

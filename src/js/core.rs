@@ -43,25 +43,7 @@ fn registry_tools(tools_json: &str) -> std::result::Result<Vec<(String, bool)>, 
     serde_json::from_str(tools_json).map_err(|e| format!("oma-kernel: malformed registry list: {e}"))
 }
 
-fn resolve(options_json: &str, tools_json: &str) -> std::result::Result<crate::kernel::grants::Resolved, String> {
-    let cfg = cached_config(options_json)?;
-    let tools = registry_tools(tools_json)?;
-    let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
-    Ok(resolve_tools(&cfg.grants, &view))
-}
-
-/// Resolves the grants of `options_json` against a registry's tools and returns the granted
-/// names; the warnings go to `runnerWarnings`, which the driver calls right after. Stateless
-/// otherwise: runners and registries have no native object (none to free, nothing for the
-/// garbage collector to track per agent).
-#[napi(catch_unwind)]
-pub fn runner_resolve_tools(options_json: String, tools_json: String) -> Result<Vec<String>> {
-    let out = resolve(&options_json, &tools_json).map_err(Error::from_reason)?;
-    LAST_WARNINGS.with(|w| *w.borrow_mut() = out.warnings);
-    Ok(out.names)
-}
-
-/// The warnings of the last `runnerResolveTools` on this thread (usually none).
+/// The warnings of the last `runnerPlan` on this thread (usually none).
 #[napi(catch_unwind)]
 pub fn runner_warnings() -> Vec<String> {
     LAST_WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
@@ -87,13 +69,24 @@ struct StartPlan {
     granted: Vec<String>,
 }
 
-/// A start plan for `options_json` and the registry list `tools_json` (see `StartPlan`); free it
-/// with `runnerPlanFree`.
+/// Resolves the grants of `options_json` against a registry's tools (the list `tools_json`) into
+/// a start plan (see `StartPlan`), the only place grants are resolved: its names come from
+/// `runnerPlanNames`, its warnings from `runnerWarnings`, which the driver calls right after.
+/// Free it with `runnerPlanFree`.
 #[napi(catch_unwind)]
 pub fn runner_plan(options_json: String, tools_json: String) -> Result<u32> {
     let cfg = cached_config(&options_json).map_err(Error::from_reason)?;
-    let granted = resolve(&options_json, &tools_json).map_err(Error::from_reason)?.names;
-    Ok(PLANS.with(|s| s.borrow_mut().insert(StartPlan { cfg, granted })))
+    let tools = registry_tools(&tools_json).map_err(Error::from_reason)?;
+    let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
+    let out = resolve_tools(&cfg.grants, &view);
+    LAST_WARNINGS.with(|w| *w.borrow_mut() = out.warnings);
+    Ok(PLANS.with(|s| s.borrow_mut().insert(StartPlan { cfg, granted: out.names })))
+}
+
+/// The names start plan `plan` grants, in registry order.
+#[napi(catch_unwind)]
+pub fn runner_plan_names(plan: u32) -> Result<Vec<String>> {
+    PLANS.with(|s| s.borrow().get(plan).map(|p| p.granted.clone())).ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))
 }
 
 #[napi(catch_unwind)]
