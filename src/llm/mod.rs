@@ -15,6 +15,7 @@ pub mod openai;
 pub mod providers;
 pub mod reasoning_fallback;
 pub mod runtime;
+pub mod scan;
 pub mod sse;
 pub mod text_tools;
 pub mod transport;

@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
+use super::scan::Scan;
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
 use super::text_tools::{extract_tool_calls_from_text, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
@@ -415,6 +416,12 @@ fn stop_reason(raw: Option<&str>, has_tool_use: bool) -> String {
 /// Tool arguments: an object as is, other JSON → `{}`, unparseable → `repairToolArgs ?? {}`.
 fn parse_arguments(args: Option<&str>) -> Box<RawValue> {
     let Some(a) = args else { return super::jsjson::empty_object() };
+    // Usually the provider wrote the arguments as JS would: kept as they are, not rewritten.
+    if super::jsjson::is_js_canonical_object(a) {
+        if let Ok(raw) = RawValue::from_string(a.to_string()) {
+            return raw;
+        }
+    }
     match serde_json::from_str::<Value>(a) {
         Ok(v) => object_input(Some(&v)),
         Err(_) => match repair_tool_args(a) {
@@ -449,32 +456,24 @@ fn reasoning_of(raw: Option<&RawValue>) -> String {
 
 /// `fromOpenAICompletion(completion, knownToolNames, provenance)` on the raw body.
 pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) -> Result<LlmResponse, LlmError> {
-    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
-    let choice = c
-        .choices
-        .and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) })
-        .ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
-    let msg = choice.message.unwrap_or_default();
+    let p = match completion_fast(body) {
+        Some(p) => p,
+        None => completion_serde(body)?,
+    };
     let mut content = Vec::new();
-    let r = reasoning_of(msg.reasoning_content);
-    if !r.is_empty() {
-        content.push(Block::Reasoning { text: r, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
+    let choice = p.choice.ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
+    if !choice.reasoning.is_empty() {
+        content.push(Block::Reasoning { text: choice.reasoning, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
     }
-    // `null` never reaches here (it is `None`).
-    let text = msg.content.map(content_text);
+    let text = choice.text.map(Cow::into_owned);
     if let Some(t) = &text {
         content.push(Block::text(t.clone()));
     }
-    let native = msg.tool_calls.unwrap_or_default();
-    let any_native = !native.is_empty();
-    for tc in native {
-        let (name, arguments) = match tc.function {
-            Some(f) => (f.name.map(Cow::into_owned).unwrap_or_default(), f.arguments),
-            None => (String::new(), None),
-        };
+    let any_native = !choice.calls.is_empty();
+    for (id, name, arguments) in choice.calls {
         content.push(Block::ToolUse {
-            id: tc.id.map(Cow::into_owned).unwrap_or_default(),
-            name,
+            id: id.map(Cow::into_owned).unwrap_or_default(),
+            name: name.map(Cow::into_owned).unwrap_or_default(),
             input: parse_arguments(arguments.as_deref()),
             signature: None,
         });
@@ -488,12 +487,237 @@ pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) ->
     }
     let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
     Ok(LlmResponse {
-        id: c.id.map(Cow::into_owned).unwrap_or_default(),
-        model: c.model.map(Cow::into_owned).unwrap_or_default(),
+        id: p.id.map(Cow::into_owned).unwrap_or_default(),
+        model: p.model.map(Cow::into_owned).unwrap_or_default(),
         stop_reason: stop_reason(choice.finish_reason.as_deref(), has_tool),
-        usage: usage_of(c.usage),
+        usage: usage_of(p.usage),
         content,
     })
+}
+
+/// What `parse_completion` reads from a completion body, by either parser.
+struct Parsed<'a> {
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    /// The first choice; `None` when `choices` is absent, null or empty.
+    choice: Option<ParsedChoice<'a>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Default)]
+struct ParsedChoice<'a> {
+    /// The message's `content` as text (absent or null: `None`).
+    text: Option<Cow<'a, str>>,
+    reasoning: String,
+    /// Tool calls as (id, function name, function arguments).
+    calls: Vec<(Option<Cow<'a, str>>, Option<Cow<'a, str>>, Option<Cow<'a, str>>)>,
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+fn completion_serde(body: &str) -> Result<Parsed<'_>, LlmError> {
+    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let choice = c.choices.and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) }).map(|ch| {
+        let msg = ch.message.unwrap_or_default();
+        ParsedChoice {
+            reasoning: reasoning_of(msg.reasoning_content),
+            // `null` never reaches here (it is `None`).
+            text: msg.content.map(|raw| Cow::Owned(content_text(raw))),
+            calls: msg
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|tc| match tc.function {
+                    Some(f) => (tc.id, f.name, f.arguments),
+                    None => (tc.id, None, None),
+                })
+                .collect(),
+            finish_reason: ch.finish_reason,
+        }
+    });
+    Ok(Parsed { id: c.id, model: c.model, choice, usage: c.usage })
+}
+
+/// The completion as `completion_serde` reads it, for the usual shape (one choice, string or
+/// null fields, integer token counts); `None` for anything else, which serde then reads.
+fn completion_fast(body: &str) -> Option<Parsed<'_>> {
+    let mut s = Scan::new(body);
+    let mut p = Parsed { id: None, model: None, choice: None, usage: None };
+    let mut seen = Seen(0);
+    s.object(|s, key| match key {
+        "id" => {
+            seen.once(1)?;
+            p.id = opt_string(s)?;
+            Some(())
+        }
+        "model" => {
+            seen.once(2)?;
+            p.model = opt_string(s)?;
+            Some(())
+        }
+        "choices" => {
+            seen.once(4)?;
+            if s.null() {
+                return Some(());
+            }
+            s.array(|s| {
+                // Further choices are serde's to check.
+                if p.choice.is_some() {
+                    return None;
+                }
+                p.choice = Some(choice_fast(s)?);
+                Some(())
+            })
+        }
+        "usage" => {
+            seen.once(8)?;
+            if !s.null() {
+                let mut u = WireUsage::default();
+                let mut seen = Seen(0);
+                s.object(|s, key| match key {
+                    "prompt_tokens" => {
+                        seen.once(1)?;
+                        u.prompt_tokens = opt_count(s)?;
+                        Some(())
+                    }
+                    "completion_tokens" => {
+                        seen.once(2)?;
+                        u.completion_tokens = opt_count(s)?;
+                        Some(())
+                    }
+                    _ => s.skip(),
+                })?;
+                p.usage = Some(u);
+            }
+            Some(())
+        }
+        "error" => {
+            seen.once(16)?;
+            s.skip()
+        }
+        _ => s.skip(),
+    })?;
+    s.at_end().then_some(p)
+}
+
+fn choice_fast<'a>(s: &mut Scan<'a>) -> Option<ParsedChoice<'a>> {
+    let mut c = ParsedChoice::default();
+    let mut seen = Seen(0);
+    s.object(|s, key| match key {
+        "message" => {
+            seen.once(1)?;
+            if s.null() {
+                return Some(());
+            }
+            let mut seen = Seen(0);
+            s.object(|s, key| match key {
+                "content" => {
+                    seen.once(1)?;
+                    c.text = opt_string(s)?;
+                    Some(())
+                }
+                "reasoning_content" => {
+                    seen.once(2)?;
+                    c.reasoning = opt_string(s)?.map(Cow::into_owned).unwrap_or_default();
+                    Some(())
+                }
+                "tool_calls" => {
+                    seen.once(4)?;
+                    if s.null() {
+                        return Some(());
+                    }
+                    s.array(|s| {
+                        c.calls.push(call_fast(s)?);
+                        Some(())
+                    })
+                }
+                _ => s.skip(),
+            })
+        }
+        // A stream chunk's field: in a completion, serde checks it.
+        "delta" => {
+            seen.once(4)?;
+            s.null().then_some(())
+        }
+        "finish_reason" => {
+            seen.once(2)?;
+            c.finish_reason = opt_string(s)?;
+            Some(())
+        }
+        _ => s.skip(),
+    })?;
+    Some(c)
+}
+
+type Call<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn call_fast<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
+    let mut call: Call = (None, None, None);
+    let mut seen = Seen(0);
+    s.object(|s, key| match key {
+        "index" => {
+            seen.once(1)?;
+            if !s.null() {
+                s.small_uint()?;
+            }
+            Some(())
+        }
+        "id" => {
+            seen.once(2)?;
+            call.0 = opt_string(s)?;
+            Some(())
+        }
+        "function" => {
+            seen.once(4)?;
+            if s.null() {
+                return Some(());
+            }
+            let mut seen = Seen(0);
+            s.object(|s, key| match key {
+                "name" => {
+                    seen.once(1)?;
+                    call.1 = opt_string(s)?;
+                    Some(())
+                }
+                "arguments" => {
+                    seen.once(2)?;
+                    call.2 = opt_string(s)?;
+                    Some(())
+                }
+                _ => s.skip(),
+            })
+        }
+        _ => s.skip(),
+    })?;
+    Some(call)
+}
+
+/// Known fields met so far in one object: serde refuses a field given twice.
+struct Seen(u8);
+
+impl Seen {
+    fn once(&mut self, bit: u8) -> Option<()> {
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
+fn opt_string<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
+    if s.null() {
+        Some(None)
+    } else {
+        s.string().map(Some)
+    }
+}
+
+fn opt_count(s: &mut Scan) -> Option<Option<f64>> {
+    if s.null() {
+        Some(None)
+    } else {
+        s.small_uint().map(|n| Some(n as f64))
+    }
 }
 
 /// Assembles a streamed completion chunk by chunk.
@@ -707,6 +931,76 @@ mod tests {
         assert_eq!(r.chat_reply_json(), format!(r#"["{}","{}","{}",1,2,{}]"#, r.id, r.model, r.stop_reason, serde_json::to_string(&r.content).unwrap()));
         let r = parse_completion(r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#, None, "p").unwrap();
         assert_eq!(crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#);
+    }
+
+    /// Both completion parsers, side by side: `(fast took it, outcome)`.
+    fn both_parsers(body: &str) -> (bool, String, String) {
+        fn show(p: Result<Parsed, LlmError>) -> String {
+            match p {
+                Err(e) => format!("error: {}", e.message),
+                Ok(p) => {
+                    let c = p.choice.map(|c| format!("{:?} {:?} {:?} {:?}", c.text, c.reasoning, c.calls, c.finish_reason));
+                    let u = p.usage.map(|u| (u.prompt_tokens, u.completion_tokens));
+                    format!("{:?} {:?} {c:?} {u:?}", p.id, p.model)
+                }
+            }
+        }
+        let fast = completion_fast(body);
+        (fast.is_some(), fast.map(Ok).map(show).unwrap_or_default(), show(completion_serde(body)))
+    }
+
+    #[test]
+    fn fast_completion_reads_what_serde_reads() {
+        // The usual shapes: the fast reader takes them and agrees with serde.
+        let taken = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"lookup","arguments":"{\"key\":\"k0\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}"#,
+            r#" { "choices" : [ { "message" : { "content" : "hi \u00e9 \ud83d\ude00", "refusal": null, "annotations": [] }, "finish_reason" : null, "logprobs": {"a": [1.5, -2e3, true]} } ] , "usage" : null , "system_fingerprint" : "fp" } "#,
+            r#"{"choices":[{"message":{"content":"x","reasoning_content":"why","tool_calls":null},"delta":null}],"error":{"x":1}}"#,
+            r#"{"choices":[{"message":null}],"id":null,"model":null}"#,
+            r#"{"choices":[{"message":{"tool_calls":[{"index":0,"id":null,"function":null},{"function":{"name":"f"}}]}}]}"#,
+            r#"{"choices":[]}"#,
+            r#"{"choices":null}"#,
+            r#"{}"#,
+            r#"{"usage":{"prompt_tokens":null}}"#,
+        ];
+        for body in taken {
+            let (fast, a, b) = both_parsers(body);
+            assert!(fast, "fast reader refused {body}");
+            assert_eq!(a, b, "{body}");
+        }
+        // Everything else goes to serde (its results and error texts), fast reader declining.
+        let declined = [
+            r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]}}]}"#,
+            r#"{"choices":[{"message":{"content":"x","reasoning_content":[{"text":"r"}]}}]}"#,
+            r#"{"choices":[{"message":{"content":"a"}},{"message":{"content":"b"}}]}"#,
+            r#"{"choices":[{"message":{"content":"x"},"delta":{"content":"y"}}]}"#,
+            r#"{"id":"a","id":"b","choices":[]}"#,
+            r#"{"choices":[{"message":{"content":"x","content":"y"}}]}"#,
+            r#"{"choices":[{"finish_reason":"stop","finish_reason":"stop"}]}"#,
+            r#"{"choices":[{"delta":null,"delta":null}]}"#,
+            r#"{"usage":{"prompt_tokens":1.5,"completion_tokens":2}}"#,
+            r#"{"usage":{"prompt_tokens":-1}}"#,
+            r#"{"choices":[{"message":{"tool_calls":[{"index":-1}]}}]}"#,
+            r#"{"choices":[{"message":{"tool_calls":[null]}}]}"#,
+            r#"{"choices":[null]}"#,
+            r#"{"\u0069d":"x","choices":[]}"#,
+            r#"{"id":7,"choices":[]}"#,
+            r#"{"choices":[{"message":{"content":"\ud800"}}]}"#,
+            r#"["x",null,[]]"#,
+            r#"{"choices":[]} x"#,
+            r#"{"choices":[],}"#,
+            r#"{"choices":[{"message":{"content":"x"}}]"#,
+            "",
+            "not json",
+        ];
+        for body in declined {
+            let (fast, _, _) = both_parsers(body);
+            assert!(!fast, "fast reader took {body}");
+        }
+        assert_eq!(
+            parse_completion(r#"{"id":"a","id":"b","choices":[]}"#, None, "p").unwrap_err().message,
+            "Could not parse response body as JSON: duplicate field `id` at line 1 column 14"
+        );
     }
 
     #[test]

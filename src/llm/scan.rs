@@ -1,0 +1,322 @@
+//! A small validating JSON reader for the response shapes read on every call (an OpenAI
+//! completion): keys are matched as bytes and unread values are skipped without building
+//! anything, where serde's derived visitors parse and compare every key and value.
+//!
+//! Every method returns `None` for what it does not take: invalid JSON, and also valid JSON
+//! it leaves to serde_json (escaped keys, non-integer numbers, very deep nesting). Callers
+//! then parse the same text with serde_json, so results and error texts stay serde's.
+
+use std::borrow::Cow;
+
+use super::jsjson::plain_prefix;
+
+/// serde_json stops at 128 levels; deeper input goes to it for its error.
+const MAX_DEPTH: u32 = 100;
+
+pub struct Scan<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+    depth: u32,
+}
+
+impl<'a> Scan<'a> {
+    pub fn new(s: &'a str) -> Scan<'a> {
+        Scan { s, b: s.as_bytes(), i: 0, depth: 0 }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// The next byte after whitespace.
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Only whitespace left.
+    pub fn at_end(&mut self) -> bool {
+        self.ws();
+        self.i == self.b.len()
+    }
+
+    /// `null` (consumed) or not (nothing consumed).
+    pub fn null(&mut self) -> bool {
+        self.ws();
+        if self.b[self.i..].starts_with(b"null") {
+            self.i += 4;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.ws();
+        self.b[self.i..].starts_with(word).then(|| self.i += word.len())
+    }
+
+    /// An object, `member(self, key)` reading each value. Keys with escapes are left to serde.
+    pub fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        if !self.eat(b'{') {
+            return None;
+        }
+        self.enter()?;
+        if !self.eat(b'}') {
+            loop {
+                let key = match self.string()? {
+                    Cow::Borrowed(k) => k,
+                    Cow::Owned(_) => return None,
+                };
+                if !self.eat(b':') {
+                    return None;
+                }
+                member(self, key)?;
+                if self.eat(b',') {
+                    continue;
+                }
+                if self.eat(b'}') {
+                    break;
+                }
+                return None;
+            }
+        }
+        self.depth -= 1;
+        Some(())
+    }
+
+    /// An array, `item(self)` reading each element.
+    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if !self.eat(b'[') {
+            return None;
+        }
+        self.enter()?;
+        if !self.eat(b']') {
+            loop {
+                item(self)?;
+                if self.eat(b',') {
+                    continue;
+                }
+                if self.eat(b']') {
+                    break;
+                }
+                return None;
+            }
+        }
+        self.depth -= 1;
+        Some(())
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// A string, borrowed when it has no escapes.
+    pub fn string(&mut self) -> Option<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.i + 1;
+        // The text up to the next `"`, `\\` or control byte, a block at a time.
+        let mut j = start + plain_prefix(&self.b[start..]);
+        match *self.b.get(j)? {
+            b'"' => {
+                self.i = j + 1;
+                return Some(Cow::Borrowed(&self.s[start..j]));
+            }
+            b'\\' => {}
+            _ => return None,
+        }
+        let mut out = String::with_capacity(j - start + 16);
+        out.push_str(&self.s[start..j]);
+        loop {
+            match *self.b.get(j)? {
+                b'"' => {
+                    self.i = j + 1;
+                    return Some(Cow::Owned(out));
+                }
+                b'\\' => {
+                    let e = *self.b.get(j + 1)?;
+                    j += 2;
+                    let c = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let u = hex4(self.b.get(j..j + 4)?)?;
+                            j += 4;
+                            match u {
+                                0xD800..=0xDBFF => {
+                                    // Only a whole pair here; a lone half is serde's to judge.
+                                    if self.b.get(j..j + 2)? != b"\\u" {
+                                        return None;
+                                    }
+                                    let lo = hex4(self.b.get(j + 2..j + 6)?)?;
+                                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                                        return None;
+                                    }
+                                    j += 6;
+                                    char::from_u32(0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00))?
+                                }
+                                0xDC00..=0xDFFF => return None,
+                                _ => char::from_u32(u)?,
+                            }
+                        }
+                        _ => return None,
+                    };
+                    out.push(c);
+                }
+                c if c < 0x20 => return None,
+                _ => {
+                    let run = j;
+                    j += plain_prefix(&self.b[j..]);
+                    out.push_str(&self.s[run..j]);
+                }
+            }
+        }
+    }
+
+    /// A number's text, checked against the JSON grammar.
+    fn number(&mut self) -> Option<&'a str> {
+        self.ws();
+        let start = self.i;
+        let b = self.b;
+        let mut j = start;
+        let digits = |j: &mut usize| {
+            let from = *j;
+            while b.get(*j).is_some_and(u8::is_ascii_digit) {
+                *j += 1;
+            }
+            *j > from
+        };
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        if b.get(j) == Some(&b'0') {
+            j += 1;
+        } else if !digits(&mut j) {
+            return None;
+        }
+        if b.get(j) == Some(&b'.') {
+            j += 1;
+            if !digits(&mut j) {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = b.get(j) {
+            j += 1;
+            if let Some(b'+' | b'-') = b.get(j) {
+                j += 1;
+            }
+            if !digits(&mut j) {
+                return None;
+            }
+        }
+        self.i = j;
+        Some(&self.s[start..j])
+    }
+
+    /// A non-negative integer of at most 15 digits (exact as f64, read alike by serde as u64
+    /// and as f64); other numbers are left to serde.
+    pub fn small_uint(&mut self) -> Option<u64> {
+        let n = self.number()?;
+        if n.len() > 15 || !n.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        n.parse().ok()
+    }
+
+    /// Any value, checked and passed over.
+    pub fn skip(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.object(|s, _| s.skip()),
+            b'[' => self.array(Self::skip),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+}
+
+fn hex4(h: &[u8]) -> Option<u32> {
+    let mut v = 0;
+    for &c in h {
+        v = v * 16 + (c as char).to_digit(16)?;
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skip_all(s: &str) -> Option<()> {
+        let mut sc = Scan::new(s);
+        sc.skip()?;
+        sc.at_end().then_some(())
+    }
+
+    #[test]
+    fn takes_what_serde_takes() {
+        let valid = [
+            r#"{"a":[1,-0.5,2e10,1E-3,true,false,null,"x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"],"b":{}}"#,
+            " [ ] ",
+            "0",
+            r#""plain""#,
+            "{ \"k\" :\n\t{ \"n\" : [ [ ] , { } ] } }",
+        ];
+        for v in valid {
+            assert!(serde_json::from_str::<serde_json::Value>(v).is_ok(), "{v}");
+            assert_eq!(skip_all(v), Some(()), "{v}");
+        }
+        let invalid = [
+            "", "{", "[1,]", "{\"a\":1,}", "01", "1.", "-", "1e", ".5", "+1", "tru", "nul", "\"a", "\"\\x\"", "\"\\u12\"",
+            "\"a\u{1}b\"", "{\"a\" 1}", "{1:2}", "[1 2]", "1 2", "{\"a\":1}}", "\"\\ud800\"", "\"\\udc00\"",
+        ];
+        for v in invalid {
+            assert_eq!(skip_all(v), None, "{v}");
+        }
+        let deep = format!("{}{}", "[".repeat(101), "]".repeat(101));
+        assert_eq!(skip_all(&deep), None);
+        let ok_depth = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        assert_eq!(skip_all(&ok_depth), Some(()));
+    }
+
+    #[test]
+    fn strings_decode_like_serde() {
+        for s in [r#""no escapes""#, r#""a\"b\\c\/d\n\u0041\u00e9\u4e2d\ud83d\ude00 end""#, r#""""#, r#""\\""#] {
+            let mine = Scan::new(s).string().unwrap();
+            assert_eq!(mine, serde_json::from_str::<String>(s).unwrap());
+            assert_eq!(matches!(mine, Cow::Borrowed(_)), !s.contains('\\'));
+        }
+    }
+
+    #[test]
+    fn small_uint_leaves_other_numbers_to_serde() {
+        assert_eq!(Scan::new("123").small_uint(), Some(123));
+        assert_eq!(Scan::new("0").small_uint(), Some(0));
+        for n in ["-1", "1.0", "1e3", "1234567890123456"] {
+            assert_eq!(Scan::new(n).small_uint(), None, "{n}");
+        }
+    }
+}
