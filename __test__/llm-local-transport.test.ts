@@ -22,11 +22,13 @@ const completion = (text: string) => ({
 async function echoServer() {
   const sockets = new Set<Socket>()
   let connections = 0
+  const seen: { auth?: string; length: number; actual: number }[] = []
   const server = http.createServer((req, res) => {
     let raw = ''
     req.setEncoding('utf8')
     req.on('data', (c) => (raw += c))
     req.on('end', () => {
+      seen.push({ auth: req.headers.authorization, length: Number(req.headers['content-length']), actual: Buffer.byteLength(raw) })
       const body = JSON.parse(raw)
       const last = body.messages[body.messages.length - 1]
       const text = typeof last.content === 'string' ? last.content : last.content.map((p: any) => p.text).join('')
@@ -48,6 +50,7 @@ async function echoServer() {
   return {
     url,
     connections: () => connections,
+    seen,
     dropConnections: async () => {
       for (const s of sockets) s.destroy()
       while (sockets.size > 0) await new Promise((r) => setTimeout(r, 5))
@@ -80,6 +83,18 @@ test('sequential calls reuse one keep-alive connection; a dropped one is replace
   await server.dropConnections()
   expect(textOf(await adapter.chat(ask('jkl'), { model: 'm' }))).toBe('lkj')
   expect(server.connections() - before).toBe(opened + 1)
+})
+
+test('interleaved adapters each send their own headers, with each body\'s own length', async () => {
+  const a = await createAdapter('openai', 'key-a', server.url)
+  const b = await createAdapter('openai', 'key-b', server.url)
+  const words = ['x', 'é'.repeat(300), 'yy', 'z'.repeat(5000)]
+  for (const w of words) {
+    expect(textOf(await a.chat(ask(w), { model: 'm' }))).toBe(w.split('').reverse().join(''))
+    expect(textOf(await b.chat(ask(w), { model: 'm' }))).toBe(w.split('').reverse().join(''))
+  }
+  expect(server.seen.map((s) => s.auth)).toEqual(words.flatMap(() => ['Bearer key-a', 'Bearer key-b']))
+  for (const s of server.seen) expect(s.length).toBe(s.actual)
 })
 
 test('many calls at once each get their own answer', async () => {

@@ -62,6 +62,46 @@ fn target(url: &str) -> Result<Rc<Target>, AttemptError> {
     Ok(t)
 }
 
+/// The request head: all but its content-length is the same for every call of a run, so the
+/// last one is kept (holding its headers and target, so that the pointers it is known by
+/// cannot be reused by others).
+fn head_for(req: &HttpRequest, t: &Rc<Target>) -> Result<Vec<u8>, AttemptError> {
+    type Last = (std::sync::Arc<Vec<(&'static str, String)>>, Rc<Target>, reqwest::Method, Vec<u8>);
+    thread_local! {
+        static LAST_HEAD: RefCell<Option<Last>> = const { RefCell::new(None) };
+    }
+    LAST_HEAD.with(|l| {
+        let mut l = l.borrow_mut();
+        let hit = l.as_ref().is_some_and(|(h, lt, m, _)| std::sync::Arc::ptr_eq(h, &req.headers) && Rc::ptr_eq(lt, t) && *m == req.method);
+        if !hit {
+            // The head for a zero-length body, cut before its length.
+            let mut head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, 0).ok_or(AttemptError::InvalidUrl)?;
+            head.truncate(head.len() - "0\r\n\r\n".len());
+            *l = Some((req.headers.clone(), Rc::clone(t), req.method.clone(), head));
+        }
+        let prefix = &l.as_ref().expect("set above").3;
+        let mut head = Vec::with_capacity(prefix.len() + 24);
+        head.extend_from_slice(prefix);
+        push_decimal(&mut head, req.body.len());
+        head.extend_from_slice(b"\r\n\r\n");
+        Ok(head)
+    })
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// An idle connection that the loop has not seen closed. One the server closed unnoticed is
 /// found out by the exchange (`HeadError::Closed`) and replaced.
 fn take_idle(key: &str) -> Option<Conn<UvTcp>> {
@@ -133,7 +173,7 @@ impl Http for LocalHttp {
 
     async fn attempt(&self, req: &HttpRequest) -> Result<LocalResponse, AttemptError> {
         let t = target(&req.url)?;
-        let head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, req.body.len()).ok_or(AttemptError::InvalidUrl)?;
+        let head = head_for(req, &t)?;
         if let Some(c) = take_idle(&t.key) {
             // The server closing an idle connection as the request goes out is what
             // reqwest's pool retries too: not an SDK-level retry.

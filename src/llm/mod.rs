@@ -123,6 +123,9 @@ pub struct ChatOptions {
     /// that share parsed options) send the same tools.
     #[serde(skip)]
     pub openai_tools: std::sync::OnceLock<Option<String>>,
+    /// `openai::framed_body`'s text around the message list, built on first use.
+    #[serde(skip)]
+    pub openai_frame: std::sync::OnceLock<Option<openai::Frame>>,
 }
 
 impl ChatOptions {
@@ -132,10 +135,15 @@ impl ChatOptions {
 
     /// The model id as a string (`String(model)` for the rare non-string).
     pub fn model_str(&self) -> String {
+        self.model_cow().into_owned()
+    }
+
+    /// `model_str` borrowed when it is a string.
+    pub fn model_cow(&self) -> std::borrow::Cow<'_, str> {
         match &self.model {
-            Some(Value::String(s)) => s.clone(),
-            None | Some(Value::Null) => String::new(),
-            Some(v) => v.to_string(),
+            Some(Value::String(s)) => std::borrow::Cow::Borrowed(s),
+            None | Some(Value::Null) => std::borrow::Cow::Borrowed(""),
+            Some(v) => std::borrow::Cow::Owned(v.to_string()),
         }
     }
 

@@ -301,6 +301,38 @@ pub fn request_body(messages_json: &str, tools_json: Option<&str>, model: Option
     b.into_json()
 }
 
+/// A request body's text before and after its message list, for one model and stream flag.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    stream: bool,
+    model: Option<String>,
+    head: String,
+    tail: String,
+}
+
+/// `request_body` with everything but the message list made once per options (the calls of
+/// a run differ only in their messages). Options used with another model or stream flag than
+/// the first build their body whole.
+pub fn framed_body(messages_json: &str, tools_json: Option<&str>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+    let frame = opts.openai_frame.get_or_init(|| {
+        // Every other part of a body is serialised JSON, so a raw NUL marks the list's place.
+        const MARK: &str = "\u{0}messages\u{0}";
+        let body = request_body(MARK, tools_json, model, opts, stream);
+        let at = body.find(MARK)?;
+        Some(Frame { stream, model: model.map(str::to_string), head: body[..at].to_string(), tail: body[at + MARK.len()..].to_string() })
+    });
+    match frame {
+        Some(f) if f.stream == stream && f.model.as_deref() == model => {
+            let mut body = String::with_capacity(f.head.len() + messages_json.len() + f.tail.len());
+            body.push_str(&f.head);
+            body.push_str(messages_json);
+            body.push_str(&f.tail);
+            body
+        }
+        _ => request_body(messages_json, tools_json, model, opts, stream),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Responses
 
@@ -931,6 +963,23 @@ mod tests {
         assert_eq!(r.chat_reply_json(), format!(r#"["{}","{}","{}",1,2,{}]"#, r.id, r.model, r.stop_reason, serde_json::to_string(&r.content).unwrap()));
         let r = parse_completion(r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#, None, "p").unwrap();
         assert_eq!(crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#);
+    }
+
+    #[test]
+    fn framed_bodies_are_request_bodies() {
+        let cases = [
+            r#"{"model":"m","maxTokens":5,"temperature":0.5}"#,
+            r#"{"model":"m","extraBody":{"messages":"early","top_p":1,"x":"\u0000"},"tools":[{"name":"f","description":"d","inputSchema":{"type":"object"}}]}"#,
+            r#"{}"#,
+        ];
+        for json in cases {
+            let o = ChatOptions::from_json(json).unwrap();
+            let tools = tools_json(&o);
+            // The first call fixes the frame; later ones with another model or flag build whole.
+            for (model, stream, list) in [(Some("m"), false, "[]"), (Some("m"), false, r#"[{"role":"user","content":"hi"}]"#), (Some("n"), false, "[]"), (None, false, "[]"), (Some("m"), true, "[]")] {
+                assert_eq!(framed_body(list, tools.as_deref(), model, &o, stream), request_body(list, tools.as_deref(), model, &o, stream), "{json} {model:?} {stream}");
+            }
+        }
     }
 
     /// Both completion parsers, side by side: `(fast took it, outcome)`.

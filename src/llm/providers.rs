@@ -392,16 +392,16 @@ impl Adapter {
                 Some((cache, epoch)) => {
                     let mut cache = cache.0.lock().unwrap_or_else(|e| e.into_inner());
                     let list = cache.message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob);
-                    openai::request_body(list, tools, model, opts, stream)
+                    openai::framed_body(list, tools, model, opts, stream)
                 }
-                None => openai::request_body(&openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), tools, model, opts, stream),
+                None => openai::framed_body(&openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), tools, model, opts, stream),
             }
         };
         let (url, body) = match &self.wire {
             Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
-                let model = opts.model.as_ref().map(|_| opts.model_str());
+                let model = opts.model.as_ref().map(|_| opts.model_cow());
                 (format!("{}/chat/completions", self.base_url), openai_body(ob.as_ref(), model.as_deref()))
             }
             Wire::Azure { api_version, deployment } => {
