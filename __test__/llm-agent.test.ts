@@ -66,6 +66,27 @@ describe('Agent over native adapters', () => {
     expect(second.tools[0].function.parameters.properties).toEqual({ city: { type: 'string' } })
   })
 
+  test('model replies reach the run whole whatever their strings hold (compact and JSON replies alike)', async () => {
+    server.replies.push(
+      { json: openaiReply({ content: 'checking\u0001', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] }, 'tool_calls') },
+      { json: openaiReply({ content: null, tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'lookup', arguments: '{ "city": "Bern" }' } }] }, 'tool_calls') },
+      { json: openaiReply({ content: 'Done: été ✓' }, 'stop', { prompt_tokens: 30.5, completion_tokens: 8 }) },
+    )
+    const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })
+    const r = await agent.run('Weather?')
+    expect(r.success).toBe(true)
+    expect(seen).toEqual(['Oslo', 'Bern'])
+    expect(r.output).toBe('Done: été ✓')
+    expect(r.tokenUsage).toEqual({ input_tokens: 50.5, output_tokens: 18 })
+    expect(r.messages.map((m) => m.content)).toStrictEqual([
+      [{ type: 'text', text: 'checking\u0001' }, { type: 'tool_use', id: 'call_1', name: 'lookup', input: { city: 'Oslo' } }],
+      [{ type: 'tool_result', tool_use_id: 'call_1', content: 'Oslo: 21°C', is_error: undefined }],
+      [{ type: 'tool_use', id: 'call_2', name: 'lookup', input: { city: 'Bern' } }],
+      [{ type: 'tool_result', tool_use_id: 'call_2', content: 'Bern: 21°C', is_error: undefined }],
+      [{ type: 'text', text: 'Done: été ✓' }],
+    ])
+  })
+
   test('half a surrogate pair in a message is sent as U+FFFD, as in tool results (no parse failure)', async () => {
     for (let i = 0; i < 3; i++) server.replies.push({ json: openaiReply({ content: 'ok' }, 'stop') })
     const { agent } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })

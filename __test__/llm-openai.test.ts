@@ -499,6 +499,31 @@ describe('OpenAI-compatible providers', () => {
     await expect(createAdapter('azure-openai', undefined, server.url)).rejects.toThrow(/AZURE_OPENAI_API_KEY/)
   })
 
+  test('responses arrive whole whatever their strings hold (compact and JSON replies alike)', async () => {
+    const calls = [
+      { id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{ "city" : "Rome", "days": 2.50 }' } },
+    ]
+    const cases: [Record<string, unknown>, Record<string, unknown>, unknown][] = [
+      // The usual shape (sent compact) with several blocks, an empty text and non-ASCII.
+      [{ content: '', tool_calls: calls }, {}, { id: 'chatcmpl-1', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'call_a', name: 'weather', input: { city: 'Oslo' } }, { type: 'tool_use', id: 'call_b', name: 'weather', input: { city: 'Rome', days: 2.5 } }], model: 'gpt-test', stop_reason: 'tool_use', usage: { input_tokens: 11, output_tokens: 7 } }],
+      [{ content: 'été ✓ 😀' }, {}, { id: 'chatcmpl-1', content: [{ type: 'text', text: 'été ✓ 😀' }], model: 'gpt-test', stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } }],
+      [{ content: null }, {}, { id: 'chatcmpl-1', content: [], model: 'gpt-test', stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } }],
+      // The separator inside a text, an id or a model, a reasoning block, fractional usage: JSON.
+      [{ content: 'a\u0001b' }, {}, { id: 'chatcmpl-1', content: [{ type: 'text', text: 'a\u0001b' }], model: 'gpt-test', stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } }],
+      [{ content: 'x' }, { id: 'id\u0001', model: 'm\u0001' }, { id: 'id\u0001', content: [{ type: 'text', text: 'x' }], model: 'm\u0001', stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } }],
+      [{ content: 'x', reasoning_content: 'why' }, {}, { id: 'chatcmpl-1', content: [{ type: 'reasoning', text: 'why', provenance: 'openai' }, { type: 'text', text: 'x' }], model: 'gpt-test', stop_reason: 'end_turn', usage: { input_tokens: 11, output_tokens: 7 } }],
+      [{ content: 'x' }, { usage: { prompt_tokens: 1.5, completion_tokens: 2 } }, { id: 'chatcmpl-1', content: [{ type: 'text', text: 'x' }], model: 'gpt-test', stop_reason: 'end_turn', usage: { input_tokens: 1.5, output_tokens: 2 } }],
+    ]
+    const adapter = await createAdapter('openai', 'k', `${server.url}/v1`)
+    for (const [message, extra, expected] of cases) {
+      server.replies.push({ json: completion(message, extra) })
+      const res = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'gpt-test' })
+      expect(res).toStrictEqual(expected)
+      expect(Object.keys(res)).toEqual(['id', 'content', 'model', 'stop_reason', 'usage'])
+    }
+  })
+
   test('a tool loop over a local OpenAI-compatible server', async () => {
     // Turn 1: the model asks for a tool; turn 2: it answers with the result in context.
     server.replies.push(

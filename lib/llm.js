@@ -216,6 +216,23 @@ function optionsJson(memo, options) {
   return memo === undefined ? JSON.stringify(pickOptions(options)) : memoJson(memo, pickOptions(options))
 }
 
+/** The content blocks of a compact reply split at U+0001, from field `from` on: `t, text` for a
+ *  text block, `u, id, name, input JSON` for a tool_use block (the native side sends JSON
+ *  instead for any other block, or when a string holds U+0001). */
+function compactContent(p, from) {
+  const content = []
+  for (let i = from; i < p.length;) {
+    if (p[i] === 't') {
+      content.push({ type: 'text', text: p[i + 1] })
+      i += 2
+    } else {
+      content.push({ type: 'tool_use', id: p[i + 1], name: p[i + 2], input: JSON.parse(p[i + 3]) })
+      i += 4
+    }
+  }
+  return content
+}
+
 class NativeAdapter {
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
@@ -255,8 +272,13 @@ class NativeAdapter {
     } finally {
       unlink()
     }
-    // `[id, model, stop_reason, inputTokens, outputTokens, content]` (object literals are
-    // cheaper than JSON.parse building the response and usage objects).
+    // Usually `in␁out␁id␁model␁stop_reason` and the blocks (see compactContent); otherwise
+    // `[id, model, stop_reason, inputTokens, outputTokens, content]`. Object literals either way:
+    // cheaper than JSON.parse building the response and usage objects.
+    if (json.charCodeAt(0) !== 91 /* [ */) {
+      const p = json.split('\u0001')
+      return { id: p[2], content: compactContent(p, 5), model: p[3], stop_reason: p[4], usage: { input_tokens: +p[0], output_tokens: +p[1] } }
+    }
     const r = JSON.parse(json)
     return { id: r[0], content: r[5], model: r[1], stop_reason: r[2], usage: { input_tokens: r[3], output_tokens: r[4] } }
   }
@@ -352,6 +374,7 @@ module.exports = {
   memoJson,
   // For the runner's native path (lib/runner.js).
   runOptionsJson,
+  compactContent,
   linkSignal,
   fromNative,
   errorFrom,

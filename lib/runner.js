@@ -367,16 +367,23 @@ class AgentRunner {
                   response = final
                 } else {
                   // The machine has taken the response by the time this resolves (no second
-                  // parse) and has moved on: `[next op, inputTokens, outputTokens, content]`.
+                  // parse) and has moved on: usually `next op␁inputTokens␁outputTokens` and the
+                  // blocks (llm.compactContent), else `[next op, inputTokens, outputTokens, content]`.
                   let out
                   try {
                     out = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
-                  const reply = JSON.parse(out)
-                  code = reply[0]
-                  response = { content: reply[3], usage: { input_tokens: reply[1], output_tokens: reply[2] } }
+                  if (out.charCodeAt(0) !== 91 /* [ */) {
+                    const p = out.split('\u0001')
+                    code = +p[0]
+                    response = { content: llm.compactContent(p, 3), usage: { input_tokens: +p[1], output_tokens: +p[2] } }
+                  } else {
+                    const reply = JSON.parse(out)
+                    code = reply[0]
+                    response = { content: reply[3], usage: { input_tokens: reply[1], output_tokens: reply[2] } }
+                  }
                 }
               } finally {
                 unlink()

@@ -615,11 +615,16 @@ pub fn run_chat<'e>(
     super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
         // The next op goes back with the response (one crossing less per call), as `runRespond`
         // returns it for a JS adapter's answer.
-        let content = serde_json::to_string(&resp.content).expect("content serialises");
         RUNS.with(|s| match s.borrow_mut().get_mut(id) {
             Some(r) if r.serial == serial => {
+                // The content's text is made before the content moves into the machine.
+                let compact = crate::llm::compact_run_reply(resp.usage, &resp.content);
+                let content = if compact.is_some() { String::new() } else { serde_json::to_string(&resp.content).expect("content serialises") };
                 let code = r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op))?;
-                Ok(crate::llm::run_reply_json(code, resp.usage, &content))
+                Ok(match compact {
+                    Some(rest) => format!("{code}{rest}"),
+                    None => crate::llm::run_reply_json(code, resp.usage, &content),
+                })
             }
             _ => Err("oma-kernel: this run has already been released".to_string()),
         })

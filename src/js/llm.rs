@@ -72,7 +72,7 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
 
 /// What an adapter's own `chat` resolves with (see `LlmResponse::chat_reply_json`).
 fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
-    Ok(r.chat_reply_json())
+    Ok(r.compact_chat_reply().unwrap_or_else(|| r.chat_reply_json()))
 }
 
 /// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on
