@@ -303,37 +303,58 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 }
 
 /// The values of header `name` among the parsed ones.
-fn values<'h>(headers: &'h [httparse::Header<'h>], name: &'h str) -> impl Iterator<Item = &'h [u8]> + 'h {
-    headers.iter().filter(move |h| h.name.eq_ignore_ascii_case(name)).map(|h| h.value)
+/// Whether the comma-separated `value` lists `token` (any case).
+fn lists(value: &[u8], token: &[u8]) -> bool {
+    value.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
-fn has_token(headers: &[httparse::Header], name: &str, token: &str) -> bool {
-    values(headers, name).any(|v| v.split(|&b| b == b',').any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes())))
-}
-
+/// The body's framing and whether the connection stays open, in one pass over the headers
+/// (a response has a handful; each name is compared only against the one name of its length).
 fn framing(status: u16, version: u8, headers: &[httparse::Header]) -> io::Result<(Framing, bool)> {
-    let keep_alive = if version >= 1 { !has_token(headers, "connection", "close") } else { has_token(headers, "connection", "keep-alive") };
+    let (mut close, mut keep) = (false, false);
+    let mut encoding: Option<&[u8]> = None;
+    // The content-length values in order, or the first fault among them.
+    let mut length: Result<Option<usize>, &'static str> = Ok(None);
+    for h in headers {
+        let name = h.name.as_bytes();
+        match name.len() {
+            10 if name.eq_ignore_ascii_case(b"connection") => {
+                close |= lists(h.value, b"close");
+                keep |= lists(h.value, b"keep-alive");
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => encoding = Some(h.value),
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                if let Ok(known) = length {
+                    length = content_length(h.value, known);
+                }
+            }
+            _ => {}
+        }
+    }
+    let keep_alive = if version >= 1 { !close } else { keep };
     if status == 204 || status == 304 || (100..200).contains(&status) {
         return Ok((Framing::Empty, keep_alive));
     }
-    if let Some(te) = values(headers, "transfer-encoding").last() {
+    if let Some(te) = encoding {
         let last = te.rsplit(|&b| b == b',').next().unwrap_or_default().trim_ascii();
         return Ok(if last.eq_ignore_ascii_case(b"chunked") { (Framing::Chunked, keep_alive) } else { (Framing::UntilClose, false) });
     }
-    let mut length: Option<usize> = None;
-    for v in values(headers, "content-length") {
-        for part in std::str::from_utf8(v).map_err(|_| bad("invalid content-length"))?.split(',') {
-            let n: usize = part.trim().parse().map_err(|_| bad("invalid content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(bad("conflicting content-length"));
-            }
-            length = Some(n);
-        }
-    }
-    Ok(match length {
+    Ok(match length.map_err(bad)? {
         Some(n) => (Framing::Length(n), keep_alive),
         None => (Framing::UntilClose, false),
     })
+}
+
+/// `known` and one more content-length value (a comma list whose parts must all agree).
+fn content_length(value: &[u8], mut known: Option<usize>) -> Result<Option<usize>, &'static str> {
+    for part in std::str::from_utf8(value).map_err(|_| "invalid content-length")?.split(',') {
+        let n: usize = part.trim().parse().map_err(|_| "invalid content-length")?;
+        if known.is_some_and(|l| l != n) {
+            return Err("conflicting content-length");
+        }
+        known = Some(n);
+    }
+    Ok(known)
 }
 
 /// Test servers: reads one request (head, then a Content-Length body) from `s`; returns its
@@ -394,6 +415,26 @@ mod tests {
         let h = c.read_head().await.unwrap();
         let (b, reuse) = c.read_body(&h).await.unwrap();
         (h, b, reuse)
+    }
+
+    #[test]
+    fn framing_rules() {
+        let f = |status: u16, version: u8, hs: &[(&str, &str)]| {
+            let headers: Vec<httparse::Header> = hs.iter().map(|(n, v)| httparse::Header { name: n, value: v.as_bytes() }).collect();
+            framing(status, version, &headers).map_err(|e| e.to_string())
+        };
+        assert_eq!(f(200, 1, &[("Content-Length", "5"), ("Connection", "keep-alive")]).unwrap(), (Framing::Length(5), true));
+        assert_eq!(f(200, 1, &[("content-length", "5, 5"), ("content-length", "5"), ("connection", "Upgrade, Close")]).unwrap(), (Framing::Length(5), false));
+        assert_eq!(f(200, 0, &[("Content-Length", "5")]).unwrap(), (Framing::Length(5), false));
+        assert_eq!(f(200, 0, &[("Content-Length", "5"), ("Connection", "Keep-Alive")]).unwrap(), (Framing::Length(5), true));
+        assert_eq!(f(200, 1, &[]).unwrap(), (Framing::UntilClose, false));
+        // Transfer-Encoding wins over any content-length, even a broken one; its last coding decides.
+        assert_eq!(f(200, 1, &[("Content-Length", "x"), ("Transfer-Encoding", "gzip, chunked")]).unwrap(), (Framing::Chunked, true));
+        assert_eq!(f(200, 1, &[("Transfer-Encoding", "chunked"), ("transfer-encoding", "gzip")]).unwrap(), (Framing::UntilClose, false));
+        assert_eq!(f(204, 1, &[("Content-Length", "x")]).unwrap(), (Framing::Empty, true));
+        assert_eq!(f(200, 1, &[("Content-Length", "x"), ("Content-Length", "5, 6")]).unwrap_err(), "invalid content-length");
+        assert_eq!(f(200, 1, &[("Content-Length", "5, 6"), ("Content-Length", "x")]).unwrap_err(), "conflicting content-length");
+        assert_eq!(f(200, 1, &[("X-Content-Length", "1"), ("Content-Lengths", "2")]).unwrap(), (Framing::UntilClose, false));
     }
 
     #[tokio::test]
