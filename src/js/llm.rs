@@ -79,7 +79,7 @@ fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
 /// the JS thread (the kernel's fast path hands the response to its machine there). A local
 /// plain-HTTP server is served from this thread's event loop, anything else from the LLM I/O
 /// thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
-pub fn spawn_chat_promise<'e, F, D>(env: &'e Env, adapter: Arc<Adapter>, cancel: CancellationToken, input: F, done: D) -> Result<Object<'e>>
+pub fn spawn_chat_promise<'e, F, D>(env: &'e Env, adapter: Arc<Adapter>, cancel: Option<CancellationToken>, input: F, done: D) -> Result<Object<'e>>
 where
     F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
     D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError> + Send + 'static,
@@ -90,7 +90,8 @@ where
             super::uv::spawn_local(async move {
                 let out = guarded(async move {
                     let i = input()?;
-                    adapter.chat_on(&super::local_http::LocalHttp, &i.messages, i.reuse(), &i.opts, &cancel).await
+                    let cancel = cancel.as_ref().unwrap_or_else(|| llm::never_cancelled());
+                    adapter.chat_on(&super::local_http::LocalHttp, &i.messages, i.reuse(), &i.opts, cancel).await
                 })
                 .await;
                 deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));
@@ -102,7 +103,8 @@ where
     llm::runtime::spawn(async move {
         let out = guarded(async move {
             let i = input()?;
-            adapter.chat(&i.messages, i.reuse(), &i.opts, &cancel).await
+            let cancel = cancel.as_ref().unwrap_or_else(|| llm::never_cancelled());
+            adapter.chat(&i.messages, i.reuse(), &i.opts, cancel).await
         })
         .await;
         match out {
@@ -322,16 +324,10 @@ pub fn call_token(cancel: Option<&CancelHandle>) -> CancellationToken {
     token_of(cancel)
 }
 
-/// `call_token` for a `chat`, which never cancels its own token: without a handle, one shared
-/// token that nothing cancels (no allocation per call).
-pub fn chat_token(cancel: Option<&CancelHandle>) -> CancellationToken {
-    thread_local! {
-        static NEVER: CancellationToken = CancellationToken::new();
-    }
-    match cancel {
-        Some(c) => c.token().child_token(),
-        None => NEVER.with(CancellationToken::clone),
-    }
+/// `call_token` for a `chat`, which never cancels its own token: `None` without a handle (the
+/// call then runs on `llm::never_cancelled()`, no token per call and no waiter on it).
+pub fn chat_token(cancel: Option<&CancelHandle>) -> Option<CancellationToken> {
+    cancel.map(|c| c.token().child_token())
 }
 
 fn send_throw(tx: &UnboundedSender<String>, e: LlmError) {

@@ -417,6 +417,28 @@ pub(crate) fn object_input(v: Option<&Value>) -> Box<RawValue> {
     }
 }
 
+/// The token of calls made without an abort signal. Nothing cancels it, so a call given this
+/// very token (by reference) does not register a waiter on it (see `cancelled`).
+pub fn never_cancelled() -> &'static CancellationToken {
+    static NEVER: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new();
+    NEVER.get_or_init(CancellationToken::new)
+}
+
+/// `cancel.cancelled()`, or pending for good without touching the token when it is
+/// `never_cancelled()`.
+pub(crate) async fn cancelled(cancel: &CancellationToken) {
+    if std::ptr::eq(cancel, never_cancelled()) {
+        std::future::pending::<()>().await
+    } else {
+        cancel.cancelled().await
+    }
+}
+
+/// `cancel.is_cancelled()`, without a look at `never_cancelled()`.
+pub(crate) fn is_aborted(cancel: &CancellationToken) -> bool {
+    !std::ptr::eq(cancel, never_cancelled()) && cancel.is_cancelled()
+}
+
 /// Runs a future unless the token fires first.
 pub(crate) async fn or_abort<T>(
     cancel: &CancellationToken,
@@ -424,7 +446,7 @@ pub(crate) async fn or_abort<T>(
 ) -> Result<T, LlmError> {
     tokio::select! {
         biased;
-        _ = cancel.cancelled() => Err(LlmError::aborted()),
+        _ = cancelled(cancel) => Err(LlmError::aborted()),
         v = fut => Ok(v),
     }
 }
@@ -448,6 +470,21 @@ mod tests {
         );
         let e = StreamEvent::Error(LlmError::aborted());
         assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"error","data":{"kind":"aborted","message":"Request was aborted."}}"#);
+    }
+
+    #[tokio::test]
+    async fn the_never_cancelled_token_is_not_waited_on_and_real_ones_abort() {
+        let never = never_cancelled();
+        assert!(std::ptr::eq(never, never_cancelled()));
+        assert_eq!(or_abort(never, async { 7 }).await.unwrap(), 7);
+        assert!(!is_aborted(never));
+        let pending = tokio::time::timeout(std::time::Duration::from_millis(20), cancelled(never)).await;
+        assert!(pending.is_err(), "never_cancelled() must not complete");
+        // Any other token is waited on and can fire.
+        let own = CancellationToken::new();
+        own.cancel();
+        assert!(is_aborted(&own));
+        assert_eq!(or_abort(&own, std::future::pending::<()>()).await.unwrap_err().message, "Request was aborted.");
     }
 
     #[test]

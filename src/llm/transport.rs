@@ -138,12 +138,12 @@ pub async fn send<H: Http>(
 ) -> Result<H::Response, LlmError> {
     let mut retries_left = cfg.max_retries;
     loop {
-        if cancel.is_cancelled() {
+        if super::is_aborted(cancel) {
             return Err(LlmError::aborted());
         }
         let outcome = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(LlmError::aborted()),
+            _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
             _ = http.sleep(cfg.timeout) => Err(AttemptError::Timeout),
             r = http.attempt(req) => r,
         };
@@ -165,7 +165,7 @@ pub async fn send<H: Http>(
                 }
                 let bytes = tokio::select! {
                     biased;
-                    _ = cancel.cancelled() => return Err(LlmError::aborted()),
+                    _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
                     b = resp.bytes() => b.unwrap_or_default(),
                 };
                 let text = String::from_utf8_lossy(&bytes);
@@ -184,7 +184,7 @@ pub async fn send<H: Http>(
 async fn sleep_or_abort<H: Http>(http: &H, d: Duration, cancel: &CancellationToken) -> Result<(), LlmError> {
     tokio::select! {
         biased;
-        _ = cancel.cancelled() => Err(LlmError::aborted()),
+        _ = super::cancelled(cancel) => Err(LlmError::aborted()),
         _ = http.sleep(d) => Ok(()),
     }
 }
