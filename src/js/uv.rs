@@ -594,20 +594,34 @@ pub struct Sleep {
     state: Box<RefCell<TimerState>>,
 }
 
+thread_local! {
+    /// Stopped, unreferenced timer handles for the next `Sleep`s: every request has a timeout
+    /// timer, and a handle kept costs less than one initialised and closed per request.
+    static IDLE_TIMERS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+const MAX_IDLE_TIMERS: usize = 16;
+
 impl Sleep {
     pub fn new(d: Duration) -> Sleep {
         let state = Box::new(RefCell::new(TimerState { fired: false, waker: None }));
-        let h = alloc_handle(UV_TIMER);
-        let ok = !h.is_null() && unsafe { uv_timer_init(default_loop(), h) } == 0;
-        if !ok {
-            // No timer (out of memory): never fires; the request's own outcome still ends it.
-            if !h.is_null() {
-                unsafe { libc::free(h) };
+        let h = match IDLE_TIMERS.with(|t| t.borrow_mut().pop()) {
+            Some(h) => h as *mut c_void,
+            None => {
+                let h = alloc_handle(UV_TIMER);
+                let ok = !h.is_null() && unsafe { uv_timer_init(default_loop(), h) } == 0;
+                if !ok {
+                    // No timer (out of memory): never fires; the request's own outcome still ends it.
+                    if !h.is_null() {
+                        unsafe { libc::free(h) };
+                    }
+                    return Sleep { handle: std::ptr::null_mut(), state };
+                }
+                unsafe { uv_unref(h) };
+                h
             }
-            return Sleep { handle: std::ptr::null_mut(), state };
-        }
+        };
         unsafe {
-            uv_unref(h);
             set_data(h, &*state as *const RefCell<TimerState> as *mut c_void);
             let ms = d.as_nanos().div_ceil(1_000_000).min(u64::MAX as u128) as u64;
             uv_timer_start(h, on_timer, ms, 0);
@@ -653,7 +667,16 @@ impl Drop for Sleep {
         if !self.handle.is_null() {
             unsafe {
                 uv_timer_stop(self.handle);
-                close(self.handle);
+                set_data(self.handle, std::ptr::null_mut());
+            }
+            let kept = IDLE_TIMERS
+                .try_with(|t| {
+                    let mut t = t.borrow_mut();
+                    (t.len() < MAX_IDLE_TIMERS).then(|| t.push(self.handle as usize)).is_some()
+                })
+                .unwrap_or(false);
+            if !kept {
+                unsafe { close(self.handle) };
             }
         }
     }
