@@ -26,9 +26,10 @@ export declare class ChatHistory {
    * only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
    * of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
    * whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
-   * options throw here and leave the history as it was.
+   * options throw here and leave the history as it was. `options_json` null: the options of
+   * the last call.
    */
-  chat(keep: number, tailJson: string, longAt: Array<number> | undefined | null, long: Array<string> | undefined | null, optionsJson: string, cancel?: CancelHandle | undefined | null): Promise<string>
+  chat(keep: number, tailJson: string, longAt?: Array<number> | undefined | null, long?: Array<string> | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
 }
 
 export declare class JsonSchemaValidator {

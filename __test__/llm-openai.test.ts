@@ -601,6 +601,14 @@ describe('OpenAI chat with a growing history', () => {
     await call('a tool schema edited in place')
     options = { ...options, tools: options.tools.map((t: any) => ({ ...t })) }
     await call('equal tool objects')
+    // Options cross only when changed: back and forth, and after a call that threw.
+    const before = options
+    options = { ...options, systemPrompt: 'Be very brief.' }
+    await call('other options')
+    options = before
+    await call('the earlier options again')
+    await expect(cached.chat(messages, { ...options, tools: [{ name: 5, description: 'd', inputSchema: {} }] } as any)).rejects.toThrow('invalid chat options')
+    await call('after a call that threw')
     messages.push({ role: 'user', content: [{ type: 'text', text: 'x', toJSON: () => ({ type: 'text', text: `n${k}` }) }] })
     await call('a block with toJSON')
     k++

@@ -258,7 +258,13 @@ class NativeAdapter {
     let json
     try {
       const [tailJson, at, long] = tailWire(tail)
-      const pending = last.history.chat(keep, tailJson, at, long, optionsJson(last.options, options), cancel)
+      // The options' text crosses only when it differs from what the native side holds
+      // (unknown while a call is being handed over: one that throws sends them again).
+      const oj = optionsJson(last.options, options)
+      const held = last.optionsSent
+      last.optionsSent = undefined
+      const pending = last.history.chat(keep, tailJson, at, long, oj === held ? null : oj, cancel)
+      last.optionsSent = oj
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep

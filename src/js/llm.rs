@@ -221,7 +221,8 @@ impl ChatHistory {
     /// only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
     /// of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
     /// whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
-    /// options throw here and leave the history as it was.
+    /// options throw here and leave the history as it was. `options_json` null: the options of
+    /// the last call.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn chat<'e>(
         &self,
@@ -230,7 +231,7 @@ impl ChatHistory {
         tail_json: String,
         long_at: Option<Vec<u32>>,
         #[napi(ts_arg_type = "Array<string> | undefined | null")] long: Option<Vec<LongText>>,
-        options_json: String,
+        options_json: Option<String>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
         let mut tail = llm::fast_parse::parse_messages_lenient(&tail_json).map_err(|e| js_err(LlmError::other(e)))?;
@@ -278,12 +279,14 @@ fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<LongText>) -> st
 }
 
 impl ChatHistory {
-    fn advance(&self, keep: usize, tail: Vec<Message>, options_json: String) -> std::result::Result<ChatInput, LlmError> {
+    fn advance(&self, keep: usize, tail: Vec<Message>, options_json: Option<String>) -> std::result::Result<ChatInput, LlmError> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let st = match guard.as_mut() {
+        let st = match (guard.as_mut(), options_json) {
+            (Some(st), None) => st,
+            (None, None) => return Err(LlmError::other("oma-kernel: adapter history out of step")),
             // The wire text depends on the options (system prompt, reasoning settings).
-            Some(st) if st.options_json == options_json => st,
-            _ => {
+            (Some(st), Some(o)) if st.options_json == o => st,
+            (_, Some(options_json)) => {
                 let opts = cached_chat_options(&options_json)?;
                 let history = guard.take().map(|st| st.history).unwrap_or_else(|| History::new(Vec::new()));
                 guard.insert(SentState { history, options_json, opts, wire: Arc::default() })
