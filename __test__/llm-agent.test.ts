@@ -69,7 +69,7 @@ describe('Agent over native adapters', () => {
   test('model replies reach the run whole whatever their strings hold (compact and JSON replies alike)', async () => {
     server.replies.push(
       { json: openaiReply({ content: 'checking\u0001', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"city":"Oslo"}' } }] }, 'tool_calls') },
-      { json: openaiReply({ content: null, tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'lookup', arguments: '{ "city": "Bern" }' } }] }, 'tool_calls') },
+      { json: openaiReply({ content: null, tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'lookup', arguments: '{ "city": "Bern", "2": 1, "1": [0] }' } }] }, 'tool_calls') },
       { json: openaiReply({ content: 'Done: été ✓' }, 'stop', { prompt_tokens: 30.5, completion_tokens: 8 }) },
     )
     const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })
@@ -81,10 +81,12 @@ describe('Agent over native adapters', () => {
     expect(r.messages.map((m) => m.content)).toStrictEqual([
       [{ type: 'text', text: 'checking\u0001' }, { type: 'tool_use', id: 'call_1', name: 'lookup', input: { city: 'Oslo' } }],
       [{ type: 'tool_result', tool_use_id: 'call_1', content: 'Oslo: 21°C', is_error: undefined }],
-      [{ type: 'tool_use', id: 'call_2', name: 'lookup', input: { city: 'Bern' } }],
+      [{ type: 'tool_use', id: 'call_2', name: 'lookup', input: { city: 'Bern', 1: [0], 2: 1 } }],
       [{ type: 'tool_result', tool_use_id: 'call_2', content: 'Bern: 21°C', is_error: undefined }],
       [{ type: 'text', text: 'Done: été ✓' }],
     ])
+    // Sent back as JS would write the parsed arguments (integer-like keys first).
+    expect(server.requests[2].body.messages[3].tool_calls[0].function.arguments).toBe('{"1":[0],"2":1,"city":"Bern"}')
   })
 
   test('half a surrogate pair in a message is sent as U+FFFD, as in tool results (no parse failure)', async () => {

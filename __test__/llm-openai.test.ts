@@ -625,6 +625,47 @@ describe('OpenAI chat with a growing history', () => {
     await expect(cached.chat(messages, options)).rejects.toThrow(`messages[${at}].content[0] must be a content block with a string "type"`)
   })
 
+  // Replies sent back as assistant messages, edited or not: the bodies must be what a fresh
+  // adapter sends from the same messages (integer-like keys of tool arguments included).
+  test('replies sent back: the same bodies as a fresh adapter, through edits and concurrency', async () => {
+    const cached = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const toolReply = (id: string, args: string) => ({ json: completion({ content: 'checking', tool_calls: [{ id, type: 'function', function: { name: 'weather', arguments: args } }] }) })
+    const messages: any[] = [{ role: 'user', content: [{ type: 'text', text: 'Weather?' }] }]
+    const options = { model: 'gpt-test', tools }
+    const step = async (why: string, args: string, edit?: (content: any[]) => void) => {
+      server.replies.push(toolReply(`call_${why}`, args))
+      const res = await cached.chat(messages, options)
+      messages.push({ role: 'assistant', content: res.content })
+      edit?.(res.content)
+      messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `call_${why}`, content: 'ok' }] })
+      server.replies.push({ json: completion({ content: 'done' }) }, { json: completion({ content: 'done' }) })
+      await cached.chat(messages, options)
+      await (await createAdapter('openai', 'k', `${server.url}/v1`)).chat(messages, options)
+      const [a, b] = server.requests.slice(-2)
+      expect({ why, body: a.raw }).toEqual({ why, body: b.raw })
+    }
+    await step('as it came', '{"city":"Oslo"}')
+    await step('integer-like keys', '{"b":1,"2":"x","1":{"z":0,"0":1}}')
+    await step('input edited', '{"city":"Rome"}', (c) => { c[1].input.city = 'Paris' })
+    await step('block appended', '{"city":"Bern"}', (c) => { c.push({ type: 'text', text: 'more' }) })
+    await step('text edited', '{"city":"Bern"}', (c) => { c[0].text = 'changed' })
+    await step('block replaced', '{"city":"Bern"}', (c) => { c[1] = { ...c[1] } })
+    // The message carries another key, or is not the reply's own array.
+    server.replies.push(toolReply('x', '{}'))
+    let res = await cached.chat(messages, options)
+    messages.push({ role: 'assistant', content: res.content, note: 'x' })
+    await step('after a message with another key', '{"city":"Lima"}')
+    server.replies.push(toolReply('y', '{}'))
+    res = await cached.chat(messages, options)
+    messages.push({ role: 'assistant', content: res.content }, { role: 'assistant', content: res.content })
+    await step('the reply twice', '{"city":"Quito"}')
+    // Two calls in flight: whichever reply comes back, sending it back still works.
+    server.replies.push(toolReply('p', '{"n":1}'), toolReply('q', '{"n":2}'))
+    const [r1, r2] = await Promise.all([cached.chat(messages, options), cached.chat(messages, options)])
+    messages.push({ role: 'assistant', content: r1.content }, { role: 'assistant', content: r2.content })
+    await step('after concurrent calls', '{"city":"Kyiv"}')
+  })
+
   // Long strings of new messages cross beside their JSON (lib/llm.js `tailWire`); the message
   // list must be what the whole-JSON path (`stream`) builds from the same messages.
   test('long tool results and texts: the same message list as the whole-JSON path', async () => {

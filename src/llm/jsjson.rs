@@ -195,15 +195,41 @@ fn write_value(out: &mut String, v: &Value) {
 
 fn write_object(out: &mut String, m: &Map<String, Value>) {
     out.push('{');
-    for (i, (k, x)) in m.iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    let mut member = |out: &mut String, k: &str, x: &Value| {
+        if !first {
             out.push(',');
         }
-        out.push_str(&serde_json::to_string(k).expect("string serialises"));
+        first = false;
+        push_json_string(out, k);
         out.push(':');
         write_value(out, x);
+    };
+    if m.keys().any(|k| array_index(k).is_some()) {
+        // JS objects list integer-like keys first, in numeric order, then the rest as inserted.
+        let mut indexed: Vec<(u32, &String, &Value)> = m.iter().filter_map(|(k, x)| array_index(k).map(|i| (i, k, x))).collect();
+        indexed.sort_unstable_by_key(|&(i, _, _)| i);
+        for (_, k, x) in indexed {
+            member(out, k, x);
+        }
+        for (k, x) in m.iter().filter(|(k, _)| array_index(k).is_none()) {
+            member(out, k, x);
+        }
+    } else {
+        for (k, x) in m {
+            member(out, k, x);
+        }
     }
     out.push('}');
+}
+
+/// The key as an array index (`0` … `2^32 − 2` written canonically), which JS orders first.
+fn array_index(k: &str) -> Option<u32> {
+    let b = k.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    k.parse::<u64>().ok().filter(|&n| n < u32::MAX as u64).map(|n| n as u32)
 }
 
 /// ECMAScript `Number::toString(x)` (radix 10). Rust's `{:e}` already yields the shortest
@@ -341,6 +367,11 @@ mod tests {
     #[test]
     fn normalize_is_stringify_of_parse() {
         assert_eq!(normalize(r#"{ "b": 1.0, "a": [1e21, "x\u0041"], "b": 2 }"#).unwrap(), r#"{"b":2,"a":[1e+21,"xA"]}"#);
+        // Integer-like keys first, in numeric order, as JS objects list them.
+        assert_eq!(
+            normalize(r#"{"b":1,"10":2,"2":3,"01":4,"4294967295":5,"4294967294":6,"-1":7,"a":{"1":0,"x":1,"0":2}}"#).unwrap(),
+            r#"{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"4294967295":5,"-1":7,"a":{"0":2,"1":0,"x":1}}"#
+        );
         assert_eq!(normalize("12345678901234567890").unwrap(), "12345678901234567000");
         assert!(normalize("{").is_none());
     }
