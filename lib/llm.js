@@ -101,17 +101,27 @@ function linkSignal(signal) {
 
 // Only the LLMChatOptions fields cross: callers may pass richer objects (a runner's options with
 // callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
-const OPTION_KEYS = [
-  'model', 'tools', 'maxTokens', 'temperature', 'topP', 'topK', 'minP', 'frequencyPenalty', 'presencePenalty',
-  'parallelToolCalls', 'extraBody', 'thinking', 'preserveReasoningAsText', 'compressReasoningText', 'systemPrompt',
-]
 
-/** The LLMChatOptions fields of `options`, tools reduced to what crosses. */
-function pickOptions(options) {
+/** The LLMChatOptions fields of `options` (read once each, in this order), tools reduced to what
+ *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic. */
+function pickOptions(o) {
   const picked = {}
-  for (const k of OPTION_KEYS) {
-    if (options[k] !== undefined) picked[k] = options[k]
-  }
+  let v
+  if ((v = o.model) !== undefined) picked.model = v
+  if ((v = o.tools) !== undefined) picked.tools = v
+  if ((v = o.maxTokens) !== undefined) picked.maxTokens = v
+  if ((v = o.temperature) !== undefined) picked.temperature = v
+  if ((v = o.topP) !== undefined) picked.topP = v
+  if ((v = o.topK) !== undefined) picked.topK = v
+  if ((v = o.minP) !== undefined) picked.minP = v
+  if ((v = o.frequencyPenalty) !== undefined) picked.frequencyPenalty = v
+  if ((v = o.presencePenalty) !== undefined) picked.presencePenalty = v
+  if ((v = o.parallelToolCalls) !== undefined) picked.parallelToolCalls = v
+  if ((v = o.extraBody) !== undefined) picked.extraBody = v
+  if ((v = o.thinking) !== undefined) picked.thinking = v
+  if ((v = o.preserveReasoningAsText) !== undefined) picked.preserveReasoningAsText = v
+  if ((v = o.compressReasoningText) !== undefined) picked.compressReasoningText = v
+  if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }
