@@ -1,5 +1,6 @@
 //! `parse_messages(json, Lenient)` in two passes instead of five, for the JS adapter path
-//! (`JSON.stringify(messages)` → Rust on every call; W5 measured 44 µs for a 45 KB history).
+//! (`JSON.stringify(messages)` → Rust on every call; W5 measured 44 µs for a 45 KB history);
+//! the usual messages (text, tool_use, tool_result blocks) in one scan without serde.
 //!
 //! Same results as `kernel::message::parse_messages(_, Strictness::Lenient)` for every input
 //! `JSON.stringify` can produce from validated messages (the equivalence test below pins it);
@@ -14,6 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::jsjson::to_js_json;
+use super::scan::Scan;
 use crate::kernel::message::{Block, Message, Role};
 
 /// A field's value: a string (borrowed when it has no escapes), null, or anything else.
@@ -247,10 +249,116 @@ pub fn parse_messages_lenient(json: &str) -> Result<Vec<Message>, String> {
     if let Some(fixed) = crate::kernel::json::replace_lone_surrogates(json) {
         return parse_messages_lenient(&fixed);
     }
+    if let Some(msgs) = scanned(json) {
+        return Ok(msgs);
+    }
     if let Some(msgs) = one_pass(json) {
         return Ok(msgs);
     }
     two_pass(json)
+}
+
+/// `one_pass` for the usual messages (text, tool_use and tool_result blocks with string
+/// fields) through `llm::scan` rather than serde's visitors; `None` for anything else, which
+/// `one_pass` / `two_pass` then read.
+fn scanned(json: &str) -> Option<Vec<Message>> {
+    let mut s = Scan::new(json);
+    let mut out = Vec::new();
+    s.array(|s| {
+        out.push(scanned_message(s)?);
+        Some(())
+    })?;
+    s.at_end().then_some(out)
+}
+
+fn scanned_message(s: &mut Scan) -> Option<Message> {
+    let mut role = Role::User;
+    let mut content = Vec::new();
+    let mut seen = 0u8;
+    s.object(|s, key| {
+        let bit = match key {
+            "role" => 1,
+            "content" => 2,
+            _ => return s.skip(),
+        };
+        // serde refuses a known field given twice.
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        if bit == 1 {
+            if s.opt_string()?.is_some_and(|r| r == "assistant") {
+                role = Role::Assistant;
+            }
+            Some(())
+        } else {
+            // A null content is the kernel's error: left to `two_pass`.
+            s.array(|s| {
+                content.push(scanned_block(s)?);
+                Some(())
+            })
+        }
+    })?;
+    Some(Message { role, content })
+}
+
+/// A text, tool_use or tool_result block as `typed` makes it from a `FastBlock`.
+fn scanned_block(s: &mut Scan) -> Option<Block> {
+    let (mut kind, mut text, mut signature, mut id, mut name, mut tool_use_id, mut content) = (None, None, None, None, None, None, None);
+    let mut input: Option<&str> = None;
+    let mut is_error = None;
+    let mut seen = 0u16;
+    s.object(|s, key| {
+        // `FastBlock`'s fields: each may appear once.
+        let bit = match key {
+            "type" => 1,
+            "text" => 2,
+            "signature" => 4,
+            "redactedData" => 8,
+            "provenance" => 16,
+            "id" => 32,
+            "name" => 64,
+            "input" => 128,
+            "tool_use_id" => 256,
+            "content" => 512,
+            "is_error" => 1024,
+            "source" => 2048,
+            _ => 0,
+        };
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        match bit {
+            1 => kind = s.opt_string()?,
+            2 => text = s.opt_string()?,
+            4 => signature = s.opt_string()?,
+            32 => id = s.opt_string()?,
+            64 => name = s.opt_string()?,
+            128 => input = Some(s.skip_raw()?),
+            256 => tool_use_id = s.opt_string()?,
+            512 => content = s.opt_string()?,
+            1024 => is_error = s.opt_bool()?,
+            _ => s.skip()?,
+        }
+        Some(())
+    })?;
+    Some(match kind.as_deref()? {
+        "text" => Block::Text { text: text.map(Cow::into_owned) },
+        "tool_use" => {
+            let input = match input {
+                Some(raw) if raw.starts_with('{') => RawValue::from_string(raw.to_string()).ok()?,
+                _ => super::jsjson::empty_object(),
+            };
+            Block::ToolUse { id: id?.into_owned(), name: name?.into_owned(), input, signature: signature.map(Cow::into_owned) }
+        }
+        "tool_result" => Block::ToolResult {
+            tool_use_id: tool_use_id?.into_owned(),
+            content: content.map(Cow::into_owned).unwrap_or_default(),
+            is_error,
+        },
+        _ => return None,
+    })
 }
 
 fn two_pass(json: &str) -> Result<Vec<Message>, String> {
@@ -296,6 +404,45 @@ mod tests {
     }
 
     #[test]
+    fn the_scanner_reads_the_usual_messages_as_one_pass_does() {
+        let show = |v: Option<Vec<Message>>| v.map(|v| v.iter().map(|m| format!("{:?} {}", m.role, m.to_json())).collect::<Vec<_>>());
+        let taken = [
+            r#"[]"#,
+            r#"[{"role":"user","content":[{"type":"text","text":"Look up \"k\" é 😀 \u00e9"}]}]"#,
+            r#"[{"role":"assistant","content":[{"type":"text","text":""},{"type":"tool_use","id":"c1","name":"f","input":{"k":[1,-2.5e3,{"n":null}],"b":true}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"","is_error":true},{"type":"tool_result","tool_use_id":"c2","content":null,"is_error":null},{"type":"tool_result","tool_use_id":"c3"}]}]"#,
+            r#" [ { "content" : [ { "type" : "tool_use" , "id" : "a" , "name" : "g" , "input" : [ 1 ] , "signature" : "s" } ] , "role" : null } ] "#,
+            r#"[{"role":"system","content":[{"type":"text","text":null,"extra":{"deep":[1,{"x":"y"}]},"provenance":5,"source":{}}]},{"content":[]},{"role":"assistant"}]"#,
+            r#"[{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"f","input":null},{"type":"tool_use","id":"y","name":"f"}]}]"#,
+        ];
+        for json in taken {
+            let fast = scanned(json);
+            assert!(fast.is_some(), "scanner refused {json}");
+            assert_eq!(show(fast), show(one_pass(json)), "{json}");
+        }
+        let declined = [
+            r#"[{"role":"user","content":null}]"#,
+            r#"[{"role":5,"content":[]}]"#,
+            r#"[{"role":"user","role":"user","content":[]}]"#,
+            r#"[{"content":[{"type":"text","text":"a","text":"b"}]}]"#,
+            r#"[{"content":[{"type":"text","text":"a","source":1,"source":2}]}]"#,
+            r#"[{"content":[{"type":"text","text":5}]}]"#,
+            r#"[{"content":[{"type":"reasoning","text":"r"}]}]"#,
+            r#"[{"content":[{"type":"image","source":{"media_type":"image/png","data":"AA=="}}]}]"#,
+            r#"[{"content":[{"text":"no type"}]}]"#,
+            r#"[{"content":[{"type":"tool_use","name":"f","input":{}}]}]"#,
+            r#"[{"content":[{"type":"tool_result","tool_use_id":"1","content":{"x":1}}]}]"#,
+            r#"[{"content":[{"type":"tool_result","tool_use_id":"1","is_error":"yes"}]}]"#,
+            r#"[{"content":[1]}]"#,
+            r#"[{"content":[{"type":"text","text":"\ud800"}]}]"#,
+            r#"{"not":"an array"}"#,
+            r#"[{"content":[]}] x"#,
+        ];
+        for json in declined {
+            assert!(scanned(json).is_none(), "scanner took {json}");
+        }
+    }
+
+    #[test]
     fn equivalent_to_the_kernel_parser() {
         let cases = [
             r#"[]"#,
@@ -314,14 +461,17 @@ mod tests {
             r#"[{"role":"user","content":[1]}]"#,
             r#"[{"role":"user","content":[{"type":"text","text":"a","extra":{"deep":[1,{"x":"y"}]}}]}]"#,
             r#"{"not":"an array"}"#,
+            r#" [ { "content" : [ { "type" : "tool_result" , "tool_use_id" : "1" , "content" : "a\nb" , "is_error" : false } ] , "role" : "user" } ] "#,
+            r#"[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]"#,
+            r#"[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"f","input":null,"extra":[{"a":1}]}]}]"#,
         ];
         let mut errors = Vec::new();
         for c in cases {
             same(c, &mut errors);
         }
         // Only the inputs that are errors for the kernel too (missing ids, null content, a
-        // non-object block, not an array) may fail.
-        assert_eq!(errors.len(), 5, "{errors:#?}");
+        // non-object block, not an array, a block field given twice) may fail.
+        assert_eq!(errors.len(), 6, "{errors:#?}");
         // A long history, as the JS adapter path sends it.
         let p = "x".repeat(2048);
         let mut msgs = vec![r#"{"role":"user","content":[{"type":"text","text":"go"}]}"#.to_string()];
@@ -330,6 +480,7 @@ mod tests {
             msgs.push(format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c{i}","content":"{p}\n\"{i}\""}}]}}"#));
         }
         same(&format!("[{}]", msgs.join(",")), &mut errors);
-        assert_eq!(errors.len(), 5);
+        assert!(scanned(&format!("[{}]", msgs.join(","))).is_some());
+        assert_eq!(errors.len(), 6);
     }
 }

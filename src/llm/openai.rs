@@ -737,11 +737,7 @@ impl Seen {
 }
 
 fn opt_string<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
-    if s.null() {
-        Some(None)
-    } else {
-        s.string().map(Some)
-    }
+    s.opt_string()
 }
 
 fn opt_count(s: &mut Scan) -> Option<Option<f64>> {

@@ -244,6 +244,33 @@ impl<'a> Scan<'a> {
         n.parse().ok()
     }
 
+    /// Any value, checked and passed over; its text.
+    pub fn skip_raw(&mut self) -> Option<&'a str> {
+        self.ws();
+        let start = self.i;
+        self.skip()?;
+        Some(&self.s[start..self.i])
+    }
+
+    /// `true`, `false`, or `null` (`None`); anything else is not taken.
+    pub fn opt_bool(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            b't' => self.literal(b"true").map(|()| Some(true)),
+            b'f' => self.literal(b"false").map(|()| Some(false)),
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => None,
+        }
+    }
+
+    /// A string or `null` (`None`); anything else is not taken.
+    pub fn opt_string(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.null() {
+            Some(None)
+        } else {
+            self.string().map(Some)
+        }
+    }
+
     /// Any value, checked and passed over.
     pub fn skip(&mut self) -> Option<()> {
         match self.peek()? {
