@@ -55,7 +55,15 @@ struct ListWriter {
 
 impl ListWriter {
     fn new(system: Option<&Value>) -> ListWriter {
-        let mut w = ListWriter { out: String::with_capacity(256), first: true };
+        // Room for a few tool results before the first reallocation.
+        ListWriter::reusing(String::with_capacity(4096), system)
+    }
+
+    /// A new list in `buf`'s memory: a run's list grows call by call, and the next run's will
+    /// grow as large (no reallocation and copy on the way up).
+    fn reusing(mut buf: String, system: Option<&Value>) -> ListWriter {
+        buf.clear();
+        let mut w = ListWriter { out: buf, first: true };
         w.out.push_str("[]");
         if let Some(Value::String(s)) = system {
             if !s.is_empty() {
@@ -126,6 +134,9 @@ impl ListWriter {
 
 }
 
+/// The largest list buffer a cache keeps for the next list it starts.
+const MAX_KEPT_LIST: usize = 1 << 20;
+
 /// `message_list_json` across the calls of one run (one cache per run and options): the text
 /// of the messages sent before is reused while the history has only grown since (same
 /// `History` epoch, see `kernel::history`) and its `has_tool_use` is unchanged.
@@ -144,9 +155,13 @@ impl ListCache {
         let reusable = self.epoch == epoch && self.count <= messages.len() && self.has_tool_use == has_tool_use;
         let mut w = match self.list.take() {
             Some(w) if reusable => w,
-            _ => {
+            old => {
                 self.count = 0;
-                ListWriter::new(system)
+                match old {
+                    // Not kept when a long history made it large.
+                    Some(w) if w.out.capacity() <= MAX_KEPT_LIST => ListWriter::reusing(w.out, system),
+                    _ => ListWriter::new(system),
+                }
             }
         };
         for m in &messages[self.count..] {
