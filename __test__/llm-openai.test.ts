@@ -666,6 +666,53 @@ describe('OpenAI chat with a growing history', () => {
     await step('after concurrent calls', '{"city":"Kyiv"}')
   })
 
+  test('tails written field by field are what JSON.stringify writes, or take the generic path', () => {
+    const long = 'é'.repeat(600)
+    class WithToJSON { toJSON() { return { type: 'text', text: 'from toJSON' } } }
+    const withGetter = { type: 'text', get text() { return 'got' } }
+    const hidden = { type: 'text', text: 'shown' }
+    Object.defineProperty(hidden, 'secret', { value: 1, enumerable: false })
+    const sym = { type: 'text', text: 's', [Symbol('k')]: 1 }
+    const arr: any = [{ type: 'text', text: 'a' }]
+    arr.extra = 1
+    const tails: any[][] = [
+      [],
+      [{ role: 'user', content: [{ type: 'text', text: 'plain "quoted" \\ \n\u0001 😀 \ud800' }] }],
+      [{ role: 'assistant', content: [{ type: 'text', text: '' }, { type: 'tool_use', id: 'c1', name: 'f', input: { b: [1, 2.5, null, true], a: { '2': 0, x: undefined } } }] }],
+      [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: long }, { type: 'tool_result', tool_use_id: 'c2', content: 'x', is_error: true }, { type: 'tool_result', tool_use_id: 'c3', content: 'y', is_error: false }, { type: 'tool_result', tool_use_id: 'c4', content: 'z', is_error: undefined }] }],
+      [{ role: 'user', content: [{ type: 'text', text: long }, { type: 'text', text: long + 'x' }] }, { role: 'assistant', content: [] }],
+      // The generic path: other keys, orders, types and values, toJSON, undefined input.
+      [{ content: [{ type: 'text', text: 'a' }], role: 'user' }],
+      [{ role: 'user', content: [{ text: 'a', type: 'text' }] }],
+      [{ role: 'user', content: [{ type: 'text', text: 'a', cache: 1 }] }],
+      [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c', content: 'x', is_error: 'yes' }] }],
+      [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c', content: [{ type: 'text', text: 't' }] }] }],
+      [{ role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 'f', input: undefined }] }],
+      [{ role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 'f', input: { toJSON: () => ({ swapped: 1 }) } }] }],
+      [{ role: 'user', content: [new WithToJSON()] }],
+      [{ role: 'user', content: [withGetter, hidden, sym] }],
+      [{ role: 'user', content: arr }],
+      [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }],
+      [{ role: 'user', content: [{ type: 'text', text: 'a' }], toJSON: () => ({ role: 'user', content: [] }) }],
+    ]
+    // Which tails are written field by field (a toJSON inside an input, getters, hidden or
+    // symbol keys and extra array properties are JSON.stringify's business only where it
+    // meets them, so those stay on the fast path too).
+    const st = { at: null, long: null }
+    const fast = tails.map((t) => t.every((m, i) => llm.messageWire(m, i, st) !== undefined))
+    expect(fast.flatMap((f, n) => (f ? [n] : []))).toEqual([0, 1, 2, 3, 4, 11, 13, 14])
+    for (const tail of tails) {
+      const [json, at, long2] = llm.tailWire(tail)
+      const [gjson, gat, glong] = llm.tailWireGeneric(tail)
+      expect({ tail: JSON.stringify(tail), json, at, long: long2 }).toEqual({ tail: JSON.stringify(tail), json: gjson, at: gat, long: glong })
+    }
+    // Errors are JSON.stringify's own.
+    const cyclic: any = { type: 'tool_use', id: 'c', name: 'f', input: {} }
+    cyclic.input.self = cyclic.input
+    expect(() => llm.tailWire([{ role: 'assistant', content: [cyclic] }])).toThrow(/circular/)
+    expect(() => llm.tailWire([{ role: 'assistant', content: [{ type: 'tool_use', id: 'c', name: 'f', input: { n: 1n } }] }])).toThrow(/BigInt/)
+  })
+
   // Long strings of new messages cross beside their JSON (lib/llm.js `tailWire`); the message
   // list must be what the whole-JSON path (`stream`) builds from the same messages.
   test('long tool results and texts: the same message list as the whole-JSON path', async () => {

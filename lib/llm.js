@@ -176,7 +176,87 @@ function unchanged(v, s) {
 // of the message and block; key order is kept) and `at` says where: (message, block) pairs.
 const LONG_STRING = 512
 
+/** `[JSON.stringify(tail) with long strings as "", at, long]`. The usual messages (a role and
+ *  text / tool_use / tool_result blocks, exactly those keys, no toJSON) are written here from
+ *  their fields, read in JSON.stringify's order (V8's generic walk costs more than the strings);
+ *  a tail with anything else goes through `tailWireGeneric`. */
 function tailWire(tail) {
+  const st = { at: null, long: null }
+  let out = '['
+  for (let i = 0; i < tail.length; i++) {
+    let s
+    try {
+      s = messageWire(tail[i], i, st)
+    } catch {
+      s = undefined // JSON.stringify's own error, if any, comes from the generic path
+    }
+    if (s === undefined) return tailWireGeneric(tail)
+    out += i === 0 ? s : ',' + s
+  }
+  return [out + ']', st.at, st.long]
+}
+
+const q = JSON.stringify
+
+function longOrQuoted(s, i, j, st) {
+  if (s.length < LONG_STRING) return q(s)
+  if (st.at === null) {
+    st.at = []
+    st.long = []
+  }
+  st.at.push(i, j)
+  st.long.push(s)
+  return '""'
+}
+
+function messageWire(m, i, st) {
+  if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return undefined
+  const k = Object.keys(m)
+  if (k.length !== 2 || k[0] !== 'role' || k[1] !== 'content') return undefined
+  const role = m.role
+  const content = m.content
+  if (typeof role !== 'string' || !Array.isArray(content) || typeof content.toJSON === 'function') return undefined
+  let out = '{"role":' + q(role) + ',"content":['
+  for (let j = 0; j < content.length; j++) {
+    const s = blockWire(content[j], i, j, st)
+    if (s === undefined) return undefined
+    out += j === 0 ? s : ',' + s
+  }
+  return out + ']}'
+}
+
+function blockWire(b, i, j, st) {
+  if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function') return undefined
+  const k = Object.keys(b)
+  if (k[0] !== 'type') return undefined
+  const type = b.type
+  if (type === 'text' && k.length === 2 && k[1] === 'text') {
+    const text = b.text
+    return typeof text === 'string' ? '{"type":"text","text":' + longOrQuoted(text, i, j, st) + '}' : undefined
+  }
+  if (type === 'tool_use' && k.length === 4 && k[1] === 'id' && k[2] === 'name' && k[3] === 'input') {
+    const id = b.id
+    const name = b.name
+    if (typeof id !== 'string' || typeof name !== 'string') return undefined
+    const input = q(b.input)
+    return input === undefined ? undefined : '{"type":"tool_use","id":' + q(id) + ',"name":' + q(name) + ',"input":' + input + '}'
+  }
+  if (type === 'tool_result' && (k.length === 3 || (k.length === 4 && k[3] === 'is_error')) && k[1] === 'tool_use_id' && k[2] === 'content') {
+    const id = b.tool_use_id
+    const content = b.content
+    if (typeof id !== 'string' || typeof content !== 'string') return undefined
+    let out = '{"type":"tool_result","tool_use_id":' + q(id) + ',"content":' + longOrQuoted(content, i, j, st)
+    if (k.length === 4) {
+      const e = b.is_error
+      if (e === true || e === false) out += e ? ',"is_error":true' : ',"is_error":false'
+      else if (e !== undefined) return undefined
+    }
+    return out + '}'
+  }
+  return undefined
+}
+
+function tailWireGeneric(tail) {
   let copy = null
   let at = null
   let long = null
@@ -388,6 +468,10 @@ module.exports = {
   createAdapter,
   newAdapter,
   memoJson,
+  // Pinned against each other by the tests.
+  tailWire,
+  tailWireGeneric,
+  messageWire,
   // For the runner's native path (lib/runner.js).
   runOptionsJson,
   compactContent,
