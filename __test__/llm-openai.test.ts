@@ -666,6 +666,44 @@ describe('OpenAI chat with a growing history', () => {
     await step('after concurrent calls', '{"city":"Kyiv"}')
   })
 
+  test('messages written field by field and edited in place are sent again', async () => {
+    const cached = await createAdapter('openai', 'k', `${server.url}/v1`)
+    const messages: any[] = [
+      { role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'weather', input: { city: 'Oslo', days: [1, 2] } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'sun' }, { type: 'tool_result', tool_use_id: 'c2', content: 'x'.repeat(700), is_error: false }] },
+    ]
+    const call = async (why: string) => {
+      server.replies.push({ json: completion({ content: 'ok' }) }, { json: completion({ content: 'ok' }) })
+      await cached.chat(messages, { model: 'gpt-test' })
+      await (await createAdapter('openai', 'k', `${server.url}/v1`)).chat(messages, { model: 'gpt-test' })
+      const [a, b] = server.requests.slice(-2)
+      expect({ why, body: a.raw }).toEqual({ why, body: b.raw })
+    }
+    await call('first')
+    const edits: [string, () => void][] = [
+      ['nothing', () => {}],
+      ['text', () => { messages[0].content[0].text = 'Weather today?' }],
+      ['role', () => { messages[0].role = 'assistant' }],
+      ['tool id', () => { messages[1].content[0].id = 'c9' }],
+      ['nested input', () => { messages[1].content[0].input.days.push(3) }],
+      ['input replaced', () => { messages[1].content[0].input = { city: 'Oslo', days: [1, 2, 3] } }],
+      ['result content', () => { messages[2].content[0].content = 'rain' }],
+      ['long result', () => { messages[2].content[1].content = 'y'.repeat(700) }],
+      ['is_error flipped', () => { messages[2].content[1].is_error = true }],
+      ['is_error added', () => { messages[2].content[0].is_error = true }],
+      ['is_error removed', () => { delete messages[2].content[0].is_error }],
+      ['key added', () => { messages[0].content[0].cache = 'x' }],
+      ['block removed', () => { messages[2].content.pop() }],
+      ['block added', () => { messages[2].content.push({ type: 'text', text: 'and?' }) }],
+      ['toJSON added', () => { messages[2].content[0].toJSON = () => ({ type: 'tool_result', tool_use_id: 'c1', content: 'from toJSON' }) }],
+    ]
+    for (const [why, edit] of edits) {
+      edit()
+      await call(why)
+    }
+  })
+
   test('tails written field by field are what JSON.stringify writes, or take the generic path', () => {
     const long = 'é'.repeat(600)
     class WithToJSON { toJSON() { return { type: 'text', text: 'from toJSON' } } }
@@ -698,7 +736,7 @@ describe('OpenAI chat with a growing history', () => {
     // Which tails are written field by field (a toJSON inside an input, getters, hidden or
     // symbol keys and extra array properties are JSON.stringify's business only where it
     // meets them, so those stay on the fast path too).
-    const st = { at: null, long: null }
+    const st = { at: null, long: null, snaps: [] }
     const fast = tails.map((t) => t.every((m, i) => llm.messageWire(m, i, st) !== undefined))
     expect(fast.flatMap((f, n) => (f ? [n] : []))).toEqual([0, 1, 2, 3, 4, 11, 13, 14])
     for (const tail of tails) {

@@ -181,7 +181,7 @@ const LONG_STRING = 512
  *  their fields, read in JSON.stringify's order (V8's generic walk costs more than the strings);
  *  a tail with anything else goes through `tailWireGeneric`. */
 function tailWire(tail) {
-  const st = { at: null, long: null }
+  const st = { at: null, long: null, snaps: [] }
   let out = '['
   for (let i = 0; i < tail.length; i++) {
     let s
@@ -193,7 +193,7 @@ function tailWire(tail) {
     if (s === undefined) return tailWireGeneric(tail)
     out += i === 0 ? s : ',' + s
   }
-  return [out + ']', st.at, st.long]
+  return [out + ']', st.at, st.long, st.snaps]
 }
 
 const q = JSON.stringify
@@ -217,43 +217,114 @@ function messageWire(m, i, st) {
   const content = m.content
   if (typeof role !== 'string' || !Array.isArray(content) || typeof content.toJSON === 'function') return undefined
   let out = '{"role":' + q(role) + ',"content":['
+  const blocks = new Array(content.length)
   for (let j = 0; j < content.length; j++) {
-    const s = blockWire(content[j], i, j, st)
+    const s = blockWire(content[j], i, j, st, blocks)
     if (s === undefined) return undefined
     out += j === 0 ? s : ',' + s
   }
+  st.snaps.push(new MessageSnap(role, blocks))
   return out + ']}'
 }
 
-function blockWire(b, i, j, st) {
+function blockWire(b, i, j, st, snaps) {
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function') return undefined
   const k = Object.keys(b)
   if (k[0] !== 'type') return undefined
   const type = b.type
   if (type === 'text' && k.length === 2 && k[1] === 'text') {
     const text = b.text
-    return typeof text === 'string' ? '{"type":"text","text":' + longOrQuoted(text, i, j, st) + '}' : undefined
+    if (typeof text !== 'string') return undefined
+    snaps[j] = new TextSnap(text)
+    return '{"type":"text","text":' + longOrQuoted(text, i, j, st) + '}'
   }
   if (type === 'tool_use' && k.length === 4 && k[1] === 'id' && k[2] === 'name' && k[3] === 'input') {
     const id = b.id
     const name = b.name
     if (typeof id !== 'string' || typeof name !== 'string') return undefined
-    const input = q(b.input)
-    return input === undefined ? undefined : '{"type":"tool_use","id":' + q(id) + ',"name":' + q(name) + ',"input":' + input + '}'
+    const v = b.input
+    const input = q(v)
+    if (input === undefined) return undefined
+    snaps[j] = new ToolUseSnap(id, name, snapshot(v))
+    return '{"type":"tool_use","id":' + q(id) + ',"name":' + q(name) + ',"input":' + input + '}'
   }
   if (type === 'tool_result' && (k.length === 3 || (k.length === 4 && k[3] === 'is_error')) && k[1] === 'tool_use_id' && k[2] === 'content') {
     const id = b.tool_use_id
     const content = b.content
     if (typeof id !== 'string' || typeof content !== 'string') return undefined
     let out = '{"type":"tool_result","tool_use_id":' + q(id) + ',"content":' + longOrQuoted(content, i, j, st)
+    let e
     if (k.length === 4) {
-      const e = b.is_error
+      e = b.is_error
       if (e === true || e === false) out += e ? ',"is_error":true' : ',"is_error":false'
       else if (e !== undefined) return undefined
     }
+    snaps[j] = new ToolResultSnap(id, content, k.length === 4, e)
     return out + '}'
   }
   return undefined
+}
+
+// Snapshots of the messages `messageWire` wrote (what `snapshot` would record, by shape): their
+// checks read the fields by name, cheaper than `unchanged`'s walk over keys.
+
+class MessageSnap {
+  constructor(role, blocks) {
+    this.role = role
+    this.blocks = blocks
+  }
+
+  same(m) {
+    if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return false
+    const k = Object.keys(m)
+    if (k.length !== 2 || k[0] !== 'role' || k[1] !== 'content' || m.role !== this.role) return false
+    const c = m.content
+    const blocks = this.blocks
+    if (!Array.isArray(c) || typeof c.toJSON === 'function' || c.length !== blocks.length) return false
+    for (let j = 0; j < blocks.length; j++) {
+      const b = c[j]
+      if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !blocks[j].same(b, Object.keys(b))) return false
+    }
+    return true
+  }
+}
+
+class TextSnap {
+  constructor(text) {
+    this.text = text
+  }
+
+  same(b, k) {
+    return k.length === 2 && k[0] === 'type' && k[1] === 'text' && b.type === 'text' && b.text === this.text
+  }
+}
+
+class ToolUseSnap {
+  constructor(id, name, input) {
+    this.id = id
+    this.name = name
+    this.input = input
+  }
+
+  same(b, k) {
+    return k.length === 4 && k[0] === 'type' && k[1] === 'id' && k[2] === 'name' && k[3] === 'input' &&
+      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, this.input)
+  }
+}
+
+class ToolResultSnap {
+  constructor(id, content, withError, isError) {
+    this.id = id
+    this.content = content
+    this.withError = withError
+    this.isError = isError
+  }
+
+  same(b, k) {
+    if (k.length !== (this.withError ? 4 : 3) || k[0] !== 'type' || k[1] !== 'tool_use_id' || k[2] !== 'content') return false
+    if (this.withError && (k[3] !== 'is_error' || b.is_error !== this.isError)) return false
+    return b.type === 'tool_result' && b.tool_use_id === this.id && b.content === this.content
+  }
 }
 
 function tailWireGeneric(tail) {
@@ -284,6 +355,11 @@ function tailWireGeneric(tail) {
     }
   }
   return [JSON.stringify(copy ?? tail), at, long]
+}
+
+/** Whether message `m` is as it was sent (`s`: a `MessageSnap`, or `snapshot`'s record). */
+function sameAsSent(m, s) {
+  return s instanceof MessageSnap ? s.same(m) : unchanged(m, s)
 }
 
 /** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
@@ -340,14 +416,14 @@ class NativeAdapter {
     const { sent, snaps } = last
     let keep = 0
     const n = Math.min(sent.length, messages.length)
-    while (keep < n && messages[keep] === sent[keep] && unchanged(messages[keep], snaps[keep])) keep++
+    while (keep < n && messages[keep] === sent[keep] && sameAsSent(messages[keep], snaps[keep])) keep++
     // The kept messages passed this check when they were sent and have not changed since.
     assertValidMessages(messages, keep)
     const tail = keep === 0 ? messages : messages.slice(keep)
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
     let json
     try {
-      const [tailJson, at, long] = tailWire(tail)
+      const [tailJson, at, long, tailSnaps] = tailWire(tail)
       // The options' text crosses only when it differs from what the native side holds
       // (unknown while a call is being handed over: one that throws sends them again).
       const oj = optionsJson(last.options, options)
@@ -358,9 +434,9 @@ class NativeAdapter {
       // The native side has taken the tail: record it the same way.
       sent.length = keep
       snaps.length = keep
-      for (const m of tail) {
-        sent.push(m)
-        snaps.push(snapshot(m))
+      for (let i = 0; i < tail.length; i++) {
+        sent.push(tail[i])
+        snaps.push(tailSnaps === undefined ? snapshot(tail[i]) : tailSnaps[i])
       }
       json = await pending
     } catch (e) {
