@@ -419,6 +419,26 @@ describe('OpenAI-compatible providers', () => {
     expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer sk-one', 'Bearer sk-two'])
   })
 
+  test('createAdapter: configurations in any order each get their own key and endpoint', async () => {
+    const other = await startServer()
+    try {
+      const configs: [string, string][] = [['k1', server.url], ['k1', server.url], ['k2', server.url], ['k1', other.url], ['k1', server.url]]
+      for (const [key, url] of configs) {
+        const adapter = await createAdapter('openai', key, `${url}/v1`)
+        ;(url === server.url ? server : other).replies.push({ json: completion({ content: 'ok' }) })
+        await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'q' }] }], { model: 'm' })
+      }
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer k1', 'Bearer k1', 'Bearer k2', 'Bearer k1'])
+      expect(other.requests.map((r) => r.headers.authorization)).toEqual(['Bearer k1'])
+      // An adapter object hides its native handle from keys and JSON.
+      const a = await createAdapter('openai', 'k1', `${server.url}/v1`)
+      expect(Object.keys(a)).toEqual(['name', 'capabilities'])
+      expect(JSON.parse(JSON.stringify(a))).toEqual({ name: 'openai', capabilities: { echoesReasoning: 'never' } })
+    } finally {
+      await other.close()
+    }
+  })
+
   test('presets: names, base URLs, key chains and capabilities', async () => {
     process.env.OPENAI_API_KEY = 'sk-fallback'
     const ds = await createAdapter('deepseek', undefined, `${server.url}/ds`)

@@ -403,7 +403,9 @@ class NativeAdapter {
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
     this.capabilities = { echoesReasoning }
-    Object.defineProperty(this, NATIVE_ADAPTER, { value: handle })
+    // A symbol key: invisible to Object.keys and JSON. (Object.defineProperty per adapter cost
+    // ≈ 2k instructions, and agents create their adapter per run.)
+    this[NATIVE_ADAPTER] = handle
   }
 
   async chat(messages, options) {
@@ -502,6 +504,11 @@ function newAdapter(provider, apiKey, baseURL, region) {
   }
   const name = String(provider)
   const env = envSnapshot(name, apiKey, baseURL, region)
+  // The last configuration first: agents built per request repeat the same one.
+  const last = lastHandle
+  if (last !== null && last.name === name && last.apiKey === apiKey && last.baseURL === baseURL && last.region === region && sameEnv(last.env, env)) {
+    return new NativeAdapter(last.h.handle, last.h.name, last.h.echoes)
+  }
   const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env])
   let h = handles.get(key)
   if (h === undefined) {
@@ -514,8 +521,25 @@ function newAdapter(provider, apiKey, baseURL, region) {
     if (handles.size >= 64) handles.clear()
     handles.set(key, h)
   }
+  // Only primitive arguments compare by `===` as their JSON compares.
+  const plain = (v) => v == null || typeof v === 'string'
+  lastHandle = plain(apiKey) && plain(baseURL) && plain(region) ? { name, apiKey, baseURL, region, env, h } : null
   // A new adapter object every time (callers may wrap or spy on its methods).
   return new NativeAdapter(h.handle, h.name, h.echoes)
+}
+
+/** `newAdapter`'s last configuration and handle (see there). */
+let lastHandle = null
+
+/** Whether two environment snapshots (`envSnapshot`) hold the same variables and values. */
+function sameEnv(a, b) {
+  const ka = Object.keys(a)
+  const kb = Object.keys(b)
+  if (ka.length !== kb.length) return false
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i] || a[ka[i]] !== b[kb[i]]) return false
+  }
+  return true
 }
 
 /** A native adapter is immutable once created: one per distinct configuration (agents are
