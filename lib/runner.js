@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError } = require('./errors.js')
-const { emitTrace, defaultWorkspaceDir, isOwnEnumerable } = require('./util.js')
+const { emitTrace, defaultWorkspaceDir } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const { localLoopInfo } = require('./loop.js')
@@ -59,13 +59,18 @@ function coreOptionsJson(o, memo) {
 function promptOf(conv) {
   if (conv.length !== 1) return undefined
   const m = conv[0]
-  if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function' || m.role !== 'user') return undefined
-  if (!isOwnEnumerable.call(m, 'role') || !isOwnEnumerable.call(m, 'content')) return undefined
+  if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function' || !onlyKeys(m, 'role', 'content') || m.role !== 'user') return undefined
   const content = m.content
   if (!Array.isArray(content) || content.length !== 1 || typeof content.toJSON === 'function') return undefined
   const b = content[0]
-  if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || b.type !== 'text' || typeof b.text !== 'string') return undefined
-  return isOwnEnumerable.call(b, 'type') && isOwnEnumerable.call(b, 'text') ? b.text : undefined
+  if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !onlyKeys(b, 'type', 'text')) return undefined
+  return b.type === 'text' && typeof b.text === 'string' ? b.text : undefined
+}
+
+/** Whether `o`'s own enumerable keys are exactly `a`, `b` (one builtin call, not one per key). */
+function onlyKeys(o, a, b) {
+  const k = Object.keys(o)
+  return k.length === 2 && k[0] === a && k[1] === b
 }
 
 /** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */
