@@ -114,7 +114,7 @@ pub fn js_trim_end(s: &str) -> &str {
 pub fn is_valid_json(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = skip_ws(b, 0);
-    match value(b, i, 0) {
+    match value(b, i, 0, 10_000) {
         Some(end) => {
             i = skip_ws(b, end);
             i == b.len()
@@ -130,9 +130,15 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-fn value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+/// Where the JSON value at `i` (no whitespace before it) ends, checked as `is_valid_json`
+/// checks, `None` past `max_depth` levels of nesting.
+pub fn value_end(b: &[u8], i: usize, max_depth: usize) -> Option<usize> {
+    value(b, i, 0, max_depth)
+}
+
+fn value(b: &[u8], i: usize, depth: usize, limit: usize) -> Option<usize> {
     // Deep nesting is legal JSON; the limit only keeps the scanner's stack bounded.
-    if depth > 10_000 || i >= b.len() {
+    if depth > limit || i >= b.len() {
         return None;
     }
     match b[i] {
@@ -151,7 +157,7 @@ fn value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
                     return None;
                 }
                 j = skip_ws(b, j + 1);
-                j = value(b, j, depth + 1)?;
+                j = value(b, j, depth + 1, limit)?;
                 j = skip_ws(b, j);
                 match b.get(j) {
                     Some(b',') => j = skip_ws(b, j + 1),
@@ -166,7 +172,7 @@ fn value(b: &[u8], i: usize, depth: usize) -> Option<usize> {
                 return Some(j + 1);
             }
             loop {
-                j = value(b, j, depth + 1)?;
+                j = value(b, j, depth + 1, limit)?;
                 j = skip_ws(b, j);
                 match b.get(j) {
                     Some(b',') => j = skip_ws(b, j + 1),
