@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::jsjson::to_js_json;
-use super::scan::Scan;
+use super::scan::{Scan, Seen};
 use crate::kernel::message::{Block, Message, Role};
 
 /// A field's value: a string (borrowed when it has no escapes), null, or anything else.
@@ -274,18 +274,14 @@ fn scanned(json: &str) -> Option<Vec<Message>> {
 fn scanned_message(s: &mut Scan) -> Option<Message> {
     let mut role = Role::User;
     let mut content = Vec::new();
-    let mut seen = 0u8;
+    let mut seen = Seen(0);
     s.object(|s, key| {
         let bit = match key {
             "role" => 1,
             "content" => 2,
             _ => return s.skip(),
         };
-        // serde refuses a known field given twice.
-        if seen & bit != 0 {
-            return None;
-        }
-        seen |= bit;
+        seen.once(bit)?;
         if bit == 1 {
             if s.opt_string()?.is_some_and(|r| r == "assistant") {
                 role = Role::Assistant;
@@ -307,7 +303,7 @@ fn scanned_block(s: &mut Scan) -> Option<Block> {
     let (mut kind, mut text, mut signature, mut id, mut name, mut tool_use_id, mut content) = (None, None, None, None, None, None, None);
     let mut input: Option<&str> = None;
     let mut is_error = None;
-    let mut seen = 0u16;
+    let mut seen = Seen(0);
     s.object(|s, key| {
         // `FastBlock`'s fields: each may appear once.
         let bit = match key {
@@ -325,10 +321,9 @@ fn scanned_block(s: &mut Scan) -> Option<Block> {
             "source" => 2048,
             _ => 0,
         };
-        if seen & bit != 0 {
-            return None;
+        if bit != 0 {
+            seen.once(bit)?;
         }
-        seen |= bit;
         match bit {
             1 => kind = s.opt_string()?,
             2 => text = s.opt_string()?,

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
-use super::scan::Scan;
+use super::scan::{Scan, Seen};
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
 use super::text_tools::{extract_tool_calls_from_text, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
@@ -593,12 +593,12 @@ fn completion_fast(body: &str) -> Option<Parsed<'_>> {
     s.object(|s, key| match key {
         "id" => {
             seen.once(1)?;
-            p.id = opt_string(s)?;
+            p.id = s.opt_string()?;
             Some(())
         }
         "model" => {
             seen.once(2)?;
-            p.model = opt_string(s)?;
+            p.model = s.opt_string()?;
             Some(())
         }
         "choices" => {
@@ -659,12 +659,12 @@ fn choice_fast<'a>(s: &mut Scan<'a>) -> Option<ParsedChoice<'a>> {
             s.object(|s, key| match key {
                 "content" => {
                     seen.once(1)?;
-                    c.text = opt_string(s)?;
+                    c.text = s.opt_string()?;
                     Some(())
                 }
                 "reasoning_content" => {
                     seen.once(2)?;
-                    c.reasoning = opt_string(s)?.map(Cow::into_owned).unwrap_or_default();
+                    c.reasoning = s.opt_string()?.map(Cow::into_owned).unwrap_or_default();
                     Some(())
                 }
                 "tool_calls" => {
@@ -687,7 +687,7 @@ fn choice_fast<'a>(s: &mut Scan<'a>) -> Option<ParsedChoice<'a>> {
         }
         "finish_reason" => {
             seen.once(2)?;
-            c.finish_reason = opt_string(s)?;
+            c.finish_reason = s.opt_string()?;
             Some(())
         }
         _ => s.skip(),
@@ -710,7 +710,7 @@ fn call_fast<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
         }
         "id" => {
             seen.once(2)?;
-            call.0 = opt_string(s)?;
+            call.0 = s.opt_string()?;
             Some(())
         }
         "function" => {
@@ -722,12 +722,12 @@ fn call_fast<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
             s.object(|s, key| match key {
                 "name" => {
                     seen.once(1)?;
-                    call.1 = opt_string(s)?;
+                    call.1 = s.opt_string()?;
                     Some(())
                 }
                 "arguments" => {
                     seen.once(2)?;
-                    call.2 = opt_string(s)?;
+                    call.2 = s.opt_string()?;
                     Some(())
                 }
                 _ => s.skip(),
@@ -736,23 +736,6 @@ fn call_fast<'a>(s: &mut Scan<'a>) -> Option<Call<'a>> {
         _ => s.skip(),
     })?;
     Some(call)
-}
-
-/// Known fields met so far in one object: serde refuses a field given twice.
-struct Seen(u8);
-
-impl Seen {
-    fn once(&mut self, bit: u8) -> Option<()> {
-        if self.0 & bit != 0 {
-            return None;
-        }
-        self.0 |= bit;
-        Some(())
-    }
-}
-
-fn opt_string<'a>(s: &mut Scan<'a>) -> Option<Option<Cow<'a, str>>> {
-    s.opt_string()
 }
 
 fn opt_count(s: &mut Scan) -> Option<Option<f64>> {

@@ -281,6 +281,20 @@ impl<'a> Scan<'a> {
     }
 }
 
+/// Known fields met so far in one object: serde refuses a field given twice (a bit per field).
+pub struct Seen(pub u16);
+
+impl Seen {
+    /// `None` when field `bit` was met before.
+    pub fn once(&mut self, bit: u16) -> Option<()> {
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
 fn hex4(h: &[u8]) -> Option<u32> {
     let mut v = 0;
     for &c in h {
