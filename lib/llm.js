@@ -5,7 +5,7 @@
 
 const native = require('../binding.js')
 const { InvalidMessageError, toError } = require('./errors.js')
-const { isOwnEnumerable } = require('./util.js')
+const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
@@ -211,8 +211,7 @@ function longOrQuoted(s, i, j, st) {
 
 function messageWire(m, i, st) {
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return undefined
-  const k = Object.keys(m)
-  if (k.length !== 2 || k[0] !== 'role' || k[1] !== 'content') return undefined
+  if (!onlyKeys(m, 'role', 'content')) return undefined
   const role = m.role
   const content = m.content
   if (typeof role !== 'string' || !Array.isArray(content) || typeof content.toJSON === 'function') return undefined
@@ -276,8 +275,7 @@ class MessageSnap {
 
   same(m) {
     if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return false
-    const k = Object.keys(m)
-    if (k.length !== 2 || k[0] !== 'role' || k[1] !== 'content' || m.role !== this.role) return false
+    if (!onlyKeys(m, 'role', 'content') || m.role !== this.role) return false
     const c = m.content
     const blocks = this.blocks
     if (!Array.isArray(c) || typeof c.toJSON === 'function' || c.length !== blocks.length) return false

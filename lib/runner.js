@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError } = require('./errors.js')
-const { emitTrace, defaultWorkspaceDir } = require('./util.js')
+const { emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const { localLoopInfo } = require('./loop.js')
@@ -65,12 +65,6 @@ function promptOf(conv) {
   const b = content[0]
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !onlyKeys(b, 'type', 'text')) return undefined
   return b.type === 'text' && typeof b.text === 'string' ? b.text : undefined
-}
-
-/** Whether `o`'s own enumerable keys are exactly `a`, `b` (one builtin call, not one per key). */
-function onlyKeys(o, a, b) {
-  const k = Object.keys(o)
-  return k.length === 2 && k[0] === a && k[1] === b
 }
 
 /** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */

@@ -35,4 +35,11 @@ function defaultWorkspaceDir() {
   return lastWorkspace
 }
 
-module.exports = { isOwnEnumerable, isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+/** Whether `o`'s own enumerable keys are exactly `a`, `b` in that order (as JSON.stringify
+ *  would list them; one builtin call). */
+function onlyKeys(o, a, b) {
+  const k = Object.keys(o)
+  return k.length === 2 && k[0] === a && k[1] === b
+}
+
+module.exports = { isOwnEnumerable, onlyKeys, isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

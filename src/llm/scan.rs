@@ -70,46 +70,36 @@ impl<'a> Scan<'a> {
 
     /// An object, `member(self, key)` reading each value. Keys with escapes are left to serde.
     pub fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        if !self.eat(b'{') {
-            return None;
-        }
-        self.enter()?;
-        if !self.eat(b'}') {
-            loop {
-                let key = match self.string()? {
-                    Cow::Borrowed(k) => k,
-                    Cow::Owned(_) => return None,
-                };
-                if !self.eat(b':') {
-                    return None;
-                }
-                member(self, key)?;
-                if self.eat(b',') {
-                    continue;
-                }
-                if self.eat(b'}') {
-                    break;
-                }
+        self.list(b'{', b'}', |s| {
+            let key = match s.string()? {
+                Cow::Borrowed(k) => k,
+                Cow::Owned(_) => return None,
+            };
+            if !s.eat(b':') {
                 return None;
             }
-        }
-        self.depth -= 1;
-        Some(())
+            member(s, key)
+        })
     }
 
     /// An array, `item(self)` reading each element.
-    pub fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        if !self.eat(b'[') {
+    pub fn array(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.list(b'[', b']', item)
+    }
+
+    /// `open`, comma-separated entries read by `entry`, `close`.
+    fn list(&mut self, open: u8, close: u8, mut entry: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if !self.eat(open) {
             return None;
         }
         self.enter()?;
-        if !self.eat(b']') {
+        if !self.eat(close) {
             loop {
-                item(self)?;
+                entry(self)?;
                 if self.eat(b',') {
                     continue;
                 }
-                if self.eat(b']') {
+                if self.eat(close) {
                     break;
                 }
                 return None;
