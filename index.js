@@ -9,7 +9,16 @@ const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, z
 const { TokenBudgetExceededError, InvalidMessageError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
-const builtin = require('./lib/builtin.js')
+const {
+  bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool,
+  BUILT_IN_TOOLS, ALL_BUILT_IN_TOOLS_WITH_DELEGATE, registerBuiltInTools,
+  resolvePathWithinCwd, collectFiles, SKIP_DIRS, matchesGlob,
+  isSensitiveName, redactSensitiveText, redactSensitiveObject,
+} = require('./lib/builtin.js')
+
+// One object literal of identifier shorthands only: Node's CommonJS export detection
+// (cjs-module-lexer) then sees every name, so `import { X } from './index.js'` works too.
+// index.mjs (the ESM entry) re-exports this same object; add a new name to both.
 
 module.exports = {
   Agent,
@@ -38,21 +47,21 @@ module.exports = {
   extractToolCallsFromText,
   repairToolArgs,
   assertValidMessages,
-  bashTool: builtin.bashTool,
-  fileReadTool: builtin.fileReadTool,
-  fileWriteTool: builtin.fileWriteTool,
-  fileEditTool: builtin.fileEditTool,
-  grepTool: builtin.grepTool,
-  globTool: builtin.globTool,
-  delegateToAgentTool: builtin.delegateToAgentTool,
-  BUILT_IN_TOOLS: builtin.BUILT_IN_TOOLS,
-  ALL_BUILT_IN_TOOLS_WITH_DELEGATE: builtin.ALL_BUILT_IN_TOOLS_WITH_DELEGATE,
-  registerBuiltInTools: builtin.registerBuiltInTools,
-  resolvePathWithinCwd: builtin.resolvePathWithinCwd,
-  collectFiles: builtin.collectFiles,
-  SKIP_DIRS: builtin.SKIP_DIRS,
-  matchesGlob: builtin.matchesGlob,
-  isSensitiveName: builtin.isSensitiveName,
-  redactSensitiveText: builtin.redactSensitiveText,
-  redactSensitiveObject: builtin.redactSensitiveObject,
+  bashTool,
+  fileReadTool,
+  fileWriteTool,
+  fileEditTool,
+  grepTool,
+  globTool,
+  delegateToAgentTool,
+  BUILT_IN_TOOLS,
+  ALL_BUILT_IN_TOOLS_WITH_DELEGATE,
+  registerBuiltInTools,
+  resolvePathWithinCwd,
+  collectFiles,
+  SKIP_DIRS,
+  matchesGlob,
+  isSensitiveName,
+  redactSensitiveText,
+  redactSensitiveObject,
 }
