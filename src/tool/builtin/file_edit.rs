@@ -1,6 +1,6 @@
 //! `file_edit` (CONTRACT §11.6; §21: the replacement is always literal, `$&` & co. included).
 
-use super::path_safety::{outside_error, read_all, resolve_path_within_cwd, write_all, FsError, SandboxSpec};
+use super::path_safety::{outside_error, resolve_path_within_cwd, FsError, SandboxSpec, MAX_FILE_BYTES};
 use super::{plural, ToolOutput};
 
 pub struct FileEditInput {
@@ -16,7 +16,7 @@ pub fn file_edit(input: &FileEditInput, spec: &SandboxSpec) -> ToolOutput {
         Err(e) => return ToolOutput::error(e),
     };
     let outside = || ToolOutput::error(outside_error(&r.candidate, &r.root));
-    let bytes = match r.sandbox.open(&r.path, libc::O_RDONLY, 0, "open").and_then(|fd| read_all(&fd)) {
+    let bytes = match r.sandbox.read_file(&r.path) {
         Ok(b) => b,
         Err(FsError::Escape) => return outside(),
         Err(e) => return ToolOutput::error(format!("Could not read \"{}\": {}", r.path, e.message())),
@@ -35,20 +35,26 @@ pub fn file_edit(input: &FileEditInput, spec: &SandboxSpec) -> ToolOutput {
             r.path
         ));
     }
+    // `replace_all` multiplies: a short `old_string` and a long `new_string` turned a 180 KB
+    // file into 540 MB in one call. The result's size is known before building it.
+    let k = if input.replace_all { count } else { 1 };
+    let grown = (text.len() as u128 + k as u128 * input.new_string.len() as u128).saturating_sub(k as u128 * input.old_string.len() as u128);
+    if grown > MAX_FILE_BYTES as u128 {
+        return ToolOutput::error(format!(
+            "The edited file would be {grown} bytes, more than the {MAX_FILE_BYTES}-byte (32 MiB) limit of the built-in file tools; \"{}\" was not changed.",
+            r.path
+        ));
+    }
     let updated = if input.replace_all {
         text.replace(input.old_string.as_str(), &input.new_string)
     } else {
         text.replacen(input.old_string.as_str(), &input.new_string, 1)
     };
-    let written = r
-        .sandbox
-        .open(&r.path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o666, "open")
-        .and_then(|fd| write_all(fd, updated.as_bytes()));
+    let written = r.sandbox.write_file(&r.path, updated.as_bytes());
     match written {
         Ok(()) => {}
         Err(FsError::Escape) => return outside(),
         Err(e) => return ToolOutput::error(format!("Failed to write \"{}\": {}", r.path, e.message())),
     }
-    let k = if input.replace_all { count } else { 1 };
     ToolOutput::ok(format!("Replaced {k} occurrence{} in \"{}\".", plural(k), r.path))
 }

@@ -1,6 +1,6 @@
 //! `file_read` (CONTRACT §11.4).
 
-use super::path_safety::{outside_error, read_all, resolve_path_within_cwd, FsError, SandboxSpec};
+use super::path_safety::{outside_error, resolve_path_within_cwd, FsError, SandboxSpec};
 use super::{plural, ToolOutput};
 
 pub struct FileReadInput {
@@ -16,10 +16,8 @@ pub fn file_read(input: &FileReadInput, spec: &SandboxSpec) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return ToolOutput::error(e),
     };
-    let bytes = r
-        .sandbox
-        .open(&r.path, libc::O_RDONLY, 0, "open")
-        .and_then(|fd| read_all(&fd));
+    // Regular files only, at most MAX_FILE_BYTES (a FIFO would block, /dev/zero never ends).
+    let bytes = r.sandbox.read_file(&r.path);
     let bytes = match bytes {
         Ok(b) => b,
         Err(FsError::Escape) => return ToolOutput::error(outside_error(&r.candidate, &r.root)),

@@ -1,6 +1,6 @@
 //! `file_write` (CONTRACT §11.5): the only tool that creates a missing sandbox root.
 
-use super::path_safety::{dirname, outside_error, resolve_path_within_cwd, write_all, FsError, SandboxSpec};
+use super::path_safety::{dirname, outside_error, resolve_path_within_cwd, FsError, SandboxSpec};
 use super::{plural, ToolOutput};
 
 pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
@@ -18,10 +18,8 @@ pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
             return ToolOutput::error(format!("Failed to create parent directory \"{parent}\": {}", e.message()))
         }
     }
-    let written = r
-        .sandbox
-        .open(&r.path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o666, "open")
-        .and_then(|fd| write_all(fd, content.as_bytes()));
+    // A temporary file renamed over the target: a hard link is replaced, not written through.
+    let written = r.sandbox.write_file(&r.path, content.as_bytes());
     match written {
         Ok(()) => {}
         Err(FsError::Escape) => return outside(),

@@ -6,7 +6,7 @@ use std::os::fd::OwnedFd;
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
-use super::walk::{collect_parallel, sort_locale, walk, Flow};
+use super::walk::{collect_parallel, sort_locale, walk, Flow, Walked, MAX_WALK_DEPTH};
 use super::ToolOutput;
 
 /// A compiled filename glob. A pattern containing `/` matches the path relative to the
@@ -63,7 +63,8 @@ fn open_dir_by_path(p: &str) -> Option<OwnedFd> {
 }
 
 /// `collectFiles(dir, glob, signal, { maxFiles })`: paths `join(dir, …)`; an unreadable
-/// directory yields nothing.
+/// directory yields nothing, and so does one deeper than `MAX_WALK_DEPTH` (the exported
+/// function returns a plain list, so there is no room for a note).
 pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool, max_files: Option<usize>) -> Vec<String> {
     let pattern = glob.map(GlobPattern::new);
     let mut out = Vec::new();
@@ -72,7 +73,7 @@ pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool
     if max == 0 {
         return out;
     }
-    walk(&fd, dir, cancelled, &mut |e| {
+    let _ = walk(&fd, dir, cancelled, &mut |e| {
         if pattern.as_ref().is_none_or(|p| p.matches_rel(e.rel)) {
             out.push(e.path.to_string());
         }
@@ -160,6 +161,7 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     let pattern = input.pattern.as_deref().map(GlobPattern::new);
     let abs = absolute(&r, spec);
     let mut lines: Vec<String> = Vec::new();
+    let mut walked = Walked::default();
     if let Target::File = target {
         if pattern.as_ref().is_some_and(|p| !p.matches_rel(basename(&abs))) {
             return ToolOutput::ok("No files matched.".to_string());
@@ -168,13 +170,17 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     } else if let Target::Dir(Some(fd)) = target {
         // Order is irrelevant here (sorted below), so the walk runs on several threads.
         let keep = |rel: &str| pattern.as_ref().is_none_or(|p| p.matches_rel(rel));
-        lines = collect_parallel(&fd, &abs, cancelled, &keep)
-            .into_iter()
-            .map(|p| display(&r.root, &p, &p))
-            .collect();
+        let (files, w) = collect_parallel(&fd, &abs, cancelled, &keep);
+        walked = w;
+        lines = files.into_iter().map(|p| display(&r.root, &p, &p)).collect();
     }
+    let deep_note = || format!("\n\n(directories nested more than {MAX_WALK_DEPTH} levels deep were not listed)");
     if lines.is_empty() {
-        return ToolOutput::ok("No files matched.".to_string());
+        let mut data = "No files matched.".to_string();
+        if walked.too_deep {
+            data.push_str(&deep_note());
+        }
+        return ToolOutput::ok(data);
     }
     sort_locale(&mut lines);
     let truncated = lines.len() > input.max_files;
@@ -182,6 +188,9 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     let mut data = lines.join("\n");
     if truncated {
         data.push_str(&format!("\n\n(listing capped at {} paths; raise maxFiles for more)", input.max_files));
+    }
+    if walked.too_deep {
+        data.push_str(&deep_note());
     }
     ToolOutput::ok(data)
 }

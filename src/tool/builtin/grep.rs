@@ -4,7 +4,9 @@
 //! backtracking engine (fancy-regex) for lookaround / back-references, abort honoured
 //! between files.
 
+use std::cell::Cell;
 use std::io::BufRead;
+use std::time::{Duration, Instant};
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
@@ -12,7 +14,7 @@ use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Si
 use super::glob::{absolute, display, open_target, GlobPattern, Target};
 use super::path_safety::{outside_error, FsError};
 use super::path_safety::{resolve_path_within_cwd, SandboxSpec};
-use super::walk::{open_file_at, walk, Flow};
+use super::walk::{open_file_at, walk, Flow, Walked, MAX_WALK_DEPTH};
 use super::ToolOutput;
 
 pub struct GrepInput {
@@ -33,6 +35,18 @@ enum Engine {
 /// match counts); larger ones are streamed so memory stays bounded.
 const WHOLE_READ_LIMIT: u64 = 64 << 20;
 
+/// The backtracking engine's step budget for one line (fancy-regex's own default, now
+/// explicit): a step is one backtrack. Past it the search ends with an error rather than
+/// counting the line as "no match" (which silently hid matches) and moving on to the next
+/// equally slow line.
+const BACKTRACK_LIMIT: usize = 1_000_000;
+
+/// The backtracking engine's time budget for one line. Steps alone do not bound time: a
+/// lookahead such as `(?=.*x)` re-scans the rest of the line at every start position
+/// without a single backtrack (seconds on a 100 KB line). Generous enough that no sane
+/// pattern meets it even in a debug build.
+const LINE_TIME_BUDGET: Duration = Duration::from_secs(2);
+
 fn compile(pattern: &str) -> Option<Engine> {
     // multi_line: `^`/`$` match at line boundaries of the searched buffer; the line
     // terminator keeps every match within one line, like the original's per-line test.
@@ -47,7 +61,7 @@ fn compile(pattern: &str) -> Option<Engine> {
             .build();
         return Some(Engine::Fast(m, searcher, streaming));
     }
-    fancy_regex::Regex::new(pattern).ok().map(Engine::Backtracking)
+    fancy_regex::RegexBuilder::new(pattern).backtrack_limit(BACKTRACK_LIMIT).build().ok().map(Engine::Backtracking)
 }
 
 struct Hit {
@@ -56,14 +70,136 @@ struct Hit {
     text: String,
 }
 
-/// Searches one file's bytes; pushes hits until `limit` is reached. Returns false once the
-/// limit is hit.
-fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hit>, limit: usize) -> bool {
+/// Why a search stopped before the end.
+#[derive(Debug, PartialEq)]
+enum Halt {
+    /// Aborted (or, inside the tree search, enough hits elsewhere): the hits so far stand.
+    Cancelled,
+    /// A budget of the backtracking engine ran out on this line: the search fails.
+    Budget { line: u64, reason: String },
+}
+
+/// Room left (`hits.len() < limit`), or why the search stopped.
+type Searched = Result<bool, Halt>;
+
+/// What the matcher consults while it runs: the abort check and the per-line time budget.
+struct Watch<'a> {
+    cancelled: &'a dyn Fn() -> bool,
+    line_budget: Duration,
+    /// Calls since the last check (checks are amortised over a few VM steps).
+    ticks: Cell<u32>,
+}
+
+impl<'a> Watch<'a> {
+    fn new(cancelled: &'a dyn Fn() -> bool) -> Self {
+        Watch { cancelled, line_budget: LINE_TIME_BUDGET, ticks: Cell::new(0) }
+    }
+}
+
+/// Unwinds out of the matcher (see [`Watched`]).
+enum Abort {
+    Cancelled,
+    Time,
+}
+
+/// A line handed to fancy-regex through its `Input` trait, so that the VM's own accesses
+/// to the text (every instruction that reads it, each lookaround or delegate included)
+/// check the abort flag and the time budget. fancy-regex offers no callback, so leaving a
+/// running match is an unwind (`resume_unwind`: no panic hook, no message) caught by
+/// [`is_match_watched`]. It happens only between VM instructions, never inside the regex
+/// crate's own search, whose caches therefore stay consistent.
+struct Watched<'a> {
+    text: &'a str,
+    watch: &'a Watch<'a>,
+    started: Instant,
+}
+
+impl Watched<'_> {
+    #[inline]
+    fn tick(&self) {
+        let n = self.watch.ticks.get().wrapping_add(1);
+        self.watch.ticks.set(n);
+        if n % 16 == 0 && (self.watch.cancelled)() {
+            std::panic::resume_unwind(Box::new(Abort::Cancelled));
+        }
+        if n % 256 == 0 && self.started.elapsed() > self.watch.line_budget {
+            std::panic::resume_unwind(Box::new(Abort::Time));
+        }
+    }
+}
+
+impl fancy_regex::Input for Watched<'_> {
+    type Match<'t>
+        = fancy_regex::Match<'t>
+    where
+        Self: 't;
+
+    fn len(&self) -> usize {
+        self.text.len()
+    }
+    fn as_bytes(&self) -> &[u8] {
+        self.tick();
+        self.text.as_bytes()
+    }
+    fn is_char_boundary(&self, ix: usize) -> bool {
+        self.text.is_char_boundary(ix)
+    }
+    fn is_ascii(&self) -> bool {
+        self.text.is_ascii()
+    }
+    fn prev_codepoint_ix(&self, i: usize) -> usize {
+        fancy_regex::Input::prev_codepoint_ix(self.text, i)
+    }
+    fn make_match<'t>(&'t self, start: usize, end: usize) -> fancy_regex::Match<'t> {
+        fancy_regex::Input::make_match(self.text, start, end)
+    }
+    fn advance_position(&self, i: usize) -> usize {
+        self.tick();
+        fancy_regex::Input::advance_position(self.text, i)
+    }
+}
+
+/// One line through the backtracking engine, under the watch.
+fn is_match_watched(re: &fancy_regex::Regex, line: &str, lnum: u64, watch: &Watch) -> Result<bool, Halt> {
+    if (watch.cancelled)() {
+        return Err(Halt::Cancelled);
+    }
+    let input = Watched { text: line, watch, started: Instant::now() };
+    let budget = |reason: String| Halt::Budget { line: lnum, reason };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| re.is_match(&input))) {
+        Ok(Ok(m)) => Ok(m),
+        Ok(Err(fancy_regex::Error::RuntimeError(fancy_regex::RuntimeError::BacktrackLimitExceeded))) => {
+            Err(budget(format!("the pattern needed more than {BACKTRACK_LIMIT} backtracking steps")))
+        }
+        Ok(Err(e)) => Err(budget(format!("the regex engine failed ({e})"))),
+        Err(payload) => match payload.downcast::<Abort>() {
+            Ok(a) => match *a {
+                Abort::Cancelled => Err(Halt::Cancelled),
+                Abort::Time => Err(budget(format!(
+                    "matching the line took more than {} s",
+                    watch.line_budget.as_secs_f64()
+                ))),
+            },
+            Err(other) => std::panic::resume_unwind(other),
+        },
+    }
+}
+
+/// The tool's text for a budget that ran out.
+fn budget_error(file: &str, line: u64, reason: &str) -> String {
+    format!(
+        "grep stopped on line {line} of \"{file}\": {reason}. Simplify the pattern: nested quantifiers, back-references and lookaround over long lines can backtrack almost without end."
+    )
+}
+
+/// Searches one file's bytes; pushes hits until `limit` is reached.
+fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hit>, limit: usize, watch: &Watch) -> Searched {
     if memchr::memchr(0, bytes).is_some() {
-        return true; // binary: skipped
+        return Ok(true); // binary: skipped
     }
     match engine {
         Engine::Fast(m, searcher, _) => {
+            // Linear time: at most WHOLE_READ_LIMIT bytes, so no check inside is needed.
             let _ = searcher.search_slice(
                 &*m,
                 bytes,
@@ -85,13 +221,13 @@ fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hi
                 if hits.len() >= limit {
                     break;
                 }
-                if re.is_match(l).unwrap_or(false) {
+                if is_match_watched(re, l, i as u64 + 1, watch)? {
                     hits.push(Hit { file: file.to_string(), line: i as u64 + 1, text: l.to_string() });
                 }
             }
         }
     }
-    hits.len() < limit
+    Ok(hits.len() < limit)
 }
 
 /// Collects one streamed file's hits; the file's hits are dropped if a NUL byte shows up.
@@ -118,17 +254,40 @@ impl Sink for FileSink<'_> {
     }
 }
 
+/// A reader that fails once the search is aborted: a streamed file (of any size) is read
+/// chunk by chunk, and the abort is checked at each chunk.
+struct WatchedReader<'a, R> {
+    inner: R,
+    cancelled: &'a dyn Fn() -> bool,
+    tripped: bool,
+}
+
+impl<R: std::io::Read> std::io::Read for WatchedReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if (self.cancelled)() {
+            self.tripped = true;
+            return Err(std::io::Error::other("grep aborted"));
+        }
+        self.inner.read(buf)
+    }
+}
+
 /// Searches a large file without holding it in memory. A NUL byte met before the search
 /// stops skips the file; one after the cap was reached cannot be seen (documented limit).
-fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize) -> bool {
+fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, watch: &Watch) -> Searched {
     let room = limit.saturating_sub(hits.len());
     let mut local: Vec<Hit> = Vec::new();
     let mut binary = false;
     match engine {
         Engine::Fast(m, _, searcher) => {
             let mut sink = FileSink { file, hits: Vec::new(), room, binary: false };
-            if searcher.search_file(&*m, &f, &mut sink).is_err() {
-                return true; // unreadable → skipped
+            let mut reader = WatchedReader { inner: f, cancelled: watch.cancelled, tripped: false };
+            let r = searcher.search_reader(&*m, &mut reader, &mut sink);
+            if reader.tripped {
+                return Err(Halt::Cancelled);
+            }
+            if r.is_err() {
+                return Ok(true); // unreadable → skipped
             }
             local = sink.hits;
             binary = sink.binary;
@@ -150,7 +309,7 @@ fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut V
                 }
                 let text = String::from_utf8_lossy(&line);
                 let text = text.strip_suffix('\n').unwrap_or(&text);
-                if re.is_match(text).unwrap_or(false) {
+                if is_match_watched(re, text, n, watch)? {
                     local.push(Hit { file: file.to_string(), line: n, text: text.to_string() });
                     if local.len() >= room {
                         break;
@@ -162,22 +321,32 @@ fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut V
     if !binary {
         hits.extend(local);
     }
-    hits.len() < limit
+    Ok(hits.len() < limit)
 }
 
-/// One file: read whole when small, streamed when large. No fstat: the file is read to EOF
-/// and only a file that outgrows the limit is rewound and streamed (one syscall less per
-/// file matters on trees of many small files).
-fn search_file(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>) -> bool {
+/// One file: read whole when small, streamed when large. No fstat for small files: the file
+/// is read to EOF and only a file that outgrows the limit is checked, rewound and streamed
+/// (one syscall less per file matters on trees of many small files). The abort is checked
+/// per chunk read.
+fn search_file(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>, watch: &Watch) -> Searched {
     use std::os::fd::AsRawFd;
     buf.clear();
     loop {
+        if (watch.cancelled)() {
+            return Err(Halt::Cancelled);
+        }
         if buf.len() as u64 > WHOLE_READ_LIMIT {
-            // SAFETY: plain lseek on our descriptor.
-            if unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) } != 0 {
-                return true;
+            // Only a regular file is streamed: a device swapped in since the listing (say
+            // /dev/zero) would never end.
+            // SAFETY: zeroed stat is a valid out-parameter; plain syscalls on our descriptor.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Ok(true);
             }
-            return search_stream(engine, f, file, hits, limit);
+            if unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) } != 0 {
+                return Ok(true);
+            }
+            return search_stream(engine, f, file, hits, limit, watch);
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(128 * 1024);
@@ -190,16 +359,17 @@ fn search_file(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec
         } else if n == 0 {
             break;
         } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return true; // unreadable → skipped
+            return Ok(true); // unreadable → skipped
         }
     }
-    search_bytes(engine, buf, file, hits, limit)
+    search_bytes(engine, buf, file, hits, limit, watch)
 }
 
 /// Searches a directory tree: the walk (one thread) hands batches of files, numbered in walk
 /// order, to worker threads; results are reassembled in walk order, so the output is exactly
-/// the sequential one. Batches keep the synchronisation cost per file low. Once the batches
-/// completed in order hold `limit` hits, walk and workers stop.
+/// the sequential one (a budget error included: it counts only if the search would have
+/// reached it). Batches keep the synchronisation cost per file low. Once the batches
+/// completed in order hold `limit` hits, or one failed, walk and workers stop.
 fn search_tree(
     engine: &Engine,
     fd: &std::os::fd::OwnedFd,
@@ -208,7 +378,7 @@ fn search_tree(
     pattern: Option<&GlobPattern>,
     cancelled: &(dyn Fn() -> bool + Sync),
     limit: usize,
-) -> Vec<Hit> {
+) -> (Result<Vec<Hit>, String>, Walked) {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc, Mutex};
 
@@ -221,9 +391,11 @@ fn search_tree(
     let halted = || stop.load(Ordering::Relaxed) || cancelled();
     let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(2 * workers);
     let job_rx = Mutex::new(job_rx);
-    // (batch number, hits, whether the batch was searched to its end).
-    let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>, bool)>();
+    // (batch number, hits, whether the batch was searched to its end, a budget error).
+    let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<Hit>, bool, Option<String>)>();
     let mut out: Vec<Hit> = Vec::new();
+    let mut failed: Option<String> = None;
+    let mut walked = Walked::default();
     std::thread::scope(|s| {
         for _ in 0..workers {
             let mut engine = engine.clone();
@@ -231,11 +403,13 @@ fn search_tree(
             let (job_rx, halted) = (&job_rx, &halted);
             s.spawn(move || {
                 let mut buf = Vec::new();
+                let watch = Watch::new(halted);
                 loop {
                     let job = job_rx.lock().map_err(|_| ()).and_then(|rx| rx.recv().map_err(|_| ()));
                     let Ok((seq, items)) = job else { break };
                     let mut hits = Vec::new();
                     let mut complete = true;
+                    let mut failure = None;
                     for (path, dir, name) in items {
                         if hits.len() >= limit {
                             break;
@@ -246,7 +420,7 @@ fn search_tree(
                         }
                         if let Some(f) = open_file_at(std::os::fd::AsRawFd::as_raw_fd(&*dir), &name) {
                             let before = hits.len();
-                            search_file(&mut engine, f, "", &mut hits, limit, &mut buf);
+                            let r = search_file(&mut engine, f, "", &mut hits, limit, &mut buf, &watch);
                             // The display path is only worth computing for files with hits.
                             if hits.len() > before {
                                 let shown = display(root, &path, &path);
@@ -254,9 +428,20 @@ fn search_tree(
                                     h.file.clone_from(&shown);
                                 }
                             }
+                            match r {
+                                Ok(_) => {}
+                                Err(Halt::Cancelled) => {
+                                    complete = false;
+                                    break;
+                                }
+                                Err(Halt::Budget { line, reason }) => {
+                                    failure = Some(budget_error(&display(root, &path, &path), line, &reason));
+                                    break;
+                                }
+                            }
                         }
                     }
-                    if res_tx.send((seq, hits, complete)).is_err() {
+                    if res_tx.send((seq, hits, complete, failure)).is_err() {
                         break;
                     }
                 }
@@ -264,10 +449,10 @@ fn search_tree(
         }
         drop(res_tx);
         let halted = &halted;
-        s.spawn(move || {
+        let walker = s.spawn(move || {
             let mut seq = 0usize;
             let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
-            walk(fd, abs, halted, &mut |e| {
+            let walked = walk(fd, abs, halted, &mut |e| {
                 if pattern.is_some_and(|p| !p.matches_rel(e.rel)) {
                     return Flow::Continue;
                 }
@@ -284,28 +469,34 @@ fn search_tree(
             if !batch.is_empty() {
                 let _ = job_tx.send((seq, batch));
             }
+            walked
         });
-        let mut pending: std::collections::BTreeMap<usize, (Vec<Hit>, bool)> = std::collections::BTreeMap::new();
+        let mut pending: std::collections::BTreeMap<usize, (Vec<Hit>, bool, Option<String>)> = std::collections::BTreeMap::new();
         let mut next = 0usize;
-        // After an aborted (incomplete) batch nothing later counts: the result stays a prefix
-        // of the full one, as with a sequential walk stopped at the same point.
+        // After an aborted (incomplete) or failed batch nothing later counts: the result
+        // stays a prefix of the full one, as with a sequential walk stopped at the same point.
         let mut ended = false;
-        for (seq, hits, complete) in res_rx {
-            pending.insert(seq, (hits, complete));
-            while let Some((h, complete)) = pending.remove(&next) {
+        for (seq, hits, complete, failure) in res_rx {
+            pending.insert(seq, (hits, complete, failure));
+            while let Some((h, complete, failure)) = pending.remove(&next) {
                 if !ended && out.len() < limit {
                     out.extend(h);
+                    // Hits enough before the failing line: a sequential search stops first.
+                    if out.len() < limit && failure.is_some() {
+                        failed = failure.clone();
+                    }
                 }
-                ended |= !complete;
+                ended |= !complete || failure.is_some();
                 next += 1;
             }
-            if out.len() >= limit {
+            if out.len() >= limit || failed.is_some() {
                 stop.store(true, Ordering::Relaxed);
             }
         }
+        walked = walker.join().unwrap_or_default();
     });
     out.truncate(limit);
-    out
+    (failed.map_or(Ok(out), Err), walked)
 }
 
 pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() -> bool + Sync)) -> ToolOutput {
@@ -325,27 +516,42 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     // One more than the cap, to know whether anything was dropped.
     let limit = input.max_results.saturating_add(1);
     let mut hits: Vec<Hit> = Vec::new();
+    let mut walked = Walked::default();
     match target {
-        Target::File => match r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK, 0, "open") {
-            Ok(fd) => {
+        Target::File => match r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0, "open") {
+            // Regular files only: a FIFO or device named as the path has no lines to search
+            // (and /dev/zero would never end).
+            Ok(fd) if is_regular(&fd) => {
                 let mut buf = Vec::new();
-                search_file(&mut engine, std::fs::File::from(fd), &display(&r.root, &abs, &r.path), &mut hits, limit, &mut buf);
+                let shown = display(&r.root, &abs, &r.path);
+                let watch = Watch::new(cancelled);
+                if let Err(Halt::Budget { line, reason }) =
+                    search_file(&mut engine, std::fs::File::from(fd), &shown, &mut hits, limit, &mut buf, &watch)
+                {
+                    return ToolOutput::error(budget_error(&shown, line, &reason));
+                }
             }
+            Ok(_) => {}
             Err(FsError::Escape) => return ToolOutput::error(outside_error(&r.candidate, &r.root)),
             Err(_) => {} // unreadable → skipped
         },
         Target::Dir(Some(fd)) => {
             let pattern = input.glob.as_deref().map(GlobPattern::new);
-            hits = search_tree(&engine, &fd, &abs, &r.root, pattern.as_ref(), cancelled, limit);
+            let (found, w) = search_tree(&engine, &fd, &abs, &r.root, pattern.as_ref(), cancelled, limit);
+            walked = w;
+            match found {
+                Ok(h) => hits = h,
+                Err(e) => return ToolOutput::error(e),
+            }
         }
         Target::Dir(None) => {}
     }
+    let mut data = String::new();
     if hits.is_empty() {
-        return ToolOutput::ok("No matches found.".to_string());
+        data.push_str("No matches found.");
     }
     let dropped = hits.len() > input.max_results;
     hits.truncate(input.max_results);
-    let mut data = String::new();
     for (i, h) in hits.iter().enumerate() {
         if i > 0 {
             data.push('\n');
@@ -362,7 +568,17 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
             input.max_results
         ));
     }
+    if walked.too_deep {
+        data.push_str(&format!("\n\n(directories nested more than {MAX_WALK_DEPTH} levels deep were not searched)"));
+    }
     ToolOutput::ok(data)
+}
+
+fn is_regular(fd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    unsafe { libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
 }
 
 #[cfg(test)]
@@ -375,11 +591,12 @@ mod tests {
         std::fs::File::create(&path).unwrap().write_all(content).unwrap();
         let f = std::fs::File::open(&path).unwrap();
         let mut hits = Vec::new();
+        let watch = Watch::new(&|| false);
         if stream {
-            search_stream(engine, f, "f", &mut hits, 100);
+            search_stream(engine, f, "f", &mut hits, 100, &watch).unwrap();
         } else {
             let mut buf = Vec::new();
-            search_file(engine, f, "f", &mut hits, 100, &mut buf);
+            search_file(engine, f, "f", &mut hits, 100, &mut buf, &watch).unwrap();
         }
         std::fs::remove_file(&path).unwrap();
         hits.into_iter().map(|h| (h.line, h.text)).collect()

@@ -58,7 +58,9 @@ fn list_dir(dirfd: RawFd) -> Vec<(CString, Kind)> {
             libc::DT_REG => Kind::File,
             libc::DT_DIR => Kind::Dir,
             libc::DT_UNKNOWN => stat_kind(dirfd, name),
-            _ => Kind::Other, // symlinks included: skipped entirely
+            // Symlinks, FIFOs, devices, sockets: skipped entirely, never opened (a FIFO
+            // would block the open, a device like /dev/zero never ends).
+            _ => Kind::Other,
         };
         out.push((name.to_owned(), kind));
     }
@@ -96,9 +98,11 @@ pub(crate) fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedF
 }
 
 /// Opens `name` in `dirfd` for reading, never through a symlink. O_NONBLOCK: a FIFO
-/// swapped in must not block (no effect on regular files).
+/// swapped in since the listing must not block (no effect on regular files); O_NOCTTY: a
+/// terminal must not become the process's controlling one. FIFOs and devices met by the
+/// listing are never opened at all (see `list_dir`).
 pub fn open_file_at(dirfd: RawFd, name: &CStr) -> Option<std::fs::File> {
-    open_child(dirfd, name, libc::O_RDONLY | libc::O_NONBLOCK).map(std::fs::File::from)
+    open_child(dirfd, name, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY).map(std::fs::File::from)
 }
 
 /// A regular file met by the walk.
@@ -133,75 +137,127 @@ pub enum Flow {
     Stop,
 }
 
-/// Walks the directory open at `dir` (whose path is `dir_path`). `cancelled` is checked
-/// before each entry; `visit` returns `Flow::Stop` to end the walk.
-pub fn walk(dir: &OwnedFd, dir_path: &str, cancelled: &dyn Fn() -> bool, visit: &mut dyn FnMut(&FileEntry) -> Flow) {
-    let mut rel = String::new();
-    let Ok(dup) = dir.try_clone() else { return };
-    let _ = walk_rec(&Arc::new(dup), dir_path, &mut rel, cancelled, visit);
+/// How deep below its start a walk descends. Far deeper than any real project tree (and
+/// than most trees Node's own fs can reach: paths of PATH_MAX bytes or more fail there), and
+/// it bounds what a walk holds: one open directory descriptor and one listing per level. A
+/// deeper directory is not entered and the walk reports it ([`Walked::too_deep`]), for the
+/// tools' note.
+pub const MAX_WALK_DEPTH: usize = 512;
+
+/// What a walk did not cover.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walked {
+    /// Some directory lay more than [`MAX_WALK_DEPTH`] levels down and was skipped.
+    pub too_deep: bool,
 }
 
-fn walk_rec(
-    dir: &Arc<OwnedFd>,
-    dir_path: &str,
-    rel: &mut String,
-    cancelled: &dyn Fn() -> bool,
-    visit: &mut dyn FnMut(&FileEntry) -> Flow,
-) -> Result<(), ()> {
-    if cancelled() {
-        return Err(());
+/// Appends `name` to a `/`-joined path (`join`'s rule: no doubled slash after `/`).
+fn push_name(buf: &mut String, name: &str) {
+    if !buf.is_empty() && !buf.ends_with('/') {
+        buf.push('/');
     }
-    let dirfd = dir.as_raw_fd();
-    for (name, kind) in list_dir(dirfd) {
+    buf.push_str(name);
+}
+
+/// Walks the directory open at `dir` (whose path is `dir_path`), depth-first, entries in
+/// name order. `cancelled` is checked before each directory and each entry; `visit` returns
+/// `Flow::Stop` to end the walk.
+///
+/// Iterative, with an explicit stack: the original recursion per level overflowed the
+/// thread's stack on a tree a few thousand levels deep and killed the host process.
+pub fn walk(dir: &OwnedFd, dir_path: &str, cancelled: &dyn Fn() -> bool, visit: &mut dyn FnMut(&FileEntry) -> Flow) -> Walked {
+    struct Frame {
+        dir: Arc<OwnedFd>,
+        entries: std::vec::IntoIter<(CString, Kind)>,
+        /// Lengths of `path` and `rel` for this directory.
+        path_len: usize,
+        rel_len: usize,
+    }
+    let mut walked = Walked::default();
+    let Ok(dup) = dir.try_clone() else { return walked };
+    if cancelled() {
+        return walked;
+    }
+    let mut path = dir_path.to_string();
+    let mut rel = String::new();
+    let root = Arc::new(dup);
+    let mut stack =
+        vec![Frame { entries: list_dir(root.as_raw_fd()).into_iter(), dir: root, path_len: path.len(), rel_len: 0 }];
+    while let Some(top) = stack.last_mut() {
+        let Some((name, kind)) = top.entries.next() else {
+            stack.pop();
+            continue;
+        };
         if cancelled() {
-            return Err(());
+            return walked;
         }
+        let dir = top.dir.clone();
+        path.truncate(top.path_len);
+        rel.truncate(top.rel_len);
         let display = String::from_utf8_lossy(name.as_bytes());
-        let rel_len = rel.len();
-        if !rel.is_empty() {
-            rel.push('/');
-        }
-        rel.push_str(&display);
-        let path = join(dir_path, &display);
-        let flow = match kind {
+        push_name(&mut path, &display);
+        push_name(&mut rel, &display);
+        match kind {
             Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
-                if let Some(sub) = open_child(dirfd, &name, libc::O_RDONLY | libc::O_DIRECTORY) {
-                    walk_rec(&Arc::new(sub), &path, rel, cancelled, visit)
-                } else {
-                    Ok(())
+                // `stack.len()` is the depth of the directory being entered.
+                if stack.len() > MAX_WALK_DEPTH {
+                    walked.too_deep = true;
+                    continue;
+                }
+                if cancelled() {
+                    return walked;
+                }
+                if let Some(sub) = open_child(dir.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                    let entries = list_dir(sub.as_raw_fd()).into_iter();
+                    stack.push(Frame { dir: Arc::new(sub), entries, path_len: path.len(), rel_len: rel.len() });
                 }
             }
-            Kind::File => match visit(&FileEntry { path: &path, rel, dirfd, name: &name, dir }) {
-                Flow::Continue => Ok(()),
-                Flow::Stop => Err(()),
-            },
-            _ => Ok(()),
-        };
-        rel.truncate(rel_len);
-        flow?;
+            Kind::File => {
+                let entry = FileEntry { path: &path, rel: &rel, dirfd: dir.as_raw_fd(), name: &name, dir: &dir };
+                if let Flow::Stop = visit(&entry) {
+                    return walked;
+                }
+            }
+            _ => {}
+        }
     }
-    Ok(())
+    walked
 }
 
 /// Parallel variant for callers that do not need walk order (glob sorts its result): the
-/// directories form a shared queue served by several threads; `visit(rel, path)` is called
-/// for every regular file and returns whether to keep `path`. Same skipping rules as
-/// [`walk`]: symlinks never followed, `SKIP_DIRS` pruned.
+/// directories form a shared queue served by several threads; `keep(rel)` is called for
+/// every regular file and says whether to keep its path. Same skipping rules as [`walk`]:
+/// symlinks never followed, `SKIP_DIRS` pruned, nothing below [`MAX_WALK_DEPTH`].
+///
+/// A queued directory is opened only when a thread takes it (the queue holds its parent's
+/// descriptor and its name), so a directory with 100k subdirectories costs one descriptor,
+/// not 100k; the queue is served last-in first-out, so the parents kept open stay about
+/// one per level.
 pub fn collect_parallel(
     dir: &OwnedFd,
     dir_path: &str,
     cancelled: &(dyn Fn() -> bool + Sync),
     keep: &(dyn Fn(&str) -> bool + Sync),
-) -> Vec<String> {
+) -> (Vec<String>, Walked) {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Condvar, Mutex};
 
+    struct Job {
+        /// The directory itself (the start), or its parent and its name there.
+        open: Result<Arc<OwnedFd>, (Arc<OwnedFd>, CString)>,
+        path: String,
+        rel: String,
+        depth: usize,
+    }
     struct Queue {
-        dirs: Vec<(Arc<OwnedFd>, String, String)>,
+        dirs: Vec<Job>,
         active: usize,
     }
-    let Ok(dup) = dir.try_clone() else { return Vec::new() };
-    let queue = Mutex::new(Queue { dirs: vec![(Arc::new(dup), dir_path.to_string(), String::new())], active: 0 });
+    let Ok(dup) = dir.try_clone() else { return (Vec::new(), Walked::default()) };
+    let start = Job { open: Ok(Arc::new(dup)), path: dir_path.to_string(), rel: String::new(), depth: 0 };
+    let queue = Mutex::new(Queue { dirs: vec![start], active: 0 });
     let ready = Condvar::new();
+    let too_deep = AtomicBool::new(false);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
     let results = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -222,21 +278,31 @@ pub fn collect_parallel(
                             q = ready.wait(q).unwrap_or_else(|e| e.into_inner());
                         }
                     };
-                    let Some((fd, path, rel)) = job else { break };
+                    let Some(job) = job else { break };
                     let mut subdirs = Vec::new();
-                    if !cancelled() {
+                    let fd = match job.open {
+                        Ok(fd) => Some(fd),
+                        Err((parent, name)) if !cancelled() => {
+                            open_child(parent.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY).map(Arc::new)
+                        }
+                        Err(_) => None,
+                    };
+                    if let Some(fd) = fd.filter(|_| !cancelled()) {
                         for (name, kind) in list_dir(fd.as_raw_fd()) {
                             let shown = String::from_utf8_lossy(name.as_bytes());
-                            let child_rel = if rel.is_empty() { shown.to_string() } else { format!("{rel}/{shown}") };
+                            let child_rel = if job.rel.is_empty() { shown.to_string() } else { format!("{}/{shown}", job.rel) };
                             match kind {
                                 Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
-                                    if let Some(sub) = open_child(fd.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
-                                        subdirs.push((Arc::new(sub), join(&path, &shown), child_rel));
+                                    if job.depth + 1 > MAX_WALK_DEPTH {
+                                        too_deep.store(true, Ordering::Relaxed);
+                                        continue;
                                     }
+                                    let path = join(&job.path, &shown);
+                                    subdirs.push(Job { open: Err((fd.clone(), name)), path, rel: child_rel, depth: job.depth + 1 });
                                 }
                                 Kind::File => {
                                     if keep(&child_rel) {
-                                        mine.push(join(&path, &shown));
+                                        mine.push(join(&job.path, &shown));
                                     }
                                 }
                                 _ => {}
@@ -244,7 +310,8 @@ pub fn collect_parallel(
                         }
                     }
                     let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
-                    q.dirs.extend(subdirs);
+                    // Reversed, so the stack pops them in name order (depth-first, like walk).
+                    q.dirs.extend(subdirs.into_iter().rev());
                     q.active -= 1;
                     ready.notify_all();
                 }
@@ -252,7 +319,8 @@ pub fn collect_parallel(
             });
         }
     });
-    results.into_inner().unwrap_or_else(|e| e.into_inner())
+    let files = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    (files, Walked { too_deep: too_deep.into_inner() })
 }
 
 /// `localeCompare` approximated as ICU root collation does it for file names: primary
@@ -320,7 +388,8 @@ mod tests {
             seq.push(e.path.to_string());
             Flow::Continue
         });
-        let mut par = collect_parallel(&fd, &root, &|| false, &|_| true);
+        let (mut par, walked) = collect_parallel(&fd, &root, &|| false, &|_| true);
+        assert!(!walked.too_deep);
         assert_eq!(seq.len(), 200);
         let mut sorted = seq.clone();
         sorted.sort();
