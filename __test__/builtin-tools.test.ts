@@ -4,6 +4,7 @@ import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
 import { fileReadTool as typedRead, type BuiltinToolUseContext } from '../lib/builtin'
+import { ToolRegistry, zodToJsonSchema } from '../index'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const b = require('../lib/builtin.js')
@@ -125,8 +126,12 @@ describe('LLM-visible schemas (§11.2)', () => {
     const tool = b[exportName]
     expect(tool.name).toBe(name)
     expect(tool.description).toBe(description)
-    // Exact shape and key order (JSON text compares order).
-    expect(JSON.stringify(tool.inputSchema)).toBe(JSON.stringify(schema))
+    // Exact shape and key order (JSON text compares order): what the LLM is shown, and what
+    // the tool's Zod inputSchema converts to (as in the original).
+    const registry = new ToolRegistry()
+    registry.register(tool)
+    expect(JSON.stringify(registry.toToolDefs()[0].inputSchema)).toBe(JSON.stringify(schema))
+    expect(JSON.stringify(zodToJsonSchema(tool.inputSchema))).toBe(JSON.stringify(schema))
     expect(typeof tool.execute).toBe('function')
   })
 

@@ -6,6 +6,7 @@
 const path = require('path')
 const native = require('../binding.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
+const { NATIVE_INPUT_SCHEMA } = require('./schema.js')
 
 const SKIP_DIRS = new Set(['.git', '.svn', '.hg', 'node_modules', '.next', 'dist', 'build'])
 const SAFE_ENV_ALLOWLIST = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER']
@@ -382,6 +383,74 @@ const delegateToAgentTool = {
 
 const BUILT_IN_TOOLS = [bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool]
 const ALL_BUILT_IN_TOOLS_WITH_DELEGATE = [...BUILT_IN_TOOLS, delegateToAgentTool]
+
+// ---------------------------------------------------------------------------------------
+// `inputSchema` is a Zod schema, as in the original (`fileReadTool.inputSchema.parse(…)`),
+// built on first read from the project's `zod` (a peer dependency, ^3.25 || ^4) and kept.
+// The kernel never reads it: the JSON Schema above stays under NATIVE_INPUT_SCHEMA, the
+// registry shows that to the LLM and the executor validates with it natively (plus each
+// tool's checkInput), so runs need no zod and keep the contract's texts with any Zod version.
+
+// The checks Zod made beyond the JSON types (§11.2): the same ones checkInput applies.
+const ZOD_CHECKS = {
+  file_read: { offset: (s, int) => int(s).nonnegative(), limit: (s, int) => int(s).positive() },
+  grep: { maxResults: (s, int) => int(s).positive() },
+  glob: { maxFiles: (s, int) => int(s).positive() },
+  delegate_to_agent: { target_agent: (s) => s.min(1), prompt: (s) => s.min(1) },
+}
+
+let zodCache
+function loadZod() {
+  if (zodCache === undefined) {
+    let m
+    try {
+      m = require('zod')
+    } catch (e) {
+      const why = e && typeof e.message === 'string' ? e.message.split('\n')[0] : String(e)
+      throw new Error(
+        `@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency "zod" (^3.25 || ^4), which could not be loaded: ${why}. Install it with: npm install zod`,
+      )
+    }
+    zodCache = typeof m.object === 'function' ? m : m.z
+  }
+  return zodCache
+}
+
+function zodInputSchema(z, toolName, json) {
+  // Zod 4's .int() also caps at 2^53; checkInput (Number.isInteger) and Zod 3 do not.
+  const zod4 = typeof z.number()._zod === 'object'
+  const int = zod4 ? (s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (s) => s.int()
+  const checks = ZOD_CHECKS[toolName] || {}
+  const required = json.required || []
+  const shape = {}
+  for (const [key, p] of Object.entries(json.properties)) {
+    let s = z[p.type]()
+    if (checks[key]) s = checks[key](s, int)
+    if (!required.includes(key)) s = s.optional()
+    shape[key] = s.describe(p.description)
+  }
+  return z.object(shape)
+}
+
+for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
+  const json = tool.inputSchema
+  let view
+  Object.defineProperty(tool, NATIVE_INPUT_SCHEMA, { value: json, configurable: true })
+  // Redefining keeps the key's place: name, description, inputSchema, execute.
+  Object.defineProperty(tool, 'inputSchema', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      if (view === undefined) view = zodInputSchema(loadZod(), tool.name, json)
+      return view
+    },
+    set(value) {
+      // A replaced schema is the tool's schema from then on, for the kernel too.
+      delete tool[NATIVE_INPUT_SCHEMA]
+      Object.defineProperty(tool, 'inputSchema', { value, writable: true, enumerable: true, configurable: true })
+    },
+  })
+}
 
 function registerBuiltInTools(registry, options) {
   for (const tool of BUILT_IN_TOOLS) registry.register(tool)

@@ -6,6 +6,20 @@
 // Key order is observable (the schema is pretty-printed into prompts, §7.1), so every rule
 // builds its result with spreads in the exact order the contract gives.
 
+/**
+ * Where a built-in tool keeps the plain JSON Schema the kernel works with (a non-enumerable
+ * property): its `inputSchema` is a Zod view built lazily for users (lib/builtin.js), while
+ * the registry shows this schema to the LLM and the executor validates with it natively, so
+ * the run never needs `zod` and its texts do not depend on the Zod version installed.
+ */
+const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
+
+/** The schema the kernel validates a tool's input with and converts for the LLM. */
+function toolInputSchema(tool) {
+  const s = tool[NATIVE_INPUT_SCHEMA]
+  return s === undefined ? tool.inputSchema : s
+}
+
 /** True iff `x` can validate on its own, i.e. has a callable `safeParse`. */
 function isZodSchema(x) {
   return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof x.safeParse === 'function'
@@ -251,4 +265,4 @@ function enum4(entries) {
   return { enum: nativeEnumValues(entries) }
 }
 
-module.exports = { zodToJsonSchema, isZodSchema }
+module.exports = { zodToJsonSchema, isZodSchema, NATIVE_INPUT_SCHEMA, toolInputSchema }

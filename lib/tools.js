@@ -3,7 +3,7 @@
 // user's Zod schema (so defaults and transforms are Zod's) or the native JSON Schema
 // validator; admission, truncation and the texts come from the kernel.
 const native = require('./native.js')
-const { zodToJsonSchema, isZodSchema } = require('./schema.js')
+const { zodToJsonSchema, isZodSchema, toolInputSchema } = require('./schema.js')
 const { isError } = require('./errors.js')
 
 function defineTool(config) {
@@ -87,21 +87,23 @@ class ToolRegistry {
     if (typeof tool.execute !== 'function') {
       throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "execute" function`)
     }
-    if (tool.inputSchema === null || typeof tool.inputSchema !== 'object') {
+    // A built-in tool's JSON Schema, not its lazily built Zod view (lib/schema.js).
+    const schema = toolInputSchema(tool)
+    if (schema === null || typeof schema !== 'object') {
       throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "inputSchema" (a Zod schema or a JSON Schema object)`)
     }
     if (this._tools.has(tool.name)) {
       throw new Error(`ToolRegistry: a tool named "${tool.name}" is already registered. Use a unique name or deregister the existing one first.`)
     }
-    if (!isZodSchema(tool.inputSchema) && !validators.has(tool.inputSchema)) {
+    if (!isZodSchema(schema) && !validators.has(schema)) {
       // Plain JSON Schema: compiled once, validated natively.
       let v
       try {
-        v = new native.JsonSchemaValidator(JSON.stringify(tool.inputSchema))
+        v = new native.JsonSchemaValidator(JSON.stringify(schema))
       } catch (e) {
         throw new TypeError(`ToolRegistry: tool "${tool.name}" has an invalid inputSchema: ${e.message}`)
       }
-      validators.set(tool.inputSchema, v)
+      validators.set(schema, v)
     }
     this._tools.set(tool.name, tool)
     const runtime = options !== undefined && options !== null && options.runtimeAdded === true
@@ -135,14 +137,14 @@ class ToolRegistry {
   deregister(name) { this.unregister(name) }
 
   _toolDef(tool) {
-    return { name: tool.name, description: tool.description, inputSchema: tool.llmInputSchema ?? zodToJsonSchema(tool.inputSchema) }
+    return { name: tool.name, description: tool.description, inputSchema: tool.llmInputSchema ?? zodToJsonSchema(toolInputSchema(tool)) }
   }
   toToolDefs() { return this.list().map((t) => this._toolDef(t)) }
   toRuntimeToolDefs() { return this.list().filter((t) => this._runtime.has(t.name)).map((t) => this._toolDef(t)) }
   toLLMTools() {
     return this.list().map((t) => {
       if (t.llmInputSchema) return { name: t.name, description: t.description, input_schema: { type: 'object', ...t.llmInputSchema } }
-      const s = zodToJsonSchema(t.inputSchema)
+      const s = zodToJsonSchema(toolInputSchema(t))
       const input_schema = { type: 'object', properties: s.properties ?? {} }
       if (s.required !== undefined) input_schema.required = s.required
       return { name: t.name, description: t.description, input_schema }
@@ -192,12 +194,13 @@ class ToolExecutor {
         return { data: `Tool "${toolName}" was aborted before execution began.`, isError: true }
       }
       let parsed = input
-      if (isZodSchema(tool.inputSchema)) {
-        const r = tool.inputSchema.safeParse(input)
+      const schema = toolInputSchema(tool)
+      if (isZodSchema(schema)) {
+        const r = schema.safeParse(input)
         if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
         parsed = r.data
       } else {
-        const v = validators.get(tool.inputSchema)
+        const v = validators.get(schema)
         if (v) {
           let json
           try { json = JSON.stringify(input === undefined ? null : input) } catch { json = 'null' }
