@@ -1,5 +1,12 @@
 // Types of @oma-kernel/core: the shapes of open-multi-agent 1.7.0 (CONTRACT §0.2, §1), plus
-// the additive fields this kernel reports (`aborted`, `timedOut`).
+// the additive fields this kernel reports (`aborted`, `timedOut`) and the `text_delta` events
+// of `streamDeltas: true` (typed only where that option is passed, see `Agent.stream`).
+//
+// Zod types come from the `zod` the project resolves (a peer dependency, ^3.25 || ^4), as in
+// the original: `ToolDefinition<T>` is `{ inputSchema: ZodSchema<T>, … }`. `defineTool` also
+// accepts a schema of the other major version (e.g. `zod/v4` with zod 3.25 installed) and a
+// plain JSON Schema object, which the kernel validates natively.
+import type { ZodSchema } from 'zod'
 
 // ---- content & messages ----------------------------------------------------------------
 export interface TextBlock { readonly type: 'text'; readonly text: string }
@@ -40,11 +47,21 @@ export interface LLMResponse {
 }
 export interface LLMToolDef { readonly name: string; readonly description: string; readonly inputSchema: Record<string, unknown> }
 
+/** The original's event union: an exhaustive `switch` over `StreamEvent['type']` stays exhaustive. */
 export interface StreamEvent {
-  /** `text_delta` (oma-kernel): token text as it arrives; only with `RunOptions.streamDeltas` and a native adapter. */
-  readonly type: 'text' | 'text_delta' | 'reasoning' | 'tool_use' | 'tool_result' | 'loop_detected' | 'budget_exceeded' | 'done' | 'error'
+  readonly type: 'text' | 'reasoning' | 'tool_use' | 'tool_result' | 'loop_detected' | 'budget_exceeded' | 'done' | 'error'
   readonly data: unknown
 }
+/**
+ * oma-kernel: token text as it arrives, yielded by `Agent.stream` / `AgentRunner.stream` only
+ * when `streamDeltas: true` is passed (and the adapter is native), before the turn's `text` event.
+ */
+export interface TextDeltaEvent {
+  readonly type: 'text_delta'
+  readonly data: string
+}
+/** What `stream()` yields with `streamDeltas: true`: the original's events plus `text_delta`. */
+export type StreamEventWithDeltas = StreamEvent | TextDeltaEvent
 
 export type ContextStrategy =
   | { type: 'sliding-window'; maxTurns: number }
@@ -64,12 +81,48 @@ export type ContextStrategy =
 export interface ZodLikeSchema<T = unknown> {
   safeParse(data: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } }
 }
+/**
+ * A Zod schema of either major version (Zod 3.25+, Zod 4 classic or mini), read structurally:
+ * each carries its output type in Standard Schema's `~standard.types`, and has the `safeParse`
+ * the executor calls.
+ */
+export interface ZodSchemaLike<TOutput = unknown> {
+  readonly '~standard': { readonly types?: { readonly output: TOutput } | undefined }
+  safeParse(data: unknown, ...rest: any[]): unknown
+}
+/** The parsed (output) type of a Zod 3 or Zod 4 schema: what `execute` receives. */
+export type InferSchemaOutput<TSchema> =
+  TSchema extends { readonly _output: infer O } ? O
+  : TSchema extends { readonly '~standard': { readonly types?: infer T } }
+    ? NonNullable<T> extends { readonly output: infer O } ? O : unknown
+    : unknown
+/**
+ * A plain JSON Schema object as a tool's `inputSchema` (oma-kernel: validated natively). Typed
+ * loosely; anything with Zod's `safeParse` or Standard Schema's `~standard` is not one.
+ */
+export interface JsonSchemaObject {
+  readonly [key: string]: unknown
+  readonly safeParse?: never
+  readonly '~standard'?: never
+}
 /** A tool's input schema: a Zod schema, or a plain JSON Schema object (validated natively). */
-export type ToolInputSchema<T = Record<string, unknown>> = ZodLikeSchema<T> | Record<string, unknown>
+export type ToolInputSchema<T = Record<string, unknown>> = ZodSchemaLike<T> | JsonSchemaObject
 
+export interface MemoryEntry {
+  readonly key: string
+  readonly value: string
+  readonly metadata?: Readonly<Record<string, unknown>>
+  readonly createdAt: Date
+  readonly expiresAtTurn?: number
+}
+/** The team's key-value store (the kernel itself only calls `set`, from `delegate_to_agent`). */
 export interface MemoryStore {
+  get(key: string): Promise<MemoryEntry | null>
   set(key: string, value: string, metadata?: Record<string, unknown>): Promise<void>
-  [key: string]: unknown
+  setWithExpiry?(key: string, value: string, expiresAtTurn: number, metadata?: Record<string, unknown>): Promise<void>
+  list(): Promise<MemoryEntry[]>
+  delete(key: string): Promise<void>
+  clear(): Promise<void>
 }
 export interface AgentInfo { readonly name: string; readonly role: string; readonly model: string }
 export interface DelegationPoolView { readonly availableRunSlots: number }
@@ -86,40 +139,59 @@ export interface TeamInfo {
 export interface ToolUseContext {
   readonly agent: AgentInfo
   readonly team?: TeamInfo
-  abortSignal?: AbortSignal
-  abortController?: AbortController
+  readonly abortSignal?: AbortSignal
+  readonly abortController?: AbortController
   readonly cwd?: string | null
   readonly metadata?: Readonly<Record<string, unknown>>
 }
 export interface ToolResultMetadata { readonly tokenUsage?: TokenUsage }
 export interface ToolResult { readonly data: string; readonly isError?: boolean; readonly metadata?: ToolResultMetadata }
 
-export interface ToolDefinition<TInput = Record<string, unknown>> {
+/**
+ * A registered tool. With one type argument it is the original's `ToolDefinition<TInput>`
+ * (`inputSchema: ZodSchema<TInput>`); `defineTool` fills `TSchema` with the schema's own type
+ * (any Zod 3 / Zod 4 schema, or `JsonSchemaObject`).
+ */
+export interface ToolDefinition<TInput = Record<string, unknown>, TSchema = ZodSchema<TInput>> {
   readonly name: string
   readonly description: string
-  readonly inputSchema: ToolInputSchema<TInput> | any
-  readonly outputSchema?: ZodLikeSchema<string> | any
+  readonly inputSchema: TSchema
+  readonly outputSchema?: ZodSchema<string>
   readonly llmInputSchema?: Record<string, unknown>
   readonly maxOutputChars?: number
   execute(input: TInput, context: ToolUseContext): Promise<ToolResult>
 }
+/** Any tool the registry accepts: Zod (either version) or JSON Schema input. */
+export type AnyToolDefinition = ToolDefinition<any, any>
 
-export declare function defineTool<TInput = any>(config: {
+/** `defineTool`'s argument. */
+export interface DefineToolConfig<TInput, TSchema> {
   name: string
   description: string
-  inputSchema: ToolInputSchema<TInput> | any
-  outputSchema?: ZodLikeSchema<string> | any
+  inputSchema: TSchema
+  outputSchema?: ZodSchemaLike<string>
   llmInputSchema?: Record<string, unknown>
   maxOutputChars?: number
   execute: (input: TInput, context: ToolUseContext) => Promise<ToolResult>
-}): ToolDefinition<TInput>
+}
+
+/** A Zod 3 or Zod 4 schema: `execute`'s input is the schema's parsed type. */
+export declare function defineTool<TSchema extends ZodSchemaLike>(
+  config: DefineToolConfig<InferSchemaOutput<TSchema>, TSchema>,
+): ToolDefinition<InferSchemaOutput<TSchema>, TSchema>
+/** The original's signature, for an explicit type argument: `defineTool<{ a: number }>({ … })`. */
+export declare function defineTool<TInput>(config: DefineToolConfig<TInput, ZodSchema<TInput>>): ToolDefinition<TInput>
+/** oma-kernel: a plain JSON Schema object, validated natively; `execute`'s input is loosely typed. */
+export declare function defineTool<TInput = any>(
+  config: DefineToolConfig<TInput, JsonSchemaObject>,
+): ToolDefinition<TInput, JsonSchemaObject>
 
 export declare class ToolRegistry {
   constructor()
-  register(tool: ToolDefinition<any>, options?: { runtimeAdded?: boolean }): void
-  get(name: string): ToolDefinition<any> | undefined
-  list(): ToolDefinition<any>[]
-  getAll(): ToolDefinition<any>[]
+  register(tool: AnyToolDefinition, options?: { runtimeAdded?: boolean }): void
+  get(name: string): AnyToolDefinition | undefined
+  list(): AnyToolDefinition[]
+  getAll(): AnyToolDefinition[]
   has(name: string): boolean
   unregister(name: string): void
   deregister(name: string): void
@@ -179,7 +251,8 @@ export interface LLMAdapter {
   readonly name: string
   readonly capabilities?: { readonly echoesReasoning: 'never' | 'own-issued' | 'tool-use-only' }
   chat(messages: LLMMessage[], options: LLMChatOptions): Promise<LLMResponse>
-  stream?(messages: LLMMessage[], options: LLMStreamOptions): AsyncIterable<StreamEvent>
+  /** Required, as in the original; the runner never calls it (it calls `chat`). */
+  stream(messages: LLMMessage[], options: LLMStreamOptions): AsyncIterable<StreamEvent>
 }
 
 // ---- loop detection, structured output -------------------------------------------------
@@ -239,7 +312,7 @@ export interface AgentConfig {
   readonly compressToolResults?: boolean | { readonly minChars?: number }
   readonly preserveReasoningAsText?: boolean
   readonly compressReasoningText?: boolean | { readonly minChars?: number }
-  readonly outputSchema?: ZodLikeSchema<any> | any
+  readonly outputSchema?: ZodSchema
   readonly beforeRun?: (context: BeforeRunHookContext) => BeforeRunHookContext | Promise<BeforeRunHookContext>
   readonly afterRun?: (result: AgentRunResult) => AgentRunResult | Promise<AgentRunResult>
 }
@@ -349,7 +422,11 @@ export interface RunResult {
 export declare class AgentRunner {
   constructor(adapter: LLMAdapter, toolRegistry: ToolRegistry, toolExecutor: ToolExecutor, options: RunnerOptions)
   run(messages: LLMMessage[], options?: RunOptions): Promise<RunResult>
-  stream(initialMessages: LLMMessage[], options?: RunOptions): AsyncGenerator<StreamEvent>
+  /** With `streamDeltas: true`, `text_delta` events too. */
+  stream(initialMessages: LLMMessage[], options: RunOptions & { readonly streamDeltas: true }): AsyncGenerator<StreamEventWithDeltas>
+  /** The original's event sequence. */
+  stream(initialMessages: LLMMessage[], options?: RunOptions & { readonly streamDeltas?: false }): AsyncGenerator<StreamEvent>
+  stream(initialMessages: LLMMessage[], options?: RunOptions): AsyncGenerator<StreamEventWithDeltas>
 }
 
 export declare const TOOL_PRESETS: {
@@ -369,11 +446,15 @@ export declare class Agent {
   messageHistory: LLMMessage[]
   run(prompt: string, runOptions?: Partial<RunOptions>): Promise<AgentRunResult>
   prompt(message: string): Promise<AgentRunResult>
-  stream(prompt: string, runOptions?: Partial<RunOptions>): AsyncGenerator<StreamEvent>
+  /** With `streamDeltas: true`, `text_delta` events too (native adapters). */
+  stream(prompt: string, runOptions: Partial<RunOptions> & { readonly streamDeltas: true }): AsyncGenerator<StreamEventWithDeltas>
+  /** The original's event sequence. */
+  stream(prompt: string, runOptions?: Partial<RunOptions> & { readonly streamDeltas?: false }): AsyncGenerator<StreamEvent>
+  stream(prompt: string, runOptions?: Partial<RunOptions>): AsyncGenerator<StreamEventWithDeltas>
   getState(): AgentState
   getHistory(): LLMMessage[]
   reset(): void
-  addTool(tool: ToolDefinition<any>): void
+  addTool(tool: AnyToolDefinition): void
   removeTool(name: string): void
   getTools(): string[]
   buildToolContext(abortSignal?: AbortSignal): ToolUseContext

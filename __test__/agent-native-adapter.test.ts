@@ -2,7 +2,7 @@
 // the machine's own history); `streamDeltas` adds text_delta events. A real HTTP server on
 // 127.0.0.1 plays the model.
 import { z } from 'zod'
-import { Agent, ToolRegistry, ToolExecutor, defineTool, createAdapter, StreamEvent } from '../index'
+import { Agent, ToolRegistry, ToolExecutor, defineTool, createAdapter, StreamEventWithDeltas } from '../index'
 import { MockServer, sseData, startServer } from './llm-server'
 
 const completion = (message: Record<string, unknown>) => ({
@@ -70,8 +70,8 @@ test('a failing provider call fails the run with the transport text', async () =
   expect(agent.getState().error).toBeInstanceOf(Error)
 })
 
-async function events(gen: AsyncGenerator<StreamEvent>) {
-  const out: StreamEvent[] = []
+async function events(gen: AsyncGenerator<StreamEventWithDeltas>) {
+  const out: StreamEventWithDeltas[] = []
   for await (const e of gen) out.push(e)
   return out
 }
@@ -83,7 +83,7 @@ test('streamDeltas: text_delta events arrive before the turn\'s text event; off 
   }
   server.replies.push(stream)
   const { agent } = weatherAgent()
-  const withDeltas = await events(agent.stream('hi', { streamDeltas: true } as any))
+  const withDeltas = await events(agent.stream('hi', { streamDeltas: true }))
   expect(withDeltas.map((e) => e.type)).toEqual(['text_delta', 'text_delta', 'text', 'done'])
   expect(withDeltas.slice(0, 3).map((e) => e.data)).toEqual(['Hel', 'lo', 'Hello'])
   expect((withDeltas[3].data as any).tokenUsage).toEqual({ input_tokens: 3, output_tokens: 2 })
@@ -101,7 +101,7 @@ test('streamDeltas over a tool loop keeps the contract order around the deltas',
     { sse: sseData([chunk({ content: 'Cold' }, 'stop')]) },
   )
   const { agent, seen } = weatherAgent()
-  const ev = await events(agent.stream('Oslo?', { streamDeltas: true } as any))
+  const ev = await events(agent.stream('Oslo?', { streamDeltas: true }))
   expect(ev.map((e) => e.type)).toEqual(['text_delta', 'text', 'tool_use', 'tool_result', 'text_delta', 'text', 'done'])
   expect(seen).toEqual(['Oslo'])
 })

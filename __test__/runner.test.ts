@@ -25,6 +25,7 @@ function scripted(responses: Array<LLMResponse | (() => Promise<LLMResponse>)>) 
       const r = responses[Math.min(i++, responses.length - 1)]
       return typeof r === 'function' ? r() : r
     },
+    async *stream() {},
   }
   return { adapter, seen }
 }
@@ -283,7 +284,7 @@ describe('resolveTools', () => {
       registry.register(defineTool({ name: n, description: n, inputSchema: z.object({}), execute: async () => ({ data: n }) }))
     }
     registry.register(defineTool({ name: 'rt', description: 'rt', inputSchema: z.object({}), execute: async () => ({ data: 'rt' }) }), { runtimeAdded: true })
-    return new AgentRunner({ name: 'x', chat: async () => resp([text('')]) }, registry, new ToolExecutor(registry), { model: 'm', ...opts }) as any
+    return new AgentRunner({ name: 'x', chat: async () => resp([text('')]), async *stream() {} }, registry, new ToolExecutor(registry), { model: 'm', ...opts }) as any
   }
   const names = (r: any) => r.resolveTools().map((d: any) => d.name)
 

@@ -29,7 +29,7 @@ test('agents run in worker threads and the main thread at the same time', async 
   let turn = 0
   const adapter = { name: 'm', chat: async () => (++turn === 1
     ? { id: 'r', model: 'm', stop_reason: 'tool_use', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'tool_use' as const, id: 'x', name: 'inc', input: {} }] }
-    : { id: 'r', model: 'm', stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'text' as const, text: 'main done' }] }) }
+    : { id: 'r', model: 'm', stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'text' as const, text: 'main done' }] }), async *stream() {} }
   const main = await new Agent({ name: 'm', model: 'm', adapter, tools: ['inc'] }, registry, new ToolExecutor(registry)).run('go')
 
   expect(main.output).toBe('main done')

@@ -1,80 +1,38 @@
-// Types of lib/builtin.js: the built-in tools, path safety, the walker and redaction.
-// ToolDefinition / ToolUseContext / ToolResult are declared minimally here (CONTRACT §1.4);
-// the package entry's fuller types are structurally compatible.
+// Types of lib/builtin.js: the built-in tools, path safety, the walker and redaction. The tools
+// are the original's `ToolDefinition<TInput>` objects: `inputSchema` is a Zod schema (built on
+// first access from the project's `zod`, a peer dependency), `execute` takes the tool's input.
 
-export interface BuiltinTokenUsage {
-  input_tokens: number
-  output_tokens: number
-}
+import type { ToolDefinition, ToolUseContext, ToolResult, TokenUsage, AgentInfo, TeamInfo } from '../index'
 
-export interface BuiltinToolResult {
-  data: string
-  isError?: boolean
-  metadata?: { tokenUsage?: BuiltinTokenUsage }
-}
+/** @deprecated The package entry's `ToolUseContext`; kept as an alias. */
+export type BuiltinToolUseContext = ToolUseContext
+/** @deprecated The package entry's `ToolResult`; kept as an alias. */
+export type BuiltinToolResult = ToolResult
+/** @deprecated The package entry's `TokenUsage`; kept as an alias. */
+export type BuiltinTokenUsage = TokenUsage
+/** @deprecated The package entry's `AgentInfo`; kept as an alias. */
+export type BuiltinAgentInfo = AgentInfo
+/** @deprecated The package entry's `TeamInfo`; kept as an alias. */
+export type BuiltinTeamInfo = TeamInfo
+/** @deprecated The package entry's `ToolDefinition`; kept as an alias. */
+export type BuiltinToolDefinition<TInput = Record<string, unknown>> = ToolDefinition<TInput>
 
-export interface BuiltinAgentInfo {
-  name: string
-  role: string
-  model: string
-}
+export declare const bashTool: ToolDefinition<{ command: string; timeout?: number; cwd?: string }>
+export declare const fileReadTool: ToolDefinition<{ path: string; offset?: number; limit?: number }>
+export declare const fileWriteTool: ToolDefinition<{ path: string; content: string }>
+export declare const fileEditTool: ToolDefinition<{ path: string; old_string: string; new_string: string; replace_all?: boolean }>
+export declare const grepTool: ToolDefinition<{ pattern: string; path?: string; glob?: string; maxResults?: number }>
+export declare const globTool: ToolDefinition<{ path?: string; pattern?: string; maxFiles?: number }>
+export declare const delegateToAgentTool: ToolDefinition<{ target_agent: string; prompt: string }>
 
-export interface BuiltinTeamInfo {
-  name: string
-  agents: readonly string[]
-  sharedMemory?: { set(key: string, value: string, metadata?: Record<string, unknown>): Promise<void> }
-  delegationDepth?: number
-  maxDelegationDepth?: number
-  delegationPool?: { availableRunSlots: number }
-  delegationChain?: readonly string[]
-  runDelegatedAgent?: (targetAgent: string, prompt: string) => Promise<{ success: boolean; output: string; tokenUsage: BuiltinTokenUsage }>
-}
-
-export interface BuiltinToolUseContext {
-  agent: BuiltinAgentInfo
-  team?: BuiltinTeamInfo
-  abortSignal?: AbortSignal
-  abortController?: AbortController
-  /** string: sandbox root; null: sandbox disabled; undefined: defaultWorkspaceDir(). */
-  cwd?: string | null
-  metadata?: Readonly<Record<string, unknown>>
-}
-
-export interface BuiltinJsonSchemaProperty {
-  type: 'string' | 'number' | 'boolean'
-  description: string
-}
-
-export interface BuiltinInputSchema {
-  type: 'object'
-  properties: Record<string, BuiltinJsonSchemaProperty>
-  required?: string[]
-}
-
-export interface BuiltinToolDefinition<TInput = Record<string, unknown>> {
-  name: string
-  description: string
-  /** The plain JSON Schema shown to the LLM (§11.2). */
-  inputSchema: BuiltinInputSchema
-  execute(input: TInput, context: BuiltinToolUseContext): Promise<BuiltinToolResult>
-}
-
-export declare const bashTool: BuiltinToolDefinition<{ command: string; timeout?: number; cwd?: string }>
-export declare const fileReadTool: BuiltinToolDefinition<{ path: string; offset?: number; limit?: number }>
-export declare const fileWriteTool: BuiltinToolDefinition<{ path: string; content: string }>
-export declare const fileEditTool: BuiltinToolDefinition<{ path: string; old_string: string; new_string: string; replace_all?: boolean }>
-export declare const grepTool: BuiltinToolDefinition<{ pattern: string; path?: string; glob?: string; maxResults?: number }>
-export declare const globTool: BuiltinToolDefinition<{ path?: string; pattern?: string; maxFiles?: number }>
-export declare const delegateToAgentTool: BuiltinToolDefinition<{ target_agent: string; prompt: string }>
-
-export declare const BUILT_IN_TOOLS: BuiltinToolDefinition<any>[]
-export declare const ALL_BUILT_IN_TOOLS_WITH_DELEGATE: BuiltinToolDefinition<any>[]
+export declare const BUILT_IN_TOOLS: ToolDefinition<any>[]
+export declare const ALL_BUILT_IN_TOOLS_WITH_DELEGATE: ToolDefinition<any>[]
 
 export interface RegisterBuiltInToolsOptions {
-  includeDelegateTool?: boolean
+  readonly includeDelegateTool?: boolean
 }
 export declare function registerBuiltInTools(
-  registry: { register(tool: BuiltinToolDefinition<any>): void },
+  registry: { register(tool: ToolDefinition<any, any>): void },
   options?: RegisterBuiltInToolsOptions,
 ): void
 
@@ -83,7 +41,7 @@ export declare const DEFAULT_WORKSPACE_DIRNAME: '.agent-workspace'
 export declare function defaultWorkspaceDir(): string
 export declare function resolvePathWithinCwd(
   inputPath: string,
-  context: { cwd?: string | null },
+  context: { readonly cwd?: string | null },
   options?: { ensureRoot?: boolean },
 ): Promise<SafePathResult>
 

@@ -9,6 +9,7 @@ import type {
   LLMChatOptions,
   LLMMessage,
   LLMResponse,
+  StreamEvent,
   TokenUsage,
   ToolDefinition,
 } from '../../index'
@@ -42,6 +43,12 @@ export class MockAdapter implements LLMAdapter {
     if (reply instanceof Error) throw reply
     if (typeof reply === 'function') return reply(messages, options, call)
     return reply
+  }
+
+  // Required by LLMAdapter (as in the original); the runner only calls chat().
+  // eslint-disable-next-line require-yield
+  async *stream(): AsyncGenerator<StreamEvent> {
+    throw new Error('MockAdapter: stream() is not scripted')
   }
 }
 
