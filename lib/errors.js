@@ -21,9 +21,31 @@ class InvalidMessageError extends Error {
   }
 }
 
-/** An Error from any realm (the addon's included) is still an Error. */
+/** An Error from any realm (the addon's included) is still an Error. Never throws: a revoked
+ *  Proxy (whose prototype and tag cannot be read) is not an Error. */
 function isError(x) {
-  return x instanceof Error || Object.prototype.toString.call(x) === '[object Error]'
+  try {
+    return x instanceof Error || Object.prototype.toString.call(x) === '[object Error]'
+  } catch {
+    return false
+  }
+}
+
+/** `String(x)` for anything a user's code may throw or return: never throws. A value whose
+ *  conversion itself throws (a revoked Proxy, a throwing `toString`, a Symbol-only object)
+ *  is described by its type instead. */
+function safeString(x) {
+  try {
+    return String(x)
+  } catch {
+    // fall through
+  }
+  try {
+    return Object.prototype.toString.call(x)
+  } catch {
+    // A revoked Proxy cannot even be tagged.
+  }
+  return `[${typeof x} that cannot be converted to text]`
 }
 
 /**
@@ -32,13 +54,21 @@ function isError(x) {
  * becomes the contract's `new Error(String(x))`.
  */
 function toError(err) {
-  if (err instanceof Error) return err
-  if (isError(err)) {
-    const e = new Error(err.message)
-    e.name = err.name
-    return e
+  try {
+    if (err instanceof Error) return err
+  } catch {
+    // a revoked Proxy: below
   }
-  return new Error(String(err))
+  if (isError(err)) {
+    try {
+      const e = new Error(err.message)
+      e.name = err.name
+      return e
+    } catch {
+      // throwing getters: described below
+    }
+  }
+  return new Error(safeString(err))
 }
 
-module.exports = { TokenBudgetExceededError, InvalidMessageError, toError, isError }
+module.exports = { TokenBudgetExceededError, InvalidMessageError, toError, isError, safeString }

@@ -4,7 +4,7 @@
 // validator; admission, truncation and the texts come from the kernel.
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema } = require('./schema.js')
-const { isError } = require('./errors.js')
+const { isError, safeString } = require('./errors.js')
 
 function defineTool(config) {
   const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }
@@ -156,15 +156,21 @@ function zodIssueLines(issues) {
   return issues.map((i) => `  • ${i.path.join('.')}: ${i.message}`).join('\n')
 }
 
+/** The text of what a tool (or an executor) threw (§9.2 step 8): always a string, never throws,
+ *  whatever was thrown (the executor must not reject for a tool's fault). */
 function thrownMessage(err) {
-  if (isError(err)) return err.message
-  if (typeof err === 'string') return err
   try {
+    if (isError(err)) {
+      const m = err.message
+      return typeof m === 'string' ? m : safeString(m)
+    }
+    if (typeof err === 'string') return err
     const s = JSON.stringify(err)
     return s === undefined ? 'undefined' : s
   } catch {
-    // Circular or BigInt values: the original would reject here; we report instead.
-    return String(err)
+    // Circular or BigInt values, throwing getters or toJSON, revoked Proxies: the original
+    // would reject here; we report instead.
+    return safeString(err)
   }
 }
 
@@ -203,8 +209,13 @@ class ToolExecutor {
         const v = validators.get(schema)
         if (v) {
           let json
-          try { json = JSON.stringify(input === undefined ? null : input) } catch { json = 'null' }
-          const errs = v.validate(json)
+          try {
+            json = JSON.stringify(input === undefined ? null : input)
+          } catch (e) {
+            // Validating `null` instead would report a type error that is not the problem.
+            return { data: `Invalid input for tool "${tool.name}":\n  • : input cannot be written as JSON: ${thrownMessage(e)}`, isError: true }
+          }
+          const errs = v.validate(json ?? 'null')
           if (errs.length > 0) {
             return { data: `Invalid input for tool "${tool.name}":\n${errs.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
           }
@@ -231,7 +242,13 @@ class ToolExecutor {
         }
         return this._maybeTruncate(tool, result)
       } catch (err) {
-        return this._maybeTruncate(tool, { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true })
+        const result = { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true }
+        try {
+          return this._maybeTruncate(tool, result)
+        } catch {
+          // A tool whose maxOutputChars getter throws: its error text untruncated.
+          return result
+        }
       }
     } finally {
       sem.release()
@@ -239,8 +256,23 @@ class ToolExecutor {
   }
 
   async executeBatch(calls, context) {
+    // Every call that started is awaited before the batch settles, whatever fails: a bad call
+    // object (a throwing getter) or a rejection (a schema that throws) fails the batch with the
+    // first such error only once the others are done, never leaving one running unobserved.
     const results = new Map()
-    await Promise.all(calls.map((c) => this.execute(c.name, c.input, context).then((r) => { results.set(c.id, r) })))
+    let failure = null
+    const fail = (err) => { if (failure === null) failure = { err } }
+    const pending = []
+    try {
+      for (const c of calls) {
+        const id = c.id
+        pending.push(Promise.resolve(this.execute(c.name, c.input, context)).then((r) => { results.set(id, r) }, fail))
+      }
+    } catch (err) {
+      fail(err)
+    }
+    await Promise.all(pending)
+    if (failure !== null) throw failure.err
     return results
   }
 
