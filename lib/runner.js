@@ -3,7 +3,7 @@
 // everything; this loop only awaits what the user handed over (adapter, tools, callbacks)
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
-const { TokenBudgetExceededError, toError } = require('./errors.js')
+const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
 const { emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
@@ -136,17 +136,39 @@ const finishTotals = new Float64Array(4)
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 const num = (v) => (typeof v === 'number' ? v : 0)
 
-/** Hands the model's answer to the machine: content as JSON, usage as numbers. */
+/** The driver's view of one answer: `content` is read once (the mirror keeps that very
+ *  value, not a second read of a getter) and `code` is the machine's next op. */
+const answer = { content: undefined, code: -1 }
+
+/** Hands the model's answer to the machine: content as JSON, usage as numbers (the machine
+ *  counts a non-finite one as 0). Fills `answer`; throws when the content cannot be written
+ *  as JSON, saying why (the machine would only see that it is missing). */
 function respond(id, response) {
-  if (response === null || typeof response !== 'object') return native.runRespond(id, null, 0, 0)
-  let json = null
+  answer.content = undefined
+  if (response === null || typeof response !== 'object') {
+    answer.code = native.runRespond(id, null, 0, 0)
+    return answer
+  }
+  const content = response.content
+  let json
   try {
-    json = JSON.stringify(response.content) ?? null
-  } catch {
-    // Unserialisable content (cycles, BigInt) is reported as malformed below.
+    json = JSON.stringify(content) ?? null
+  } catch (e) {
+    throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
   }
   const u = response.usage
-  return native.runRespond(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+  answer.content = content
+  answer.code = native.runRespond(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+  return answer
+}
+
+/** Why JSON.stringify failed, in words: the engine's texts name neither depth nor the value. */
+function unserialisable(e) {
+  const msg = thrownMessage(e)
+  if (/Maximum call stack/.test(msg)) return 'it is nested too deeply: Maximum call stack size exceeded'
+  if (/circular/i.test(msg)) return 'it holds a circular reference'
+  if (/BigInt/.test(msg)) return 'it holds a BigInt'
+  return `serialising it threw: ${msg.split('\n')[0]}`
 }
 
 function redactInput(input) {
@@ -155,9 +177,15 @@ function redactInput(input) {
   return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
 }
 
-/** Resolves with an isError result if the run is aborted while the tool is still running. */
+/** Whether `signal` can tell the driver about an abort (a caller may pass any object). */
+function listenable(signal) {
+  return signal !== undefined && signal !== null && typeof signal.addEventListener === 'function'
+}
+
+/** Resolves with an isError result if the run is aborted while the tool is still running.
+ *  `promise` is a native Promise; its later outcome is still handled (never unhandled). */
 function untilAborted(promise, signal, name) {
-  if (!signal || signal.aborted) return promise
+  if (!listenable(signal) || signal.aborted) return promise
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
     signal.addEventListener('abort', onAbort, { once: true })
@@ -166,6 +194,85 @@ function untilAborted(promise, signal, name) {
       (e) => { signal.removeEventListener('abort', onAbort); reject(e) },
     )
   })
+}
+
+/** How long an aborted run still waits for a JS adapter or callback that ignores the signal:
+ *  one that honours it rejects within this time with its own error, which is kept. */
+const ABANDON_AFTER_MS = 100
+
+/**
+ * `value` (what a user's adapter or callback returned) awaited, unless the run's signal aborts
+ * and it has not settled ABANDON_AFTER_MS later: then rejects with `abandoned()` and leaves it
+ * behind. Its later outcome is still handled, so it can never become an unhandled rejection.
+ */
+function settleOrAbandon(value, signal, abandoned) {
+  if (!listenable(signal)) return value
+  const p = Promise.resolve(value)
+  return new Promise((resolve, reject) => {
+    let timer = null
+    let settled = false
+    const onAbort = () => {
+      if (timer === null && !settled) timer = setTimeout(giveUp, ABANDON_AFTER_MS)
+    }
+    const done = () => {
+      settled = true
+      signal.removeEventListener('abort', onAbort)
+      if (timer !== null) clearTimeout(timer)
+    }
+    const giveUp = () => {
+      if (settled) return
+      done()
+      reject(abandoned())
+    }
+    p.then(
+      (v) => { if (!settled) { done(); resolve(v) } },
+      (e) => { if (!settled) { done(); reject(e) } },
+    )
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+// The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
+// same whichever kind of adapter it used.
+const requestAborted = () => new Error('Request was aborted.')
+const abortedWhile = (what) => () => new Error(`The run was aborted while ${what} had not settled`)
+const compressAborted = abortedWhile('contextStrategy.compress')
+const policyAborted = abortedWhile('loopDetection.onLoopDetected')
+
+/** The turn's tool calls as the gate judged them (`runToolCalls`), as tool_use blocks. */
+function gatedCalls(id) {
+  const raw = JSON.parse(native.runToolCalls(id))
+  const calls = new Array(raw.length)
+  for (let i = 0; i < raw.length; i++) {
+    const [callId, name, input] = raw[i]
+    calls[i] = { type: 'tool_use', id: callId, name, input }
+  }
+  return calls
+}
+
+/**
+ * A tool's outcome read once, field by field (a getter may answer differently on each read or
+ * throw; a custom executor may return anything): what onToolResult, the trace, the record, the
+ * result block and the machine all see. A result that cannot be read is the tool's fault and
+ * answers its call with an isError result, like a throw.
+ */
+function readResult(name, result) {
+  try {
+    if (result === null || typeof result !== 'object') {
+      const data = `Tool "${name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`
+      return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
+    }
+    const data = result.data
+    const isError = result.isError
+    const metadata = result.metadata
+    const u = metadata === undefined || metadata === null ? undefined : metadata.tokenUsage
+    const usage = u ? [num(u.input_tokens), num(u.output_tokens)] : null
+    return { result, data, isError, usage, text: typeof data === 'string' ? data : safeString(data) }
+  } catch (err) {
+    const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
+    return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
+  }
 }
 
 class AgentRunner {
@@ -262,6 +369,7 @@ class AgentRunner {
     const onTrace = options.onTrace
     const trace = { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' }
     let response
+    let content // the JS adapter's content, read once (see respond)
 
     let code = -1 // an op already fetched together with the model's response
     let released = false
@@ -295,7 +403,7 @@ class AgentRunner {
             conv = applyPlan(conv, JSON.parse(native.runTakePlan(id)))
             break
           case OP.CUSTOM_COMPRESS: {
-            const out = await ro.contextStrategy.compress(conv, native.runEstimateTokens(id))
+            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, native.runEstimateTokens(id)), signal, compressAborted)
             let json = null
             if (Array.isArray(out)) json = JSON.stringify(out)
             const err = native.runSetConversation(id, json)
@@ -306,7 +414,7 @@ class AgentRunner {
           case OP.SUMMARIZE: {
             const model = ro.contextStrategy.summaryModel ?? ro.model
             const startMs = Date.now()
-            const summary = await this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined })
+            const summary = await settleOrAbandon(this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined }), signal, requestAborted)
             const endMs = Date.now()
             const err = native.runOnSummary(id, responseJson(summary))
             if (err) throw new Error(err)
@@ -388,15 +496,18 @@ class AgentRunner {
                 unlink()
               }
             } else {
-              response = await this.adapter.chat(conv, chatOptions)
-              code = respond(id, response)
+              // A JS adapter may ignore the signal: the run does not wait for it past an abort.
+              response = await settleOrAbandon(this.adapter.chat(conv, chatOptions), signal, requestAborted)
+              const a = respond(id, response)
+              code = a.code
               if (code < 0) throw new Error(native.runError(id))
+              content = a.content
             }
             if (onTrace) {
               const endMs = Date.now()
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: native.runTurns(id), tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
-            const assistant = { role: 'assistant', content: response.content }
+            const assistant = { role: 'assistant', content: nativeAdapter ? response.content : content }
             conv.push(assistant)
             newMessages.push(assistant)
             if (options.onMessage) options.onMessage(assistant)
@@ -413,7 +524,7 @@ class AgentRunner {
             if (streaming) yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
             const policy = ro.loopDetection.onLoopDetected
-            if (typeof policy === 'function') native.runSetLoopAction(id, String(await policy(info)))
+            if (typeof policy === 'function') native.runSetLoopAction(id, String(await settleOrAbandon(policy(info), signal, policyAborted)))
             break
           }
           case OP.INJECT_WARNING: {
@@ -427,18 +538,21 @@ class AgentRunner {
             if (options.onWarning) options.onWarning(native.runTextOut(id))
             break
           case OP.LOOP_STOP_RESULTS: {
+            // Answers the calls the machine saw (its ids), not a second read of the live blocks.
             const text = native.loopStoppedText()
-            const content = response.content.filter((b) => b.type === 'tool_use')
-              .map((b) => ({ type: 'tool_result', tool_use_id: b.id, content: text, is_error: true }))
-            const msg = { role: 'user', content }
+            const results = gatedCalls(id).map((c) => ({ type: 'tool_result', tool_use_id: c.id, content: text, is_error: true }))
+            const msg = { role: 'user', content: results }
             conv.push(msg)
             newMessages.push(msg)
             if (options.onMessage) options.onMessage(msg)
             break
           }
           case OP.TOOL_ROUND: {
-            const blocks = response.content.filter((b) => b.type === 'tool_use')
-            if (streaming) for (const block of blocks) yield { type: 'tool_use', data: block }
+            // What runs, is recorded and is answered is the machine's copy of the calls, the one
+            // its gate judged (read once): never a second read of the adapter's live blocks,
+            // whose toJSON or getters may tell another story.
+            const calls = gatedCalls(id)
+            if (streaming) for (const call of calls) yield { type: 'tool_use', data: call }
             const context = {
               agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
               abortSignal: signal,
@@ -446,14 +560,14 @@ class AgentRunner {
             }
             if (options.team !== undefined) context.team = options.team
             const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : native.runGranted(id, i))
-            // Each block's chain runs synchronously up to the executor call, an ungranted block's
-            // through its onToolResult; results then land in completion order.
-            const done = new Array(blocks.length)
-            if (blocks.length === 1) {
-              // The common case, awaited directly: no Promise.all and no .then() layer.
-              const { startMs, pending: p } = this._startBlock(blocks[0], granted(0), context, options, signal)
+            const done = new Array(calls.length)
+            if (calls.length === 1) {
+              // The common case, awaited directly: no Promise.all and no .then() layer. A throw
+              // here leaves nothing behind: onToolCall throws before the tool starts, and
+              // onToolResult after it settled.
+              const { startMs, pending: p } = this._startBlock(calls[0], granted(0), context, options, signal)
               let result
-              if (p === null) result = { data: native.notGrantedText(blocks[0].name), isError: true }
+              if (p === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
               else {
                 try {
                   result = await p
@@ -461,28 +575,18 @@ class AgentRunner {
                   result = { data: thrownMessage(err), isError: true }
                 }
               }
-              done[0] = this._finishBlock(blocks[0], startMs, result, options, onTrace, trace)
+              done[0] = this._finishBlock(calls[0], startMs, result, options, onTrace, trace)
             } else {
-              const pending = []
-              for (let i = 0; i < blocks.length; i++) {
-                const { startMs, pending: p } = this._startBlock(blocks[i], granted(i), context, options, signal)
-                const finish = (result) => { done[i] = this._finishBlock(blocks[i], startMs, result, options, onTrace, trace) }
-                if (p === null) finish({ data: native.notGrantedText(blocks[i].name), isError: true })
-                else pending.push(p.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
-              }
-              await Promise.all(pending)
+              await this._runBlocks(calls, granted, context, options, signal, onTrace, trace, done)
             }
             const resultBlocks = []
-            for (let i = 0; i < blocks.length; i++) {
-              const { result, duration } = done[i]
-              const usage = result.metadata?.tokenUsage
-              const data = result.data
-              const content = typeof data === 'string' ? data : String(data)
-              const isError = result.isError === true ? 1 : result.isError === false ? 0 : 2
-              if (usage) native.runToolResultUsage(id, i, content, isError, num(usage.input_tokens), num(usage.output_tokens))
-              else native.runToolResult(id, i, content, isError)
-              toolCalls.push({ toolName: blocks[i].name, input: blocks[i].input, output: data, duration })
-              resultBlocks.push({ type: 'tool_result', tool_use_id: blocks[i].id, content: data, is_error: result.isError })
+            for (let i = 0; i < calls.length; i++) {
+              const d = done[i]
+              const isError = d.isError === true ? 1 : d.isError === false ? 0 : 2
+              if (d.usage !== null) native.runToolResultUsage(id, i, d.text, isError, d.usage[0], d.usage[1])
+              else native.runToolResult(id, i, d.text, isError)
+              toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
+              resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: d.data, is_error: d.isError })
             }
             if (streaming) for (const block of resultBlocks) yield { type: 'tool_result', data: block }
             if (bits & 32) resultBlocks.push({ type: 'text', text: native.runTextOut(id) })
@@ -507,37 +611,74 @@ class AgentRunner {
   }
 
   /**
+   * Runs a round of several blocks (§5.5 step 14): each starts in block order without awaiting
+   * the previous one, and each block's chain is isolated as the original's per-block async
+   * functions are: a callback that throws (onToolCall while starting a block, onToolResult
+   * when one settles) ends that block's chain only. The round then waits for every tool it
+   * started, whatever threw and in whatever order, and only then fails with the first throw
+   * (in time order, as the original's Promise.all reports it): no tool outlives its run
+   * unobserved, and nothing it does later can become an unhandled rejection.
+   */
+  async _runBlocks(calls, granted, context, options, signal, onTrace, trace, done) {
+    let failure = null
+    const fail = (err) => { if (failure === null) failure = { err } }
+    const pending = []
+    for (let i = 0; i < calls.length; i++) {
+      let started
+      try {
+        started = this._startBlock(calls[i], granted(i), context, options, signal)
+      } catch (err) {
+        fail(err)
+        continue
+      }
+      const finish = (result) => {
+        try {
+          done[i] = this._finishBlock(calls[i], started.startMs, result, options, onTrace, trace)
+        } catch (err) {
+          fail(err)
+        }
+      }
+      if (started.pending === null) finish({ data: native.notGrantedText(calls[i].name), isError: true })
+      else pending.push(started.pending.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+    }
+    // Never rejects: every chain above catches its own throws.
+    await Promise.all(pending)
+    if (failure !== null) throw failure.err
+  }
+
+  /**
    * Starts one block (CONTRACT §5.5 per-block steps 1–3): onToolCall, the gate, the executor.
    * Synchronous up to the executor call, so block k+1's onToolCall follows block k's start.
+   * `pending` is always a native Promise (an executor may return anything, or throw).
    */
-  _startBlock(block, granted, context, options, signal) {
-    if (options.onToolCall) options.onToolCall(block.name, block.input)
+  _startBlock(call, granted, context, options, signal) {
+    if (options.onToolCall) options.onToolCall(call.name, call.input)
     const startMs = Date.now()
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      pending = untilAborted(this.toolExecutor.execute(block.name, block.input, context), signal, block.name)
+      pending = untilAborted(Promise.resolve(this.toolExecutor.execute(call.name, call.input, context)), signal, call.name)
     } catch (err) {
       pending = Promise.reject(err)
     }
     return { startMs, pending }
   }
 
-  /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration. */
-  _finishBlock(block, startMs, result, options, onTrace, trace) {
-    if (result === null || typeof result !== 'object') {
-      result = { data: `Tool "${block.name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`, isError: true }
-    }
+  /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration.
+   *  Returns the outcome as read once (`readResult`) with its duration. */
+  _finishBlock(call, startMs, result, options, onTrace, trace) {
+    const out = readResult(call.name, result)
     const endMs = Date.now()
-    if (options.onToolResult) options.onToolResult(block.name, result)
+    if (options.onToolResult) options.onToolResult(call.name, out.result)
     if (onTrace) {
       emitTrace(onTrace, {
-        type: 'tool_call', ...trace, tool: block.name, isError: result.isError ?? false,
-        input: redactInput(block.input), output: native.traceRedactText(String(result.data)),
+        type: 'tool_call', ...trace, tool: call.name, isError: out.isError ?? false,
+        input: redactInput(call.input), output: native.traceRedactText(out.text),
         startMs, endMs, durationMs: endMs - startMs,
       })
     }
-    return { result, duration: endMs - startMs }
+    out.duration = endMs - startMs
+    return out
   }
 }
 

@@ -347,6 +347,11 @@ pub(super) fn run_tool_result_of(id: u32, i: u32, content: String, is_error: u32
     with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), None)).map_err(|e| e.reason)?
 }
 
+/// `runToolCalls` (`fast.rs`): what the driver executes (see `Machine::tool_calls_json`).
+pub(super) fn run_tool_calls_of(id: u32) -> std::result::Result<String, String> {
+    with_run(id, |r| r.m.tool_calls_json()).map_err(|e| e.reason)
+}
+
 /// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
 #[napi(catch_unwind)]
 pub fn run_tool_result_usage(id: u32, i: u32, content: String, is_error: u32, input_tokens: f64, output_tokens: f64) -> Result<()> {
@@ -502,8 +507,15 @@ impl JsonSchemaValidator {
     /// `[path, message]` pairs (path segments joined by '.'); empty when valid.
     #[napi(catch_unwind)]
     pub fn validate(&self, input_json: String) -> Vec<Vec<String>> {
-        let input: serde_json::Value = match serde_json::from_str(&input_json) {
+        // Half a surrogate pair (a JS string may hold one) reads as U+FFFD, as on every other
+        // path: it is valid JS input, not a reason to refuse it.
+        let fixed = crate::kernel::json::replace_lone_surrogates(&input_json);
+        let input: serde_json::Value = match serde_json::from_str(fixed.as_deref().unwrap_or(&input_json)) {
             Ok(v) => v,
+            // serde's parser stops at 128 levels (the validator recurses per level too).
+            Err(e) if e.to_string().contains("recursion limit") => {
+                return vec![vec![String::new(), "input is nested too deeply to validate (more than 128 levels)".into()]]
+            }
             Err(_) => return vec![vec![String::new(), "input is not JSON-serialisable".into()]],
         };
         self.v

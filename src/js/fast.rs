@@ -24,13 +24,14 @@ type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::n
 /// Adds the callbacks to the module's exports (napi-rs calls this at load, per env).
 #[napi(module_exports)]
 pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
-    let fns: [(&str, Cb); 7] = [
+    let fns: [(&str, Cb); 8] = [
         ("semOpen", sem_open),
         ("semAcquire", sem_acquire),
         ("semRelease", sem_release),
         ("runNext", run_next),
         ("runRespond", run_respond),
         ("runToolResult", run_tool_result),
+        ("runToolCalls", run_tool_calls),
         ("runFinish", run_finish),
     ];
     for (name, cb) in fns {
@@ -239,6 +240,11 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
         a.with_str(2, |content| core::run_tool_result_of(id, i, content.to_string(), is_error))??;
         Ok(Ret::Undefined)
     })
+}
+
+/// `runToolCalls(id)`: the turn's tool calls as the gate judged them, JSON `[[id, name, input], …]`.
+unsafe extern "C" fn run_tool_calls(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    call::<1>(env, info, |a| Ok(Ret::Str(core::run_tool_calls_of(a.u32(0)?)?)))
 }
 
 /// `runFinish(id, totals)`: the driver's last step in one crossing: writes `[inputTokens,

@@ -143,11 +143,46 @@ fn push_canonical(input: &str, out: &mut String) {
         out.push_str(trimmed);
         return;
     }
+    // The re-emitting below recurses once per level and re-reads each level's text: an input
+    // nested deeper than this (a model can send thousands of levels) is compared as written,
+    // which bounds both the stack and the time. Key order then matters for it; values still do.
+    if nesting_deeper_than(trimmed.as_bytes(), CANONICAL_MAX_DEPTH) {
+        out.push_str(trimmed);
+        return;
+    }
     let start = out.len();
     if canonical_into(input, out).is_err() {
         out.truncate(start);
         out.push_str(input);
     }
+}
+
+const CANONICAL_MAX_DEPTH: usize = 64;
+
+/// Whether JSON text opens more than `max` containers at once (strings skipped), in one pass.
+fn nesting_deeper_than(b: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 fn push_entry(out: &mut String, name: &str, canon_input: &str) {
@@ -392,6 +427,28 @@ mod tests {
         assert!(d.record_tool_calls(&[("t", "not json")]).is_some());
         assert!(d.record_tool_calls(&[("t", "x{"), ("u", "{}")]).is_none());
         assert!(d.record_tool_calls(&[("u", "{}"), ("t", "x{")]).is_some());
+    }
+
+    #[test]
+    fn inputs_nested_thousands_deep_are_compared_as_written_without_recursing() {
+        // Deep enough to overflow any thread's stack if each level took a frame.
+        let deep = |leaf: &str, n: usize| format!("{}{}{}", r#"{"k":"#.repeat(n), leaf, "}".repeat(n));
+        let mut d = LoopDetector::new(Some(2.0), None);
+        assert!(d.record_tool_calls(&[("t", &deep("1", 200_000))]).is_none());
+        assert_eq!(d.record_tool_calls(&[("t", &deep("1", 200_000))]).unwrap().repetitions, 2);
+        assert!(d.record_tool_calls(&[("t", &deep("2", 200_000))]).is_none());
+        // Several calls take the sorting path.
+        let mut d = LoopDetector::new(Some(2.0), None);
+        let (a, b) = (deep("[1]", 100_000), deep("[2]", 100_000));
+        assert!(d.record_tool_calls(&[("t", &a), ("u", &b)]).is_none());
+        assert!(d.record_tool_calls(&[("u", &b), ("t", &a)]).is_some());
+        // At the bound key order still does not matter; strings holding brackets do not count.
+        let at = |inner: &str| deep(inner, CANONICAL_MAX_DEPTH - 1);
+        let mut d = LoopDetector::new(Some(2.0), None);
+        assert!(d.record_tool_calls(&[("t", &at(r#"{"a":"[[[[{{{{","b":2}"#))]).is_none());
+        assert!(d.record_tool_calls(&[("t", &at(r#"{"b":2,"a":"[[[[{{{{"}"#))]).is_some());
+        assert!(!nesting_deeper_than(at("{}").as_bytes(), CANONICAL_MAX_DEPTH));
+        assert!(nesting_deeper_than(deep("{}", CANONICAL_MAX_DEPTH).as_bytes(), CANONICAL_MAX_DEPTH));
     }
 
     #[test]

@@ -34,6 +34,12 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Counts as the kernel keeps them: a non-finite count (an adapter's `NaN`, `Infinity`) is 0,
+    /// so one broken response cannot turn the run's totals and the budget check into NaN.
+    pub fn finite(input_tokens: f64, output_tokens: f64) -> Usage {
+        let f = |v: f64| if v.is_finite() { v } else { 0.0 };
+        Usage { input_tokens: f(input_tokens), output_tokens: f(output_tokens) }
+    }
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
@@ -256,7 +262,33 @@ fn opt_string(v: Option<&RawValue>) -> Result<Option<String>, ()> {
     match v {
         None => Ok(None),
         Some(r) if r.get() == "null" => Ok(None),
-        Some(r) => serde_json::from_str::<String>(r.get()).map(Some).map_err(|_| ()),
+        Some(r) => js_string(r.get()).map(Some).ok_or(()),
+    }
+}
+
+/// A JSON string token as a Rust string. Half a surrogate pair (a JS string may hold one, a
+/// Rust string may not) becomes U+FFFD, as napi converts such a string and as the history
+/// path does (`parse_messages`): a model's text cut inside an emoji is still text.
+fn js_string(raw: &str) -> Option<String> {
+    match serde_json::from_str::<String>(raw) {
+        Ok(s) => Some(s),
+        Err(_) => serde_json::from_str::<String>(&super::json::replace_lone_surrogates(raw)?).ok(),
+    }
+}
+
+/// A tool_use block's `id` or `name`. These are identifiers, not prose: one holding half a
+/// surrogate pair cannot be replaced by U+FFFD without naming another tool or breaking the
+/// pairing with its result, so a model's answer carrying one is refused with that reason.
+fn tool_use_ident(v: Option<&RawValue>, field: &str, strict: Strictness) -> Result<String, String> {
+    let need = || format!("a \"tool_use\" block needs a string \"{field}\"");
+    let Some(r) = v else { return Err(need()) };
+    if let Ok(s) = serde_json::from_str::<String>(r.get()) {
+        return Ok(s);
+    }
+    match js_string(r.get()) {
+        Some(s) if strict == Strictness::Lenient => Ok(s),
+        Some(_) => Err(format!("the \"{field}\" of a \"tool_use\" block holds half a UTF-16 surrogate pair (a lone \\uD800-\\uDFFF), which is not valid Unicode")),
+        None => Err(need()),
     }
 }
 
@@ -362,8 +394,8 @@ fn parse_block_slow(raw: &RawValue, strict: Strictness) -> Result<Block, String>
             provenance: opt_string(rb.provenance).ok().flatten(),
         }),
         Some("tool_use") => {
-            let id = req_string(rb.id, "id", "tool_use")?;
-            let name = req_string(rb.name, "name", "tool_use")?;
+            let id = tool_use_ident(rb.id, "id", strict)?;
+            let name = tool_use_ident(rb.name, "name", strict)?;
             let input = match rb.input {
                 Some(r) if r.get().starts_with('{') => r.to_owned(),
                 Some(_) | None if lenient => RawValue::from_string("{}".into()).unwrap(),
@@ -560,6 +592,30 @@ mod tests {
         assert!(matches!(parse_content(&odd, Strictness::Strict).unwrap()[0], Block::Other(_)));
         let untyped = RawValue::from_string(r#"[{"text":"x"}]"#.into()).unwrap();
         assert!(parse_content(&untyped, Strictness::Strict).unwrap_err().contains("no \"type\""));
+    }
+
+    #[test]
+    fn a_models_half_surrogate_is_replaced_in_text_and_named_in_identifiers() {
+        let text = parse_content_str(r#"[{"type":"text","text":"cut \ud83d"},{"type":"tool_use","id":"1","name":"t","input":{"s":"\udc00"}}]"#, Strictness::Strict).unwrap();
+        assert!(matches!(&text[0], Block::Text { text: Some(t) } if t == "cut \u{fffd}"));
+        // The input stays as the model wrote it (the tool receives the same JS string).
+        assert!(matches!(&text[1], Block::ToolUse { input, .. } if input.get() == r#"{"s":"\udc00"}"#));
+        for field in ["name", "id"] {
+            let json = format!(r#"[{{"type":"tool_use","id":"1","name":"t","input":{{}},"{field}":"t\ud800"}}]"#);
+            let json = json.replacen(&format!(r#""{field}":"{}","#, if field == "id" { "1" } else { "t" }), "", 1);
+            let e = parse_content_str(&json, Strictness::Strict).unwrap_err();
+            assert_eq!(e, format!(r#"the "{field}" of a "tool_use" block holds half a UTF-16 surrogate pair (a lone \uD800-\uDFFF), which is not valid Unicode"#), "{json}");
+            let raw = RawValue::from_string(json).unwrap();
+            assert!(matches!(&parse_content(&raw, Strictness::Lenient).unwrap()[0], Block::ToolUse { .. }));
+        }
+        let e = parse_content_str(r#"[{"type":"tool_use","id":"1","name":7,"input":{}}]"#, Strictness::Strict).unwrap_err();
+        assert_eq!(e, r#"a "tool_use" block needs a string "name""#);
+    }
+
+    #[test]
+    fn non_finite_usage_counts_are_zero() {
+        assert_eq!(Usage::finite(f64::NAN, f64::INFINITY), Usage::default());
+        assert_eq!(Usage::finite(f64::NEG_INFINITY, 3.0), Usage { input_tokens: 0.0, output_tokens: 3.0 });
     }
 
     #[test]

@@ -382,6 +382,7 @@ impl Machine {
             return Err("driver error: no summary pending".into());
         }
         let (content, usage) = parse_response(response_json)?;
+        let usage = Usage::finite(usage.input_tokens, usage.output_tokens);
         let text: String = content
             .iter()
             .filter_map(|b| match b {
@@ -435,6 +436,7 @@ impl Machine {
 
     /// Takes a checked answer.
     fn accept_response(&mut self, content: Vec<Block>, usage: Usage) {
+        let usage = Usage::finite(usage.input_tokens, usage.output_tokens);
         self.last_usage = usage;
         self.usage.add(usage);
         self.turn_text.clear();
@@ -586,8 +588,35 @@ impl Machine {
         if self.phase != Phase::AwaitToolResults || i >= self.results.len() {
             return Err("driver error: unexpected tool result".into());
         }
+        let usage = usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
         self.results[i] = Some(ToolOutcome { content, is_error, usage });
         Ok(())
+    }
+
+    /// The turn's tool calls exactly as the gate judged them, as JSON `[[id, name, input], …]`
+    /// in block order (during `ToolRound` and `LoopStopResults`). The driver executes, records
+    /// and answers these, never the adapter's live objects: a block whose `toJSON` hides it, or
+    /// a `name` getter that answers differently on each read, must not run an ungranted tool.
+    pub fn tool_calls_json(&self) -> String {
+        let mut out = String::with_capacity(64);
+        out.push('[');
+        let calls = self.conv.iter().rev().find(|m| m.role == Role::Assistant).map(|m| &m.content[..]).unwrap_or(&[]);
+        for b in calls {
+            if let Block::ToolUse { id, name, input, .. } = b {
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                out.push('[');
+                out.push_str(&serde_json::to_string(id).expect("string serialises"));
+                out.push(',');
+                out.push_str(&serde_json::to_string(name).expect("string serialises"));
+                out.push(',');
+                out.push_str(input.get());
+                out.push(']');
+            }
+        }
+        out.push(']');
+        out
     }
 
     fn append_tool_results(&mut self) {
@@ -883,6 +912,43 @@ mod tests {
             assert!(e.starts_with("LLM adapter returned a malformed response: "), "{e}");
         }
         assert_eq!(m.conversation().len(), 1);
+    }
+
+    #[test]
+    fn tool_calls_are_the_gated_copy_and_outlive_the_loop_stop() {
+        let mut m = machine(RunnerConfig::default(), START, &["a"]);
+        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        m.on_response(r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{}}]}"#).unwrap();
+        assert_eq!(m.next(false).unwrap(), Op::Text);
+        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
+        assert_eq!(m.tool_calls_json(), r#"[["1","a",{"z":1,"a":[2]}],["2\"","bé",{}]]"#);
+        assert!(m.granted(0) && !m.granted(1));
+
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection = Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("terminate".into()) });
+        let mut m = machine(cfg, START, &["a"]);
+        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        m.on_response(&tool_resp(&[("7", "a")], "")).unwrap();
+        assert_eq!(m.next(false).unwrap(), Op::LoopDetected);
+        assert_eq!(m.next(false).unwrap(), Op::LoopStopResults);
+        assert_eq!(m.tool_calls_json(), r#"[["7","a",{"q":1}]]"#);
+    }
+
+    #[test]
+    fn non_finite_usage_never_reaches_the_totals() {
+        let mut cfg = RunnerConfig::default();
+        cfg.max_token_budget = Some(100.0);
+        let mut m = machine(cfg, START, &["a"]);
+        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        m.on_response_parts(Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#), Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY }).unwrap();
+        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
+        m.tool_result(0, "ok".into(), None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 })).unwrap();
+        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        m.on_response(&text_resp("fin", 1, 2)).unwrap();
+        assert_eq!(m.next(false).unwrap(), Op::Text);
+        assert_eq!(m.next(false).unwrap(), Op::Done);
+        assert_eq!(m.usage(), Usage { input_tokens: 1.0, output_tokens: 6.0 });
+        assert!(!m.budget_exceeded());
     }
 
     #[test]
