@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use super::uv::{self, UvTcp};
 use crate::llm::http1::{self, Conn, Head, HeadError};
-use crate::llm::transport::{AttemptError, Http, HttpRequest, HttpResponse};
+use crate::llm::transport::{AttemptError, BodyError, Http, HttpRequest, HttpResponse};
 
 /// Idle connections kept per origin.
 const MAX_IDLE: usize = 32;
@@ -204,9 +204,9 @@ impl HttpResponse for LocalResponse {
         self.head.header(name)
     }
 
-    async fn bytes(self) -> Result<Bytes, ()> {
+    async fn bytes(self, limit: usize) -> Result<Bytes, BodyError> {
         let (target, mut conn) = self.conn;
-        let (body, reusable) = conn.read_body(&self.head).await.map_err(|_| ())?;
+        let (body, reusable) = conn.read_body(&self.head, limit).await?;
         if reusable {
             put_idle(&target.key, conn);
         }

@@ -1,5 +1,8 @@
 //! Anthropic Messages API wire format (CONTRACT §15.4).
 
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -261,8 +264,12 @@ pub struct StreamState {
     name: String,
     message: Option<WireMessage>,
     /// Partial JSON of tool_use blocks, by block index.
-    tool_json: Vec<(u64, String)>,
-    index_to_pos: Vec<(u64, usize)>,
+    /// The input JSON of each open tool_use block by its index (a later start with the same
+    /// index queues behind it). Maps, not lists searched per delta: a stream of many blocks
+    /// stays linear.
+    tool_json: FxHashMap<u64, VecDeque<String>>,
+    /// The position of the first block started with each index.
+    index_to_pos: FxHashMap<u64, usize>,
     pub stopped: bool,
 }
 
@@ -300,11 +307,11 @@ struct Delta {
 
 impl StreamState {
     pub fn new(name: &str) -> Self {
-        StreamState { name: name.to_string(), message: None, tool_json: Vec::new(), index_to_pos: Vec::new(), stopped: false }
+        StreamState { name: name.to_string(), message: None, tool_json: FxHashMap::default(), index_to_pos: FxHashMap::default(), stopped: false }
     }
 
     fn block_mut(&mut self, index: u64) -> Option<&mut WireBlock> {
-        let pos = self.index_to_pos.iter().find(|(i, _)| *i == index)?.1;
+        let pos = *self.index_to_pos.get(&index)?;
         self.message.as_mut()?.content.get_mut(pos)
     }
 
@@ -332,10 +339,10 @@ impl StreamState {
                 let mut block = ev.content_block.unwrap_or_default();
                 if block.kind == "tool_use" {
                     block.input = None;
-                    self.tool_json.push((idx, String::new()));
+                    self.tool_json.entry(idx).or_default().push_back(String::new());
                 }
                 msg.content.push(block);
-                self.index_to_pos.push((idx, msg.content.len() - 1));
+                self.index_to_pos.entry(idx).or_insert(msg.content.len() - 1);
             }
             "content_block_delta" => {
                 let idx = ev.index.unwrap_or(0);
@@ -361,7 +368,7 @@ impl StreamState {
                         }
                     }
                     Some("input_json_delta") => {
-                        if let Some((_, buf)) = self.tool_json.iter_mut().find(|(i, _)| *i == idx) {
+                        if let Some(buf) = self.tool_json.get_mut(&idx).and_then(|q| q.front_mut()) {
                             buf.push_str(d.partial_json.as_deref().unwrap_or(""));
                         }
                     }
@@ -370,8 +377,7 @@ impl StreamState {
             }
             "content_block_stop" => {
                 let idx = ev.index.unwrap_or(0);
-                if let Some(p) = self.tool_json.iter().position(|(i, _)| *i == idx) {
-                    let (_, json) = self.tool_json.remove(p);
+                if let Some(json) = self.tool_json.get_mut(&idx).and_then(VecDeque::pop_front) {
                     let input: Option<Value> = serde_json::from_str(&json).ok().filter(Value::is_object);
                     if let Some(b) = self.block_mut(idx) {
                         b.input = Some(input.unwrap_or_else(|| Value::Object(Map::new())));
@@ -413,10 +419,12 @@ impl StreamState {
         let name = self.name;
         let mut m = self.message.ok_or_else(|| LlmError::other("stream ended without producing a Message with role=assistant"))?;
         // A tool_use block whose stop never came still gets its (possibly partial) input.
-        for (idx, json) in self.tool_json {
-            if let Some((_, pos)) = self.index_to_pos.iter().find(|(i, _)| *i == idx) {
-                let input = serde_json::from_str::<Value>(&json).ok().filter(Value::is_object);
-                m.content[*pos].input = input;
+        for (idx, queue) in self.tool_json {
+            if let Some(&pos) = self.index_to_pos.get(&idx) {
+                for json in queue {
+                    let input = serde_json::from_str::<Value>(&json).ok().filter(Value::is_object);
+                    m.content[pos].input = input;
+                }
             }
         }
         Ok(finish(m, &name))

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
+use super::limits::{event_too_large, MAX_EVENT_BYTES};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Usage};
 
@@ -435,25 +436,37 @@ pub struct FrameDecoder {
 }
 
 impl FrameDecoder {
+    /// Appends the frames completed by `bytes` to `out`. A frame announcing more than
+    /// `MAX_EVENT_BYTES` is refused before it is buffered; the decoded frames leave the buffer
+    /// in one move (one per frame was quadratic in the frames of a large chunk).
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Frame>) -> Result<(), LlmError> {
         self.buf.extend_from_slice(bytes);
-        loop {
-            if self.buf.len() < 12 {
-                return Ok(());
+        let mut at = 0;
+        let result = loop {
+            let rest = &self.buf[at..];
+            if rest.len() < 12 {
+                break Ok(());
             }
-            let total = u32::from_be_bytes(self.buf[0..4].try_into().unwrap()) as usize;
-            let hlen = u32::from_be_bytes(self.buf[4..8].try_into().unwrap()) as usize;
+            let total = u32::from_be_bytes(rest[0..4].try_into().unwrap()) as usize;
+            let hlen = u32::from_be_bytes(rest[4..8].try_into().unwrap()) as usize;
             if total < 16 + hlen {
-                return Err(LlmError::other("Invalid event stream frame"));
+                break Err(LlmError::other("Invalid event stream frame"));
             }
-            if self.buf.len() < total {
-                return Ok(());
+            if total > MAX_EVENT_BYTES {
+                break Err(event_too_large("Event stream frame"));
             }
-            let headers = parse_headers(&self.buf[12..12 + hlen])?;
-            let payload = self.buf[12 + hlen..total - 4].to_vec();
-            out.push(Frame { headers, payload });
-            self.buf.drain(..total);
-        }
+            if rest.len() < total {
+                break Ok(());
+            }
+            let headers = match parse_headers(&rest[12..12 + hlen]) {
+                Ok(h) => h,
+                Err(e) => break Err(e),
+            };
+            out.push(Frame { headers, payload: rest[12 + hlen..total - 4].to_vec() });
+            at += total;
+        };
+        self.buf.drain(..at);
+        result
     }
 }
 
@@ -562,20 +575,24 @@ pub struct StreamState {
     model: String,
     request_id: String,
     blocks: Vec<(u64, Partial)>,
+    /// Where each index's block is in `blocks` (looked up per delta: a map keeps a stream of
+    /// many blocks linear).
+    positions: rustc_hash::FxHashMap<u64, usize>,
     stop_reason: Option<String>,
     usage: Option<WireUsage>,
 }
 
 impl StreamState {
     pub fn new(name: &str, model: &str, request_id: &str) -> Self {
-        StreamState { name: name.into(), model: model.into(), request_id: request_id.into(), blocks: Vec::new(), stop_reason: None, usage: None }
+        StreamState { name: name.into(), model: model.into(), request_id: request_id.into(), blocks: Vec::new(), positions: Default::default(), stop_reason: None, usage: None }
     }
 
     fn slot(&mut self, idx: u64, make: impl FnOnce() -> Partial) -> &mut Partial {
-        let pos = match self.blocks.iter().position(|(i, _)| *i == idx) {
-            Some(p) => p,
+        let pos = match self.positions.get(&idx) {
+            Some(&p) => p,
             None => {
                 self.blocks.push((idx, make()));
+                self.positions.insert(idx, self.blocks.len() - 1);
                 self.blocks.len() - 1
             }
         };
@@ -628,7 +645,7 @@ impl StreamState {
                 }
             }
             "contentBlockStop" => {
-                if let Some((_, Partial::Tool { id, name, json })) = self.blocks.iter().find(|(i, _)| *i == idx) {
+                if let Some((_, Partial::Tool { id, name, json })) = self.positions.get(&idx).map(|&p| &self.blocks[p]) {
                     let input: Option<Value> = serde_json::from_str(json).ok();
                     sink.emit(StreamEvent::ToolUse(Block::ToolUse { id: id.clone(), name: name.clone(), input: object_input(input.as_ref()), signature: None }));
                 }
@@ -777,5 +794,26 @@ mod tests {
         FrameDecoder::default().push(&exc, &mut frames).unwrap();
         let err = StreamState::new("bedrock", "m", "").on_frame(&frames[0], &mut |_e: StreamEvent| {}).unwrap_err();
         assert_eq!(err.message, "Too many requests");
+    }
+
+    #[test]
+    fn frames_are_bounded() {
+        // A prelude announcing a frame over the limit: refused before its bytes are buffered.
+        let mut prelude = ((MAX_EVENT_BYTES + 1) as u32).to_be_bytes().to_vec();
+        prelude.extend_from_slice(&0u32.to_be_bytes());
+        prelude.extend_from_slice(&[0; 4]);
+        let err = FrameDecoder::default().push(&prelude, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.message, "Event stream frame exceeds the 16 MiB limit (16777216 bytes).");
+        // Many frames in one chunk, and a frame's tail in the next: all decoded, in order.
+        let frame = |i: usize| encode_frame(&[(":event-type", "x")], format!("{i}").as_bytes());
+        let mut bytes: Vec<u8> = (0..50_000).flat_map(frame).collect();
+        let last = frame(50_000);
+        bytes.extend_from_slice(&last[..5]);
+        let mut d = FrameDecoder::default();
+        let mut frames = Vec::new();
+        d.push(&bytes, &mut frames).unwrap();
+        d.push(&last[5..], &mut frames).unwrap();
+        assert_eq!(frames.len(), 50_001);
+        assert_eq!(frames[50_000].payload, b"50000");
     }
 }

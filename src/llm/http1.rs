@@ -16,8 +16,9 @@ use std::pin::Pin;
 use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Response heads larger than this are refused (hyper's default limit is similar).
-const MAX_HEAD: usize = 64 * 1024;
+use super::limits::MAX_HEAD_BYTES;
+use super::transport::BodyError;
+
 const MAX_HEADERS: usize = 100;
 /// Bytes read at a time: a whole loopback response usually fits, so one `read` suffices.
 const READ_CHUNK: usize = 64 * 1024;
@@ -186,19 +187,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         Ok(n)
     }
 
-    /// The response head (interim 1xx responses skipped).
+    /// The response head (interim 1xx responses skipped). Everything before the final head
+    /// (interim responses, empty lines) counts towards `MAX_HEAD_BYTES` with it, so that a
+    /// server sending 1xx responses or header lines without end is refused. The head is parsed
+    /// again only when the bytes that arrived hold the blank line that would end it: a head
+    /// trickled in byte by byte costs linear time, not a parse per byte.
     pub async fn read_head(&mut self) -> Result<Head, HeadError> {
         let mut any = !self.pending().is_empty();
+        // Bytes consumed before the final head (interim responses, leading empty lines).
+        let mut spent = 0usize;
+        // `pending()` up to here holds no blank line that a parse has not seen.
+        let mut searched: Option<usize> = None;
         loop {
-            if !self.pending().is_empty() {
+            let ready = match searched {
+                None => !self.pending().is_empty(),
+                Some(from) => ends_head(self.pending(), from),
+            };
+            if ready {
                 let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut r = httparse::Response::new(&mut slots);
+                #[cfg(test)]
+                tests::count_work(self.pending().len());
                 match r.parse(self.pending()) {
                     Ok(httparse::Status::Complete(n)) => {
                         let status = r.code.unwrap_or(0);
                         let version = r.version.unwrap_or(1);
                         if (100..200).contains(&status) && status != 101 {
                             self.pos += n;
+                            spent += n;
+                            searched = None;
+                            if spent > MAX_HEAD_BYTES {
+                                return Err(HeadError::Io(bad("response head too large")));
+                            }
                             continue;
                         }
                         let (framing, keep_alive) = framing(status, version, r.headers).map_err(HeadError::Io)?;
@@ -211,12 +231,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         return Ok(Head { status, fields, framing, keep_alive });
                     }
                     Ok(httparse::Status::Partial) => {
-                        if self.pending().len() > MAX_HEAD {
-                            return Err(HeadError::Io(bad("response head too large")));
-                        }
+                        // Empty lines before a status line are skipped (httparse does too):
+                        // dropped here so that they never make a blank line to parse again at.
+                        let lead = self.pending().iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
+                        self.pos += lead;
+                        spent += lead;
+                        searched = Some(self.pending().len());
                     }
                     Err(_) => return Err(HeadError::Io(bad("malformed response head"))),
                 }
+            } else if let Some(from) = searched.as_mut() {
+                *from = self.pending().len();
+            }
+            if spent + self.pending().len() > MAX_HEAD_BYTES {
+                return Err(HeadError::Io(bad("response head too large")));
             }
             match self.fill(0).await {
                 Ok(0) if !any => return Err(HeadError::Closed),
@@ -228,23 +256,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// The whole body, and whether the connection can carry another request.
-    pub async fn read_body(&mut self, head: &Head) -> io::Result<(Bytes, bool)> {
+    /// The whole body, at most `limit` bytes, and whether the connection can carry another
+    /// request. A larger body is `TooLarge` as soon as that is known: at once for a
+    /// Content-Length or chunk size that says so, otherwise once more than `limit` arrived.
+    pub async fn read_body(&mut self, head: &Head, limit: usize) -> Result<(Bytes, bool), BodyError> {
         let body = match head.framing {
             Framing::Empty => Bytes::new(),
+            Framing::Length(n) if n > limit => return Err(BodyError::TooLarge),
             Framing::Length(n) => {
                 while self.pending().len() < n {
                     if self.fill(n - self.pending().len()).await? == 0 {
-                        return Err(io::ErrorKind::UnexpectedEof.into());
+                        return Err(BodyError::Connection);
                     }
                 }
                 let out = Bytes::copy_from_slice(&self.pending()[..n]);
                 self.pos += n;
                 out
             }
-            Framing::Chunked => self.read_chunked().await?,
+            Framing::Chunked => self.read_chunked(limit).await?,
             Framing::UntilClose => {
-                while self.fill(0).await? > 0 {}
+                while self.fill(0).await? > 0 {
+                    if self.pending().len() > limit {
+                        return Err(BodyError::TooLarge);
+                    }
+                }
                 let out = Bytes::copy_from_slice(self.pending());
                 self.pos = self.buf.len();
                 out
@@ -259,15 +294,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         Ok((body, reusable))
     }
 
-    /// The line at the read position, without its CRLF (read as needed).
-    async fn line(&mut self) -> io::Result<String> {
+    /// The length of the line at the read position, without its CRLF, which are consumed with
+    /// it (the line is at `self.buf[self.pos - len - 2..self.pos - 2]` until the next read). A
+    /// line is at most `max` bytes; each byte is searched once however slowly it arrives.
+    async fn line(&mut self, max: usize) -> io::Result<usize> {
+        let mut from = 0;
         loop {
-            if let Some(i) = self.pending().windows(2).position(|w| w == b"\r\n") {
-                let line = String::from_utf8_lossy(&self.pending()[..i]).into_owned();
-                self.pos += i + 2;
-                return Ok(line);
+            #[cfg(test)]
+            tests::count_work(self.pending().len() - from);
+            if let Some(i) = memchr::memmem::find(&self.pending()[from..], b"\r\n") {
+                let len = from + i;
+                self.pos += len + 2;
+                return Ok(len);
             }
-            if self.pending().len() > MAX_HEAD {
+            // The last byte may be the CR of a CRLF split across reads.
+            from = self.pending().len().saturating_sub(1);
+            if from > max {
                 return Err(bad("chunk line too long"));
             }
             if self.fill(0).await? == 0 {
@@ -276,30 +318,61 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    async fn read_chunked(&mut self) -> io::Result<Bytes> {
+    /// The line `line` just consumed.
+    fn last_line(&self, len: usize) -> &[u8] {
+        &self.buf[self.pos - len - 2..self.pos - 2]
+    }
+
+    async fn read_chunked(&mut self, limit: usize) -> Result<Bytes, BodyError> {
         let mut out = Vec::new();
         loop {
-            let line = self.line().await?;
-            let size = line.split(';').next().unwrap_or("").trim();
-            let size = usize::from_str_radix(size, 16).ok().filter(|n| n.checked_add(2).is_some()).ok_or_else(|| bad("invalid chunk size"))?;
+            let len = self.line(MAX_HEAD_BYTES).await?;
+            let size = chunk_size(self.last_line(len)).ok_or_else(|| bad("invalid chunk size"))?;
             if size == 0 {
-                // Trailer fields, up to the empty line.
-                while !self.line().await?.is_empty() {}
-                return Ok(Bytes::from(out));
+                // Trailer fields, up to the empty line; all of them within one head's limit.
+                let mut budget = MAX_HEAD_BYTES;
+                loop {
+                    let len = self.line(budget).await?;
+                    if len == 0 {
+                        return Ok(Bytes::from(out));
+                    }
+                    budget = budget.checked_sub(len + 2).ok_or_else(|| bad("chunked trailer too large"))?;
+                }
+            }
+            if out.len().checked_add(size).is_none_or(|total| total > limit) {
+                return Err(BodyError::TooLarge);
             }
             while self.pending().len() < size + 2 {
                 if self.fill(size + 2 - self.pending().len()).await? == 0 {
-                    return Err(io::ErrorKind::UnexpectedEof.into());
+                    return Err(BodyError::Connection);
                 }
             }
             let p = self.pending();
             if &p[size..size + 2] != b"\r\n" {
-                return Err(bad("chunk not terminated by CRLF"));
+                return Err(bad("chunk not terminated by CRLF").into());
             }
             out.extend_from_slice(&p[..size]);
             self.pos += size + 2;
         }
     }
+}
+
+/// Whether `p` holds, past `from` (less the bytes a terminator may span), a blank line: the
+/// end of a head (CRLF CRLF, or LF LF as httparse also takes).
+fn ends_head(p: &[u8], from: usize) -> bool {
+    let start = from.saturating_sub(2);
+    memchr::memchr_iter(b'\n', &p[start..]).any(|i| {
+        let rest = &p[start + i + 1..];
+        rest.first() == Some(&b'\n') || rest.starts_with(b"\r\n")
+    })
+}
+
+/// A chunk-size line's size (`<hex>[;extensions]`), or `None` when it is not one (or so large
+/// that the CRLF after the chunk would overflow).
+fn chunk_size(line: &[u8]) -> Option<usize> {
+    let line = String::from_utf8_lossy(line);
+    let size = line.split(';').next().unwrap_or("").trim();
+    usize::from_str_radix(size, 16).ok().filter(|n| n.checked_add(2).is_some())
 }
 
 /// The values of header `name` among the parsed ones.
@@ -381,7 +454,117 @@ pub(crate) fn read_request(s: &mut impl io::Read) -> (Vec<u8>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::limits::MAX_RESPONSE_BYTES;
+    use std::cell::Cell;
     use std::io::Write;
+    use std::task::{Context, Poll};
+
+    thread_local! {
+        /// Bytes looked at by head parses and line searches in this thread.
+        static WORK: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count_work(n: usize) {
+        WORK.with(|w| w.set(w.get() + n));
+    }
+
+    /// A connection that delivers `data` one byte per read (the slowest trickle), then ends,
+    /// and swallows what is written.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            if self.at < self.data.len() {
+                buf.put_slice(&self.data[self.at..self.at + 1]);
+                self.at += 1;
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, b: &[u8]) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Head and body of `reply` read one byte at a time, with `limit`; the bytes looked at.
+    async fn trickled(reply: Vec<u8>, limit: usize) -> (Result<(Bytes, bool), String>, usize) {
+        WORK.with(|w| w.set(0));
+        let mut c = Conn::new(Trickle { data: reply, at: 0 });
+        let out = match c.read_head().await {
+            Ok(h) => c.read_body(&h, limit).await.map_err(|e| format!("{e:?}")),
+            Err(HeadError::Io(e)) => Err(e.to_string()),
+            Err(HeadError::Closed) => Err("closed".into()),
+        };
+        (out, WORK.with(|w| w.get()))
+    }
+
+    #[tokio::test]
+    async fn slow_heads_and_chunk_lines_cost_linear_work() {
+        // A 60 KB head and 60 KB of chunk extensions, a byte per read: each byte looked at a
+        // few times, not once per read (that was 60k parses of up to 60 KB).
+        let mut reply = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..2000 {
+            reply.extend_from_slice(format!("x-h{i:04}: {}\r\n", "v".repeat(20)).as_bytes());
+        }
+        reply.extend_from_slice(b"transfer-encoding: chunked\r\n\r\n");
+        let head_len = reply.len();
+        reply.extend_from_slice(format!("3;{}\r\nabc\r\n0\r\n\r\n", "e".repeat(60_000)).as_bytes());
+        // Too many header fields for httparse: refused, but only after the blank line came.
+        let (out, work) = trickled(reply.clone(), MAX_RESPONSE_BYTES).await;
+        assert_eq!(out.unwrap_err(), "malformed response head");
+        assert!(work <= 3 * head_len, "{work} for {head_len}");
+        // The same with few fields and a long line: read, linearly.
+        let mut reply = b"HTTP/1.1 100 Continue\r\n\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-long: ".to_vec();
+        reply.extend_from_slice("v".repeat(60_000).as_bytes());
+        reply.extend_from_slice(format!("\r\n\r\n3;{}\r\nabc\r\n0\r\nt: 1\r\n\r\n", "e".repeat(60_000)).as_bytes());
+        let (out, work) = trickled(reply.clone(), MAX_RESPONSE_BYTES).await;
+        assert_eq!(&out.unwrap().0[..], b"abc");
+        assert!(work <= 3 * reply.len(), "{work} for {}", reply.len());
+    }
+
+    #[tokio::test]
+    async fn heads_trailers_and_bodies_are_bounded() {
+        let cases: Vec<(Vec<u8>, usize, &str)> = vec![
+            // Header lines without end.
+            ([b"HTTP/1.1 200 OK\r\n".to_vec(), b"x: y\r\n".repeat(20_000)].concat(), 100, "response head too large"),
+            // One header line without end.
+            ([b"HTTP/1.1 200 OK\r\nx: ".to_vec(), vec![b'v'; 70_000]].concat(), 100, "response head too large"),
+            // Interim responses without end.
+            (b"HTTP/1.1 102 Processing\r\n\r\n".repeat(3000), 100, "response head too large"),
+            // Empty lines without end before a status line.
+            (b"\r\n".repeat(40_000), 100, "response head too large"),
+            // Trailer fields without end.
+            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n".to_vec(), b"t: 1\r\n".repeat(20_000)].concat(), 100, "Connection"),
+            // A chunk-size line without end.
+            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1;".to_vec(), vec![b'e'; 70_000]].concat(), 100, "Connection"),
+            // Bodies over the limit: announced, chunked, close-delimited.
+            (b"HTTP/1.1 200 OK\r\ncontent-length: 101\r\n\r\n".to_vec(), 100, "TooLarge"),
+            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(), b"20\r\n01234567890123456789012345678901\r\n".repeat(4)].concat(), 100, "TooLarge"),
+            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(), b"65\r\n".to_vec()].concat(), 100, "TooLarge"),
+            ([b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), vec![b'b'; 101]].concat(), 100, "TooLarge"),
+        ];
+        for (reply, limit, want) in cases {
+            let shown = String::from_utf8_lossy(&reply[..40.min(reply.len())]).into_owned();
+            let (out, _) = trickled(reply, limit).await;
+            assert_eq!(out.unwrap_err(), want, "{shown:?}");
+        }
+        // At the limit: read.
+        let (out, _) = trickled([b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), vec![b'b'; 100]].concat(), 100).await;
+        assert_eq!(out.unwrap().0.len(), 100);
+        let (out, _) = trickled(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n".iter().copied().chain(vec![b'b'; 100]).collect(), 100).await;
+        assert_eq!(out.unwrap().0.len(), 100);
+    }
 
     /// A server thread that reads one request per entry of `replies` and answers with it,
     /// written in pieces of `split` bytes; returns the requests it read.
@@ -413,7 +596,7 @@ mod tests {
         let head = request_head("POST", "/v1/x?q=1", "127.0.0.1:1", &[("content-type", "application/json".into())], body.len()).unwrap();
         c.write_request(&head, body.as_bytes()).await.unwrap();
         let h = c.read_head().await.unwrap();
-        let (b, reuse) = c.read_body(&h).await.unwrap();
+        let (b, reuse) = c.read_body(&h, crate::llm::limits::MAX_RESPONSE_BYTES).await.unwrap();
         (h, b, reuse)
     }
 
@@ -489,7 +672,7 @@ mod tests {
             let failed = match c.read_head().await {
                 Err(HeadError::Io(_)) => true,
                 Err(HeadError::Closed) => false,
-                Ok(h) => c.read_body(&h).await.is_err(),
+                Ok(h) => c.read_body(&h, crate::llm::limits::MAX_RESPONSE_BYTES).await.is_err(),
             };
             t.join().unwrap();
             assert!(failed, "{}", String::from_utf8_lossy(reply));

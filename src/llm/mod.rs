@@ -11,6 +11,7 @@ pub mod fast_parse;
 pub mod gemini;
 pub mod http1;
 pub mod jsjson;
+pub mod limits;
 pub mod openai;
 pub mod providers;
 pub mod reasoning_fallback;

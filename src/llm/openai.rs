@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
 use super::scan::{Scan, Seen};
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
-use super::text_tools::{extract_tool_calls_from_text, repair_tool_args};
+use super::text_tools::{extract_tool_calls_until, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Role, Usage};
 
@@ -503,6 +503,12 @@ fn reasoning_of(raw: Option<&RawValue>) -> String {
 
 /// `fromOpenAICompletion(completion, knownToolNames, provenance)` on the raw body.
 pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) -> Result<LlmResponse, LlmError> {
+    parse_completion_until(body, known, provenance, &|| false)
+}
+
+/// `parse_completion`, with the text tool-call scan asking `aborted` as it goes: the aborted
+/// error once it answers true.
+pub fn parse_completion_until(body: &str, known: Option<&[&str]>, provenance: &str, aborted: &dyn Fn() -> bool) -> Result<LlmResponse, LlmError> {
     let p = match completion_fast(body) {
         Some(p) => p,
         None => completion_serde(body)?,
@@ -528,7 +534,7 @@ pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) ->
     if !any_native {
         if let (Some(known), Some(t)) = (known, text.as_deref()) {
             if !known.is_empty() && !t.is_empty() {
-                content.extend(extract_tool_calls_from_text(t, known));
+                content.extend(extract_tool_calls_until(t, known, aborted).ok_or_else(LlmError::aborted)?);
             }
         }
     }
@@ -754,6 +760,9 @@ pub struct StreamState {
     text: String,
     reasoning: String,
     calls: Vec<(u64, Option<String>, Option<String>, String)>,
+    /// Where each tool call index is in `calls` (looked up per delta: a map keeps a stream of
+    /// many calls linear).
+    call_pos: rustc_hash::FxHashMap<u64, usize>,
     finish: Option<String>,
     provenance: String,
 }
@@ -767,6 +776,7 @@ impl StreamState {
             text: String::new(),
             reasoning: String::new(),
             calls: Vec::new(),
+            call_pos: Default::default(),
             finish: None,
             provenance: provenance.to_string(),
         }
@@ -807,10 +817,11 @@ impl StreamState {
             }
             for tc in delta.tool_calls.unwrap_or_default() {
                 let idx = tc.index.unwrap_or(0);
-                let pos = match self.calls.iter().position(|c| c.0 == idx) {
-                    Some(p) => p,
+                let pos = match self.call_pos.get(&idx) {
+                    Some(&p) => p,
                     None => {
                         self.calls.push((idx, None, None, String::new()));
+                        self.call_pos.insert(idx, self.calls.len() - 1);
                         self.calls.len() - 1
                     }
                 };
@@ -834,8 +845,9 @@ impl StreamState {
         Ok(())
     }
 
-    /// After the last chunk: tool_use events, then the assembled response.
-    pub fn finish(self, opts: &ChatOptions, sink: &mut dyn EventSink) -> LlmResponse {
+    /// After the last chunk: tool_use events, then the assembled response; the text tool-call
+    /// scan asks `aborted` as it goes (the aborted error once it answers true).
+    pub fn finish_until(self, opts: &ChatOptions, sink: &mut dyn EventSink, aborted: &dyn Fn() -> bool) -> Result<LlmResponse, LlmError> {
         let mut tools = Vec::new();
         for (_, id, name, args) in &self.calls {
             let b = Block::ToolUse {
@@ -857,13 +869,13 @@ impl StreamState {
         let native = !tools.is_empty();
         content.extend(tools);
         if !native && !self.text.is_empty() && opts.tools.is_some() {
-            for b in extract_tool_calls_from_text(&self.text, &opts.tool_names()) {
+            for b in extract_tool_calls_until(&self.text, &opts.tool_names(), aborted).ok_or_else(LlmError::aborted)? {
                 sink.emit(StreamEvent::ToolUse(b.clone()));
                 content.push(b);
             }
         }
         let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-        LlmResponse { id: self.id, model: self.model, stop_reason: stop_reason(self.finish.as_deref(), has_tool), usage: self.usage, content }
+        Ok(LlmResponse { id: self.id, model: self.model, stop_reason: stop_reason(self.finish.as_deref(), has_tool), usage: self.usage, content })
     }
 }
 
@@ -1061,7 +1073,7 @@ mod tests {
         ] {
             st.on_chunk(d, &mut sink).unwrap();
         }
-        let r = st.finish(&o, &mut sink);
+        let r = st.finish_until(&o, &mut sink, &|| false).unwrap();
         assert_eq!(events, vec![
             r#"{"type":"text","data":"He"}"#,
             r#"{"type":"text","data":"y"}"#,

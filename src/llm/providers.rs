@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bedrock::{self, Credentials, FrameDecoder};
 use super::sse::{SseEvent, SseParser};
+use super::limits::{self, MAX_RESPONSE_BYTES};
 use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, ReqwestHttp, TransportConfig};
 use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, Reuse, StreamEvent};
 use crate::kernel::message::Message;
@@ -486,7 +487,7 @@ impl Adapter {
             body: Bytes::new(),
         };
         let resp = transport::send(&ReqwestHttp(&self.client), &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
-        let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
+        let body = transport::read_body(resp, MAX_RESPONSE_BYTES, cancel).await?;
         let reply: CopilotTokenReply = serde_json::from_slice(&body).map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
         let s = CopilotSession {
             token: reply.token,
@@ -526,7 +527,7 @@ impl Adapter {
         let resp = transport::send(http, &req, self.style(), &self.transport, cancel).await?;
         // Only Bedrock's errors quote it.
         let request_id = if matches!(self.wire, Wire::Bedrock { .. }) { request_id(&resp) } else { String::new() };
-        let body = or_abort(cancel, resp.bytes()).await?.map_err(|_| LlmError::connection())?;
+        let body = transport::read_body(resp, MAX_RESPONSE_BYTES, cancel).await?;
         // Almost always valid UTF-8: checked the fast way first.
         let body = match std::str::from_utf8(&body) {
             Ok(s) => std::borrow::Cow::Borrowed(s),
@@ -536,7 +537,9 @@ impl Adapter {
             Wire::Anthropic => anthropic::parse_message(&body, &self.name),
             Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
                 let names = opts.tools.as_ref().map(|_| opts.tool_names());
-                openai::parse_completion(&body, names.as_deref(), &self.name)
+                // The text tool-call scan looks at the abort signal (I/O thread: it can fire
+                // while the scan runs).
+                openai::parse_completion_until(&body, names.as_deref(), &self.name, &|| super::is_aborted(cancel))
             }
             Wire::Gemini => gemini::parse_response(&body, &self.name, &opts.model_str()),
             Wire::Bedrock { .. } => bedrock::parse_response(&body, &self.name, &opts.model_str(), &request_id),
@@ -587,6 +590,9 @@ impl Adapter {
         let mut ge = gemini::StreamState::new(&self.name, &opts.model_str());
         let mut done = false;
         let mut eof = false;
+        // All bytes of the stream, against MAX_RESPONSE_BYTES: the events are read ahead of the
+        // consumer and the response is assembled as they come, so this bounds both.
+        let mut received = 0usize;
         while !done {
             if !eof {
                 let chunk = match or_abort(cancel, resp.chunk()).await {
@@ -600,21 +606,24 @@ impl Adapter {
                     }
                     Ok(Ok(c)) => c,
                 };
-                match chunk {
+                let step = match chunk {
+                    Some(bytes) if received + bytes.len() > MAX_RESPONSE_BYTES => Err(limits::stream_too_large()),
                     Some(bytes) if matches!(self.wire, Wire::Bedrock { .. }) => {
-                        let decoded = frames.push(&bytes, &mut frame_buf).and_then(|_| {
-                            frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink))
-                        });
-                        if let Err(e) = decoded {
-                            sink.emit(StreamEvent::Error(e));
-                            return Ok(());
-                        }
+                        received += bytes.len();
+                        frames.push(&bytes, &mut frame_buf).and_then(|_| frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink)))
                     }
-                    Some(bytes) => parser.push(&bytes, &mut events),
+                    Some(bytes) => {
+                        received += bytes.len();
+                        parser.push(&bytes, &mut events)
+                    }
                     None => {
-                        parser.finish(&mut events);
                         eof = true;
+                        parser.finish(&mut events)
                     }
+                };
+                if let Err(e) = step {
+                    sink.emit(StreamEvent::Error(e));
+                    return Ok(());
                 }
             }
             for ev in events.drain(..) {
@@ -640,7 +649,7 @@ impl Adapter {
             }
         }
         let result = match &self.wire {
-            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => Ok(oa.finish(opts, sink)),
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => oa.finish_until(opts, sink, &|| super::is_aborted(cancel)),
             Wire::Anthropic => an.finish(),
             Wire::Gemini => Ok(ge.finish()),
             Wire::Bedrock { .. } => Ok(br.finish()),

@@ -1,5 +1,10 @@
 //! Incremental Server-Sent Events parser (WHATWG rules): bytes may be split anywhere, lines
 //! end with CRLF, LF or CR, `data:` lines of one event join with `\n`, comments are skipped.
+//! A line, and an event's joined data, longer than `MAX_EVENT_BYTES` end the stream with an
+//! error: a server that never ends a line would otherwise grow the buffer without bound.
+
+use super::limits::{event_too_large, MAX_EVENT_BYTES};
+use super::LlmError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SseEvent {
@@ -23,7 +28,7 @@ impl SseParser {
     }
 
     /// Feeds bytes; complete events are appended to `out`.
-    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) {
+    pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
         if self.skip_lf {
             if chunk.first() == Some(&b'\n') {
                 chunk = &chunk[1..];
@@ -32,49 +37,55 @@ impl SseParser {
         }
         let mut start = 0;
         let mut i = 0;
-        while i < chunk.len() {
-            let c = chunk[i];
-            if c == b'\n' || c == b'\r' {
-                let line = if self.buf.is_empty() {
-                    std::borrow::Cow::Borrowed(&chunk[start..i])
-                } else {
-                    self.buf.extend_from_slice(&chunk[start..i]);
-                    std::borrow::Cow::Owned(std::mem::take(&mut self.buf))
-                };
-                self.line(&line, out);
-                if c == b'\r' {
-                    if i + 1 < chunk.len() {
-                        if chunk[i + 1] == b'\n' {
-                            i += 1;
-                        }
-                    } else {
-                        self.skip_lf = true;
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', &chunk[i..]) {
+            i += at;
+            if self.buf.len() + (i - start) > MAX_EVENT_BYTES {
+                return Err(event_too_large("Server-sent event line"));
+            }
+            let line = if self.buf.is_empty() {
+                std::borrow::Cow::Borrowed(&chunk[start..i])
+            } else {
+                self.buf.extend_from_slice(&chunk[start..i]);
+                std::borrow::Cow::Owned(std::mem::take(&mut self.buf))
+            };
+            self.line(&line, out)?;
+            if chunk[i] == b'\r' {
+                if i + 1 < chunk.len() {
+                    if chunk[i + 1] == b'\n' {
+                        i += 1;
                     }
+                } else {
+                    self.skip_lf = true;
                 }
-                start = i + 1;
             }
             i += 1;
+            start = i;
+        }
+        if self.buf.len() + (chunk.len() - start) > MAX_EVENT_BYTES {
+            return Err(event_too_large("Server-sent event line"));
         }
         self.buf.extend_from_slice(&chunk[start..]);
+        Ok(())
     }
 
     /// End of stream: a final line without terminator and an undispatched event still count
     /// (servers that close right after the last `data:` line are common).
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
-            self.line(&line, out);
+            self.line(&line, out)?;
         }
         self.dispatch(out);
+        Ok(())
     }
 
-    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+    fn line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), LlmError> {
         if line.is_empty() {
             self.dispatch(out);
-            return;
+            return Ok(());
         }
         if line[0] == b':' {
-            return;
+            return Ok(());
         }
         let (field, value) = match line.iter().position(|&c| c == b':') {
             Some(p) => {
@@ -86,6 +97,9 @@ impl SseParser {
         let value = String::from_utf8_lossy(value);
         match field {
             b"data" => {
+                if self.data.len() + 1 + value.len() > MAX_EVENT_BYTES {
+                    return Err(event_too_large("Server-sent event"));
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -95,6 +109,7 @@ impl SseParser {
             b"event" => self.event = Some(value.into_owned()),
             _ => {}
         }
+        Ok(())
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
@@ -114,9 +129,9 @@ mod tests {
         let mut p = SseParser::new();
         let mut out = Vec::new();
         for c in input.chunks(split) {
-            p.push(c, &mut out);
+            p.push(c, &mut out).unwrap();
         }
-        p.finish(&mut out);
+        p.finish(&mut out).unwrap();
         out
     }
 
@@ -137,5 +152,40 @@ mod tests {
     fn unterminated_last_event_is_dispatched() {
         assert_eq!(parse_split(b"data: tail", 3), vec![SseEvent { event: None, data: "tail".into() }]);
         assert!(parse_split(b"event: x\n\n", 2).is_empty());
+    }
+
+    #[test]
+    fn lines_and_events_are_bounded() {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        // A line without end, fed in pieces: refused once it passes the limit.
+        let piece = vec![b'x'; 1 << 20];
+        let mut fed = 0;
+        let err = loop {
+            if let Err(e) = p.push(&piece, &mut out) {
+                break e;
+            }
+            fed += piece.len();
+            assert!(fed <= MAX_EVENT_BYTES, "accepted {fed} bytes of one line");
+        };
+        assert_eq!(err.message, "Server-sent event line exceeds the 16 MiB limit (16777216 bytes).");
+        // One line over the limit inside one chunk.
+        let mut line = vec![b'y'; MAX_EVENT_BYTES + 1];
+        line.push(b'\n');
+        assert!(SseParser::new().push(&line, &mut out).is_err());
+        // An event whose data lines never end with a blank line.
+        let mut p = SseParser::new();
+        let data_line = format!("data: {}\n", "z".repeat(1 << 20));
+        let err = (0..20).find_map(|_| p.push(data_line.as_bytes(), &mut out).err()).expect("refused");
+        assert_eq!(err.message, "Server-sent event exceeds the 16 MiB limit (16777216 bytes).");
+        assert!(out.is_empty());
+        // Comments without end are lines too; many small events are fine.
+        let mut p = SseParser::new();
+        assert!((0..20).any(|_| p.push(&[b':'; 1 << 20], &mut out).is_err()));
+        let mut p = SseParser::new();
+        for _ in 0..100 {
+            p.push(format!("data: {}\n\n", "w".repeat(1 << 20)).as_bytes(), &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 100);
     }
 }

@@ -12,6 +12,7 @@ use reqwest::{Client, Response};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::{self, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS};
 use super::{ErrorKind, LlmError};
 
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +55,12 @@ static CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
 pub fn build_client() -> Result<Client, String> {
     // Several crates may race to install a provider; any installed one is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    Client::builder().build().map_err(|e| format!("could not create the HTTP client: {e}"))
+    // Redirects are `send`'s (`redirect`), the same rule on both HTTP stacks: reqwest's own
+    // policy would follow them to any origin, keeping headers such as `x-api-key`.
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("could not create the HTTP client: {e}"))
 }
 
 /// The process-wide client (one connection pool per process).
@@ -80,13 +86,44 @@ pub trait Http {
     fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
 }
 
+/// Why a body could not be read whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// The connection failed or the body's framing was broken.
+    Connection,
+    /// More than the limit `bytes` was given (announced or received).
+    TooLarge,
+}
+
+impl From<std::io::Error> for BodyError {
+    fn from(_: std::io::Error) -> Self {
+        BodyError::Connection
+    }
+}
+
+impl BodyError {
+    /// The error of a call whose body (read with `limit`) failed.
+    pub fn into_error(self, limit: usize) -> LlmError {
+        match self {
+            BodyError::Connection => LlmError::connection(),
+            BodyError::TooLarge => limits::body_too_large(limit),
+        }
+    }
+}
+
 /// A response whose head has arrived.
 pub trait HttpResponse {
     fn status(&self) -> u16;
     /// The first value of header `name` (case-insensitive), if it is text.
     fn header(&self, name: &str) -> Option<&str>;
-    /// The whole body; `Err` when the connection fails while reading it.
-    fn bytes(self) -> impl Future<Output = Result<Bytes, ()>>;
+    /// The whole body, at most `limit` bytes: a larger one (announced by its Content-Length or
+    /// received) is `TooLarge` without reading or keeping more than `limit` bytes.
+    fn bytes(self, limit: usize) -> impl Future<Output = Result<Bytes, BodyError>>;
+}
+
+/// `resp`'s body, at most `limit` bytes, unless `cancel` fires first.
+pub async fn read_body<R: HttpResponse>(resp: R, limit: usize, cancel: &CancellationToken) -> Result<Bytes, LlmError> {
+    super::or_abort(cancel, resp.bytes(limit)).await?.map_err(|e| e.into_error(limit))
 }
 
 /// The process-wide reqwest client on the current tokio runtime.
@@ -123,8 +160,92 @@ impl HttpResponse for Response {
     fn header(&self, name: &str) -> Option<&str> {
         Response::headers(self).get(name).and_then(|v| v.to_str().ok())
     }
-    async fn bytes(self) -> Result<Bytes, ()> {
-        Response::bytes(self).await.map_err(|_| ())
+    async fn bytes(mut self, limit: usize) -> Result<Bytes, BodyError> {
+        if self.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(BodyError::TooLarge);
+        }
+        async fn next(r: &mut Response) -> Result<Option<Bytes>, BodyError> {
+            r.chunk().await.map_err(|_| BodyError::Connection)
+        }
+        let Some(first) = next(&mut self).await? else { return Ok(Bytes::new()) };
+        if first.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        // One chunk (the usual small body) is returned as it is, without a copy.
+        let Some(second) = next(&mut self).await? else { return Ok(first) };
+        let mut buf = Vec::with_capacity(first.len() + second.len());
+        buf.extend_from_slice(&first);
+        let mut chunk = second;
+        loop {
+            if buf.len() + chunk.len() > limit {
+                return Err(BodyError::TooLarge);
+            }
+            buf.extend_from_slice(&chunk);
+            match next(&mut self).await? {
+                Some(c) => chunk = c,
+                None => return Ok(Bytes::from(buf)),
+            }
+        }
+    }
+}
+
+/// Why an attempt (with the redirects it followed) gave no response to return.
+enum Failed {
+    /// No response: retried like the SDKs retry.
+    Attempt(AttemptError),
+    /// A redirect that is not followed: the call's error, not retried.
+    Redirect(LlmError),
+}
+
+/// The redirect rule of every provider on both HTTP stacks, defined here once: a 301, 302,
+/// 303, 307 or 308 with a `Location` is followed only within the request's own origin (scheme,
+/// host and port), at most `MAX_REDIRECTS` times, with the request's headers; 303, and 301 /
+/// 302 after a POST, continue as a GET without a body (as fetch does). A redirect to another
+/// origin is the call's error (`limits::cross_origin_redirect`): the request carries the
+/// credentials (`authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, SigV4 headers) and
+/// the conversation, and no header list can tell which of a provider's headers are secret.
+/// `None`: not a redirect to follow (the response is answered as any other status).
+fn redirect(req: &HttpRequest, status: u16, location: Option<&str>, hops: usize) -> Option<Result<HttpRequest, LlmError>> {
+    if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let from = reqwest::Url::parse(&req.url).ok()?;
+    let to = from.join(location?).ok()?;
+    if to.origin() != from.origin() {
+        return Some(Err(limits::cross_origin_redirect(status, &from, &to)));
+    }
+    if hops >= MAX_REDIRECTS {
+        return Some(Err(limits::too_many_redirects(status)));
+    }
+    let to_get = (status == 303 && req.method != reqwest::Method::HEAD) || (matches!(status, 301 | 302) && req.method == reqwest::Method::POST);
+    Some(Ok(if to_get {
+        let headers = req.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("content-type")).cloned().collect::<Vec<_>>();
+        HttpRequest { method: reqwest::Method::GET, url: to.into(), headers: headers.into(), body: Bytes::new() }
+    } else {
+        HttpRequest { method: req.method.clone(), url: to.into(), headers: req.headers.clone(), body: req.body.clone() }
+    }))
+}
+
+/// One attempt, following redirects as `redirect` allows.
+async fn attempt_following<H: Http>(http: &H, req: &HttpRequest) -> Result<H::Response, Failed> {
+    let mut hop: Option<HttpRequest> = None;
+    let mut hops = 0;
+    loop {
+        let cur = hop.as_ref().unwrap_or(req);
+        let resp = http.attempt(cur).await.map_err(Failed::Attempt)?;
+        let status = resp.status();
+        if !(300..400).contains(&status) {
+            return Ok(resp);
+        }
+        match redirect(cur, status, resp.header("location"), hops) {
+            None => return Ok(resp),
+            Some(Err(e)) => return Err(Failed::Redirect(e)),
+            Some(Ok(next)) => {
+                drop(resp);
+                hops += 1;
+                hop = Some(next);
+            }
+        }
     }
 }
 
@@ -141,16 +262,18 @@ pub async fn send<H: Http>(
         if super::is_aborted(cancel) {
             return Err(LlmError::aborted());
         }
+        // The timeout covers the redirects an attempt follows, as fetch's covers its own.
         let outcome = tokio::select! {
             biased;
             _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
-            _ = http.sleep(cfg.timeout) => Err(AttemptError::Timeout),
-            r = http.attempt(req) => r,
+            _ = http.sleep(cfg.timeout) => Err(Failed::Attempt(AttemptError::Timeout)),
+            r = attempt_following(http, req) => r,
         };
         let failure = match outcome {
-            Err(AttemptError::InvalidUrl) => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
-            Err(AttemptError::Timeout) => LlmError::timeout(),
-            Err(AttemptError::Connection) => LlmError::connection(),
+            Err(Failed::Redirect(e)) => return Err(e),
+            Err(Failed::Attempt(AttemptError::InvalidUrl)) => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
+            Err(Failed::Attempt(AttemptError::Timeout)) => LlmError::timeout(),
+            Err(Failed::Attempt(AttemptError::Connection)) => LlmError::connection(),
             Ok(resp) => {
                 let status = resp.status();
                 if (200..300).contains(&status) {
@@ -163,13 +286,18 @@ pub async fn send<H: Http>(
                     sleep_or_abort(http, delay, cancel).await?;
                     continue;
                 }
-                let bytes = tokio::select! {
+                let body = tokio::select! {
                     biased;
                     _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
-                    b = resp.bytes() => b.unwrap_or_default(),
+                    b = resp.bytes(MAX_ERROR_BODY_BYTES) => b,
                 };
-                let text = String::from_utf8_lossy(&bytes);
-                return Err(LlmError { kind: ErrorKind::Api, message: status_message(status, &text, style), status: Some(status) });
+                let message = match body {
+                    Ok(bytes) => status_message(status, &String::from_utf8_lossy(&bytes), style),
+                    // A body cut off is answered as none, as before.
+                    Err(BodyError::Connection) => status_message(status, "", style),
+                    Err(BodyError::TooLarge) => format!("{status} status code (error body larger than {MAX_ERROR_BODY_BYTES} bytes, not read)"),
+                };
+                return Err(LlmError { kind: ErrorKind::Api, message, status: Some(status) });
             }
         };
         if retries_left == 0 {
@@ -468,5 +596,160 @@ mod tests {
         let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0 };
         let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.message, "Connection error.");
+    }
+
+    /// A server on 127.0.0.1 that records each request's head and body and answers with
+    /// `reply(request line)`; every connection is closed after one exchange.
+    async fn recording(reply: impl Fn(&str) -> String + Send + Sync + 'static) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                // Head, then the body its content-length announces.
+                let text = loop {
+                    let n = s.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break String::from_utf8_lossy(&req).into_owned();
+                    }
+                    req.extend_from_slice(&buf[..n]);
+                    let t = String::from_utf8_lossy(&req).into_owned();
+                    if let Some(i) = t.find("\r\n\r\n") {
+                        let len: usize = t[..i].lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
+                        if req.len() >= i + 4 + len {
+                            break t;
+                        }
+                    }
+                };
+                log.lock().unwrap().push(text.clone());
+                let r = reply(text.lines().next().unwrap_or(""));
+                let _ = s.write_all(r.as_bytes()).await;
+                let _ = s.shutdown().await;
+            }
+        });
+        (base, seen)
+    }
+
+    fn redirect_to(status: u16, location: &str) -> String {
+        format!("HTTP/1.1 {status} Moved\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+    }
+
+    fn secret_req(url: &str) -> HttpRequest {
+        HttpRequest {
+            method: reqwest::Method::POST,
+            url: url.to_string(),
+            headers: vec![("x-api-key", "SECRET".into()), ("authorization", "Bearer SECRET".into()), ("content-type", "application/json".into())].into(),
+            body: Bytes::from_static(b"{\"messages\":\"private\"}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn redirects_stay_within_the_origin() {
+        let c = build_client().unwrap();
+        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 2 };
+        // Another origin (same host, another port) records whatever reaches it.
+        let (other, other_seen) = recording(|_| R200.to_string()).await;
+        for status in [301, 302, 303, 307, 308] {
+            let target = format!("{other}/v1/messages");
+            let (base, seen) = recording(move |_| redirect_to(status, &target)).await;
+            let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/v1/messages")), ErrorStyle::Anthropic, &cfg, &CancellationToken::new()).await.unwrap_err();
+            assert_eq!(err.status, Some(status));
+            assert_eq!(err.message, format!("{status} redirect to another origin refused: {base} → {other} (credentials and messages are only sent to the configured origin; set the base URL to the new location to use it)"));
+            // Not retried, and nothing sent to the other origin.
+            assert_eq!(seen.lock().unwrap().len(), 1);
+        }
+        // An https downgrade or upgrade is another origin too; so is a scheme-relative URL elsewhere.
+        let (base, _) = recording(|_| redirect_to(307, "https://127.0.0.1/x")).await;
+        let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/x")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        assert!(err.message.starts_with("307 redirect to another origin refused"), "{}", err.message);
+        assert!(other_seen.lock().unwrap().is_empty());
+
+        // Within the origin: followed with every header; 307 keeps the method and body, 303
+        // continues as a GET without a body.
+        let (base, seen) = recording(|line| {
+            if line.starts_with("POST /a ") {
+                redirect_to(307, "/b")
+            } else if line.starts_with("POST /b ") {
+                redirect_to(303, "c?x=1")
+            } else {
+                R200.to_string()
+            }
+        })
+        .await;
+        let resp = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/a")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
+        assert_eq!(resp.text().await.unwrap(), "ok");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert!(seen[1].starts_with("POST /b ") && seen[1].contains("x-api-key: SECRET") && seen[1].ends_with("{\"messages\":\"private\"}"), "{}", seen[1]);
+        assert!(seen[2].starts_with("GET /c?x=1 ") && seen[2].contains("x-api-key: SECRET") && !seen[2].contains("private") && !seen[2].contains("content-type"), "{}", seen[2]);
+
+        // A loop ends after MAX_REDIRECTS hops, with a clear error and no retry.
+        let (base, seen) = recording(|_| redirect_to(302, "/again")).await;
+        let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/again")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        assert_eq!((err.message.as_str(), err.status), ("302 too many redirects (more than 10)", Some(302)));
+        assert_eq!(seen.lock().unwrap().len(), MAX_REDIRECTS + 1);
+
+        // A 3xx without a Location is answered as any other status.
+        let (base, _) = recording(|_| "HTTP/1.1 304 Not Modified\r\nconnection: close\r\n\r\n".to_string()).await;
+        let err = send(&ReqwestHttp(&c), &secret_req(&base), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        assert_eq!(err.message, "304 status code (no body)");
+    }
+
+    #[test]
+    fn the_redirect_rule() {
+        let r = |method: reqwest::Method, status: u16, loc: &str| {
+            let req = HttpRequest { method, url: "http://h:1/v1/x?k=1".into(), headers: vec![("content-type", "application/json".into()), ("api-key", "s".into())].into(), body: Bytes::from_static(b"{}") };
+            redirect(&req, status, Some(loc), 0).map(|r| r.map(|n| (n.method.to_string(), n.url, n.headers.len(), n.body.len())).map_err(|e| e.message))
+        };
+        use reqwest::Method as M;
+        assert_eq!(r(M::POST, 307, "y"), Some(Ok(("POST".into(), "http://h:1/v1/y".into(), 2, 2))));
+        assert_eq!(r(M::POST, 308, "//h:1/z"), Some(Ok(("POST".into(), "http://h:1/z".into(), 2, 2))));
+        assert_eq!(r(M::POST, 301, "/z"), Some(Ok(("GET".into(), "http://h:1/z".into(), 1, 0))));
+        assert_eq!(r(M::GET, 302, "/z"), Some(Ok(("GET".into(), "http://h:1/z".into(), 2, 2))));
+        assert_eq!(r(M::PUT, 303, "/z"), Some(Ok(("GET".into(), "http://h:1/z".into(), 1, 0))));
+        // Default ports are the same origin; another port, host or scheme is not.
+        assert!(matches!(r(M::POST, 307, "http://h:1/"), Some(Ok(_))));
+        for other in ["http://h:2/", "http://g:1/", "https://h:1/", "//g:1/x", "http://user@g:1/"] {
+            assert!(matches!(r(M::POST, 307, other), Some(Err(_))), "{other}");
+        }
+        assert!(r(M::POST, 300, "/z").is_none() && r(M::POST, 304, "/z").is_none() && r(M::POST, 200, "/z").is_none());
+        assert!(r(M::POST, 307, "http://[bad").is_none());
+    }
+
+    #[tokio::test]
+    async fn bodies_are_read_up_to_their_limit() {
+        let c = build_client().unwrap();
+        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 0 };
+        let call = |url: String| {
+            let c = c.clone();
+            async move { send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap() }
+        };
+        // Announced larger than the limit: refused before reading.
+        let (base, _) = recording(|_| "HTTP/1.1 200 OK\r\ncontent-length: 999999\r\n\r\nabc".to_string()).await;
+        assert_eq!(HttpResponse::bytes(call(base).await, 1000).await.unwrap_err(), BodyError::TooLarge);
+        // Chunked or close-delimited: refused once more than the limit arrived.
+        let big = "x".repeat(3000);
+        let chunked = format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{}0\r\n\r\n", format!("3e8\r\n{}\r\n", &big[..1000]).repeat(3));
+        let (base, _) = recording(move |_| chunked.clone()).await;
+        assert_eq!(HttpResponse::bytes(call(base).await, 2500).await.unwrap_err(), BodyError::TooLarge);
+        let close = format!("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{big}");
+        let (base, _) = recording(move |_| close.clone()).await;
+        assert_eq!(HttpResponse::bytes(call(base.clone()).await, 2999).await.unwrap_err(), BodyError::TooLarge);
+        assert_eq!(HttpResponse::bytes(call(base).await, 3000).await.unwrap().len(), 3000);
+        assert_eq!(BodyError::TooLarge.into_error(limits::MAX_RESPONSE_BYTES).message, "Response body exceeds the 64 MiB limit (67108864 bytes).");
+    }
+
+    #[tokio::test]
+    async fn a_huge_error_body_is_not_read() {
+        let body = "e".repeat(MAX_ERROR_BODY_BYTES + 1);
+        let reply = format!("HTTP/1.1 400 Bad\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+        let (base, _) = recording(move |_| reply.clone()).await;
+        let c = build_client().unwrap();
+        let err = send(&ReqwestHttp(&c), &req(&base), ErrorStyle::OpenAi, &TransportConfig::default(), &CancellationToken::new()).await.unwrap_err();
+        assert_eq!((err.message.as_str(), err.status), ("400 status code (error body larger than 1048576 bytes, not read)", Some(400)));
     }
 }
