@@ -2,8 +2,9 @@
 // TODO comments, reads the file that has the most, and writes a summary file, all inside a
 // temporary workspace that is also the tools' sandbox. The model is reached through the native
 // OpenAI-compatible adapter over HTTP: by default an embedded scripted server on 127.0.0.1 (no
-// key needed), or a real model when OPENAI_API_KEY, ANTHROPIC_API_KEY or OMA_BASE_URL is set
-// (see model.mts). The event stream is printed as it happens, one line per turn.
+// key needed; the scripted "model" is demo-model.mts), or a real model when OPENAI_API_KEY,
+// ANTHROPIC_API_KEY or OMA_BASE_URL is set (see model.mts): the same tools and task. The event
+// stream is printed as it happens, one line per turn.
 //
 // OMA_DEMO_WORKSPACE=<dir> uses (and keeps) that directory instead of a temporary one.
 import * as fs from 'node:fs'
@@ -11,9 +12,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { Agent, ToolRegistry, ToolExecutor, registerBuiltInTools, type ToolUseBlock, type ToolResultBlock, type AgentRunResult, type TraceEvent } from '@oma-kernel/core'
 import { chooseModel } from './model.mjs'
-import { lastUserText, toolOutcomes, type ChatRequest, type ScriptedReply } from './scripted-server.mjs'
-
-const SUMMARY_NAME = 'TODO-SUMMARY.md'
+import { scriptedDemoModel, SUMMARY_NAME } from './demo-model.mjs'
 
 // ---- the project the agent works on --------------------------------------------------------
 const PROJECT: Record<string, string> = {
@@ -67,49 +66,6 @@ function makeWorkspace(): { dir: string; keep: boolean } {
   return { dir: fs.realpathSync(dir), keep: Boolean(given) }
 }
 
-// ---- the scripted model: decides from the conversation, as a model would ---------------------
-function scriptedModel(request: ChatRequest): ScriptedReply {
-  const task = request.messages.find((m) => m.role === 'user')?.text ?? lastUserText(request)
-  const root = /^Project directory: (.+)$/m.exec(task)?.[1]
-  const summaryPath = /^Summary file: (.+)$/m.exec(task)?.[1]
-  if (!root || !summaryPath) return { text: 'Which project should I look at?' }
-  const done = toolOutcomes(request)
-  const grep = done.find((o) => o.name === 'grep')
-  const read = done.find((o) => o.name === 'file_read')
-  const write = done.find((o) => o.name === 'file_write')
-
-  if (!grep) return { text: 'Let me find the TODO comments first.', toolCalls: [{ name: 'grep', args: { pattern: 'TODO', path: root } }] }
-
-  // grep lines: <path relative to the sandbox root>:<line>:<text>
-  const hits = grep.result.split('\n').map((l) => /^(.+?):(\d+):(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ file: m[1], line: Number(m[2]), text: m[3].replace(/^.*TODO:?\s*/, '') }))
-  if (hits.length === 0) return { text: 'There are no TODO comments in this project.' }
-  const byFile = new Map<string, typeof hits>()
-  for (const h of hits) byFile.set(h.file, [...(byFile.get(h.file) ?? []), h])
-  const ranked = [...byFile].sort((a, b) => b[1].length - a[1].length || a[0].localeCompare(b[0]))
-  const [topFile, topHits] = ranked[0]
-
-  if (!read) return { toolCalls: [{ name: 'file_read', args: { path: path.join(root, topFile) } }] }
-
-  if (!write) {
-    const lines = read.result.split('\n').length
-    const content = [
-      '# TODO summary',
-      '',
-      `${hits.length} TODOs in ${byFile.size} files; ${topFile} has the most (${topHits.length}, read in full: ${lines} lines).`,
-      '',
-      ...ranked.flatMap(([file, list]) => [`## ${file}`, '', ...list.map((h) => `- line ${h.line}: ${h.text}`), '']),
-      '## Suggested order',
-      '',
-      ...ranked.map(([file, list], i) => `${i + 1}. ${file} (${list.length})`),
-      '',
-    ].join('\n')
-    return { text: `Writing the summary to ${SUMMARY_NAME}.`, toolCalls: [{ name: 'file_write', args: { path: summaryPath, content } }] }
-  }
-
-  return { text: `Found ${hits.length} TODOs in ${byFile.size} files; ${topFile} has the most (${topHits.length}). ${write.result}` }
-}
-
 // ---- the run, printed as it happens -------------------------------------------------------
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, ' ').trim()
@@ -117,8 +73,10 @@ function oneLine(text: string, max: number): string {
 }
 
 function argsText(input: Record<string, unknown>): string {
-  const shown = Object.fromEntries(Object.entries(input).map(([k, v]) => [k, typeof v === 'string' && v.length > 40 ? `<${v.length} chars>` : v]))
-  return oneLine(JSON.stringify(shown), 90)
+  // Paths and patterns as they are; file contents and other long texts by their length.
+  const long = (v: unknown) => typeof v === 'string' && (v.includes('\n') || v.length > 100)
+  const shown = Object.fromEntries(Object.entries(input).map(([k, v]) => [k, long(v) ? `<${(v as string).length} chars>` : v]))
+  return oneLine(JSON.stringify(shown), 160)
 }
 
 function size(text: string): string {
@@ -128,7 +86,7 @@ function size(text: string): string {
 
 async function main(): Promise<number> {
   const { dir: workspace, keep } = makeWorkspace()
-  const model = await chooseModel(scriptedModel)
+  const model = await chooseModel(scriptedDemoModel)
   const summaryPath = path.join(workspace, SUMMARY_NAME)
   const task = [
     'Summarise the open TODO comments of this project.',
@@ -168,9 +126,10 @@ async function main(): Promise<number> {
   let said = ''
   const head = () => {
     const t = turn
-    const cols = t.printed ? ''.padEnd(34) : `${String(t.n).padStart(4)}  ${`${t.ms} ms`.padStart(7)}  ${String(t.input).padStart(6)} in ${String(t.output).padStart(5)} out  `
+    const cols = `${String(t.n).padStart(4)}  ${`${t.ms} ms`.padStart(7)}  ${String(t.input).padStart(6)} in ${String(t.output).padStart(5)} out  `
+    const first = !t.printed
     t.printed = true
-    return cols
+    return first ? cols : ''.padEnd(cols.length) // a second tool call of the same turn
   }
   // Traces carry the timings and each model call's token usage; the stream carries the rest.
   const toolTimes: Array<{ tool: string; input: string; ms: number }> = []
