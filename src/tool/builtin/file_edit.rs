@@ -58,3 +58,66 @@ pub fn file_edit(input: &FileEditInput, spec: &SandboxSpec) -> ToolOutput {
     }
     ToolOutput::ok(format!("Replaced {k} occurrence{} in \"{}\".", plural(k), r.path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+
+    fn edit(path: &str, root: &str, old: &str, new: &str, all: bool) -> ToolOutput {
+        let spec = SandboxSpec { root: Some(root.to_string()), process_cwd: "/".into() };
+        let input = FileEditInput { path: path.into(), old_string: old.into(), new_string: new.into(), replace_all: all };
+        file_edit(&input, &spec)
+    }
+
+    #[test]
+    fn a_hard_link_to_an_outside_file_is_replaced_not_written_through() {
+        let base = tmp_dir("fe-link");
+        let (root, outside) = (format!("{base}/root"), format!("{base}/store.js"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(&outside, "let a = 1\n").unwrap();
+        // pnpm's node_modules: hard links into a global store.
+        std::fs::hard_link(&outside, format!("{root}/index.js")).unwrap();
+        let out = edit(&format!("{root}/index.js"), &root, "1", "2", false);
+        assert_eq!(out, ToolOutput::ok(format!("Replaced 1 occurrence in \"{root}/index.js\".")));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "let a = 1\n");
+        assert_eq!(std::fs::read_to_string(format!("{root}/index.js")).unwrap(), "let a = 2\n");
+        rm_rf(&base);
+    }
+
+    #[test]
+    fn replace_all_cannot_grow_a_file_past_the_limit() {
+        let root = tmp_dir("fe-grow");
+        let path = format!("{root}/f.txt");
+        let original = "ab".repeat(1000);
+        std::fs::write(&path, &original).unwrap();
+        // 1000 occurrences × 40 KB: a 2 KB file would become 40 MB.
+        let big = "x".repeat(40_000);
+        assert_eq!(
+            edit(&path, &root, "a", &big, true),
+            ToolOutput::error(format!(
+                "The edited file would be 40001000 bytes, more than the 33554432-byte (32 MiB) limit of the built-in file tools; \"{path}\" was not changed."
+            ))
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+        // Below the limit the same edit goes through.
+        assert_eq!(edit(&path, &root, "a", "xyz", true), ToolOutput::ok(format!("Replaced 1000 occurrences in \"{path}\".")));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4000);
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let root = tmp_dir("fe-fifo");
+        mkfifo(&format!("{root}/pipe"));
+        let r2 = root.clone();
+        let out = no_hang("file_edit of a FIFO", move || edit(&format!("{r2}/pipe"), &r2, "a", "b", false));
+        assert_eq!(
+            out,
+            ToolOutput::error(format!(
+                "Could not read \"{root}/pipe\": not a regular file (a FIFO): the built-in file tools only read and write regular files"
+            ))
+        );
+        rm_rf(&root);
+    }
+}

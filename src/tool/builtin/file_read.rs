@@ -53,3 +53,62 @@ pub fn file_read(input: &FileReadInput, spec: &SandboxSpec) -> ToolOutput {
     }
     ToolOutput::ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::builtin::path_safety::MAX_FILE_BYTES;
+    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, small_stack, tmp_dir};
+
+    fn read(path: &str, root: Option<&str>) -> ToolOutput {
+        let spec = SandboxSpec { root: root.map(str::to_string), process_cwd: "/".into() };
+        let input = FileReadInput { path: path.to_string(), offset: None, limit: None };
+        file_read(&input, &spec)
+    }
+
+    #[test]
+    fn a_path_of_twenty_thousand_components_is_an_error_not_a_crash() {
+        let root = tmp_dir("fr-deep");
+        let path = format!("{root}/{}", vec!["a"; 20_000].join("/"));
+        let (p2, r2) = (path.clone(), root.clone());
+        let out = small_stack(move || read(&p2, Some(&r2)));
+        assert_eq!(out, ToolOutput::error(format!("Could not read file \"{path}\": ENAMETOOLONG: name too long, open '{path}'")));
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn fifos_and_devices_are_refused() {
+        let root = tmp_dir("fr-fifo");
+        mkfifo(&format!("{root}/pipe"));
+        let r2 = root.clone();
+        let out = no_hang("file_read of a FIFO", move || read(&format!("{r2}/pipe"), Some(&r2)));
+        assert_eq!(
+            out,
+            ToolOutput::error(format!(
+                "Could not read file \"{root}/pipe\": not a regular file (a FIFO): the built-in file tools only read and write regular files"
+            ))
+        );
+        // /dev/zero never ends: refused before any read (sandbox disabled to reach it).
+        let out = no_hang("file_read of /dev/zero", || read("/dev/zero", None));
+        assert_eq!(
+            out,
+            ToolOutput::error(
+                "Could not read file \"/dev/zero\": not a regular file (a character device): the built-in file tools only read and write regular files".into()
+            )
+        );
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused() {
+        let root = tmp_dir("fr-big");
+        std::fs::File::create(format!("{root}/huge.log")).unwrap().set_len(1 << 40).unwrap(); // sparse, 1 TiB
+        assert_eq!(
+            read(&format!("{root}/huge.log"), Some(&root)),
+            ToolOutput::error(format!(
+                "Could not read file \"{root}/huge.log\": file too large (1099511627776 bytes): the built-in file tools read files of at most {MAX_FILE_BYTES} bytes (32 MiB); use grep to search a larger file"
+            ))
+        );
+        rm_rf(&root);
+    }
+}

@@ -34,3 +34,53 @@ pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
         content.len()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    #[test]
+    fn a_hard_link_to_an_outside_file_is_replaced_not_written_through() {
+        let base = tmp_dir("fw-link");
+        let (root, outside) = (format!("{base}/root"), format!("{base}/secret.txt"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(&outside, "keep me\n").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::hard_link(&outside, format!("{root}/link.txt")).unwrap();
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let out = file_write(&format!("{root}/link.txt"), "rewritten\n", &spec);
+        assert_eq!(out, ToolOutput::ok(format!("Updated \"{root}/link.txt\" (2 lines, 10 bytes).")));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+        assert_eq!(std::fs::read_to_string(format!("{root}/link.txt")).unwrap(), "rewritten\n");
+        assert_eq!(std::fs::metadata(format!("{root}/link.txt")).unwrap().mode() & 0o777, 0o600);
+        // A new file still gets the usual 0o666 minus umask, and a fresh directory.
+        let out = file_write(&format!("{root}/a/b/new.txt"), "", &spec);
+        assert_eq!(out, ToolOutput::ok(format!("Created \"{root}/a/b/new.txt\" (1 line, 0 bytes).")));
+        // SAFETY: umask is read by setting and restoring it.
+        let mask = unsafe {
+            let m = libc::umask(0o022);
+            libc::umask(m);
+            m
+        };
+        assert_eq!(std::fs::metadata(format!("{root}/a/b/new.txt")).unwrap().mode() & 0o777, 0o666 & !mask as u32);
+        rm_rf(&base);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let root = tmp_dir("fw-fifo");
+        mkfifo(&format!("{root}/pipe"));
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let r2 = root.clone();
+        let out = no_hang("file_write to a FIFO", move || file_write(&format!("{r2}/pipe"), "x", &spec));
+        assert_eq!(
+            out,
+            ToolOutput::error(format!(
+                "Failed to write file \"{root}/pipe\": not a regular file (a FIFO): the built-in file tools only read and write regular files"
+            ))
+        );
+        rm_rf(&root);
+    }
+}

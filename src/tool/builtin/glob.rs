@@ -222,4 +222,24 @@ mod tests {
         // Unclosed class: literal, never an error.
         assert!(matches_glob("[ab", "[ab"));
     }
+
+    #[test]
+    fn a_deep_tree_is_listed_to_the_bound_with_a_note() {
+        use crate::tool::builtin::testutil::{rm_rf, small_stack, tmp_dir};
+        use crate::tool::builtin::walk::tests::deep_tree;
+        let root = tmp_dir("glob-deep");
+        drop(deep_tree(&root, 600));
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let s2 = spec.clone();
+        let out = small_stack(move || glob_tool(&GlobInput { path: None, pattern: None, max_files: 10_000 }, &s2, &|| false));
+        let lines: Vec<&str> = out.data.lines().collect();
+        assert_eq!(lines.len(), 513 + 2);
+        assert_eq!(lines[514], "(directories nested more than 512 levels deep were not listed)");
+        let out = glob_tool(&GlobInput { path: None, pattern: Some("nothing".into()), max_files: 10 }, &spec, &|| false);
+        assert_eq!(out.data, "No files matched.\n\n(directories nested more than 512 levels deep were not listed)");
+        // collectFiles: a plain list, cut at the same depth.
+        let files = small_stack(move || collect_files(&root, None, &|| false, None));
+        assert_eq!(files.len(), 513);
+        rm_rf(&files[0][..files[0].len() - "/f.txt".len()]);
+    }
 }

@@ -640,4 +640,122 @@ mod tests {
         let mut e = compile("alpha(?=x)").unwrap();
         assert_eq!(hits_of(&mut e, b"alphax\n\0\n", true), vec![]);
     }
+
+    fn watch_with(cancelled: &dyn Fn() -> bool, line_budget: Duration) -> Watch<'_> {
+        Watch { cancelled, line_budget, ticks: Cell::new(0) }
+    }
+
+    /// Exceeds fancy-regex's step budget on any line of a few dozen characters.
+    const CATASTROPHIC: &str = r"(.*)(.*)(.*)(.*)\1\2\3\4z";
+
+    #[test]
+    fn an_exhausted_step_budget_is_an_error_not_a_silent_miss() {
+        let Some(Engine::Backtracking(re)) = compile(CATASTROPHIC) else { panic!("backtracking engine expected") };
+        // No time budget in play: the step budget alone decides, deterministically.
+        let watch = watch_with(&|| false, Duration::MAX);
+        let r = is_match_watched(&re, &"a".repeat(100), 7, &watch);
+        assert_eq!(
+            r,
+            Err(Halt::Budget { line: 7, reason: "the pattern needed more than 1000000 backtracking steps".into() })
+        );
+        // Ordinary back-references still match.
+        assert_eq!(is_match_watched(&re, "abab", 1, &watch), Ok(false));
+        let Some(Engine::Backtracking(re2)) = compile(r"(\w+) \1") else { panic!() };
+        assert_eq!(is_match_watched(&re2, "hello hello", 1, &watch), Ok(true));
+    }
+
+    #[test]
+    fn the_time_budget_holds_inside_one_line() {
+        // A lookahead re-scanning the line at each start: slow without a single backtrack.
+        let Some(Engine::Backtracking(re)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
+        let watch = watch_with(&|| false, Duration::ZERO);
+        let r = is_match_watched(&re, &"a".repeat(20_000), 3, &watch);
+        assert_eq!(r, Err(Halt::Budget { line: 3, reason: "matching the line took more than 0 s".into() }));
+    }
+
+    #[test]
+    fn abort_is_seen_inside_the_matcher() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let Some(Engine::Backtracking(re)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
+        // Not aborted at the start of the line, aborted at the first check inside it: only a
+        // check within the running match can see it (the line alone takes seconds).
+        let calls = AtomicUsize::new(0);
+        let cancelled = || calls.fetch_add(1, Ordering::Relaxed) >= 1;
+        let watch = watch_with(&cancelled, Duration::MAX);
+        assert_eq!(is_match_watched(&re, &"a".repeat(50_000), 1, &watch), Err(Halt::Cancelled));
+        assert!(calls.load(Ordering::Relaxed) >= 2);
+    }
+
+    #[test]
+    fn a_budget_error_ends_the_tool_with_a_clear_text() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        let root = tmp_dir("grep-budget");
+        std::fs::write(format!("{root}/a.txt"), "needle one\n").unwrap();
+        std::fs::write(format!("{root}/b.txt"), format!("x\n{}\n", "a".repeat(100))).unwrap();
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let input = GrepInput { pattern: format!("needle|{CATASTROPHIC}"), path: None, glob: None, max_results: 100 };
+        let out = grep_tool(&input, &spec, &|| false);
+        assert!(out.is_error, "{}", out.data);
+        // Which budget runs out first depends on the machine; the text names it.
+        assert!(out.data.starts_with("grep stopped on line 2 of \"b.txt\": the pattern "), "{}", out.data);
+        assert!(
+            out.data.ends_with(". Simplify the pattern: nested quantifiers, back-references and lookaround over long lines can backtrack almost without end."),
+            "{}",
+            out.data
+        );
+        // A single file as the path reports the same way.
+        let one = GrepInput { path: Some(format!("{root}/b.txt")), ..input };
+        let out = grep_tool(&one, &spec, &|| false);
+        assert!(out.is_error && out.data.starts_with("grep stopped on line 2 of \"b.txt\": "), "{}", out.data);
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn a_budget_error_after_enough_hits_is_not_reached() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        let root = tmp_dir("grep-budget-cap");
+        // Enough hits in earlier files: a sequential search stops before the slow line.
+        for i in 0..40 {
+            std::fs::write(format!("{root}/a{i:02}.txt"), "needle\n").unwrap();
+        }
+        std::fs::write(format!("{root}/z.txt"), format!("{}\n", "a".repeat(100))).unwrap();
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let input = GrepInput { pattern: format!("needle|{CATASTROPHIC}"), path: None, glob: None, max_results: 5 };
+        let out = grep_tool(&input, &spec, &|| false);
+        assert!(!out.is_error, "{}", out.data);
+        assert!(out.data.ends_with("(results capped at 5; use maxResults to raise the limit)"));
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn fifos_are_skipped_and_deep_trees_noted() {
+        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, small_stack, tmp_dir};
+        use crate::tool::builtin::walk::tests::deep_tree;
+        let root = tmp_dir("grep-fifo");
+        std::fs::write(format!("{root}/a.txt"), "needle\n").unwrap();
+        mkfifo(&format!("{root}/p.fifo"));
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let (s2, r2) = (spec.clone(), root.clone());
+        let (tree, single) = no_hang("grep over a FIFO", move || {
+            let tree = grep_tool(&GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 100 }, &s2, &|| false);
+            let one = GrepInput { pattern: "needle".into(), path: Some(format!("{r2}/p.fifo")), glob: None, max_results: 100 };
+            (tree, grep_tool(&one, &s2, &|| false))
+        });
+        assert_eq!(tree, ToolOutput::ok("a.txt:1:needle".into()));
+        assert_eq!(single, ToolOutput::ok("No matches found.".into()));
+        rm_rf(&root);
+
+        let root = tmp_dir("grep-deep");
+        drop(deep_tree(&root, 600));
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        let out = small_stack(move || grep_tool(&GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 1000 }, &spec, &|| false));
+        assert!(!out.is_error);
+        let lines: Vec<&str> = out.data.lines().collect();
+        // Walk order: `d` sorts before `f.txt`, so the deepest file comes first.
+        assert_eq!(lines.len(), 513 + 2);
+        assert_eq!(lines[0], format!("{}f.txt:1:needle", "d/".repeat(512)));
+        assert_eq!(lines[512], "f.txt:1:needle");
+        assert_eq!(lines[514], "(directories nested more than 512 levels deep were not searched)");
+        rm_rf(&root);
+    }
 }

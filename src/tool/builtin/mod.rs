@@ -36,3 +36,46 @@ pub(crate) fn plural(n: u64) -> &'static str {
         "s"
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A fresh, symlink-free temp directory.
+    pub fn tmp_dir(tag: &str) -> String {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir().join(format!("oma-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::canonicalize(base).unwrap().to_string_lossy().into_owned()
+    }
+
+    /// Removes a tree of any depth (std's remove_dir_all recurses per level).
+    pub fn rm_rf(dir: &str) {
+        let _ = std::process::Command::new("rm").args(["-rf", "--", dir]).status();
+    }
+
+    pub fn mkfifo(path: &str) {
+        let c = std::ffi::CString::new(path).unwrap();
+        // SAFETY: NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    /// Runs `f` on a thread and fails the test if it has not returned after a minute: the
+    /// cases it guards used to block forever (a FIFO's open), so a hang becomes a failure
+    /// instead of a stuck test run. Not a timing assertion: a minute is no deadline for work
+    /// that takes milliseconds.
+    pub fn no_hang<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap_or_else(|_| panic!("{what} blocked"))
+    }
+
+    /// Runs `f` on a thread with a small stack: code that recurses per path component or
+    /// directory level overflows it (and aborts the test binary), iterative code does not.
+    pub fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new().stack_size(128 * 1024).spawn(f).unwrap().join().unwrap()
+    }
+}

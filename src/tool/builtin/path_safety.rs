@@ -969,4 +969,140 @@ mod tests {
         force_component_walk(false);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn deep_paths_resolve_without_recursion() {
+        use crate::tool::builtin::testutil::{rm_rf, small_stack, tmp_dir};
+        let root = tmp_dir("ps-deep");
+        std::fs::create_dir_all(format!("{root}/x/y")).unwrap();
+        std::os::unix::fs::symlink(format!("{root}/x"), format!("{root}/l")).unwrap();
+        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
+        // ~20k components: the recursive resolver overflowed even an 8 MiB stack here.
+        let tail = vec!["a"; 20_000].join("/");
+        let (s2, t2) = (spec.clone(), tail.clone());
+        let r = small_stack(move || resolve_path_within_cwd(&format!("{}/l/y/{t2}", s2.root.as_ref().unwrap()), &s2, false).map(|r| r.path));
+        // The longest existing prefix is resolved (the symlink replaced), the rest re-appended.
+        assert_eq!(r.unwrap(), format!("{root}/x/y/{tail}"));
+        // Short paths resolve as before.
+        let r = resolve_path_within_cwd(&format!("{root}/l/y/new/file.txt"), &spec, false).unwrap();
+        assert_eq!(r.path, format!("{root}/x/y/new/file.txt"));
+        let r = resolve_path_within_cwd(&format!("{root}/l"), &spec, false).unwrap();
+        assert_eq!(r.path, format!("{root}/x"));
+        // Opening it fails like Node's open of an over-long path.
+        let long = format!("{root}/{tail}");
+        let r = resolve_path_within_cwd(&long, &spec, false).unwrap();
+        assert_eq!(r.sandbox.read_file(&r.path).unwrap_err(), FsError::Os(libc::ENAMETOOLONG, "open", Some(long.clone())));
+        assert_eq!(r.sandbox.mkdir_p(&long).unwrap_err(), FsError::Os(libc::ENAMETOOLONG, "mkdir", Some(long.clone())));
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn write_replaces_hard_links_and_keeps_mode() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let base = tmp_dir("ps-link");
+        let (root, outside) = (format!("{base}/root"), format!("{base}/outside.txt"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(&outside, "outside\n").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::hard_link(&outside, format!("{root}/link.txt")).unwrap();
+        let sb = Sandbox::open_root(&root).unwrap();
+        sb.write_file(&format!("{root}/link.txt"), b"inside\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
+        assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
+        let inside = std::fs::metadata(format!("{root}/link.txt")).unwrap();
+        assert_eq!(std::fs::read_to_string(format!("{root}/link.txt")).unwrap(), "inside\n");
+        // The replaced file keeps the old one's mode and owner.
+        assert_eq!(inside.mode() & 0o7777, 0o640);
+        assert_eq!(inside.uid(), std::fs::metadata(&outside).unwrap().uid());
+        // Executable bits survive a rewrite too; no temporary file is left behind.
+        std::fs::write(format!("{root}/run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(format!("{root}/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        sb.write_file(&format!("{root}/run.sh"), b"#!/bin/sh\necho hi\n").unwrap();
+        assert_eq!(std::fs::metadata(format!("{root}/run.sh")).unwrap().mode() & 0o7777, 0o755);
+        let mut names: Vec<String> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["link.txt", "run.sh"]);
+        // A directory at the target keeps Node's text; nothing is created.
+        std::fs::create_dir(format!("{root}/dir")).unwrap();
+        assert_eq!(
+            sb.write_file(&format!("{root}/dir"), b"x").unwrap_err().message(),
+            format!("EISDIR: illegal operation on a directory, open '{root}/dir'")
+        );
+        rm_rf(&base);
+    }
+
+    #[test]
+    fn write_in_a_read_only_directory_falls_back_only_for_single_links() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: plain getter.
+        if unsafe { libc::geteuid() } == 0 {
+            return; // root ignores directory permissions: nothing to test
+        }
+        let root = tmp_dir("ps-ro");
+        std::fs::create_dir(format!("{root}/ro")).unwrap();
+        std::fs::write(format!("{root}/ro/single.txt"), "old").unwrap();
+        std::fs::write(format!("{root}/ro/linked.txt"), "old").unwrap();
+        std::fs::hard_link(format!("{root}/ro/linked.txt"), format!("{root}/other.txt")).unwrap();
+        std::fs::set_permissions(format!("{root}/ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+        let sb = Sandbox::open_root(&root).unwrap();
+        sb.write_file(&format!("{root}/ro/single.txt"), b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(format!("{root}/ro/single.txt")).unwrap(), "new");
+        let e = sb.write_file(&format!("{root}/ro/linked.txt"), b"new").unwrap_err();
+        assert_eq!(e.message(), format!("EACCES: permission denied, open '{root}/ro/linked.txt'"));
+        assert_eq!(std::fs::read_to_string(format!("{root}/other.txt")).unwrap(), "old");
+        std::fs::set_permissions(format!("{root}/ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn non_regular_files_are_refused_without_blocking() {
+        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+        let root = tmp_dir("ps-fifo");
+        mkfifo(&format!("{root}/fifo"));
+        let r2 = root.clone();
+        let (read, write) = no_hang("FIFO read/write", move || {
+            let sb = Sandbox::open_root(&r2).unwrap();
+            (sb.read_file(&format!("{r2}/fifo")), sb.write_file(&format!("{r2}/fifo"), b"x"))
+        });
+        assert_eq!(read.unwrap_err(), FsError::NotRegular("a FIFO"));
+        assert_eq!(write.unwrap_err(), FsError::NotRegular("a FIFO"));
+        assert_eq!(
+            FsError::NotRegular("a FIFO").message(),
+            "not a regular file (a FIFO): the built-in file tools only read and write regular files"
+        );
+        // Devices, with the sandbox disabled: refused before a byte is read.
+        let open = Sandbox::disabled();
+        assert_eq!(open.read_file("/dev/zero").unwrap_err(), FsError::NotRegular("a character device"));
+        assert_eq!(open.write_file("/dev/null", b"x").unwrap_err(), FsError::NotRegular("a character device"));
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn reads_are_bounded() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        let root = tmp_dir("ps-big");
+        // A sparse file just over the limit: refused from its size, nothing read.
+        let f = std::fs::File::create(format!("{root}/sparse")).unwrap();
+        f.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let sb = Sandbox::open_root(&root).unwrap();
+        let e = sb.read_file(&format!("{root}/sparse")).unwrap_err();
+        assert_eq!(e, FsError::TooLarge(Some(MAX_FILE_BYTES + 1)));
+        assert_eq!(
+            e.message(),
+            "file too large (33554433 bytes): the built-in file tools read files of at most 33554432 bytes (32 MiB); use grep to search a larger file"
+        );
+        f.set_len(MAX_FILE_BYTES).unwrap();
+        assert_eq!(sb.read_file(&format!("{root}/sparse")).unwrap().len() as u64, MAX_FILE_BYTES);
+        // A source that says nothing of its size (a pipe) is cut one byte past the limit.
+        let mut fds = [0; 2];
+        // SAFETY: a fresh pipe; both ends are owned below.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        write_fd(wr.as_raw_fd(), &[b'x'; 100]).unwrap();
+        drop(wr);
+        assert_eq!(read_bounded(&rd, 0, 10).unwrap_err(), FsError::TooLarge(None));
+        rm_rf(&root);
+    }
 }

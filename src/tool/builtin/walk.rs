@@ -364,7 +364,7 @@ fn weight(c: char) -> Option<(u32, u8)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -410,5 +410,108 @@ mod tests {
         let mut v = vec!["x9", "x10", "X.txt", "x.txt", "x-y", "x_y"];
         v.sort_by(|a, b| locale_compare(a, b));
         assert_eq!(v, ["x_y", "x-y", "x.txt", "X.txt", "x10", "x9"]);
+    }
+
+    /// `levels` nested directories `d` under `root`, each holding `f.txt`, built through
+    /// descriptors (the paths soon exceed PATH_MAX). Returns the root's descriptor.
+    pub(crate) fn deep_tree(root: &str, levels: usize) -> OwnedFd {
+        let c = CString::new(root).unwrap();
+        // SAFETY: NUL-terminated path; descriptors owned below.
+        let top = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let mut cur = top.try_clone().unwrap();
+        for _ in 0..=levels {
+            // SAFETY: valid descriptors and NUL-terminated names.
+            unsafe {
+                let f = libc::openat(cur.as_raw_fd(), c"f.txt".as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
+                assert!(f >= 0);
+                libc::write(f, b"needle\n".as_ptr().cast(), 7);
+                libc::close(f);
+            }
+            if unsafe { libc::mkdirat(cur.as_raw_fd(), c"d".as_ptr(), 0o755) } != 0 {
+                panic!("mkdirat");
+            }
+            cur = open_child(cur.as_raw_fd(), c"d", libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+        }
+        top
+    }
+
+    #[test]
+    fn a_deep_tree_is_walked_iteratively_and_cut_at_the_bound() {
+        use crate::tool::builtin::testutil::{rm_rf, small_stack, tmp_dir};
+        let root = tmp_dir("walk-deep");
+        let fd = Arc::new(deep_tree(&root, 700));
+        let (fd2, r2) = (fd.clone(), root.clone());
+        // The recursive walk overflowed a small stack long before 700 levels (and the 2 MiB
+        // of a blocking thread at a few thousand).
+        let (files, walked) = small_stack(move || {
+            let mut files = Vec::new();
+            let walked = walk(&fd2, &r2, &|| false, &mut |e| {
+                files.push(e.rel.to_string());
+                Flow::Continue
+            });
+            (files, walked)
+        });
+        // f.txt at depths 0..=MAX_WALK_DEPTH, nothing below; `d` sorts before `f.txt`, so
+        // depth-first order lists the deepest first.
+        assert_eq!(files.len(), MAX_WALK_DEPTH + 1);
+        assert_eq!(files[0], format!("{}f.txt", "d/".repeat(MAX_WALK_DEPTH)));
+        assert_eq!(files[MAX_WALK_DEPTH], "f.txt");
+        assert!(walked.too_deep);
+        let (mut par, walked) = collect_parallel(&fd, &root, &|| false, &|_| true);
+        par.sort_by_key(|p| p.len());
+        assert_eq!(par.len(), MAX_WALK_DEPTH + 1);
+        assert_eq!(par[MAX_WALK_DEPTH], format!("{root}/{}f.txt", "d/".repeat(MAX_WALK_DEPTH)));
+        assert!(walked.too_deep);
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn fifos_in_a_tree_are_skipped_unopened() {
+        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+        let root = tmp_dir("walk-fifo");
+        std::fs::write(format!("{root}/a.txt"), "x").unwrap();
+        mkfifo(&format!("{root}/b.fifo"));
+        let r2 = root.clone();
+        let (seq, par) = no_hang("walk over a FIFO", move || {
+            let c = CString::new(r2.clone()).unwrap();
+            // SAFETY: NUL-terminated path; the descriptor is owned below.
+            let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+            let mut seq = Vec::new();
+            walk(&fd, &r2, &|| false, &mut |e| {
+                seq.push(e.rel.to_string());
+                Flow::Continue
+            });
+            (seq, collect_parallel(&fd, &r2, &|| false, &|_| true).0)
+        });
+        assert_eq!(seq, ["a.txt"]);
+        assert_eq!(par, [format!("{root}/a.txt")]);
+        rm_rf(&root);
+    }
+
+    #[test]
+    fn a_wide_directory_does_not_hold_a_descriptor_per_subdirectory() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        let root = tmp_dir("walk-wide");
+        for i in 0..2000 {
+            std::fs::create_dir(format!("{root}/d{i:04}")).unwrap();
+        }
+        std::fs::write(format!("{root}/d1999/f.txt"), "x").unwrap();
+        let c = CString::new(root.clone()).unwrap();
+        // SAFETY: NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let before = open_fds();
+        // Measured from inside the walk, after the listing of the root queued 2000 jobs.
+        let peak = std::sync::atomic::AtomicUsize::new(0);
+        let (files, _) = collect_parallel(&fd, &root, &|| false, &|_| {
+            peak.fetch_max(open_fds(), std::sync::atomic::Ordering::Relaxed);
+            true
+        });
+        assert_eq!(files, [format!("{root}/d1999/f.txt")]);
+        // Eager opening held ~2000 descriptors here; lazy opening a handful per thread. The
+        // margin absorbs descriptors of tests running alongside (a deep walk holds ~500).
+        let peak = peak.into_inner();
+        assert!(peak < before + 1000, "{before} → {peak}");
+        rm_rf(&root);
     }
 }
