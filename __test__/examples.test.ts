@@ -202,12 +202,11 @@ test('demo: without OMA_DEMO_WORKSPACE the temporary workspace is removed afterw
 function runDemoAgainst(env: Record<string, string>) {
   const driver = path.join(out, 'provider-driver.mjs')
   fs.writeFileSync(driver, `
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { startScriptedServer } from './scripted-server.mjs'
 import { scriptedDemoModel } from './demo-model.mjs'
 const server = await startScriptedServer(scriptedDemoModel)
 const env = JSON.parse(process.argv[2].replaceAll('$ORIGIN', server.origin))
-const { spawn } = await import('node:child_process')
 const child = spawn(process.execPath, [new URL('./demo.mjs', import.meta.url).pathname], { env: { ...process.env, ...env } })
 let stdout = '', stderr = ''
 child.stdout.on('data', (d) => (stdout += d))

@@ -1,10 +1,10 @@
 // `npm run demo`: an agent does a small real job with the built-in tools. It greps a project for
 // TODO comments, reads the file that has the most, and writes a summary file, all inside a
-// temporary workspace that is also the tools' sandbox. The model is reached through the native
-// OpenAI-compatible adapter over HTTP: by default an embedded scripted server on 127.0.0.1 (no
-// key needed; the scripted "model" is demo-model.mts), or a real model when OPENAI_API_KEY,
-// ANTHROPIC_API_KEY or OMA_BASE_URL is set (see model.mts): the same tools and task. The event
-// stream is printed as it happens, one line per turn.
+// temporary workspace that is also the tools' sandbox. The model is reached over HTTP through
+// the package's native adapters: by default the OpenAI-compatible one, talking to an embedded
+// scripted server on 127.0.0.1 (no key needed; the scripted "model" is demo-model.mts); a real
+// model when OPENAI_API_KEY, ANTHROPIC_API_KEY or OMA_BASE_URL is set (see model.mts), with the
+// same tools and task. The event stream is printed as it happens, one line per turn.
 //
 // OMA_DEMO_WORKSPACE=<dir> uses (and keeps) that directory instead of a temporary one.
 import * as fs from 'node:fs'
