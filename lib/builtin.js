@@ -4,7 +4,7 @@
 // the constraints Zod enforced in the original, wires AbortSignals to native cancel handles,
 // and builds every returned object here, in the caller's realm.
 const path = require('path')
-const native = require('../binding.js')
+const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA } = require('./schema.js')
 

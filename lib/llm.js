@@ -3,7 +3,7 @@
 // retries and SSE parsing are Rust; this file only validates the JS input (§15.1), moves
 // JSON strings, links the AbortSignal, and builds Errors in the caller's realm.
 
-const native = require('../binding.js')
+const native = require('./native.js')
 const { InvalidMessageError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
