@@ -28,12 +28,18 @@ pub struct GrepInput {
 enum Engine {
     /// The matcher, a searcher for whole-file buffers, one for streamed large files.
     Fast(RegexMatcher, Searcher, Searcher),
-    Backtracking(fancy_regex::Regex),
+    /// The matcher and the longest line a streamed file may hold.
+    Backtracking(fancy_regex::Regex, usize),
 }
 
 /// Files up to this size are read whole (binary check over the entire file before any
 /// match counts); larger ones are streamed so memory stays bounded.
 const WHOLE_READ_LIMIT: u64 = 64 << 20;
+
+/// The longest line a streamed (larger than [`WHOLE_READ_LIMIT`]) file may hold: both
+/// engines buffer a whole line, so a file of many GB without a newline grew memory without
+/// bound. A file with a longer line is skipped, like a binary one.
+const STREAM_LINE_LIMIT: usize = 64 << 20;
 
 /// The backtracking engine's step budget for one line (fancy-regex's own default, now
 /// explicit): a step is one backtrack. Past it the search ends with an error rather than
@@ -48,6 +54,10 @@ const BACKTRACK_LIMIT: usize = 1_000_000;
 const LINE_TIME_BUDGET: Duration = Duration::from_secs(2);
 
 fn compile(pattern: &str) -> Option<Engine> {
+    compile_with(pattern, STREAM_LINE_LIMIT)
+}
+
+fn compile_with(pattern: &str, line_limit: usize) -> Option<Engine> {
     // multi_line: `^`/`$` match at line boundaries of the searched buffer; the line
     // terminator keeps every match within one line, like the original's per-line test.
     if let Ok(m) = RegexMatcherBuilder::new().multi_line(true).line_terminator(Some(b'\n')).build(pattern) {
@@ -58,10 +68,12 @@ fn compile(pattern: &str) -> Option<Engine> {
         let streaming = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
+            .heap_limit(Some(line_limit))
             .build();
         return Some(Engine::Fast(m, searcher, streaming));
     }
-    fancy_regex::RegexBuilder::new(pattern).backtrack_limit(BACKTRACK_LIMIT).build().ok().map(Engine::Backtracking)
+    let re = fancy_regex::RegexBuilder::new(pattern).backtrack_limit(BACKTRACK_LIMIT).build().ok()?;
+    Some(Engine::Backtracking(re, line_limit))
 }
 
 struct Hit {
@@ -210,7 +222,7 @@ fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hi
                 }),
             );
         }
-        Engine::Backtracking(re) => {
+        Engine::Backtracking(re, _) => {
             let text = String::from_utf8_lossy(bytes);
             let mut lines: Vec<&str> = text.split('\n').collect();
             // No empty "line" after a final newline: the same lines the fast engine sees.
@@ -292,15 +304,20 @@ fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut V
             local = sink.hits;
             binary = sink.binary;
         }
-        Engine::Backtracking(re) => {
+        Engine::Backtracking(re, line_limit) => {
+            use std::io::Read;
             let mut reader = std::io::BufReader::with_capacity(64 * 1024, f);
             let mut line: Vec<u8> = Vec::new();
             let mut n = 0u64;
             loop {
                 line.clear();
-                match reader.read_until(b'\n', &mut line) {
+                // At most one byte past the limit: that byte says the line is too long.
+                match (&mut reader).take(*line_limit as u64 + 1).read_until(b'\n', &mut line) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
+                }
+                if line.len() > *line_limit {
+                    return Ok(hits.len() < limit); // skipped, like a binary file
                 }
                 n += 1;
                 if memchr::memchr(0, &line).is_some() {
@@ -650,7 +667,7 @@ mod tests {
 
     #[test]
     fn an_exhausted_step_budget_is_an_error_not_a_silent_miss() {
-        let Some(Engine::Backtracking(re)) = compile(CATASTROPHIC) else { panic!("backtracking engine expected") };
+        let Some(Engine::Backtracking(re, _)) = compile(CATASTROPHIC) else { panic!("backtracking engine expected") };
         // No time budget in play: the step budget alone decides, deterministically.
         let watch = watch_with(&|| false, Duration::MAX);
         let r = is_match_watched(&re, &"a".repeat(100), 7, &watch);
@@ -660,14 +677,14 @@ mod tests {
         );
         // Ordinary back-references still match.
         assert_eq!(is_match_watched(&re, "abab", 1, &watch), Ok(false));
-        let Some(Engine::Backtracking(re2)) = compile(r"(\w+) \1") else { panic!() };
+        let Some(Engine::Backtracking(re2, _)) = compile(r"(\w+) \1") else { panic!() };
         assert_eq!(is_match_watched(&re2, "hello hello", 1, &watch), Ok(true));
     }
 
     #[test]
     fn the_time_budget_holds_inside_one_line() {
         // A lookahead re-scanning the line at each start: slow without a single backtrack.
-        let Some(Engine::Backtracking(re)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
+        let Some(Engine::Backtracking(re, _)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
         let watch = watch_with(&|| false, Duration::ZERO);
         let r = is_match_watched(&re, &"a".repeat(20_000), 3, &watch);
         assert_eq!(r, Err(Halt::Budget { line: 3, reason: "matching the line took more than 0 s".into() }));
@@ -676,7 +693,7 @@ mod tests {
     #[test]
     fn abort_is_seen_inside_the_matcher() {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let Some(Engine::Backtracking(re)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
+        let Some(Engine::Backtracking(re, _)) = compile(r"(?=.*x)(.*)\1y") else { panic!() };
         // Not aborted at the start of the line, aborted at the first check inside it: only a
         // check within the running match can see it (the line alone takes seconds).
         let calls = AtomicUsize::new(0);
@@ -757,5 +774,18 @@ mod tests {
         assert_eq!(lines[512], "f.txt:1:needle");
         assert_eq!(lines[514], "(directories nested more than 512 levels deep were not searched)");
         rm_rf(&root);
+    }
+
+    #[test]
+    fn a_streamed_file_with_an_endless_line_is_skipped_with_bounded_memory() {
+        // With a 1 KiB line limit instead of 64 MiB: a file whose line outgrows it is skipped
+        // by both engines (before, the line buffer grew with the file).
+        let long = format!("needle\n{}\nneedle\n", "a".repeat(5000));
+        for pattern in ["needle", "needle(?!x)"] {
+            let mut small = compile_with(pattern, 1024).unwrap();
+            assert_eq!(hits_of(&mut small, long.as_bytes(), true), vec![], "{pattern}");
+            let mut big = compile_with(pattern, 8192).unwrap();
+            assert_eq!(hits_of(&mut big, long.as_bytes(), true), vec![(1, "needle".into()), (3, "needle".into())], "{pattern}");
+        }
     }
 }
