@@ -98,13 +98,34 @@ export type InferSchemaOutput<TSchema> =
     : unknown
 /**
  * A plain JSON Schema object as a tool's `inputSchema` (oma-kernel: validated natively). Typed
- * loosely; anything with Zod's `safeParse` or Standard Schema's `~standard` is not one.
+ * loosely: an object literal or record, or a value of an interface type such as JSONSchema7;
+ * anything with Zod's `safeParse` or Standard Schema's `~standard` is not one.
  */
-export interface JsonSchemaObject {
-  readonly [key: string]: unknown
-  readonly safeParse?: never
-  readonly '~standard'?: never
-}
+export type JsonSchemaObject =
+  | {
+      readonly [key: string]: unknown
+      readonly safeParse?: never
+      readonly '~standard'?: never
+    }
+  | {
+      readonly $schema?: unknown
+      readonly $ref?: unknown
+      readonly type?: unknown
+      readonly title?: unknown
+      readonly description?: unknown
+      readonly properties?: unknown
+      readonly required?: unknown
+      readonly additionalProperties?: unknown
+      readonly items?: unknown
+      readonly enum?: unknown
+      readonly const?: unknown
+      readonly anyOf?: unknown
+      readonly oneOf?: unknown
+      readonly allOf?: unknown
+      readonly default?: unknown
+      readonly safeParse?: never
+      readonly '~standard'?: never
+    }
 /** A tool's input schema: a Zod schema, or a plain JSON Schema object (validated natively). */
 export type ToolInputSchema<T = Record<string, unknown>> = ZodSchemaLike<T> | JsonSchemaObject
 

@@ -122,6 +122,14 @@ export const jsonTyped = defineTool<{ a: number }>({
   inputSchema: { type: 'object', properties: { a: { type: 'number' } } },
   execute: async ({ a }) => ({ data: a.toFixed(1) }),
 })
+// ... whether it is a literal, a record or a value of an interface type such as JSONSchema7.
+interface JSONSchemaLike { type?: string | string[]; properties?: { [k: string]: JSONSchemaLike }; required?: string[]; description?: string }
+declare const record: Record<string, unknown>
+declare const typedSchema: JSONSchemaLike
+const constant = { type: 'object', properties: { a: { type: 'string' } } } as const
+export const fromRecord = defineTool({ name: 'r', description: 'd', inputSchema: record, execute: async () => ({ data: '' }) })
+export const fromInterface = defineTool({ name: 'i', description: 'd', inputSchema: typedSchema, execute: async () => ({ data: '' }) })
+export const fromConst = defineTool({ name: 'c', description: 'd', inputSchema: constant, execute: async () => ({ data: '' }) })
 // @ts-expect-error an inputSchema must be a schema object
 defineTool({ name: 'no-schema', description: 'd', inputSchema: 42, execute: async () => ({ data: '' }) })
 // @ts-expect-error execute must return a Promise of a ToolResult
