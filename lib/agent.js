@@ -5,7 +5,7 @@ const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
 const { newAdapter } = require('./llm.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
-const { toError, isError } = require('./errors.js')
+const { toError, isError, safeString } = require('./errors.js')
 
 function textOfLastUser(messages) {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -257,7 +257,7 @@ class Agent {
     } catch (err) {
       const error = toError(err)
       this.state = { ...this.state, status: 'error', error }
-      const r = { success: false, output: error.message, messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
+      const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
       if (timeout?.aborted) {
         r.aborted = true
         r.timedOut = true
@@ -280,7 +280,7 @@ class Agent {
       if (first.aborted) r.aborted = true
       return r
     } catch (e) {
-      const message = isError(e) ? e.message : String(e)
+      const message = isError(e) ? messageOf(e) : safeString(e)
       const feedback = {
         role: 'user',
         content: [{
@@ -333,6 +333,17 @@ class Agent {
       endMs,
       durationMs: endMs - startMs,
     })
+  }
+}
+
+/** A failed run's output: the error's message as text, whatever the thrower put there (a
+ *  Symbol, a throwing getter); the run's result is returned in every case. */
+function messageOf(error) {
+  try {
+    const m = error.message
+    return typeof m === 'string' ? m : safeString(m)
+  } catch {
+    return safeString(error)
   }
 }
 
