@@ -424,6 +424,13 @@ class NativeAdapter {
     let json
     try {
       const [tailJson, at, long, tailSnaps] = tailWire(tail)
+      // Everything that can throw (a snapshot recurses per level of a message) runs before the
+      // request starts: a started request is always awaited, so its rejection is never unhandled.
+      let tailRecords = tailSnaps
+      if (tailRecords === undefined) {
+        tailRecords = new Array(tail.length)
+        for (let i = 0; i < tail.length; i++) tailRecords[i] = snapshot(tail[i])
+      }
       // The options' text crosses only when it differs from what the native side holds
       // (unknown while a call is being handed over: one that throws sends them again).
       const oj = optionsJson(last.options, options)
@@ -436,7 +443,7 @@ class NativeAdapter {
       snaps.length = keep
       for (let i = 0; i < tail.length; i++) {
         sent.push(tail[i])
-        snaps.push(tailSnaps === undefined ? snapshot(tail[i]) : tailSnaps[i])
+        snaps.push(tailRecords[i])
       }
       json = await pending
     } catch (e) {
@@ -457,8 +464,17 @@ class NativeAdapter {
 
   async *stream(messages, options) {
     assertValidMessages(messages)
+    // Serialised before the abort listener is added: a throw here leaves no listener behind.
+    const body = JSON.stringify(messages)
+    const opts = optionsJson(undefined, options)
     const [cancel, unlink] = linkSignal(options && options.abortSignal)
-    const s = this[NATIVE_ADAPTER].stream(JSON.stringify(messages), optionsJson(undefined, options), cancel)
+    let s
+    try {
+      s = this[NATIVE_ADAPTER].stream(body, opts, cancel)
+    } catch (e) {
+      unlink()
+      throw e
+    }
     try {
       for (;;) {
         let batch

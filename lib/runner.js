@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
-const { emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
+const { attach, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const { localLoopInfo } = require('./loop.js')
@@ -183,13 +183,14 @@ function listenable(signal) {
 }
 
 /** Resolves with an isError result if the run is aborted while the tool is still running.
- *  `promise` is a native Promise; its later outcome is still handled (never unhandled). */
+ *  Its later outcome is still handled (never an unhandled rejection). */
 function untilAborted(promise, signal, name) {
   if (!listenable(signal) || signal.aborted) return promise
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
     signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(
+    attach(
+      promise,
       (v) => { signal.removeEventListener('abort', onAbort); resolve(v) },
       (e) => { signal.removeEventListener('abort', onAbort); reject(e) },
     )
@@ -207,7 +208,6 @@ const ABANDON_AFTER_MS = 100
  */
 function settleOrAbandon(value, signal, abandoned) {
   if (!listenable(signal)) return value
-  const p = Promise.resolve(value)
   return new Promise((resolve, reject) => {
     let timer = null
     let settled = false
@@ -224,7 +224,8 @@ function settleOrAbandon(value, signal, abandoned) {
       done()
       reject(abandoned())
     }
-    p.then(
+    attach(
+      value,
       (v) => { if (!settled) { done(); resolve(v) } },
       (e) => { if (!settled) { done(); reject(e) } },
     )
@@ -586,7 +587,10 @@ class AgentRunner {
               if (d.usage !== null) native.runToolResultUsage(id, i, d.text, isError, d.usage[0], d.usage[1])
               else native.runToolResult(id, i, d.text, isError)
               toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
-              resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: d.data, is_error: d.isError })
+              // The block holds what the machine holds: a non-string `data` (which only a custom
+              // executor, or a getter changing its answer after validation, can produce) as text,
+              // so that the history stays writable as JSON.
+              resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
             }
             if (streaming) for (const block of resultBlocks) yield { type: 'tool_result', data: block }
             if (bits & 32) resultBlocks.push({ type: 'text', text: native.runTextOut(id) })
@@ -639,7 +643,7 @@ class AgentRunner {
         }
       }
       if (started.pending === null) finish({ data: native.notGrantedText(calls[i].name), isError: true })
-      else pending.push(started.pending.then(finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+      else pending.push(attach(started.pending, finish, (err) => finish({ data: thrownMessage(err), isError: true })))
     }
     // Never rejects: every chain above catches its own throws.
     await Promise.all(pending)
@@ -649,7 +653,8 @@ class AgentRunner {
   /**
    * Starts one block (CONTRACT §5.5 per-block steps 1–3): onToolCall, the gate, the executor.
    * Synchronous up to the executor call, so block k+1's onToolCall follows block k's start.
-   * `pending` is always a native Promise (an executor may return anything, or throw).
+   * `pending` is whatever the executor returned (it may return anything, or throw): awaited,
+   * or attached to with `attach`, never trusted for a `then` method.
    */
   _startBlock(call, granted, context, options, signal) {
     if (options.onToolCall) options.onToolCall(call.name, call.input)
@@ -657,7 +662,7 @@ class AgentRunner {
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      pending = untilAborted(Promise.resolve(this.toolExecutor.execute(call.name, call.input, context)), signal, call.name)
+      pending = untilAborted(this.toolExecutor.execute(call.name, call.input, context), signal, call.name)
     } catch (err) {
       pending = Promise.reject(err)
     }

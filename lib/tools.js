@@ -5,6 +5,7 @@
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
+const { attach } = require('./util.js')
 
 function defineTool(config) {
   const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }
@@ -266,7 +267,7 @@ class ToolExecutor {
     try {
       for (const c of calls) {
         const id = c.id
-        pending.push(Promise.resolve(this.execute(c.name, c.input, context)).then((r) => { results.set(id, r) }, fail))
+        pending.push(attach(this.execute(c.name, c.input, context), (r) => { results.set(id, r) }, fail))
       }
     } catch (err) {
       fail(err)

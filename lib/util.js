@@ -6,12 +6,42 @@ const { isError } = require('./errors.js')
 /** `isOwnEnumerable.call(o, key)`: whether JSON.stringify would read `o[key]` (own, enumerable). */
 const isOwnEnumerable = Object.prototype.propertyIsEnumerable
 
+const promiseThen = Promise.prototype.then
+function noop() {}
+
+/**
+ * `onOk` / `onErr` attached to the outcome of `value` (what a user's function returned) with the
+ * engine's own `then`, so that a promise's rejection is always handled: a native promise (of
+ * any realm) may have its `then` or `catch` property replaced or throwing, which a method call
+ * would trust. Anything else is taken as `await` takes it.
+ */
+function attach(value, onOk, onErr) {
+  try {
+    return promiseThen.call(value, onOk, onErr)
+  } catch {
+    return promiseThen.call(Promise.resolve(value), onOk, onErr)
+  }
+}
+
 /** `emitTrace` (§3.2): never throws, never awaits, swallows async rejections. */
 function emitTrace(fn, event) {
   if (fn === undefined || fn === null) return
   try {
     const r = fn(event)
-    if (r && typeof r.catch === 'function') r.catch(() => {})
+    if (r !== null && (typeof r === 'object' || typeof r === 'function')) {
+      // The original's `result.catch(() => {})` (observable: spies count it)…
+      try {
+        if (typeof r.catch === 'function') r.catch(noop)
+      } catch {
+        // a throwing catch getter or method: the line below still handles a promise
+      }
+      // …and the engine's own then for a native promise whose `catch` was replaced or lies.
+      try {
+        promiseThen.call(r, undefined, noop)
+      } catch {
+        // not a native promise: nothing can become an unhandled rejection
+      }
+    }
   } catch {
     // A trace sink must never break the run.
   }
@@ -42,4 +72,4 @@ function onlyKeys(o, a, b) {
   return k.length === 2 && k[0] === a && k[1] === b
 }
 
-module.exports = { isOwnEnumerable, onlyKeys, isError, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+module.exports = { isOwnEnumerable, onlyKeys, isError, attach, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

@@ -33,6 +33,14 @@ const cyclic = () => {
   return o
 }
 const never = () => new Promise(() => {})
+/** A native promise rejecting with `err` after `ms`, whose `then` and `catch` properties lie
+ *  (no-ops): only the engine's own then can attach a handler to it. */
+const lyingRejection = (err, ms = 10) => {
+  const p = new Promise((_, reject) => setTimeout(() => reject(err), ms))
+  p.then = () => undefined
+  p.catch = () => undefined
+  return p
+}
 
 /** An adapter answering `first` (a value or a function of the call) on the first call and a
  *  plain text afterwards. */
@@ -381,6 +389,44 @@ const CASES = {
   'afterRun rejects with undefined': () => ({ adapter: adapter(reply([text('x')])), config: { afterRun: () => Promise.reject(undefined) }, method: 'prompt', check: (o) => expectFailed(o, /^undefined$/) }),
   'stream(): the consumer throws at the first tool_use event': () => ({ adapter: adapter(calling('ok', 'ok')), tools: [okTool()], method: 'stream-throw' }),
 
+  // ---- native promises whose then / catch properties lie
+  'chat returns a rejecting promise whose then and catch lie (with a signal)': () => ({
+    adapter: adapter(() => lyingRejection(new Error('lying chat'))),
+    runOptions: { abortSignal: new AbortController().signal },
+    check: (o) => expectFailed(o, /^lying chat$/),
+  }),
+  'onTrace returns a rejecting promise whose then and catch lie': () => ({
+    adapter: adapter(calling('ok')),
+    tools: [okTool()],
+    runOptions: { onTrace: () => lyingRejection(new Error('lying trace')) },
+    check: (o) => expectOk(o),
+  }),
+  'a custom executor returns rejecting promises whose then and catch lie (several blocks, a signal)': () => ({
+    adapter: adapter(calling('ok', 'ok', 'ok')),
+    tools: [okTool()],
+    executor: () => ({ execute: () => lyingRejection(new Error('lying executor')) }),
+    runOptions: { abortSignal: new AbortController().signal },
+    check: (o) => expectToolResult(o, /^lying executor$/),
+  }),
+  'a custom executor returns a rejecting promise whose then and catch lie (one block)': () => ({
+    adapter: adapter(calling('ok')),
+    tools: [okTool()],
+    executor: () => ({ execute: () => lyingRejection(new Error('lying executor')) }),
+    check: (o) => expectToolResult(o, /^lying executor$/),
+  }),
+  'a custom executor returns a plain object synchronously (several blocks)': () => ({
+    adapter: adapter(calling('ok', 'ok')),
+    tools: [okTool()],
+    executor: () => ({ execute: () => ({ data: 'sync result' }) }),
+    check: (o) => expectToolResult(o, /^sync result$/),
+  }),
+  'a custom executor throws synchronously a revoked Proxy': () => ({
+    adapter: adapter(calling('ok', 'ok')),
+    tools: [okTool()],
+    executor: () => ({ execute: () => { throw revoked() } }),
+    check: (o) => expectToolResult(o, /cannot be converted to text/),
+  }),
+
   // ---- the executor called directly
   'ToolExecutor.execute with a tool throwing a revoked Proxy resolves': () => ({ method: 'executor', tools: [tool('t', async () => { throw revoked() })] }),
   'ToolExecutor.executeBatch with a call whose name getter throws': () => ({ method: 'batch', tools: [tool('t', () => new Promise((r) => setTimeout(() => r({ data: 'late' }), 30)))] }),
@@ -414,7 +460,7 @@ async function runCase(api, name) {
   const def = CASES[name]()
   const registry = new ToolRegistry()
   for (const t of def.tools ?? []) registry.register(t)
-  const executor = new ToolExecutor(registry)
+  const executor = def.executor ? def.executor(registry) : new ToolExecutor(registry)
   const out = { name, ended: false, replayable: true, failures: [] }
 
   if (def.method === 'executor') {
