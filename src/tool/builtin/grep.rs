@@ -131,10 +131,10 @@ impl Watched<'_> {
     fn tick(&self) {
         let n = self.watch.ticks.get().wrapping_add(1);
         self.watch.ticks.set(n);
-        if n % 16 == 0 && (self.watch.cancelled)() {
+        if n.is_multiple_of(16) && (self.watch.cancelled)() {
             std::panic::resume_unwind(Box::new(Abort::Cancelled));
         }
-        if n % 256 == 0 && self.started.elapsed() > self.watch.line_budget {
+        if n.is_multiple_of(256) && self.started.elapsed() > self.watch.line_budget {
             std::panic::resume_unwind(Box::new(Abort::Time));
         }
     }

@@ -300,11 +300,7 @@ pub fn collect_parallel(
                                     let path = join(&job.path, &shown);
                                     subdirs.push(Job { open: Err((fd.clone(), name)), path, rel: child_rel, depth: job.depth + 1 });
                                 }
-                                Kind::File => {
-                                    if keep(&child_rel) {
-                                        mine.push(join(&job.path, &shown));
-                                    }
-                                }
+                                Kind::File if keep(&child_rel) => mine.push(join(&job.path, &shown)),
                                 _ => {}
                             }
                         }
