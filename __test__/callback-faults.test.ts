@@ -419,3 +419,16 @@ test('zod tools keep working through the kernel copy (parsed input, defaults app
   expect(seen).toEqual([{ a: 1, b: 'd' }])
   expect(res.toolCalls[0].input).toEqual({ a: 1 })
 })
+
+test('a long-lived caller signal keeps no listener per run once the runs are over (timeoutMs merges it)', async () => {
+  const ac = new AbortController()
+  let listeners = 0
+  const add = ac.signal.addEventListener.bind(ac.signal)
+  const remove = ac.signal.removeEventListener.bind(ac.signal)
+  ac.signal.addEventListener = ((type: string, fn: any, o?: any) => { listeners += 1; add(type, fn, o) }) as any
+  ac.signal.removeEventListener = ((type: string, fn: any, o?: any) => { listeners -= 1; remove(type, fn, o) }) as any
+  const { agent } = setup(scripted(() => reply([text('a')]), () => reply([text('b')])), [], { timeoutMs: 60_000 })
+  for (let i = 0; i < 3; i++) expect((await agent.run('go', { abortSignal: ac.signal })).success).toBe(true)
+  for await (const _ of agent.stream('go', { abortSignal: ac.signal })) { /* drain */ }
+  expect(listeners).toBe(0)
+})

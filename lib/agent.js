@@ -24,19 +24,28 @@ function toResult(r, success, structured) {
   return out
 }
 
-/** One signal for the run: the caller's, a per-call timeout, or both merged (§4.3). */
+function noop() {}
+
+/** One signal for the run: the caller's, a per-call timeout, or both merged (§4.3). `dispose`
+ *  unhooks the merge once the run is over: a caller's long-lived signal would otherwise keep
+ *  one listener (and its controller) per run that used it. */
 function runSignal(callerSignal, timeoutMs) {
-  if (!(timeoutMs > 0)) return { signal: callerSignal, timeout: undefined }
+  if (!(timeoutMs > 0)) return { signal: callerSignal, timeout: undefined, dispose: noop }
   const timeout = AbortSignal.timeout(timeoutMs)
-  if (!callerSignal) return { signal: timeout, timeout }
+  if (!callerSignal) return { signal: timeout, timeout, dispose: noop }
   const ctl = new AbortController()
-  if (callerSignal.aborted || timeout.aborted) ctl.abort()
-  else {
-    const fire = () => ctl.abort()
-    callerSignal.addEventListener('abort', fire, { once: true })
-    timeout.addEventListener('abort', fire, { once: true })
+  if (callerSignal.aborted || timeout.aborted) {
+    ctl.abort()
+    return { signal: ctl.signal, timeout, dispose: noop }
   }
-  return { signal: ctl.signal, timeout }
+  const fire = () => ctl.abort()
+  callerSignal.addEventListener('abort', fire, { once: true })
+  timeout.addEventListener('abort', fire, { once: true })
+  const dispose = () => {
+    callerSignal.removeEventListener('abort', fire)
+    timeout.removeEventListener('abort', fire)
+  }
+  return { signal: ctl.signal, timeout, dispose }
 }
 
 const ctorOptionsMemo = {}
@@ -112,13 +121,15 @@ class Agent {
   async *stream(prompt, runOptions) {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
     this._start()
+    let dispose = noop
     try {
       // The hook is awaited only when there is one (each await of an async call is several
       // microtask hops). The runner is always awaited: the model is never called before run()
       // has returned its promise, as in the original.
       const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
       const runner = await (this.runner ?? this._getRunner())
-      const { signal, timeout } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
+      const { signal, timeout, dispose: unhook } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
+      dispose = unhook
       const options = { ...runOptions }
       if (signal !== undefined) options.abortSignal = signal
       for await (const event of runner.stream(outgoing, options)) {
@@ -141,6 +152,8 @@ class Agent {
       const error = toError(err)
       this.state = { ...this.state, status: 'error', error }
       yield { type: 'error', data: error }
+    } finally {
+      dispose()
     }
   }
 
@@ -222,6 +235,7 @@ class Agent {
     this._start()
     const startMs = Date.now()
     let timeout
+    let dispose = noop
     try {
       // The hook is awaited only when there is one (each await of an async call is several
       // microtask hops). The runner is always awaited: the model is never called before run()
@@ -236,6 +250,7 @@ class Agent {
       if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
       const merged = runSignal(callerOptions.abortSignal, this.config.timeoutMs)
       timeout = merged.timeout
+      dispose = merged.dispose
       if (merged.signal !== undefined) options.abortSignal = merged.signal
 
       const result = await runner.run(outgoing, options)
@@ -268,6 +283,8 @@ class Agent {
         // The failed result is returned whatever the trace does.
       }
       return { result: r, failed: true }
+    } finally {
+      dispose()
     }
   }
 
