@@ -129,7 +129,8 @@ function loadError(err) {
   if (causes.length > 0) lines.push('Load errors:', ...causes)
   const error = new Error(lines.join('\n'))
   error.code = 'ERR_OMA_KERNEL_BINDING'
-  error.cause = err
+  // napi's own wrapper carries the npm-bug text; keep only the load errors under it.
+  error.cause = /^Cannot find native binding/.test(err && err.message) && err.cause ? err.cause : err
   return error
 }
 
