@@ -110,6 +110,7 @@ function main() {
     for (const f of fs.readdirSync(platformDir)) {
       if (!f.endsWith('.node')) fs.copyFileSync(path.join(platformDir, f), path.join(npmDir, suffix, f))
     }
+    fs.copyFileSync(path.join(ROOT, 'LICENSE'), path.join(npmDir, suffix, 'LICENSE'))
 
     // 2. + 3. napi's own steps.
     run(NAPI, ['artifacts', '--output-dir', artifacts, '--npm-dir', 'npm'], { cwd: core })
