@@ -363,6 +363,20 @@ describe('point 13: clear errors for deep inputs and half surrogate pairs; non-f
     expect(r.stdout).toContain('RESULT {"success":true,"loopDetected":true,"first":"ran"}')
   })
 
+  test('a model output nested tens of thousands deep goes through extractJSON in a worker with a small stack', () => {
+    const r = child(`
+      const { Worker } = require('node:worker_threads')
+      const code = 'const { extractJSON } = require(' + JSON.stringify(${JSON.stringify(INDEX)}) + '); const d = 50000; const v = extractJSON("[".repeat(d) + "]".repeat(d)); let n = 0; for (let x = v; Array.isArray(x) && x.length; x = x[0]) n++; require("node:worker_threads").parentPort.postMessage(n)'
+      const w = new Worker(code, { eval: true, resourceLimits: { stackSizeMb: 1 } })
+      const depth = await new Promise((resolve, reject) => { w.on('message', resolve); w.on('error', reject) })
+      console.log('DEPTH', depth)
+    `)
+    expect(r.stderr).toBe('')
+    expect(r.signal).toBeNull()
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain('DEPTH 49999')
+  })
+
   test.each(['name', 'id'])('a tool_use %s holding half a surrogate pair fails with that reason', async (field) => {
     const block: any = call('i', 't')
     block[field] = `${block[field]}\ud800`

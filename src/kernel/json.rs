@@ -114,7 +114,8 @@ pub fn js_trim_end(s: &str) -> &str {
 pub fn is_valid_json(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = skip_ws(b, 0);
-    match value(b, i, 0, 10_000) {
+    // No depth bound: the scan is iterative, and JSON.parse has none either.
+    match value(b, i, 0, usize::MAX) {
         Some(end) => {
             i = skip_ws(b, end);
             i == b.len()
@@ -137,57 +138,79 @@ pub fn value_end(b: &[u8], i: usize, max_depth: usize) -> Option<usize> {
 }
 
 fn value(b: &[u8], i: usize, depth: usize, limit: usize) -> Option<usize> {
-    // Deep nesting is legal JSON; the limit only keeps the scanner's stack bounded.
-    if depth > limit || i >= b.len() {
+    // Iterative, with one byte per open container (true: an object), so that no nesting can
+    // exhaust the thread's stack (a model's output of ten thousand `[` killed the process in a
+    // worker thread when this recursed). `limit` still bounds the depth a caller accepts.
+    let mut open: Vec<bool> = Vec::new();
+    let mut j = i;
+    loop {
+        // A value starts at `j`.
+        if depth + open.len() > limit || j >= b.len() {
+            return None;
+        }
+        match b[j] {
+            b'{' => {
+                j = skip_ws(b, j + 1);
+                if b.get(j) == Some(&b'}') {
+                    j += 1;
+                } else {
+                    j = member_key(b, j)?;
+                    open.push(true);
+                    continue;
+                }
+            }
+            b'[' => {
+                j = skip_ws(b, j + 1);
+                if b.get(j) == Some(&b']') {
+                    j += 1;
+                } else {
+                    open.push(false);
+                    continue;
+                }
+            }
+            b'"' => j = string(b, j)?,
+            b't' => j = b[j..].starts_with(b"true").then_some(j + 4)?,
+            b'f' => j = b[j..].starts_with(b"false").then_some(j + 5)?,
+            b'n' => j = b[j..].starts_with(b"null").then_some(j + 4)?,
+            b'-' | b'0'..=b'9' => j = number(b, j)?,
+            _ => return None,
+        }
+        // A value ended at `j`: close the containers that end here, up to the next value.
+        loop {
+            let Some(&object) = open.last() else { return Some(j) };
+            j = skip_ws(b, j);
+            match b.get(j) {
+                Some(b',') => {
+                    j = skip_ws(b, j + 1);
+                    if object {
+                        j = member_key(b, j)?;
+                    }
+                    break;
+                }
+                Some(b'}') if object => {
+                    open.pop();
+                    j += 1;
+                }
+                Some(b']') if !object => {
+                    open.pop();
+                    j += 1;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// `"key" :` at `j` and the whitespace after it: where the member's value starts.
+fn member_key(b: &[u8], j: usize) -> Option<usize> {
+    if b.get(j) != Some(&b'"') {
         return None;
     }
-    match b[i] {
-        b'{' => {
-            let mut j = skip_ws(b, i + 1);
-            if j < b.len() && b[j] == b'}' {
-                return Some(j + 1);
-            }
-            loop {
-                if j >= b.len() || b[j] != b'"' {
-                    return None;
-                }
-                j = string(b, j)?;
-                j = skip_ws(b, j);
-                if j >= b.len() || b[j] != b':' {
-                    return None;
-                }
-                j = skip_ws(b, j + 1);
-                j = value(b, j, depth + 1, limit)?;
-                j = skip_ws(b, j);
-                match b.get(j) {
-                    Some(b',') => j = skip_ws(b, j + 1),
-                    Some(b'}') => return Some(j + 1),
-                    _ => return None,
-                }
-            }
-        }
-        b'[' => {
-            let mut j = skip_ws(b, i + 1);
-            if j < b.len() && b[j] == b']' {
-                return Some(j + 1);
-            }
-            loop {
-                j = value(b, j, depth + 1, limit)?;
-                j = skip_ws(b, j);
-                match b.get(j) {
-                    Some(b',') => j = skip_ws(b, j + 1),
-                    Some(b']') => return Some(j + 1),
-                    _ => return None,
-                }
-            }
-        }
-        b'"' => string(b, i),
-        b't' => b[i..].starts_with(b"true").then_some(i + 4),
-        b'f' => b[i..].starts_with(b"false").then_some(i + 5),
-        b'n' => b[i..].starts_with(b"null").then_some(i + 4),
-        b'-' | b'0'..=b'9' => number(b, i),
-        _ => None,
+    let j = skip_ws(b, string(b, j)?);
+    if b.get(j) != Some(&b':') {
+        return None;
     }
+    Some(skip_ws(b, j + 1))
 }
 
 fn string(b: &[u8], i: usize) -> Option<usize> {
@@ -291,5 +314,29 @@ mod tests {
         for bad in ["", "01", "1.", "[1,]", "{\"a\":1,}", "'x'", "{a:1}", "nul", "\"\t\"", "1 2", "\u{A0}1"] {
             assert!(!is_valid_json(bad), "{bad}");
         }
+        for bad in ["[1 2]", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "[}", "{]", "{\"a\":[1}", "[{\"a\":1]]", "{,}", "[,1]", "{\"a\":}", "[1]]"] {
+            assert!(!is_valid_json(bad), "{bad}");
+        }
+        for ok in ["[[],{},[{}],{\"a\":{\"b\":[]}}]", "{\"a\" : [ 1 , 2 ] , \"b\" : { } }"] {
+            assert!(is_valid_json(ok), "{ok}");
+        }
+    }
+
+    #[test]
+    fn any_nesting_is_scanned_without_recursion_and_the_depth_bound_holds() {
+        // A million levels would overflow any thread's stack if each took a frame.
+        let n = 1_000_000;
+        let deep = format!("{}1{}", "[{\"k\":".repeat(n), "}]".repeat(n));
+        assert!(is_valid_json(&deep));
+        assert!(!is_valid_json(&deep[..deep.len() - 1]));
+        assert!(!is_valid_json(&"[".repeat(n)));
+        // value_end: `None` past max_depth levels, as before.
+        let b = b"[[1],2] tail";
+        assert_eq!(value_end(b, 0, 2), Some(7));
+        assert_eq!(value_end(b, 0, 1), None);
+        assert_eq!(value_end(b"[[]]", 0, 1), Some(4));
+        assert_eq!(value_end(b"{\"a\":{}}", 0, 1), Some(8));
+        assert_eq!(value_end(b"{\"a\":{\"b\":0}}", 0, 1), None);
+        assert_eq!(value_end(b"7", 0, 0), Some(1));
     }
 }
