@@ -54,6 +54,7 @@ function baseEnv(extraPath) {
   // npm run sets these for the parent package; the fresh project is not it.
   for (const k of Object.keys(env)) if (k.startsWith('npm_')) delete env[k]
   delete env.NODE_OPTIONS
+  env.NO_COLOR = '1'
   delete env.JEST_WORKER_ID
   return env
 }

@@ -49,7 +49,7 @@ async function agentRun(core, label) {
     assert.strictEqual(r.output, `done ${label}`)
     const out = Object.fromEntries(r.toolCalls.map((c) => [c.toolName + (c.toolName === 'add' && c.input.a === 'x' ? '!' : ''), c.output]))
     assert.strictEqual(out.add, '5')
-    assert.match(out.file_write, /^Created ".*note\.txt" \(1 lines?, 13 bytes\)\.$/)
+    assert.match(out.file_write, /^Created ".*note\.txt" \(2 lines, 13 bytes\)\.$/)
     assert.strictEqual(out.file_read, '1\thello packed')
     assert.match(out.grep, /note\.txt/)
     assert.match(out['add!'], /^Invalid input for tool "add"/)
@@ -84,7 +84,7 @@ async function nativeAdapter(core) {
   })
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   try {
-    const adapter = core.createAdapter('openai', 'test-key', `http://127.0.0.1:${server.address().port}/v1`)
+    const adapter = await core.createAdapter('openai', 'test-key', `http://127.0.0.1:${server.address().port}/v1`)
     const r = await adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'm' })
     assert.deepStrictEqual(r.content, [{ type: 'text', text: 'native hi' }])
     assert.deepStrictEqual(r.usage, { input_tokens: 4, output_tokens: 2 })

@@ -28,7 +28,7 @@ test('file_write, file_read, grep and glob inside the sandbox; outside is refuse
   const r = await agent.run('go')
   expect(r.success).toBe(true)
   const out = r.toolCalls.map((c) => c.output)
-  expect(out[0]).toBe(`Created "${file}" (2 lines, 11 bytes).`)
+  expect(out[0]).toBe(`Created "${file}" (3 lines, 11 bytes).`)
   expect(out[1]).toBe('1\talpha\n2\tbeta')
   expect(out[2]).toContain('notes.md')
   expect(out[3]).toContain('notes.md')

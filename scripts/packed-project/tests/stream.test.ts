@@ -32,5 +32,6 @@ test('an abort signal stops a run waiting on a slow tool', async () => {
   const t0 = Date.now()
   const r = await agent.run('go', { abortSignal: controller.signal })
   expect(Date.now() - t0).toBeLessThan(1500)
-  expect(r.success).toBe(false)
+  expect(r.aborted).toBe(true)
+  expect(r.toolCalls[0].output).toBe('Tool "slow" was aborted during execution.')
 })
