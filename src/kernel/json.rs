@@ -322,6 +322,95 @@ mod tests {
         }
     }
 
+    /// The recursive scanner this module had before, kept as the reference for the iterative one.
+    fn reference(b: &[u8], i: usize, depth: usize, limit: usize) -> Option<usize> {
+        if depth > limit || i >= b.len() {
+            return None;
+        }
+        match b[i] {
+            b'{' => {
+                let mut j = skip_ws(b, i + 1);
+                if j < b.len() && b[j] == b'}' {
+                    return Some(j + 1);
+                }
+                loop {
+                    if j >= b.len() || b[j] != b'"' {
+                        return None;
+                    }
+                    j = skip_ws(b, string(b, j)?);
+                    if j >= b.len() || b[j] != b':' {
+                        return None;
+                    }
+                    j = skip_ws(b, reference(b, skip_ws(b, j + 1), depth + 1, limit)?);
+                    match b.get(j) {
+                        Some(b',') => j = skip_ws(b, j + 1),
+                        Some(b'}') => return Some(j + 1),
+                        _ => return None,
+                    }
+                }
+            }
+            b'[' => {
+                let mut j = skip_ws(b, i + 1);
+                if j < b.len() && b[j] == b']' {
+                    return Some(j + 1);
+                }
+                loop {
+                    j = skip_ws(b, reference(b, j, depth + 1, limit)?);
+                    match b.get(j) {
+                        Some(b',') => j = skip_ws(b, j + 1),
+                        Some(b']') => return Some(j + 1),
+                        _ => return None,
+                    }
+                }
+            }
+            b'"' => string(b, i),
+            b't' => b[i..].starts_with(b"true").then_some(i + 4),
+            b'f' => b[i..].starts_with(b"false").then_some(i + 5),
+            b'n' => b[i..].starts_with(b"null").then_some(i + 4),
+            b'-' | b'0'..=b'9' => number(b, i),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_iterative_scan_agrees_with_the_recursive_one() {
+        // Every string up to 7 symbols over the structural alphabet, and random longer ones.
+        const A: &[&[u8]] = &[b"[", b"]", b"{", b"}", b",", b":", b"\"k\"", b"1", b" ", b"null", b"\"", b"-"];
+        let check = |s: &[u8]| {
+            for limit in [0, 1, 2, 3, usize::MAX] {
+                assert_eq!(value(s, 0, 0, limit), reference(s, 0, 0, limit), "{:?} limit {limit}", String::from_utf8_lossy(s));
+            }
+        };
+        let mut buf = Vec::new();
+        fn all(buf: &mut Vec<u8>, left: usize, check: &dyn Fn(&[u8])) {
+            check(buf);
+            if left == 0 {
+                return;
+            }
+            for t in A {
+                let n = buf.len();
+                buf.extend_from_slice(t);
+                all(buf, left - 1, check);
+                buf.truncate(n);
+            }
+        }
+        all(&mut buf, 5, &check);
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            buf.clear();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let mut y = x;
+            for _ in 0..len {
+                y = y.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                buf.extend_from_slice(A[((y >> 33) % A.len() as u64) as usize]);
+            }
+            check(&buf);
+        }
+    }
+
     #[test]
     fn any_nesting_is_scanned_without_recursion_and_the_depth_bound_holds() {
         // A million levels would overflow any thread's stack if each took a frame.
