@@ -388,6 +388,19 @@ const CASES = {
   'beforeRun throws a revoked Proxy': () => ({ adapter: adapter(reply([text('x')])), config: { beforeRun: () => { throw revoked() } }, method: 'prompt', check: (o) => expectFailed(o, /cannot be converted to text/) }),
   'afterRun rejects with undefined': () => ({ adapter: adapter(reply([text('x')])), config: { afterRun: () => Promise.reject(undefined) }, method: 'prompt', check: (o) => expectFailed(o, /^undefined$/) }),
   'stream(): the consumer throws at the first tool_use event': () => ({ adapter: adapter(calling('ok', 'ok')), tools: [okTool()], method: 'stream-throw' }),
+  'stream(): chat never settles, timeoutMs fires': () => ({
+    adapter: adapter(never),
+    config: { timeoutMs: 50 },
+    method: 'stream',
+    check: (o) => expectFailed(o, /^Request was aborted\.$/),
+  }),
+  'stream(): onToolResult throws in a round of slow tools': () => ({
+    adapter: adapter(calling('slow', 'slow', 'ok')),
+    tools: [tool('slow', () => new Promise((r) => setTimeout(() => r({ data: 'late' }), 30))), okTool()],
+    runOptions: { onToolResult: (name) => { if (name === 'ok') throw Object.create(null) } },
+    method: 'stream',
+    check: (o) => expectFailed(o, /^\[object Object\]$|^\[object that cannot be converted to text\]$/),
+  }),
 
   // ---- native promises whose then / catch properties lie
   'chat returns a rejecting promise whose then and catch lie (with a signal)': () => ({
@@ -496,7 +509,20 @@ async function runCase(api, name) {
     return out
   }
 
-  const result = def.method === 'prompt' ? await agent.prompt('go') : await agent.run('go', def.runOptions)
+  let result
+  if (def.method === 'stream') {
+    // The stream's last event is the run's outcome: `done` (its result) or `error`.
+    const events = []
+    for await (const ev of agent.stream('go', def.runOptions)) events.push(ev)
+    const last = events[events.length - 1]
+    if (events.filter((e) => e.type === 'done' || e.type === 'error').length !== 1) out.failures.push(`events ${events.map((e) => e.type)}`)
+    const uses = events.filter((e) => e.type === 'tool_use').map((e) => e.data.id)
+    const answered = events.filter((e) => e.type === 'tool_result').map((e) => e.data.tool_use_id)
+    if (last.type === 'done' && uses.some((id) => !answered.includes(id))) out.failures.push('a tool_use event has no tool_result event')
+    result = last.type === 'done' ? last.data : { success: false, output: last.data.message, messages: [], toolCalls: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
+  } else {
+    result = def.method === 'prompt' ? await agent.prompt('go') : await agent.run('go', def.runOptions)
+  }
   out.ended = true
   const history = agent.getHistory().slice(before)
   out.summary = { success: result.success, output: String(result.output).slice(0, 160), messages: result.messages.length, aborted: result.aborted, timedOut: result.timedOut }
