@@ -166,6 +166,15 @@ describe('point 4: the driver executes the calls the gate judged, read once from
     expect(done.toolCalls).toEqual([{ toolName: 'safe', input: { q: 1 }, output: 'safe ran', duration: expect.any(Number) }])
   })
 
+  test('for ordinary blocks the tool_use events equal the response\'s own blocks, a signature included', async () => {
+    const blocks: any[] = [{ type: 'tool_use', id: 'g1', name: 'safe', input: { a: [1, { b: 'c' }] }, signature: 'sig' }, call('g2', 'safe', { '2': 1, z: 0 })]
+    const registry = new ToolRegistry()
+    registry.register(jsonTool('safe', async () => ({ data: 'ok' })))
+    const runner = new AgentRunner(scripted(() => reply(blocks)), registry, new ToolExecutor(registry), { model: 'm', allowedTools: ['safe'] })
+    const events = await collect(runner.stream([{ role: 'user', content: [text('go')] }]))
+    expect(events.filter((e) => e.type === 'tool_use').map((e) => e.data)).toStrictEqual(blocks)
+  })
+
   test('a tool_use whose toJSON hides it is neither executed nor answered; the visible one is', async () => {
     const { ran, tools } = gated()
     const hidden = { type: 'tool_use', id: 'h', name: 'danger', input: {}, toJSON: () => ({ type: 'text', text: 'nothing to see' }) }

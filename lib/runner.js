@@ -241,13 +241,14 @@ const abortedWhile = (what) => () => new Error(`The run was aborted while ${what
 const compressAborted = abortedWhile('contextStrategy.compress')
 const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 
-/** The turn's tool calls as the gate judged them (`runToolCalls`), as tool_use blocks. */
+/** The turn's tool calls as the gate judged them (`runToolCalls`), as tool_use blocks (with
+ *  the provider's `signature` when the block had one). */
 function gatedCalls(id) {
   const raw = JSON.parse(native.runToolCalls(id))
   const calls = new Array(raw.length)
   for (let i = 0; i < raw.length; i++) {
-    const [callId, name, input] = raw[i]
-    calls[i] = { type: 'tool_use', id: callId, name, input }
+    const c = raw[i]
+    calls[i] = c.length === 3 ? { type: 'tool_use', id: c[0], name: c[1], input: c[2] } : { type: 'tool_use', id: c[0], name: c[1], input: c[2], signature: c[3] }
   }
   return calls
 }

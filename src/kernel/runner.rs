@@ -593,7 +593,7 @@ impl Machine {
         Ok(())
     }
 
-    /// The turn's tool calls exactly as the gate judged them, as JSON `[[id, name, input], …]`
+    /// The turn's tool calls exactly as the gate judged them, as JSON `[[id, name, input(, signature)], …]`
     /// in block order (during `ToolRound` and `LoopStopResults`). The driver executes, records
     /// and answers these, never the adapter's live objects: a block whose `toJSON` hides it, or
     /// a `name` getter that answers differently on each read, must not run an ungranted tool.
@@ -602,7 +602,7 @@ impl Machine {
         out.push('[');
         let calls = self.conv.iter().rev().find(|m| m.role == Role::Assistant).map(|m| &m.content[..]).unwrap_or(&[]);
         for b in calls {
-            if let Block::ToolUse { id, name, input, .. } = b {
+            if let Block::ToolUse { id, name, input, signature } = b {
                 if out.len() > 1 {
                     out.push(',');
                 }
@@ -612,6 +612,11 @@ impl Machine {
                 out.push_str(&serde_json::to_string(name).expect("string serialises"));
                 out.push(',');
                 out.push_str(input.get());
+                // A provider's signature (Gemini) keeps the event's block equal to the response's.
+                if let Some(sig) = signature {
+                    out.push(',');
+                    out.push_str(&serde_json::to_string(sig).expect("string serialises"));
+                }
                 out.push(']');
             }
         }
@@ -918,10 +923,10 @@ mod tests {
     fn tool_calls_are_the_gated_copy_and_outlive_the_loop_stop() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{}}]}"#).unwrap();
+        m.on_response(r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{},"signature":"s"}]}"#).unwrap();
         assert_eq!(m.next(false).unwrap(), Op::Text);
         assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        assert_eq!(m.tool_calls_json(), r#"[["1","a",{"z":1,"a":[2]}],["2\"","bé",{}]]"#);
+        assert_eq!(m.tool_calls_json(), r#"[["1","a",{"z":1,"a":[2]}],["2\"","bé",{},"s"]]"#);
         assert!(m.granted(0) && !m.granted(1));
 
         let mut cfg = RunnerConfig::default();
