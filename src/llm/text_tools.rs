@@ -218,9 +218,11 @@ fn brace_ends(b: &[u8], aborted: &dyn Fn() -> bool) -> Option<Vec<u32>> {
             if c == b'{' {
                 k += 1;
             }
-            // A group with nothing open has no scan left to answer for.
-            groups.retain(|g| !g.levels.is_empty());
-            merge_groups(&mut groups, &mut slot);
+            if groups.len() > 1 || c == b'}' {
+                // A group with nothing open has no scan left to answer for.
+                groups.retain(|g| !g.levels.is_empty());
+                merge_groups(&mut groups, &mut slot);
+            }
             escaped = groups.iter().any(|g| g.lex == Lex::Esc);
         }
     }
