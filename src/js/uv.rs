@@ -259,9 +259,21 @@ impl Deferred {
     }
 }
 
+/// `send` flags: no SIGPIPE from a peer that closed (Node ignores SIGPIPE anyway).
+#[cfg(target_os = "linux")]
+const SEND_FLAGS: c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(target_os = "linux"))]
+const SEND_FLAGS: c_int = 0;
+
 /// Whether this thread can run local futures: `env` runs on Node's main thread (its loop is
 /// the default one). Call inside a napi call.
+///
+/// Linux only: elsewhere, and with the `portable` feature, plain-http requests take the I/O
+/// thread as HTTPS ones do (same behaviour, two thread wake-ups more per call).
 pub fn available(env: sys::napi_env) -> bool {
+    if cfg!(any(not(target_os = "linux"), feature = "portable")) {
+        return false;
+    }
     EXEC.with(|e| {
         e.get_or_init(|| {
             let mut loop_ptr = std::ptr::null_mut();
@@ -535,7 +547,7 @@ impl AsyncWrite for UvTcp {
             UV_WRITABLE,
             cx,
             || {
-                let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) };
+                let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), SEND_FLAGS) };
                 if n < 0 {
                     Err(io::Error::last_os_error())
                 } else {
@@ -556,7 +568,7 @@ impl AsyncWrite for UvTcp {
                 let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
                 msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
                 msg.msg_iovlen = bufs.len().min(1024) as _;
-                let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+                let n = unsafe { libc::sendmsg(fd, &msg, SEND_FLAGS) };
                 if n < 0 {
                     Err(io::Error::last_os_error())
                 } else {

@@ -11,6 +11,11 @@
 //!
 //! Between `fork` and `execve` only async-signal-safe calls are made (the parent is a
 //! multi-threaded Node process): everything is allocated before the fork.
+//!
+//! Subreapers, `/proc` and pidfds are Linux's. Elsewhere (and with the `portable` feature) the
+//! helper leads a process group that bash and what it starts stay in, and the kill is a
+//! `killpg` of that group: a descendant that leaves the group (`setsid`, `setpgid`) survives
+//! it. Everything else (timeouts, exit codes, output limits, the prompt return) is the same.
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -123,6 +128,7 @@ fn find_bash(env: &[(String, String)]) -> Option<CString> {
     None
 }
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as RawFd; 2];
     // SAFETY: valid out array of two descriptors.
@@ -131,6 +137,41 @@ fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: fresh descriptors.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Without pipe2 the close-on-exec flag comes a moment later: a process that another thread
+/// starts in that moment can inherit a copy of the pipe and hold its EOF back until it exits
+/// (a timeout or an abort still returns after the drain grace).
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: valid out array of two descriptors.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fresh descriptors, owned from here on.
+    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    for fd in [&pair.0, &pair.1] {
+        // SAFETY: live descriptor.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    Ok(pair)
+}
+
+/// errno, async-signal-safe (no allocation for an OS error).
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// Closes every descriptor from `low` up (between fork and exec).
+unsafe fn close_fds_from(low: RawFd) {
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
+    if libc::syscall(libc::SYS_close_range, low as u32, u32::MAX, 0u32) == 0 {
+        return;
+    }
+    for fd in low..65536 {
+        libc::close(fd);
+    }
 }
 
 /// Status records from the helper: `E` + errno (spawn failure) or `X` + wait status.
@@ -166,7 +207,11 @@ unsafe fn helper_main(
     cwd: Option<&CString>,
 ) -> ! {
     reset_signals();
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // The group the kill targets (the parent sets it too, so neither order races).
+    #[cfg(any(not(target_os = "linux"), feature = "portable"))]
+    libc::setpgid(0, 0);
     // Only stdio and the status pipe may survive in the helper: it never execs, so the
     // descriptors it inherited from Node (other commands' pipes among them) would
     // otherwise stay open as long as it lives and delay their EOF.
@@ -182,27 +227,26 @@ unsafe fn helper_main(
     libc::dup2(c, 2);
     libc::dup2(s, 3);
     let status_fd = 3;
-    if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
-        for fd in 4..65536 {
-            libc::close(fd);
-        }
-    }
+    close_fds_from(4);
     libc::fcntl(status_fd, libc::F_SETFD, libc::FD_CLOEXEC);
     let child = libc::fork();
     if child == 0 {
+        // With the subreaper, bash gets a group of its own; without it, bash stays in the
+        // helper's group, which is what the kill targets.
+        #[cfg(all(target_os = "linux", not(feature = "portable")))]
         libc::setpgid(0, 0);
         if let Some(dir) = cwd {
             if libc::chdir(dir.as_ptr()) != 0 {
-                write_record(status_fd, b'E', *libc::__errno_location());
+                write_record(status_fd, b'E', errno());
                 libc::_exit(127);
             }
         }
         libc::execve(bash.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        write_record(status_fd, b'E', *libc::__errno_location());
+        write_record(status_fd, b'E', errno());
         libc::_exit(127);
     }
     if child < 0 {
-        write_record(status_fd, b'E', *libc::__errno_location());
+        write_record(status_fd, b'E', errno());
         libc::_exit(127);
     }
     // The helper keeps no copy of the command's pipes.
@@ -215,7 +259,7 @@ unsafe fn helper_main(
         if pid == child {
             write_record(status_fd, b'X', st);
         } else if pid < 0 {
-            if *libc::__errno_location() == libc::EINTR {
+            if errno() == libc::EINTR {
                 continue;
             }
             libc::_exit(0); // ECHILD: every descendant is gone
@@ -224,6 +268,7 @@ unsafe fn helper_main(
 }
 
 /// `(pid, ppid, state)` of every process, from /proc.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn process_table() -> Vec<(i32, i32, u8)> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir("/proc") else { return out };
@@ -237,6 +282,7 @@ fn process_table() -> Vec<(i32, i32, u8)> {
     out
 }
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn stat_of(pid: i32) -> Option<(i32, u8)> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses: parse after the last ')'.
@@ -248,6 +294,7 @@ fn stat_of(pid: i32) -> Option<(i32, u8)> {
 }
 
 /// Live (non-zombie) descendants of `root`.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn descendants(root: i32) -> (Vec<i32>, std::collections::HashSet<i32>) {
     let table = process_table();
     let mut tree = std::collections::HashSet::new();
@@ -272,6 +319,7 @@ fn descendants(root: i32) -> (Vec<i32>, std::collections::HashSet<i32>) {
     (live, tree)
 }
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
     // SAFETY: pidfd_open/pidfd_send_signal take plain integers.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -292,6 +340,7 @@ fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
 
 /// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
 /// uninterruptible sleep cannot hold the tool for long).
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 pub fn kill_tree(helper: i32) {
     let deadline = Instant::now() + Duration::from_secs(5);
     for round in 0.. {
@@ -308,6 +357,15 @@ pub fn kill_tree(helper: i32) {
         // Killed processes turn into zombies asynchronously; do not spin on /proc.
         std::thread::sleep(Duration::from_millis(if round < 5 { 1 } else { 10 }));
     }
+}
+
+/// SIGKILLs the helper's process group: the helper, bash and every descendant that stayed in
+/// the group. The helper is an unreaped child until `wait_helper`, so its pid (the group id)
+/// cannot be reused meanwhile.
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+pub fn kill_tree(helper: i32) {
+    // SAFETY: plain signal to a process group of ours.
+    unsafe { libc::killpg(helper, libc::SIGKILL) };
 }
 
 fn wait_helper(pid: i32) {
@@ -403,6 +461,12 @@ pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome 
         }
     }
     drop((devnull, out_w, err_w, status_w));
+    // The helper's group exists before the first kill can target it (the helper sets it too).
+    #[cfg(any(not(target_os = "linux"), feature = "portable"))]
+    if helper > 0 {
+        // SAFETY: our own child, which has not exec'd.
+        unsafe { libc::setpgid(helper, helper) };
+    }
     if helper < 0 {
         return spawn_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN));
     }
@@ -560,6 +624,24 @@ mod tests {
             &|| false,
         );
         assert_eq!(o, BashOutcome { data: "spawn bash ENOENT\n\n(exit code: 127)".into(), exit_code: 127 });
+    }
+
+    #[test]
+    fn a_timeout_kills_the_commands_children() {
+        // Both kills (subreaper and process group) must take a background child down too.
+        // The argument is a marker no other process has; `ps` exists on Linux and macOS.
+        let marker = format!("sleep 7.{}", std::process::id());
+        let o = run(&format!("{marker} & {marker}; wait"), 300);
+        assert_eq!(o.exit_code, 124);
+        let alive = || {
+            let out = std::process::Command::new("ps").args(["-A", "-o", "args="]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == marker)
+        };
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "{marker} survived the timeout");
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
         Err(e) => return ToolOutput::error(e),
     };
     let outside = || ToolOutput::error(outside_error(&r.candidate, &r.root));
-    let existed = r.sandbox.open(&r.path, libc::O_PATH, 0, "stat").is_ok();
+    let existed = r.sandbox.open(&r.path, super::path_safety::O_PATH, 0, "stat").is_ok();
     let parent = dirname(&r.path);
     match r.sandbox.mkdir_p(parent) {
         Ok(()) => {}

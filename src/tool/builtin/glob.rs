@@ -103,7 +103,7 @@ pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
         FsError::Escape => outside_error(&r.candidate, &r.root),
         e => format!("Cannot access path \"{what}\": {}", e.message()),
     };
-    let pfd = r.sandbox.open(&r.path, libc::O_PATH, 0, "stat").map_err(fail)?;
+    let pfd = r.sandbox.open(&r.path, super::path_safety::O_PATH, 0, "stat").map_err(fail)?;
     // SAFETY: zeroed stat is a valid out-parameter; pfd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(pfd.as_raw_fd(), &mut st) } != 0 {

@@ -13,7 +13,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const DEFAULT_WORKSPACE_DIRNAME: &str = ".agent-workspace";
 
@@ -381,9 +381,21 @@ pub fn resolve_path_within_cwd(input: &str, spec: &SandboxSpec, ensure_root: boo
 // ---------------------------------------------------------------------------------------
 // Race-free access relative to the root's file descriptor.
 
+/// A handle that only names a file (for fstat and as a directory to open relative to):
+/// Linux's `O_PATH`. Elsewhere, and with the `portable` feature, a non-blocking read-only
+/// open stands in; it needs read permission where `O_PATH` does not, and refuses a symlink as
+/// the last component with ELOOP instead of opening it (both refusals end up the same).
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+pub(crate) const O_PATH: i32 = libc::O_PATH;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+pub(crate) const O_PATH: i32 = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 const RESOLVE_BENEATH: u64 = 0x08;
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 #[repr(C)]
 struct OpenHow {
     flags: u64,
@@ -392,7 +404,8 @@ struct OpenHow {
 }
 
 /// 0 = unknown, 1 = openat2 works, 2 = missing (ENOSYS) → component walk.
-static OPENAT2: AtomicU8 = AtomicU8::new(0);
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+static OPENAT2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Test hook: exercise the component-walk path on kernels that do have openat2.
 static FORCE_FALLBACK: AtomicBool = AtomicBool::new(false);
@@ -401,6 +414,7 @@ pub fn force_component_walk(on: bool) {
     FORCE_FALLBACK.store(on, Ordering::Relaxed);
 }
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn openat2_disabled() -> bool {
     FORCE_FALLBACK.load(Ordering::Relaxed) || OPENAT2.load(Ordering::Relaxed) == 2
 }
@@ -429,6 +443,7 @@ fn sys_openat(dirfd: RawFd, name: &CStr, flags: i32, mode: u32) -> Result<OwnedF
     }
 }
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
 fn sys_openat2(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
     let creating = flags & libc::O_CREAT != 0;
     let how = OpenHow {
@@ -483,10 +498,12 @@ fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<O
             return Err(libc::EXDEV);
         }
         let last = i + 1 == rel.len();
-        let f = if last { flags | libc::O_NOFOLLOW } else { libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW };
+        let f = if last { flags | libc::O_NOFOLLOW } else { O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW };
         match sys_openat(dir, &name, f, mode) {
             // O_PATH | O_NOFOLLOW opens a symlink itself instead of failing: refuse it too.
-            Ok(fd) if last && flags & libc::O_PATH != 0 && fd_kind(&fd) == Some(libc::S_IFLNK) => return Err(libc::EXDEV),
+            Ok(fd) if cfg!(all(target_os = "linux", not(feature = "portable"))) && last && flags & O_PATH != 0 && fd_kind(&fd) == Some(libc::S_IFLNK) => {
+                return Err(libc::EXDEV)
+            }
             Ok(fd) => cur = Some(fd),
             Err(e @ (libc::ELOOP | libc::ENOTDIR)) => {
                 // A symlink, or a directory again after a swap back: a swap raced with us.
@@ -521,7 +538,7 @@ impl Sandbox {
 
     pub fn open_root(real_root: &str) -> Result<Sandbox, FsError> {
         let c = cstring(real_root)?;
-        let fd = sys_openat(libc::AT_FDCWD, &c, libc::O_PATH | libc::O_DIRECTORY, 0)
+        let fd = sys_openat(libc::AT_FDCWD, &c, O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| FsError::Os(e, "open", Some(real_root.to_string())))?;
         Ok(Sandbox { root: Some((fd, real_root.to_string())) })
     }
@@ -577,7 +594,7 @@ impl Sandbox {
             let mut created = false;
             let mut retries = 0;
             let fd = loop {
-                match sys_openat(parent, &name, libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+                match sys_openat(parent, &name, O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
                     Ok(fd) => break fd,
                     Err(libc::ENOENT) if !created => {
                         // SAFETY: valid dirfd and NUL-terminated name.
@@ -607,7 +624,10 @@ impl Sandbox {
     }
 }
 
+/// openat2 (Linux ≥ 5.6) where it exists, else the component walk; other OSes, and the
+/// `portable` feature, always walk.
 fn open_beneath(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
     if !openat2_disabled() {
         let joined = if rel.is_empty() { ".".to_string() } else { rel.join("/") };
         let c = CString::new(joined).map_err(|_| libc::EINVAL)?;
@@ -762,7 +782,7 @@ impl Sandbox {
         let os = |e: i32, syscall: &'static str| FsError::Os(e, syscall, Some(path.to_string()));
         // The target as an open by path would see it: a symlink loop fails ELOOP here, an
         // escape is refused, a directory gets Node's text.
-        match self.open(path, libc::O_PATH, 0, "open") {
+        match self.open(path, O_PATH, 0, "open") {
             Ok(fd) => {
                 let st = fstat_fd(fd.as_raw_fd()).map_err(|e| os(e, "open"))?;
                 if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
@@ -780,7 +800,7 @@ impl Sandbox {
             return Err(os(libc::EISDIR, "open"));
         }
         let name = cstring(basename(path))?;
-        let dir = self.open(dirname(path), libc::O_PATH | libc::O_DIRECTORY, 0, "open").map_err(|e| match e {
+        let dir = self.open(dirname(path), O_PATH | libc::O_DIRECTORY, 0, "open").map_err(|e| match e {
             FsError::Os(e, ..) => os(e, "open"),
             e => e,
         })?;
@@ -901,6 +921,7 @@ fn write_in_place(dirfd: RawFd, name: &CStr, existed: bool, data: &[u8]) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicU8;
 
     #[test]
     fn path_helpers() {

@@ -495,7 +495,8 @@ pub(crate) mod tests {
         let c = CString::new(root.clone()).unwrap();
         // SAFETY: NUL-terminated path; the descriptor is owned below.
         let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
-        let open_fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        // /dev/fd: the open descriptors on Linux (a link to /proc/self/fd) and on macOS alike.
+        let open_fds = || std::fs::read_dir("/dev/fd").unwrap().count();
         let before = open_fds();
         // Measured from inside the walk, after the listing of the root queued 2000 jobs.
         let peak = std::sync::atomic::AtomicUsize::new(0);
