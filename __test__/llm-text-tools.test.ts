@@ -25,6 +25,18 @@ describe('extractToolCallsFromText (§16.1)', () => {
     expect(extractToolCallsFromText(text, ['file_read'])).toMatchObject([{ name: 'file_read', input: { path: 'notes.txt' } }])
   })
 
+  test('unbalanced braces: a call after them is still found, in linear time (issue 13)', () => {
+    // Each took 11–15 s when every `{` started a scan to the end of the text.
+    const call = '{"name":"a","arguments":{"q":1}}'
+    expect(extractToolCallsFromText('{"a":'.repeat(16_000), ['a'])).toEqual([])
+    expect(extractToolCallsFromText('{'.repeat(40_000), ['a'])).toEqual([])
+    expect(extractToolCallsFromText('{"a":'.repeat(16_000) + call, ['a'])).toMatchObject([{ name: 'a', input: { q: 1 } }])
+    // (Inside a balanced candidate that does not parse, it is skipped with it, as always.)
+    expect(extractToolCallsFromText('{'.repeat(40_000) + call + '}'.repeat(10), ['a'])).toEqual([])
+    // Quotes and escapes that start strings at different places for different starts.
+    expect(extractToolCallsFromText('{"{\\"'.repeat(20_000) + ` ${call}`, ['a'])).toMatchObject([{ name: 'a', input: { q: 1 } }])
+  })
+
   test('ids count up process-wide', () => {
     const a = extractToolCallsFromText('{"name":"x"}', [])[0].id
     const b = extractToolCallsFromText('{"name":"x"}', [])[0].id

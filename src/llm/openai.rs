@@ -1059,6 +1059,21 @@ mod tests {
     }
 
     #[test]
+    fn the_text_tool_call_scan_answers_the_abort_signal() {
+        let text = "{\\\"a\\\":".repeat(40_000);
+        let body = format!(r#"{{"choices":[{{"message":{{"content":"{text}"}},"finish_reason":"stop"}}]}}"#);
+        let err = parse_completion_until(&body, Some(&["a"]), "openai", &|| true).unwrap_err();
+        assert_eq!((err.kind, err.message.as_str()), (crate::llm::ErrorKind::Aborted, "Request was aborted."));
+        assert!(parse_completion_until(&body, Some(&["a"]), "openai", &|| false).is_ok());
+        // Without tools there is no scan to stop.
+        assert!(parse_completion_until(&body, None, "openai", &|| true).is_ok());
+        let mut st = StreamState::new("openai");
+        st.text = "{\"a\":".repeat(40_000);
+        let o = ChatOptions::from_json(r#"{"tools":[{"name":"a"}]}"#).unwrap();
+        assert_eq!(st.finish_until(&o, &mut |_e: StreamEvent| {}, &|| true).unwrap_err().kind, crate::llm::ErrorKind::Aborted);
+    }
+
+    #[test]
     fn stream_assembles_tool_calls() {
         let o = ChatOptions::from_json(r#"{"model":"m","tools":[{"name":"f","description":"","inputSchema":{}}]}"#).unwrap();
         let mut events = Vec::new();
