@@ -182,57 +182,89 @@ function listenable(signal) {
   return signal !== undefined && signal !== null && typeof signal.addEventListener === 'function'
 }
 
-/** Resolves with an isError result if the run is aborted while the tool is still running.
- *  Its later outcome is still handled (never an unhandled rejection). */
-function untilAborted(promise, signal, name) {
-  if (!listenable(signal) || signal.aborted) return promise
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
-    signal.addEventListener('abort', onAbort, { once: true })
-    attach(
-      promise,
-      (v) => { signal.removeEventListener('abort', onAbort); resolve(v) },
-      (e) => { signal.removeEventListener('abort', onAbort); reject(e) },
-    )
-  })
-}
-
 /** How long an aborted run still waits for a JS adapter or callback that ignores the signal:
  *  one that honours it rejects within this time with its own error, which is kept. */
 const ABANDON_AFTER_MS = 100
 
 /**
- * `value` (what a user's adapter or callback returned) awaited, unless the run's signal aborts
- * and it has not settled ABANDON_AFTER_MS later: then rejects with `abandoned()` and leaves it
- * behind. Its later outcome is still handled, so it can never become an unhandled rejection.
+ * A run's watch on its abort signal: one listener for the whole run (an EventTarget listener
+ * added and removed per awaited call cost ≈ 12k instructions per LLM call). On abort, the
+ * tools still running are answered at once, and the user's adapter or callback the driver is
+ * waiting for is given ABANDON_AFTER_MS to settle, then left behind. Whatever is left behind
+ * keeps its handlers, so its later outcome can never become an unhandled rejection.
  */
-function settleOrAbandon(value, signal, abandoned) {
-  if (!listenable(signal)) return value
-  return new Promise((resolve, reject) => {
-    let timer = null
-    let settled = false
-    const onAbort = () => {
-      if (timer === null && !settled) timer = setTimeout(giveUp, ABANDON_AFTER_MS)
+class AbortWatch {
+  constructor(signal) {
+    this.signal = signal
+    this.tools = new Set() // per running tool: answers it as aborted
+    this.reject = null // the driver's current wait (it awaits one user call at a time)
+    this.abandoned = null
+    this.timer = null
+    this.onAbort = () => {
+      for (const answer of this.tools) answer()
+      this.tools.clear()
+      this.arm()
     }
-    const done = () => {
-      settled = true
-      signal.removeEventListener('abort', onAbort)
-      if (timer !== null) clearTimeout(timer)
-    }
-    const giveUp = () => {
-      if (settled) return
-      done()
-      reject(abandoned())
-    }
-    attach(
-      value,
-      (v) => { if (!settled) { done(); resolve(v) } },
-      (e) => { if (!settled) { done(); reject(e) } },
-    )
-    if (signal.aborted) onAbort()
-    else signal.addEventListener('abort', onAbort, { once: true })
-  })
+    signal.addEventListener('abort', this.onAbort, { once: true })
+  }
+
+  arm() {
+    if (this.timer === null && this.reject !== null) this.timer = setTimeout(() => this.giveUp(), ABANDON_AFTER_MS)
+  }
+
+  giveUp() {
+    this.timer = null
+    const reject = this.reject
+    if (reject === null) return
+    this.reject = null
+    reject(this.abandoned())
+  }
+
+  /** `value` (what a user's adapter or callback returned) awaited, unless the run is aborted
+   *  and it has not settled ABANDON_AFTER_MS later: then rejects with `abandoned()`. */
+  wait(value, abandoned) {
+    return new Promise((resolve, reject) => {
+      const settle = (fn, v) => {
+        if (this.reject !== reject) return // abandoned already
+        this.reject = null
+        if (this.timer !== null) {
+          clearTimeout(this.timer)
+          this.timer = null
+        }
+        fn(v)
+      }
+      this.reject = reject
+      this.abandoned = abandoned
+      attach(value, (v) => settle(resolve, v), (e) => settle(reject, e))
+      if (this.signal.aborted) this.arm()
+    })
+  }
+
+  /** Resolves with an isError result if the run is aborted while the tool is still running. */
+  tool(promise, name) {
+    if (this.signal.aborted) return promise
+    return new Promise((resolve, reject) => {
+      const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
+      this.tools.add(onAbort)
+      attach(
+        promise,
+        (v) => { this.tools.delete(onAbort); resolve(v) },
+        (e) => { this.tools.delete(onAbort); reject(e) },
+      )
+    })
+  }
+
+  dispose() {
+    this.signal.removeEventListener('abort', this.onAbort)
+    this.tools.clear()
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.timer = null
+    this.reject = null
+  }
 }
+
+/** `value` awaited through the run's watch, if it has one. */
+const settleOrAbandon = (value, watch, abandoned) => (watch === null ? value : watch.wait(value, abandoned))
 
 // The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
 // same whichever kind of adapter it used.
@@ -350,11 +382,16 @@ class AgentRunner {
     const resolved = this._resolved
     const plan = resolved.plan >= 0 ? resolved.plan : native.runnerPlan(this._json, resolved.list)
     const prompt = promptOf(conv)
+    // The run's one abort listener (disposed when the run ends, whichever way).
+    const watch = listenable(signal) ? new AbortWatch(signal) : null
     let id
     try {
       id = prompt === undefined
         ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
         : native.runnerStartPrompt(plan, this._summaryCache, prompt, typeof options.onWarning === 'function')
+    } catch (e) {
+      if (watch !== null) watch.dispose()
+      throw e
     } finally {
       if (plan !== resolved.plan) native.runnerPlanFree(plan)
     }
@@ -405,7 +442,7 @@ class AgentRunner {
             conv = applyPlan(conv, JSON.parse(native.runTakePlan(id)))
             break
           case OP.CUSTOM_COMPRESS: {
-            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, native.runEstimateTokens(id)), signal, compressAborted)
+            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, native.runEstimateTokens(id)), watch, compressAborted)
             let json = null
             if (Array.isArray(out)) json = JSON.stringify(out)
             const err = native.runSetConversation(id, json)
@@ -416,7 +453,7 @@ class AgentRunner {
           case OP.SUMMARIZE: {
             const model = ro.contextStrategy.summaryModel ?? ro.model
             const startMs = Date.now()
-            const summary = await settleOrAbandon(this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined }), signal, requestAborted)
+            const summary = await settleOrAbandon(this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined }), watch, requestAborted)
             const endMs = Date.now()
             const err = native.runOnSummary(id, responseJson(summary))
             if (err) throw new Error(err)
@@ -499,7 +536,7 @@ class AgentRunner {
               }
             } else {
               // A JS adapter may ignore the signal: the run does not wait for it past an abort.
-              response = await settleOrAbandon(this.adapter.chat(conv, chatOptions), signal, requestAborted)
+              response = await settleOrAbandon(this.adapter.chat(conv, chatOptions), watch, requestAborted)
               const a = respond(id, response)
               code = a.code
               if (code < 0) throw new Error(native.runError(id))
@@ -526,7 +563,7 @@ class AgentRunner {
             if (streaming) yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
             const policy = ro.loopDetection.onLoopDetected
-            if (typeof policy === 'function') native.runSetLoopAction(id, String(await settleOrAbandon(policy(info), signal, policyAborted)))
+            if (typeof policy === 'function') native.runSetLoopAction(id, String(await settleOrAbandon(policy(info), watch, policyAborted)))
             break
           }
           case OP.INJECT_WARNING: {
@@ -567,7 +604,7 @@ class AgentRunner {
               // The common case, awaited directly: no Promise.all and no .then() layer. A throw
               // here leaves nothing behind: onToolCall throws before the tool starts, and
               // onToolResult after it settled.
-              const { startMs, pending: p } = this._startBlock(calls[0], granted(0), context, options, signal)
+              const { startMs, pending: p } = this._startBlock(calls[0], granted(0), context, options, watch)
               let result
               if (p === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
               else {
@@ -579,7 +616,7 @@ class AgentRunner {
               }
               done[0] = this._finishBlock(calls[0], startMs, result, options, onTrace, trace)
             } else {
-              await this._runBlocks(calls, granted, context, options, signal, onTrace, trace, done)
+              await this._runBlocks(calls, granted, context, options, watch, onTrace, trace, done)
             }
             const resultBlocks = []
             for (let i = 0; i < calls.length; i++) {
@@ -608,6 +645,7 @@ class AgentRunner {
     } catch (err) {
       yield { type: 'error', data: toError(err) }
     } finally {
+      if (watch !== null) watch.dispose()
       if (!released) {
         if (lease) runLeases.unregister(lease)
         native.runRelease(id)
@@ -624,14 +662,14 @@ class AgentRunner {
    * (in time order, as the original's Promise.all reports it): no tool outlives its run
    * unobserved, and nothing it does later can become an unhandled rejection.
    */
-  async _runBlocks(calls, granted, context, options, signal, onTrace, trace, done) {
+  async _runBlocks(calls, granted, context, options, watch, onTrace, trace, done) {
     let failure = null
     const fail = (err) => { if (failure === null) failure = { err } }
     const pending = []
     for (let i = 0; i < calls.length; i++) {
       let started
       try {
-        started = this._startBlock(calls[i], granted(i), context, options, signal)
+        started = this._startBlock(calls[i], granted(i), context, options, watch)
       } catch (err) {
         fail(err)
         continue
@@ -657,13 +695,14 @@ class AgentRunner {
    * `pending` is whatever the executor returned (it may return anything, or throw): awaited,
    * or attached to with `attach`, never trusted for a `then` method.
    */
-  _startBlock(call, granted, context, options, signal) {
+  _startBlock(call, granted, context, options, watch) {
     if (options.onToolCall) options.onToolCall(call.name, call.input)
     const startMs = Date.now()
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      pending = untilAborted(this.toolExecutor.execute(call.name, call.input, context), signal, call.name)
+      pending = this.toolExecutor.execute(call.name, call.input, context)
+      if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
     }
