@@ -5,6 +5,7 @@
 //! tokenizer started at each `{`, so a stray `"` in the surrounding prose no longer hides
 //! every later tool call.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -48,6 +49,10 @@ pub fn extract_tool_calls_until(text: &str, known: &[&str], aborted: &dyn Fn() -
         return None;
     }
     let unfenced = strip_fences(text);
+    // The usual reply with tools but no call has no `{` at all: nothing to allocate.
+    if memchr::memchr(b'{', unfenced.as_bytes()).is_none() {
+        return Some(Vec::new());
+    }
     Some(json_objects(&unfenced, aborted)?.iter().filter_map(|v| convert(v, known)).collect())
 }
 
@@ -70,13 +75,15 @@ fn hermes_captures(text: &str) -> Vec<&str> {
     out
 }
 
-/// Replaces each match of `` /```(?:json)?\s*\n?([\s\S]*?)\n?\s*```/g `` by its capture.
-fn strip_fences(text: &str) -> String {
+/// Replaces each match of `` /```(?:json)?\s*\n?([\s\S]*?)\n?\s*```/g `` by its capture
+/// (`text` itself when it has no fence: no copy).
+fn strip_fences(text: &str) -> Cow<'_, str> {
     const FENCE: &str = "```";
+    let Some(first) = text.find(FENCE) else { return Cow::Borrowed(text) };
     let mut out = String::with_capacity(text.len());
     let mut pos = 0;
-    while let Some(f) = text[pos..].find(FENCE) {
-        let open = pos + f;
+    let mut next = Some(first);
+    while let Some(open) = next {
         let mut body = open + FENCE.len();
         if text[body..].starts_with("json") {
             body += 4;
@@ -90,9 +97,10 @@ fn strip_fences(text: &str) -> String {
         out.push_str(&text[pos..open]);
         out.push_str(capture);
         pos = cap_end + FENCE.len();
+        next = text[pos..].find(FENCE).map(|f| pos + f);
     }
     out.push_str(&text[pos..]);
-    out
+    Cow::Owned(out)
 }
 
 /// Top-level JSON objects in prose, in order. Each `{` outside an already-taken object starts a
@@ -173,7 +181,7 @@ fn brace_ends(b: &[u8], aborted: &dyn Fn() -> bool) -> Option<Vec<u32>> {
     }
     // While a `{` is open: the next member of its level's circular list; then its end.
     let mut slot = vec![NO_END; count];
-    let mut groups: Vec<Group> = Vec::with_capacity(3);
+    let mut groups: Vec<Group> = Vec::new();
     let mut k = 0u32;
     // Some group is just after a backslash: the next byte, whatever it is, ends that.
     let mut escaped = false;

@@ -189,14 +189,6 @@ impl HttpResponse for Response {
     }
 }
 
-/// Why an attempt (with the redirects it followed) gave no response to return.
-enum Failed {
-    /// No response: retried like the SDKs retry.
-    Attempt(AttemptError),
-    /// A redirect that is not followed: the call's error, not retried.
-    Redirect(LlmError),
-}
-
 /// The redirect rule of every provider on both HTTP stacks, defined here once: a 301, 302,
 /// 303, 307 or 308 with a `Location` is followed only within the request's own origin (scheme,
 /// host and port), at most `MAX_REDIRECTS` times, with the request's headers; 303, and 301 /
@@ -226,29 +218,6 @@ fn redirect(req: &HttpRequest, status: u16, location: Option<&str>, hops: usize)
     }))
 }
 
-/// One attempt, following redirects as `redirect` allows.
-async fn attempt_following<H: Http>(http: &H, req: &HttpRequest) -> Result<H::Response, Failed> {
-    let mut hop: Option<HttpRequest> = None;
-    let mut hops = 0;
-    loop {
-        let cur = hop.as_ref().unwrap_or(req);
-        let resp = http.attempt(cur).await.map_err(Failed::Attempt)?;
-        let status = resp.status();
-        if !(300..400).contains(&status) {
-            return Ok(resp);
-        }
-        match redirect(cur, status, resp.header("location"), hops) {
-            None => return Ok(resp),
-            Some(Err(e)) => return Err(Failed::Redirect(e)),
-            Some(Ok(next)) => {
-                drop(resp);
-                hops += 1;
-                hop = Some(next);
-            }
-        }
-    }
-}
-
 /// Sends with retries; `Ok` only for a 2xx response (its body not yet read).
 pub async fn send<H: Http>(
     http: &H,
@@ -258,31 +227,49 @@ pub async fn send<H: Http>(
     cancel: &CancellationToken,
 ) -> Result<H::Response, LlmError> {
     let mut retries_left = cfg.max_retries;
+    // The request of the redirect being followed (`None`: `req` itself) and the redirects
+    // followed in this attempt. Each request of a redirect chain has the attempt's timeout.
+    let mut hop: Option<HttpRequest> = None;
+    let mut hops = 0;
     loop {
         if super::is_aborted(cancel) {
             return Err(LlmError::aborted());
         }
-        // The timeout covers the redirects an attempt follows, as fetch's covers its own.
+        let cur = hop.as_ref().unwrap_or(req);
         let outcome = tokio::select! {
             biased;
             _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
-            _ = http.sleep(cfg.timeout) => Err(Failed::Attempt(AttemptError::Timeout)),
-            r = attempt_following(http, req) => r,
+            _ = http.sleep(cfg.timeout) => Err(AttemptError::Timeout),
+            r = http.attempt(cur) => r,
         };
         let failure = match outcome {
-            Err(Failed::Redirect(e)) => return Err(e),
-            Err(Failed::Attempt(AttemptError::InvalidUrl)) => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
-            Err(Failed::Attempt(AttemptError::Timeout)) => LlmError::timeout(),
-            Err(Failed::Attempt(AttemptError::Connection)) => LlmError::connection(),
+            Err(AttemptError::InvalidUrl) => return Err(LlmError::other(format!("Invalid URL: {}", req.url))),
+            Err(AttemptError::Timeout) => LlmError::timeout(),
+            Err(AttemptError::Connection) => LlmError::connection(),
             Ok(resp) => {
                 let status = resp.status();
                 if (200..300).contains(&status) {
                     return Ok(resp);
                 }
+                if (300..400).contains(&status) {
+                    match redirect(cur, status, resp.header("location"), hops) {
+                        Some(Ok(next)) => {
+                            drop(resp);
+                            hops += 1;
+                            hop = Some(next);
+                            continue;
+                        }
+                        Some(Err(e)) => return Err(e),
+                        None => {}
+                    }
+                }
                 if retries_left > 0 && should_retry(status, |k| resp.header(k)) {
                     let delay = retry_delay(|k| resp.header(k), cfg.max_retries - retries_left);
                     drop(resp);
                     retries_left -= 1;
+                    // A retry starts again from the request itself.
+                    hop = None;
+                    hops = 0;
                     sleep_or_abort(http, delay, cancel).await?;
                     continue;
                 }
@@ -303,6 +290,8 @@ pub async fn send<H: Http>(
         if retries_left == 0 {
             return Err(failure);
         }
+        hop = None;
+        hops = 0;
         let delay = default_delay(cfg.max_retries - retries_left);
         retries_left -= 1;
         sleep_or_abort(http, delay, cancel).await?;
