@@ -49,11 +49,11 @@ test('the sandbox root is the agent cwd: a path outside is refused with the cont
   expect(r.messages[1].content[0]).toMatchObject({ type: 'tool_result', is_error: true })
 })
 
-test('built-in input is validated natively against its JSON Schema before execute', async () => {
+test('built-in input is validated before execute, with the texts Zod 3 gives for the original schema', async () => {
   const agent = agentWith([
     resp([{ type: 'tool_use', id: 'r', name: 'file_read', input: { offset: 2 } }]),
     resp([{ type: 'text', text: 'ok' }]),
   ], { tools: ['file_read'] })
   const r = await agent.run('read')
-  expect(r.toolCalls[0].output).toBe('Invalid input for tool "file_read":\n  • : "path" is a required property')
+  expect(r.toolCalls[0].output).toBe('Invalid input for tool "file_read":\n  • path: Required')
 })

@@ -172,3 +172,63 @@ test('a copy of a built-in tool carries its Zod schema; an assigned inputSchema 
   expect(r2.toToolDefs()[0].inputSchema).toEqual({ type: 'object', properties: { only: { type: 'string' } }, required: ['only'] })
   expect(Object.keys(tool)).toEqual(['name', 'description', 'inputSchema', 'execute'])
 })
+
+test('the executor reports built-in input errors with exactly the texts Zod 3 gives for the original schemas', async () => {
+  const { core } = loadWith(() => jest.requireActual('zod'))
+  const registry = new core.ToolRegistry()
+  core.registerBuiltInTools(registry, { includeDelegateTool: true })
+  const executor = new core.ToolExecutor(registry)
+  const ctx = { agent: { name: 'a', role: 'r', model: 'm' }, cwd: root }
+  const exotic: unknown[] = [NaN, Infinity, -Infinity, -0.5, 0.5, 2, undefined, () => 1, new Date(0), new Map(), new Set(), 10n, Symbol('s'), Promise.resolve(1)]
+  const mismatches: unknown[] = []
+  let invalid = 0
+  for (const tool of core.ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
+    const keys = Object.keys((core.zodToJsonSchema(tool.inputSchema) as any).properties)
+    const inputs: unknown[] = [...corpus(tool.name), undefined, () => 1, new Date(0), new Map(), 'x', true]
+    for (const v of [...values, ...exotic]) {
+      // Every field at once: several issues, in Zod's (schema key) order.
+      inputs.push(Object.fromEntries(keys.map((k) => [k, v])))
+      // Each field alone alongside an unknown key (stripped by Zod: never an issue).
+      for (const k of keys) inputs.push({ [k]: v, unknown_key: 10n })
+    }
+    for (const input of inputs) {
+      const parsed = (tool.inputSchema as any).safeParse(input)
+      if (parsed.success) continue
+      invalid += 1
+      const want = `Invalid input for tool "${tool.name}":\n${parsed.error.issues.map((i: any) => `  \u2022 ${i.path.join('.')}: ${i.message}`).join('\n')}`
+      const viaExecutor = (await executor.execute(tool.name, input as Record<string, unknown>, ctx)).data
+      const direct = (await (tool as any).execute(input, ctx)).data
+      if (viaExecutor !== want || direct !== want) mismatches.push({ tool: tool.name, input: String(input), want, viaExecutor, direct })
+    }
+  }
+  expect(invalid).toBeGreaterThan(500)
+  expect(mismatches).toEqual([])
+  // The cases the brief names, spelled out.
+  const text = async (name: string, input: unknown) => (await executor.execute(name, input as any, ctx)).data
+  expect(await text('file_read', { offset: 2 })).toBe('Invalid input for tool "file_read":\n  \u2022 path: Required')
+  expect(await text('file_read', { path: 'a.txt', offset: 1.5, limit: -2 })).toBe(
+    'Invalid input for tool "file_read":\n  \u2022 offset: Expected integer, received float\n  \u2022 limit: Number must be greater than 0',
+  )
+  expect(await text('bash', { command: 1, timeout: '5' })).toBe(
+    'Invalid input for tool "bash":\n  \u2022 command: Expected string, received number\n  \u2022 timeout: Expected number, received string',
+  )
+  expect(await text('file_edit', { path: 'a', old_string: 'a', new_string: 'b', replace_all: 'yes' })).toBe(
+    'Invalid input for tool "file_edit":\n  \u2022 replace_all: Expected boolean, received string',
+  )
+  expect(await text('glob', [])).toBe('Invalid input for tool "glob":\n  \u2022 : Expected object, received array')
+  // Unknown keys are stripped, not reported: the input is valid.
+  expect(await text('file_read', { path: `${root}/a.txt`, extra: 10n })).toBe('1\talpha\n2\tbeta')
+})
+
+test('without zod the executor still gives the Zod 3 texts for built-in input errors', async () => {
+  const { core } = loadWith(() => {
+    throw new Error("Cannot find module 'zod'")
+  })
+  const registry = new core.ToolRegistry()
+  core.registerBuiltInTools(registry)
+  const executor = new core.ToolExecutor(registry)
+  const ctx = { agent: { name: 'a', role: 'r', model: 'm' }, cwd: root }
+  expect((await executor.execute('grep', { path: 5, maxResults: 0 }, ctx)).data).toBe(
+    'Invalid input for tool "grep":\n  \u2022 pattern: Required\n  \u2022 path: Expected string, received number\n  \u2022 maxResults: Number must be greater than 0',
+  )
+})

@@ -6,7 +6,7 @@
 const path = require('path')
 const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
-const { NATIVE_INPUT_SCHEMA } = require('./schema.js')
+const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
 
 const SKIP_DIRS = new Set(['.git', '.svn', '.hg', 'node_modules', '.next', 'dist', 'build'])
 const SAFE_ENV_ALLOWLIST = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER']
@@ -20,48 +20,101 @@ function sandboxRoot(context) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Input checks with Zod 3's issue texts: the registry validates plain JSON Schema (types,
-// required), and tests call execute() directly with raw input, so each tool checks its own.
+// Input checks with Zod 3's issue texts, derived from each tool's JSON Schema (types,
+// required) and the constraints Zod enforced beyond it (§11.2, CONSTRAINTS below). The
+// executor runs the same check instead of the generic JSON Schema validator (INPUT_CHECKS),
+// and tests call execute() directly with raw input, so each tool also checks its own.
 
+/** Zod 3's `getParsedType`: the `received` of an `invalid_type` issue. */
 function zodType(v) {
-  if (v === undefined) return 'undefined'
-  if (v === null) return 'null'
-  if (Array.isArray(v)) return 'array'
-  if (typeof v === 'number') return Number.isNaN(v) ? 'nan' : 'number'
-  return typeof v
+  switch (typeof v) {
+    case 'undefined':
+    case 'string':
+    case 'boolean':
+    case 'function':
+    case 'bigint':
+    case 'symbol':
+      return typeof v
+    case 'number':
+      return Number.isNaN(v) ? 'nan' : 'number'
+    case 'object':
+      if (Array.isArray(v)) return 'array'
+      if (v === null) return 'null'
+      if (v.then && typeof v.then === 'function' && v.catch && typeof v.catch === 'function') return 'promise'
+      if (v instanceof Map) return 'map'
+      if (v instanceof Set) return 'set'
+      if (v instanceof Date) return 'date'
+      return 'object'
+    default:
+      return 'unknown'
+  }
 }
 
-/** fields: [name, 'string'|'number'|'boolean', { required, int, min0, positive, minLength }] */
-function checkInput(toolName, input, fields) {
-  const issues = []
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    issues.push(['', `Expected object, received ${zodType(input)}`])
-  } else {
-    for (const [name, type, opts = {}] of fields) {
-      const v = input[name]
-      if (v === undefined) {
-        if (opts.required) issues.push([name, 'Required'])
-        continue
-      }
-      if (typeof v !== type || (type === 'number' && Number.isNaN(v))) {
-        issues.push([name, `Expected ${type}, received ${zodType(v)}`])
-        continue
-      }
-      if (type === 'number') {
-        if (opts.int && !Number.isInteger(v)) issues.push([name, 'Expected integer, received float'])
-        if (opts.min0 && !(v >= 0)) issues.push([name, 'Number must be greater than or equal to 0'])
-        if (opts.positive && !(v > 0)) issues.push([name, 'Number must be greater than 0'])
-      }
-      if (type === 'string' && opts.minLength !== undefined && v.length < opts.minLength) {
-        issues.push([name, `String must contain at least ${opts.minLength} character(s)`])
-      }
+/** Zod 3's default message for an `invalid_type` issue. */
+function invalidType(expected, received) {
+  return received === 'undefined' ? 'Required' : `Expected ${expected}, received ${received}`
+}
+
+/**
+ * The checks Zod made beyond the JSON types (§11.2), in Zod's check order: `int`, then
+ * `gte` (inclusive minimum) / `gt` (exclusive minimum); `minLength` for strings.
+ */
+const CONSTRAINTS = {
+  file_read: { offset: { int: true, gte: 0 }, limit: { int: true, gt: 0 } },
+  grep: { maxResults: { int: true, gt: 0 } },
+  glob: { maxFiles: { int: true, gt: 0 } },
+  delegate_to_agent: { target_agent: { minLength: 1 }, prompt: { minLength: 1 } },
+}
+
+/** `[name, type, { required, int, gte, gt, minLength }]` per property, in schema (Zod shape) order. */
+function inputFields(toolName, json) {
+  const required = json.required || []
+  const constraints = CONSTRAINTS[toolName] || {}
+  return Object.keys(json.properties).map((name) => [name, json.properties[name].type, { required: required.includes(name), ...constraints[name] }])
+}
+
+/**
+ * The issues Zod 3 reports for `input` against `z.object(shape)` built from `fields`
+ * (unknown keys stripped, so never an issue), as `[path, message]` pairs in Zod's order;
+ * `null` when the input is valid.
+ */
+function inputIssues(fields, input) {
+  const received = zodType(input)
+  if (received !== 'object') return [['', invalidType('object', received)]]
+  let issues = null
+  for (const [name, type, opts] of fields) {
+    const v = input[name]
+    if (v === undefined) {
+      if (opts.required) (issues ??= []).push([name, 'Required'])
+      continue
+    }
+    const got = zodType(v)
+    if (got !== type) {
+      ;(issues ??= []).push([name, invalidType(type, got)])
+      continue
+    }
+    if (type === 'number') {
+      if (opts.int && !Number.isInteger(v)) (issues ??= []).push([name, 'Expected integer, received float'])
+      if (opts.gte !== undefined && v < opts.gte) (issues ??= []).push([name, `Number must be greater than or equal to ${opts.gte}`])
+      if (opts.gt !== undefined && v <= opts.gt) (issues ??= []).push([name, `Number must be greater than ${opts.gt}`])
+    } else if (type === 'string' && opts.minLength !== undefined && v.length < opts.minLength) {
+      ;(issues ??= []).push([name, `String must contain at least ${opts.minLength} character(s)`])
     }
   }
-  if (issues.length === 0) return null
-  return {
-    data: `Invalid input for tool "${toolName}":\n` + issues.map(([p, m]) => `  \u2022 ${p}: ${m}`).join('\n'),
-    isError: true,
-  }
+  return issues
+}
+
+function invalidInput(toolName, issues) {
+  return { data: `Invalid input for tool "${toolName}":\n` + issues.map(([p, m]) => `  \u2022 ${p}: ${m}`).join('\n'), isError: true }
+}
+
+/** Each built-in tool's fields (filled in below, once the tools are defined). */
+const FIELDS = new Map()
+
+/** A built-in tool's own check of `input`: its error result, or null when valid. */
+function checkInput(toolName, input) {
+  const issues = inputIssues(FIELDS.get(toolName), input)
+  return issues === null ? null : invalidInput(toolName, issues)
 }
 
 /** A native rejection (a Rust panic) as a tool error: execute never throws for tool faults. */
@@ -156,11 +209,7 @@ const bashTool = {
     required: ['command'],
   },
   async execute(input, context) {
-    const bad = checkInput('bash', input, [
-      ['command', 'string', { required: true }],
-      ['timeout', 'number'],
-      ['cwd', 'string'],
-    ])
+    const bad = checkInput('bash', input)
     if (bad) return bad
     // Node's setTimeout: anything outside 1..2^31-1 (NaN included) fires after 1 ms.
     let delay = Number(input.timeout ?? 30000)
@@ -194,11 +243,7 @@ const fileReadTool = {
     required: ['path'],
   },
   async execute(input, context) {
-    const bad = checkInput('file_read', input, [
-      ['path', 'string', { required: true }],
-      ['offset', 'number', { int: true, min0: true }],
-      ['limit', 'number', { int: true, positive: true }],
-    ])
+    const bad = checkInput('file_read', input)
     if (bad) return bad
     try {
       return result(await native.builtinFileRead(input.path, input.offset ?? null, input.limit ?? null, sandboxRoot(context), process.cwd()))
@@ -221,10 +266,7 @@ const fileWriteTool = {
     required: ['path', 'content'],
   },
   async execute(input, context) {
-    const bad = checkInput('file_write', input, [
-      ['path', 'string', { required: true }],
-      ['content', 'string', { required: true }],
-    ])
+    const bad = checkInput('file_write', input)
     if (bad) return bad
     try {
       return result(await native.builtinFileWrite(input.path, input.content, sandboxRoot(context), process.cwd()))
@@ -249,12 +291,7 @@ const fileEditTool = {
     required: ['path', 'old_string', 'new_string'],
   },
   async execute(input, context) {
-    const bad = checkInput('file_edit', input, [
-      ['path', 'string', { required: true }],
-      ['old_string', 'string', { required: true }],
-      ['new_string', 'string', { required: true }],
-      ['replace_all', 'boolean'],
-    ])
+    const bad = checkInput('file_edit', input)
     if (bad) return bad
     try {
       return result(
@@ -281,12 +318,7 @@ const grepTool = {
     required: ['pattern'],
   },
   async execute(input, context) {
-    const bad = checkInput('grep', input, [
-      ['pattern', 'string', { required: true }],
-      ['path', 'string'],
-      ['glob', 'string'],
-      ['maxResults', 'number', { int: true, positive: true }],
-    ])
+    const bad = checkInput('grep', input)
     if (bad) return bad
     const signal = context ? context.abortSignal : undefined
     try {
@@ -314,11 +346,7 @@ const globTool = {
     },
   },
   async execute(input, context) {
-    const bad = checkInput('glob', input, [
-      ['path', 'string'],
-      ['pattern', 'string'],
-      ['maxFiles', 'number', { int: true, positive: true }],
-    ])
+    const bad = checkInput('glob', input)
     if (bad) return bad
     const signal = context ? context.abortSignal : undefined
     try {
@@ -346,10 +374,7 @@ const delegateToAgentTool = {
     required: ['target_agent', 'prompt'],
   },
   async execute(input, context) {
-    const bad = checkInput('delegate_to_agent', input, [
-      ['target_agent', 'string', { required: true, minLength: 1 }],
-      ['prompt', 'string', { required: true, minLength: 1 }],
-    ])
+    const bad = checkInput('delegate_to_agent', input)
     if (bad) return bad
     const team = context ? context.team : undefined
     const caller = context && context.agent ? context.agent.name : undefined
@@ -388,16 +413,9 @@ const ALL_BUILT_IN_TOOLS_WITH_DELEGATE = [...BUILT_IN_TOOLS, delegateToAgentTool
 // `inputSchema` is a Zod schema, as in the original (`fileReadTool.inputSchema.parse(…)`),
 // built on first read from the project's `zod` (a peer dependency, ^3.25 || ^4) and kept.
 // The kernel never reads it: the JSON Schema above stays under NATIVE_INPUT_SCHEMA, the
-// registry shows that to the LLM and the executor validates with it natively (plus each
-// tool's checkInput), so runs need no zod and keep the contract's texts with any Zod version.
-
-// The checks Zod made beyond the JSON types (§11.2): the same ones checkInput applies.
-const ZOD_CHECKS = {
-  file_read: { offset: (s, int) => int(s).nonnegative(), limit: (s, int) => int(s).positive() },
-  grep: { maxResults: (s, int) => int(s).positive() },
-  glob: { maxFiles: (s, int) => int(s).positive() },
-  delegate_to_agent: { target_agent: (s) => s.min(1), prompt: (s) => s.min(1) },
-}
+// registry shows that to the LLM and the executor validates input with that schema's check
+// (INPUT_CHECKS: Zod 3's issue texts), so runs need no zod and keep the original's texts with
+// any Zod version.
 
 let zodCache
 function loadZod() {
@@ -420,14 +438,15 @@ function zodInputSchema(z, toolName, json) {
   // Zod 4's .int() also caps at 2^53; checkInput (Number.isInteger) and Zod 3 do not.
   const zod4 = typeof z.number()._zod === 'object'
   const int = zod4 ? (s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (s) => s.int()
-  const checks = ZOD_CHECKS[toolName] || {}
-  const required = json.required || []
   const shape = {}
-  for (const [key, p] of Object.entries(json.properties)) {
-    let s = z[p.type]()
-    if (checks[key]) s = checks[key](s, int)
-    if (!required.includes(key)) s = s.optional()
-    shape[key] = s.describe(p.description)
+  for (const [key, type, opts] of FIELDS.get(toolName)) {
+    let s = z[type]()
+    if (opts.int) s = int(s)
+    if (opts.gte !== undefined) s = s.gte(opts.gte)
+    if (opts.gt !== undefined) s = s.gt(opts.gt)
+    if (opts.minLength !== undefined) s = s.min(opts.minLength)
+    if (!opts.required) s = s.optional()
+    shape[key] = s.describe(json.properties[key].description)
   }
   return z.object(shape)
 }
@@ -435,6 +454,11 @@ function zodInputSchema(z, toolName, json) {
 for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
   const json = tool.inputSchema
   let view
+  const fields = inputFields(tool.name, json)
+  FIELDS.set(tool.name, fields)
+  // The executor checks input against this schema with the texts Zod 3 gives for the
+  // original's schema, never needing zod, rather than with the generic JSON Schema validator.
+  INPUT_CHECKS.set(json, (input) => inputIssues(fields, input))
   Object.defineProperty(tool, NATIVE_INPUT_SCHEMA, { value: json, configurable: true })
   // Redefining keeps the key's place: name, description, inputSchema, execute.
   Object.defineProperty(tool, 'inputSchema', {

@@ -14,6 +14,13 @@
  */
 const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
 
+/**
+ * Input checks that replace the generic JSON Schema validator for particular schema objects
+ * (the built-in tools'): `check(input)` gives the issues Zod 3 reports for the original's Zod
+ * schema, as `[path, message]` pairs, or `null` when the input is valid.
+ */
+const INPUT_CHECKS = new WeakMap()
+
 /** The schema the kernel validates a tool's input with and converts for the LLM. */
 function toolInputSchema(tool) {
   const s = tool[NATIVE_INPUT_SCHEMA]
@@ -265,4 +272,4 @@ function enum4(entries) {
   return { enum: nativeEnumValues(entries) }
 }
 
-module.exports = { zodToJsonSchema, isZodSchema, NATIVE_INPUT_SCHEMA, toolInputSchema }
+module.exports = { zodToJsonSchema, isZodSchema, NATIVE_INPUT_SCHEMA, INPUT_CHECKS, toolInputSchema }

@@ -1,9 +1,10 @@
 'use strict'
 // Tool framework glue: the registry holds the user's JS tool objects; validation calls the
-// user's Zod schema (so defaults and transforms are Zod's) or the native JSON Schema
-// validator; admission, truncation and the texts come from the kernel.
+// user's Zod schema (so defaults and transforms are Zod's), a built-in tool's own check (Zod
+// 3's texts, lib/builtin.js) or the native JSON Schema validator; admission, truncation and
+// the texts come from the kernel.
 const native = require('./native.js')
-const { zodToJsonSchema, isZodSchema, toolInputSchema } = require('./schema.js')
+const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
 const { attach } = require('./util.js')
 
@@ -96,7 +97,7 @@ class ToolRegistry {
     if (this._tools.has(tool.name)) {
       throw new Error(`ToolRegistry: a tool named "${tool.name}" is already registered. Use a unique name or deregister the existing one first.`)
     }
-    if (!isZodSchema(schema) && !validators.has(schema)) {
+    if (!isZodSchema(schema) && !INPUT_CHECKS.has(schema) && !validators.has(schema)) {
       // Plain JSON Schema: compiled once, validated natively.
       let v
       try {
@@ -202,10 +203,24 @@ class ToolExecutor {
       }
       let parsed = input
       const schema = toolInputSchema(tool)
+      let check
       if (isZodSchema(schema)) {
         const r = schema.safeParse(input)
         if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
         parsed = r.data
+      } else if ((check = INPUT_CHECKS.get(schema)) !== undefined) {
+        // A built-in tool: Zod 3's texts for the original's schema (unknown keys are stripped
+        // by Zod, so never an issue; the tools read only their own fields).
+        let issues
+        try {
+          issues = check(input)
+        } catch (e) {
+          // A throwing getter or Proxy trap: Zod would throw here; we report instead.
+          issues = [['', `input cannot be read: ${thrownMessage(e)}`]]
+        }
+        if (issues !== null) {
+          return { data: `Invalid input for tool "${tool.name}":\n${issues.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
+        }
       } else {
         const v = validators.get(schema)
         if (v) {
