@@ -12,7 +12,13 @@ fn main() {
     for _ in 0..3 {
         let t = Instant::now();
         let turns = 50_000;
-        let mut m = Machine::new(cfg.clone(), Arc::new(Mutex::new(None)), parse_messages(start, Strictness::Lenient).unwrap(), vec!["t0".into()], false);
+        let mut m = Machine::new(
+            cfg.clone(),
+            Arc::new(Mutex::new(None)),
+            parse_messages(start, Strictness::Lenient).unwrap(),
+            vec!["t0".into()],
+            false,
+        );
         let mut resp_t = 0u128;
         let mut next_t = 0u128;
         for turn in 0..turns {
@@ -29,6 +35,11 @@ fn main() {
             resp_t += (c - b).as_nanos();
         }
         let total = t.elapsed().as_nanos();
-        println!("per turn: total {} ns, on_response {} ns, next+toolResult {} ns", total / turns as u128, resp_t / turns as u128, next_t / turns as u128);
+        println!(
+            "per turn: total {} ns, on_response {} ns, next+toolResult {} ns",
+            total / turns as u128,
+            resp_t / turns as u128,
+            next_t / turns as u128
+        );
     }
 }

@@ -54,8 +54,7 @@ fn text_regexes() -> &'static TextRegexes {
         let b = r"(?-u:\b)";
         let re = |p: String| Regex::new(&p).expect("static regex");
         TextRegexes {
-            pem: re(r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.)*?-----END [A-Z ]*PRIVATE KEY-----"
-                .to_string()),
+            pem: re(r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.)*?-----END [A-Z ]*PRIVATE KEY-----".to_string()),
             // "authorization" and "bearer" contain no letter with a non-ASCII case fold, so
             // Unicode `(?i)` equals JS's ASCII-only `i` here.
             authorization: re(format!(r"{b}((?i:authorization){s}*:{s}*)(?:(?i:bearer){s}+)?[^\n\r,;}}]+")),
@@ -140,10 +139,8 @@ fn match_assignment(t: &str, p: usize, quoted: bool) -> Result<[usize; 6], Optio
             return fail;
         }
         let rest = &b[i..];
-        let len = rest
-            .iter()
-            .position(|&c| matches!(c, b',' | b';' | b'}' | b']' | b'\n' | b'\r'))
-            .unwrap_or(rest.len());
+        let len =
+            rest.iter().position(|&c| matches!(c, b',' | b';' | b'}' | b']' | b'\n' | b'\r')).unwrap_or(rest.len());
         Ok([g1_end, key_end, g3_end, i, i + len, i + len])
     }
 }
@@ -242,9 +239,24 @@ mod tests {
     #[test]
     fn sensitive_names() {
         for n in [
-            "OPENAI_API_KEY", "SESSION_ID", "credentials", "PWD", "my_token", "token", "TOKEN",
-            "token_x", "apiKey", "x-api-key", "privateKey", "AUTHORIZATION", "cookie", "passwd",
-            "githubToken", "auth-token", "ACCESS_KEY", "bearer",
+            "OPENAI_API_KEY",
+            "SESSION_ID",
+            "credentials",
+            "PWD",
+            "my_token",
+            "token",
+            "TOKEN",
+            "token_x",
+            "apiKey",
+            "x-api-key",
+            "privateKey",
+            "AUTHORIZATION",
+            "cookie",
+            "passwd",
+            "githubToken",
+            "auth-token",
+            "ACCESS_KEY",
+            "bearer",
         ] {
             assert!(is_sensitive_name(n), "{n}");
         }
@@ -312,7 +324,10 @@ mod tests {
         // Non-ASCII around.
         assert_eq!(redact_sensitive_text("ключ token=значение; ok"), "ключ token=[redacted]; ok");
         assert_eq!(redact_sensitive_text("token =\u{A0}v"), "token =\u{A0}[redacted]");
-        assert_eq!(redact_sensitive_text("\"a\": \"x\", \"password\" = 'q'"), "\"a\": \"x\", \"password\" = '[redacted]'");
+        assert_eq!(
+            redact_sensitive_text("\"a\": \"x\", \"password\" = 'q'"),
+            "\"a\": \"x\", \"password\" = '[redacted]'"
+        );
         assert_eq!(redact_sensitive_text("secret=[redacted]x"), "secret=[redacted]x");
         assert_eq!(redact_sensitive_text("x=\"a\" secret=\"b\""), "x=\"a\" secret=\"[redacted]\"");
         // Quoted start failing, then the unquoted start inside succeeding.
@@ -327,7 +342,8 @@ mod tests {
 
     #[test]
     fn values() {
-        let v = json!({"apiKey": {"a": 1}, "list": ["password=x", 3, {"token": 5}], "n": null, "s": "Bearer abcdefghij"});
+        let v =
+            json!({"apiKey": {"a": 1}, "list": ["password=x", 3, {"token": 5}], "n": null, "s": "Bearer abcdefghij"});
         assert_eq!(
             redact_sensitive_value(&v),
             json!({"apiKey": "[redacted]", "list": ["password=[redacted]", 3, {"token": "[redacted]"}], "n": null, "s": "Bearer [redacted]"})

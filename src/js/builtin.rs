@@ -44,9 +44,7 @@ where
     F: 'static + Send + FnOnce() -> T,
 {
     env.spawn_future(async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| Error::from_reason(format!("native tool failed: {e}")))
+        tokio::task::spawn_blocking(f).await.map_err(|e| Error::from_reason(format!("native tool failed: {e}")))
     })
 }
 
@@ -71,6 +69,8 @@ pub fn builtin_matches_glob(filename: String, glob: String) -> bool {
     glob::matches_glob(&filename, &glob)
 }
 
+// A napi export: its parameters are the JS call's arguments, one by one.
+#[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
 pub fn builtin_check_delegation(
     has_runner: bool,
@@ -118,7 +118,15 @@ pub fn builtin_collect_files<'env>(
 ) -> Result<PromiseRaw<'env, Vec<String>>> {
     let token = cancel.token();
     // maxFiles compared with `>=` against a count: NaN never stops, ≤ 0 stops at once.
-    let max = max_files.map(|m| if m.is_nan() { usize::MAX } else if m <= 0.0 { 0 } else { m.ceil().min(usize::MAX as f64) as usize });
+    let max = max_files.map(|m| {
+        if m.is_nan() {
+            usize::MAX
+        } else if m <= 0.0 {
+            0
+        } else {
+            m.ceil().min(usize::MAX as f64) as usize
+        }
+    });
     blocking(env, move || glob::collect_files(&dir, glob.as_deref(), &|| token.is_cancelled(), max))
 }
 
@@ -181,6 +189,8 @@ pub fn builtin_glob<'env>(
     })
 }
 
+// A napi export: its parameters are the JS call's arguments, one by one.
+#[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
 pub fn builtin_grep<'env>(
     env: &'env Env,
@@ -212,7 +222,14 @@ pub fn builtin_bash<'env>(
     let token = cancel.token();
     let host: Vec<(String, String)> = host_env
         .into_iter()
-        .filter_map(|mut kv| if kv.len() == 2 { let v = kv.pop()?; Some((kv.pop()?, v)) } else { None })
+        .filter_map(|mut kv| {
+            if kv.len() == 2 {
+                let v = kv.pop()?;
+                Some((kv.pop()?, v))
+            } else {
+                None
+            }
+        })
         .collect();
     blocking(env, move || {
         let input = bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: host };

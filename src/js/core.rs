@@ -86,7 +86,9 @@ pub fn runner_plan(options_json: String, tools_json: String) -> Result<u32> {
 /// The names start plan `plan` grants, in registry order.
 #[napi(catch_unwind)]
 pub fn runner_plan_names(plan: u32) -> Result<Vec<String>> {
-    PLANS.with(|s| s.borrow().get(plan).map(|p| p.granted.clone())).ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))
+    PLANS
+        .with(|s| s.borrow().get(plan).map(|p| p.granted.clone()))
+        .ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))
 }
 
 #[napi(catch_unwind)]
@@ -115,7 +117,9 @@ fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, has_on_wa
         .with(|s| s.borrow().get(plan).map(|p| (p.cfg.clone(), p.granted.clone())))
         .ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))?;
     let cache = match summary_cache {
-        Some(id) => SUMMARY_CACHES.with(|s| s.borrow().get(id).cloned()).ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
+        Some(id) => SUMMARY_CACHES
+            .with(|s| s.borrow().get(id).cloned())
+            .ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
         None => Arc::new(Mutex::new(None)),
     };
     let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
@@ -154,7 +158,8 @@ impl Run {
     /// sends them every time: parsed once, and the wire cache reset whenever the options or the
     /// adapter change (the cached text depends on both).
     fn chat_setup(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) {
-        let fresh = !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
+        let fresh =
+            !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
         if fresh {
             let opts = super::llm::cached_chat_options(&options_json);
             self.chat = Some(RunChat { options_json, adapter: adapter.clone(), opts, wire: Arc::default() });
@@ -162,10 +167,17 @@ impl Run {
     }
 
     /// What the next native call sends, and the adapter it goes to.
-    fn chat_input(&self) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
-        let c = self.chat.as_ref().ok_or_else(|| crate::llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call"))?;
+    fn chat_input(
+        &self,
+    ) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
+        let c = self.chat.as_ref().ok_or_else(|| {
+            crate::llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call")
+        })?;
         let (messages, epoch) = self.m.shared_conversation();
-        Ok((super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) }, c.adapter.clone()))
+        Ok((
+            super::llm::ChatInput { messages, opts: c.opts.clone()?, reuse: Some((c.wire.clone(), epoch)) },
+            c.adapter.clone(),
+        ))
     }
 }
 
@@ -282,7 +294,12 @@ pub(super) fn run_next_op(id: u32, aborted: bool) -> std::result::Result<u32, St
 /// `runRespond` (`fast.rs`): the model's answer (`JSON.stringify(response.content)` and its
 /// usage) followed by `next`: the encoded op, or -1 when the response was malformed (message
 /// in `runError`).
-pub(super) fn run_respond_parts(id: u32, content_json: Option<&str>, input_tokens: f64, output_tokens: f64) -> std::result::Result<i32, String> {
+pub(super) fn run_respond_parts(
+    id: u32,
+    content_json: Option<&str>,
+    input_tokens: f64,
+    output_tokens: f64,
+) -> std::result::Result<i32, String> {
     with_run(id, |r| {
         let accepted = r.m.on_response_parts(content_json, Usage { input_tokens, output_tokens });
         r.after_response(accepted)
@@ -354,7 +371,14 @@ pub(super) fn run_tool_calls_of(id: u32) -> std::result::Result<String, String> 
 
 /// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
 #[napi(catch_unwind)]
-pub fn run_tool_result_usage(id: u32, i: u32, content: String, is_error: u32, input_tokens: f64, output_tokens: f64) -> Result<()> {
+pub fn run_tool_result_usage(
+    id: u32,
+    i: u32,
+    content: String,
+    is_error: u32,
+    input_tokens: f64,
+    output_tokens: f64,
+) -> Result<()> {
     let usage = Some(Usage { input_tokens, output_tokens });
     with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), usage).map_err(driver))?
 }
@@ -378,9 +402,7 @@ pub struct LoopInfoOut {
 
 #[napi(catch_unwind)]
 pub fn run_loop_info(id: u32) -> Result<Option<LoopInfoOut>> {
-    with_run(id, |r| {
-        r.m.loop_info().map(info_js)
-    })
+    with_run(id, |r| r.m.loop_info().map(info_js))
 }
 
 #[napi(catch_unwind)]
@@ -499,8 +521,10 @@ impl JsonSchemaValidator {
     /// Compiles `schema_json`; throws with the compiler's message for an invalid schema.
     #[napi(constructor, catch_unwind)]
     pub fn new(schema_json: String) -> Result<Self> {
-        let schema: serde_json::Value = serde_json::from_str(&schema_json).map_err(|e| Error::from_reason(e.to_string()))?;
-        let v = jsonschema::validator_for(&schema).map_err(|e| Error::from_reason(format!("Invalid JSON Schema: {e}")))?;
+        let schema: serde_json::Value =
+            serde_json::from_str(&schema_json).map_err(|e| Error::from_reason(e.to_string()))?;
+        let v =
+            jsonschema::validator_for(&schema).map_err(|e| Error::from_reason(format!("Invalid JSON Schema: {e}")))?;
         Ok(JsonSchemaValidator { v })
     }
 
@@ -514,7 +538,10 @@ impl JsonSchemaValidator {
             Ok(v) => v,
             // serde's parser stops at 128 levels (the validator recurses per level too).
             Err(e) if e.to_string().contains("recursion limit") => {
-                return vec![vec![String::new(), "input is nested too deeply to validate (more than 128 levels)".into()]]
+                return vec![vec![
+                    String::new(),
+                    "input is nested too deeply to validate (more than 128 levels)".into(),
+                ]]
             }
             Err(_) => return vec![vec![String::new(), "input is not JSON-serialisable".into()]],
         };
@@ -522,7 +549,8 @@ impl JsonSchemaValidator {
             .iter_errors(&input)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                let path: Vec<String> = path.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
+                let path: Vec<String> =
+                    path.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
                 vec![path.join("."), e.to_string()]
             })
             .collect()
@@ -586,7 +614,6 @@ pub fn trace_redact_json(json: String) -> String {
     }
 }
 
-
 /// Checks runner options without keeping them (the Agent validates at construction).
 #[napi(catch_unwind)]
 pub fn validate_runner_options(options_json: String) -> Option<String> {
@@ -624,24 +651,37 @@ pub fn run_chat<'e>(
         (Err(e), None) => return Err(Error::from_reason(e.to_json())),
     };
     let token = super::llm::chat_token(cancel);
-    super::llm::spawn_chat_promise(env, adapter, token, move || input, move |resp| {
-        // The next op goes back with the response (one crossing less per call), as `runRespond`
-        // returns it for a JS adapter's answer.
-        RUNS.with(|s| match s.borrow_mut().get_mut(id) {
-            Some(r) if r.serial == serial => {
-                // The content's text is made before the content moves into the machine.
-                let compact = crate::llm::compact_run_reply(resp.usage, &resp.content);
-                let content = if compact.is_some() { String::new() } else { serde_json::to_string(&resp.content).expect("content serialises") };
-                let code = r.m.on_parsed_response(resp.content, resp.usage).and_then(|()| r.m.next(false)).map(|op| r.encode(op))?;
-                Ok(match compact {
-                    Some(rest) => format!("{code}{rest}"),
-                    None => crate::llm::run_reply_json(code, resp.usage, &content),
-                })
-            }
-            _ => Err("oma-kernel: this run has already been released".to_string()),
-        })
-        .map_err(crate::llm::LlmError::other)
-    })
+    super::llm::spawn_chat_promise(
+        env,
+        adapter,
+        token,
+        move || input,
+        move |resp| {
+            // The next op goes back with the response (one crossing less per call), as `runRespond`
+            // returns it for a JS adapter's answer.
+            RUNS.with(|s| match s.borrow_mut().get_mut(id) {
+                Some(r) if r.serial == serial => {
+                    // The content's text is made before the content moves into the machine.
+                    let compact = crate::llm::compact_run_reply(resp.usage, &resp.content);
+                    let content = if compact.is_some() {
+                        String::new()
+                    } else {
+                        serde_json::to_string(&resp.content).expect("content serialises")
+                    };
+                    let code =
+                        r.m.on_parsed_response(resp.content, resp.usage)
+                            .and_then(|()| r.m.next(false))
+                            .map(|op| r.encode(op))?;
+                    Ok(match compact {
+                        Some(rest) => format!("{code}{rest}"),
+                        None => crate::llm::run_reply_json(code, resp.usage, &content),
+                    })
+                }
+                _ => Err("oma-kernel: this run has already been released".to_string()),
+            })
+            .map_err(crate::llm::LlmError::other)
+        },
+    )
 }
 
 /// `adapter.stream` over the run's conversation, for `streamDeltas`.

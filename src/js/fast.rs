@@ -36,9 +36,19 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
-        let status = unsafe { sys::napi_create_function(env.raw(), name.as_ptr().cast(), name.len() as isize, Some(cb), ptr::null_mut(), &mut f) };
+        let status = unsafe {
+            sys::napi_create_function(
+                env.raw(),
+                name.as_ptr().cast(),
+                name.len() as isize,
+                Some(cb),
+                ptr::null_mut(),
+                &mut f,
+            )
+        };
         check(status, name)?;
-        let status = unsafe { sys::napi_set_named_property(env.raw(), exports.raw(), CString::new(name).unwrap().as_ptr(), f) };
+        let status =
+            unsafe { sys::napi_set_named_property(env.raw(), exports.raw(), CString::new(name).unwrap().as_ptr(), f) };
         check(status, name)?;
     }
     Ok(())
@@ -64,7 +74,7 @@ enum Ret {
 unsafe fn call<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&Args<N>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<N>) -> std::result::Result<Ret, String>,
 ) -> sys::napi_value {
     let mut argc = N;
     let mut argv = [ptr::null_mut(); N];
@@ -72,8 +82,8 @@ unsafe fn call<const N: usize>(
     let outcome = if status != sys::Status::napi_ok {
         Err("oma-kernel: could not read the call's arguments".to_string())
     } else {
-        let args = Args { env, argv };
-        match catch_unwind(AssertUnwindSafe(|| body(&args))) {
+        let mut args = Args { env, argv };
+        match catch_unwind(AssertUnwindSafe(|| body(&mut args))) {
             Ok(r) => r,
             Err(p) => Err(format!("oma-kernel: internal error: {}", panic_text(&p))),
         }
@@ -101,7 +111,10 @@ unsafe fn call<const N: usize>(
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_else(|| "panic".into())
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
 }
 
 struct Args<const N: usize> {
@@ -131,12 +144,23 @@ impl<const N: usize> Args<N> {
         }
     }
 
-    /// The elements of a `Float64Array` argument, written in place.
-    fn f64_array(&self, i: usize) -> std::result::Result<&mut [f64], String> {
+    /// The elements of a `Float64Array` argument, written in place. Takes `&mut self` so that
+    /// two views of the same argument cannot be alive at once (no aliasing `&mut`).
+    fn f64_array(&mut self, i: usize) -> std::result::Result<&mut [f64], String> {
         let mut kind = sys::TypedarrayType::int8_array;
         let (mut len, mut data, mut offset) = (0usize, ptr::null_mut(), 0usize);
         let mut buffer = ptr::null_mut();
-        let status = unsafe { sys::napi_get_typedarray_info(self.env, self.argv[i], &mut kind, &mut len, &mut data, &mut buffer, &mut offset) };
+        let status = unsafe {
+            sys::napi_get_typedarray_info(
+                self.env,
+                self.argv[i],
+                &mut kind,
+                &mut len,
+                &mut data,
+                &mut buffer,
+                &mut offset,
+            )
+        };
         if status != sys::Status::napi_ok || kind != sys::TypedarrayType::float64_array || (len > 0 && data.is_null()) {
             return Err(format!("oma-kernel: argument {i} must be a Float64Array"));
         }
@@ -163,7 +187,8 @@ impl<const N: usize> Args<N> {
 
     /// Calls `f` with string argument `i`, copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
-        unsafe { with_utf8(self.env, self.argv[i], f) }.ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
+        unsafe { with_utf8(self.env, self.argv[i], f) }
+            .ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
     }
 }
 
@@ -177,7 +202,9 @@ pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f:
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         let mut len = 0usize;
-        let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len) };
+        let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe {
+            sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len)
+        };
         if read(&mut buf, &mut len) != sys::Status::napi_ok {
             return None;
         }

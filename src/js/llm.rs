@@ -45,7 +45,8 @@ impl ChatInput {
 /// Parsed chat options by their JSON text, shared by runs and adapter calls with the same
 /// options (bounded; invalid ones are not kept): each would otherwise parse its tools' schemas.
 pub(crate) fn cached_chat_options(json: &str) -> std::result::Result<Arc<ChatOptions>, LlmError> {
-    static CACHE: std::sync::Mutex<Option<rustc_hash::FxHashMap<String, Arc<ChatOptions>>>> = std::sync::Mutex::new(None);
+    static CACHE: std::sync::Mutex<Option<rustc_hash::FxHashMap<String, Arc<ChatOptions>>>> =
+        std::sync::Mutex::new(None);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(Default::default);
     if let Some(o) = map.get(json) {
@@ -79,7 +80,13 @@ fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
 /// the JS thread (the kernel's fast path hands the response to its machine there). A local
 /// plain-HTTP server is served from this thread's event loop, anything else from the LLM I/O
 /// thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
-pub fn spawn_chat_promise<'e, F, D>(env: &'e Env, adapter: Arc<Adapter>, cancel: Option<CancellationToken>, input: F, done: D) -> Result<Object<'e>>
+pub fn spawn_chat_promise<'e, F, D>(
+    env: &'e Env,
+    adapter: Arc<Adapter>,
+    cancel: Option<CancellationToken>,
+    input: F,
+    done: D,
+) -> Result<Object<'e>>
 where
     F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
     D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError> + Send + 'static,
@@ -120,13 +127,16 @@ fn finish<D>(done: D, r: LlmResponse) -> std::result::Result<String, LlmError>
 where
     D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError>,
 {
-    catch_unwind(AssertUnwindSafe(|| done(r))).unwrap_or_else(|_| Err(LlmError::other("internal error: handling the LLM response panicked")))
+    catch_unwind(AssertUnwindSafe(|| done(r)))
+        .unwrap_or_else(|_| Err(LlmError::other("internal error: handling the LLM response panicked")))
 }
 
 /// `fut`, with a panic turned into an error: a panicking request rejects its promise instead
 /// of leaving it pending.
 async fn guarded<T>(fut: impl Future<Output = std::result::Result<T, LlmError>>) -> std::result::Result<T, LlmError> {
-    CatchUnwind(Box::pin(fut)).await.unwrap_or_else(|_| Err(LlmError::other("internal error: the LLM request task panicked")))
+    CatchUnwind(Box::pin(fut))
+        .await
+        .unwrap_or_else(|_| Err(LlmError::other("internal error: the LLM request task panicked")))
 }
 
 /// Polls a future, turning a panic into `Err`. (A task of its own would do the same at the
@@ -171,8 +181,10 @@ impl NativeLlmAdapter {
         region: Option<String>,
         env_json: String,
     ) -> Result<NativeLlmAdapter> {
-        let env: llm::Env = serde_json::from_str(&env_json).map_err(|e| js_err(LlmError::other(format!("invalid env snapshot: {e}"))))?;
-        let a = llm::create_adapter(&provider, api_key.as_deref(), base_url.as_deref(), region.as_deref(), &env).map_err(js_err)?;
+        let env: llm::Env = serde_json::from_str(&env_json)
+            .map_err(|e| js_err(LlmError::other(format!("invalid env snapshot: {e}"))))?;
+        let a = llm::create_adapter(&provider, api_key.as_deref(), base_url.as_deref(), region.as_deref(), &env)
+            .map_err(js_err)?;
         Ok(NativeLlmAdapter { inner: Arc::new(a) })
     }
 
@@ -194,7 +206,12 @@ impl NativeLlmAdapter {
 
     /// Starts streaming at once; events are pulled with `NativeLlmStream.nextBatch`.
     #[napi(catch_unwind)]
-    pub fn stream(&self, messages_json: String, options_json: String, cancel: Option<&CancelHandle>) -> NativeLlmStream {
+    pub fn stream(
+        &self,
+        messages_json: String,
+        options_json: String,
+        cancel: Option<&CancelHandle>,
+    ) -> NativeLlmStream {
         spawn_stream(self.inner.clone(), token_of(cancel), move || parse_input(&messages_json, &options_json))
     }
 }
@@ -223,6 +240,8 @@ impl ChatHistory {
     /// whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
     /// options throw here and leave the history as it was. `options_json` null: the options of
     /// the last call.
+    // A napi method: its parameters are the JS call's arguments, one by one.
+    #[allow(clippy::too_many_arguments)]
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn chat<'e>(
         &self,
@@ -248,7 +267,9 @@ pub struct LongText(String);
 
 impl FromNapiValue for LongText {
     unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
-        unsafe { super::fast::with_utf8(env, value, str::to_string) }.map(LongText).ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))
+        unsafe { super::fast::with_utf8(env, value, str::to_string) }
+            .map(LongText)
+            .ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))
     }
 }
 
@@ -268,7 +289,8 @@ fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<LongText>) -> st
         return Err(out_of_step());
     }
     for (pair, LongText(s)) in at.chunks_exact(2).zip(long) {
-        let block = tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or_else(out_of_step)?;
+        let block =
+            tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or_else(out_of_step)?;
         match block {
             Block::ToolResult { content, .. } if content.is_empty() => *content = s,
             Block::Text { text: Some(t) } if t.is_empty() => *t = s,
@@ -279,7 +301,12 @@ fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<LongText>) -> st
 }
 
 impl ChatHistory {
-    fn advance(&self, keep: usize, tail: Vec<Message>, options_json: Option<String>) -> std::result::Result<ChatInput, LlmError> {
+    fn advance(
+        &self,
+        keep: usize,
+        tail: Vec<Message>,
+        options_json: Option<String>,
+    ) -> std::result::Result<ChatInput, LlmError> {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let st = match (guard.as_mut(), options_json) {
             (Some(st), None) => st,
@@ -292,8 +319,14 @@ impl ChatHistory {
                 guard.insert(SentState { history, options_json, opts, wire: Arc::default() })
             }
         };
-        st.history.keep_then_extend(keep, tail).ok_or_else(|| LlmError::other("oma-kernel: adapter history out of step"))?;
-        Ok(ChatInput { messages: st.history.shared(), opts: st.opts.clone(), reuse: Some((st.wire.clone(), st.history.epoch())) })
+        st.history
+            .keep_then_extend(keep, tail)
+            .ok_or_else(|| LlmError::other("oma-kernel: adapter history out of step"))?;
+        Ok(ChatInput {
+            messages: st.history.shared(),
+            opts: st.opts.clone(),
+            reuse: Some((st.wire.clone(), st.history.epoch())),
+        })
     }
 }
 

@@ -72,10 +72,13 @@ fn head_for(req: &HttpRequest, t: &Rc<Target>) -> Result<Vec<u8>, AttemptError> 
     }
     LAST_HEAD.with(|l| {
         let mut l = l.borrow_mut();
-        let hit = l.as_ref().is_some_and(|(h, lt, m, _)| std::sync::Arc::ptr_eq(h, &req.headers) && Rc::ptr_eq(lt, t) && *m == req.method);
+        let hit = l.as_ref().is_some_and(|(h, lt, m, _)| {
+            std::sync::Arc::ptr_eq(h, &req.headers) && Rc::ptr_eq(lt, t) && *m == req.method
+        });
         if !hit {
             // The head for a zero-length body, cut before its length.
-            let mut head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, 0).ok_or(AttemptError::InvalidUrl)?;
+            let mut head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, 0)
+                .ok_or(AttemptError::InvalidUrl)?;
             head.truncate(head.len() - "0\r\n\r\n".len());
             *l = Some((req.headers.clone(), Rc::clone(t), req.method.clone(), head));
         }
@@ -156,7 +159,13 @@ enum Failed {
     Attempt(AttemptError),
 }
 
-async fn exchange(mut conn: Conn<UvTcp>, target: Rc<Target>, head: &[u8], body: &[u8], reused: bool) -> Result<LocalResponse, Failed> {
+async fn exchange(
+    mut conn: Conn<UvTcp>,
+    target: Rc<Target>,
+    head: &[u8],
+    body: &[u8],
+    reused: bool,
+) -> Result<LocalResponse, Failed> {
     let stale = |reused: bool| if reused { Failed::Stale } else { Failed::Attempt(AttemptError::Connection) };
     if conn.write_request(head, body).await.is_err() {
         return Err(stale(reused));

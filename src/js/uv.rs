@@ -119,17 +119,18 @@ impl Wake for TaskWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         if thread::current().id() == self.thread {
-            let handled = EXEC.try_with(|e| match e.get() {
-                Some(Some(ex)) => {
-                    ex.ready.borrow_mut().push_back(self.id);
-                    if !ex.draining.get() {
-                        unsafe { uv_async_send(self.remote.handle as *mut c_void) };
+            let handled = EXEC
+                .try_with(|e| match e.get() {
+                    Some(Some(ex)) => {
+                        ex.ready.borrow_mut().push_back(self.id);
+                        if !ex.draining.get() {
+                            unsafe { uv_async_send(self.remote.handle as *mut c_void) };
+                        }
+                        true
                     }
-                    true
-                }
-                _ => false,
-            })
-            .unwrap_or(false);
+                    _ => false,
+                })
+                .unwrap_or(false);
             if handled {
                 return;
             }
@@ -278,7 +279,10 @@ pub fn available(env: sys::napi_env) -> bool {
         e.get_or_init(|| {
             let mut loop_ptr = std::ptr::null_mut();
             let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_ptr) };
-            if status != sys::Status::napi_ok || loop_ptr.is_null() || loop_ptr as *mut UvLoop != unsafe { uv_default_loop() } {
+            if status != sys::Status::napi_ok
+                || loop_ptr.is_null()
+                || loop_ptr as *mut UvLoop != unsafe { uv_default_loop() }
+            {
                 return None;
             }
             let js = unsafe { Js::new(env) }?;
@@ -393,7 +397,13 @@ impl UvTcp {
             return Err(io::Error::other("uv_poll_init failed"));
         }
         unsafe { uv_unref(h) };
-        let interest = Box::new(RefCell::new(Interest { read: None, write: None, events: 0, ready: UV_READABLE | UV_WRITABLE, handle: h }));
+        let interest = Box::new(RefCell::new(Interest {
+            read: None,
+            write: None,
+            events: 0,
+            ready: UV_READABLE | UV_WRITABLE,
+            handle: h,
+        }));
         unsafe { set_data(h, &*interest as *const RefCell<Interest> as *mut c_void) };
         Ok(UvTcp { sock, interest })
     }
@@ -405,7 +415,9 @@ impl UvTcp {
             return true;
         }
         let mut b = 0u8;
-        let n = unsafe { libc::recv(self.sock.as_raw_fd(), (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT) };
+        let n = unsafe {
+            libc::recv(self.sock.as_raw_fd(), (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+        };
         if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
             self.interest.borrow_mut().ready &= !UV_READABLE;
             return true;
@@ -428,7 +440,13 @@ impl UvTcp {
 
     /// Runs `op` (a read or write) if the socket may be ready for it; `drained(n)` says whether
     /// a result of `n` bytes used up that readiness (a short read did).
-    fn io(&self, ev: c_int, cx: &mut Context<'_>, mut op: impl FnMut() -> io::Result<usize>, drained: impl Fn(usize) -> bool) -> Poll<io::Result<usize>> {
+    fn io(
+        &self,
+        ev: c_int,
+        cx: &mut Context<'_>,
+        mut op: impl FnMut() -> io::Result<usize>,
+        drained: impl Fn(usize) -> bool,
+    ) -> Poll<io::Result<usize>> {
         if self.interest.borrow().ready & ev == 0 {
             self.want(ev, cx.waker());
             return Poll::Pending;
@@ -558,7 +576,11 @@ impl AsyncWrite for UvTcp {
         )
     }
 
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let fd = self.sock.as_raw_fd();
         let total: usize = bufs.iter().take(1024).map(|b| b.len()).sum();
         self.io(
@@ -588,7 +610,13 @@ impl AsyncWrite for UvTcp {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.sock.shutdown(std::net::Shutdown::Write).or_else(|e| if e.kind() == io::ErrorKind::NotConnected { Ok(()) } else { Err(e) }))
+        Poll::Ready(self.sock.shutdown(std::net::Shutdown::Write).or_else(|e| {
+            if e.kind() == io::ErrorKind::NotConnected {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }))
     }
 }
 

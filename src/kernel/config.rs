@@ -14,7 +14,11 @@ pub fn js_number(n: f64) -> String {
     } else if n.is_nan() {
         "NaN".into()
     } else if n.is_infinite() {
-        if n > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else {
         format!("{n}")
     }
@@ -40,7 +44,9 @@ fn opt_list(m: &Map<String, Value>, key: &str) -> Result<Opt<Vec<String>>, Strin
         Some(Value::Array(items)) => Ok(Opt::Set(
             items.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect(),
         )),
-        Some(other) => Err(format!("Invalid configuration: {key} must be an array of tool names, got {}", describe(other))),
+        Some(other) => {
+            Err(format!("Invalid configuration: {key} must be an array of tool names, got {}", describe(other)))
+        }
     }
 }
 
@@ -52,7 +58,12 @@ pub fn runner_config_from_json(json: &str) -> Result<RunnerConfig, String> {
     if let Some(mt) = m.get("maxTurns").filter(|v| !v.is_null()) {
         match mt.as_f64() {
             Some(n) if n >= 0.0 && n.fract() == 0.0 => cfg.max_turns = n,
-            _ => return Err(format!("Invalid configuration: maxTurns must be a non-negative integer, got {}", describe(mt))),
+            _ => {
+                return Err(format!(
+                    "Invalid configuration: maxTurns must be a non-negative integer, got {}",
+                    describe(mt)
+                ))
+            }
         }
     }
     cfg.max_token_budget = num(m, "maxTokenBudget");
@@ -136,7 +147,9 @@ mod tests {
             runner_config_from_json(r#"{"maxTurns":1.5}"#).unwrap_err(),
             "Invalid configuration: maxTurns must be a non-negative integer, got 1.5"
         );
-        assert!(runner_config_from_json(r#"{"toolPreset":"admin"}"#).unwrap_err().contains("unknown toolPreset \"admin\""));
+        assert!(runner_config_from_json(r#"{"toolPreset":"admin"}"#)
+            .unwrap_err()
+            .contains("unknown toolPreset \"admin\""));
         assert_eq!(runner_config_from_json(r#"{"toolPreset":null}"#).unwrap().grants.tool_preset, Opt::Falsy);
     }
 
@@ -149,7 +162,8 @@ mod tests {
         assert_eq!(c.loop_detection.unwrap().action, LoopAction::Fixed("warn".into()));
         assert!(matches!(c.strategy, Some(Strategy::Compact(ref k)) if k.preserve_recent_turns == 4.0));
         assert_eq!(c.compress_tool_results, Some(9.0));
-        let c = runner_config_from_json(r#"{"loopDetection":{},"loopCallback":true,"compressToolResults":true}"#).unwrap();
+        let c =
+            runner_config_from_json(r#"{"loopDetection":{},"loopCallback":true,"compressToolResults":true}"#).unwrap();
         assert_eq!(c.loop_detection.unwrap().action, LoopAction::Callback);
         assert_eq!(c.compress_tool_results, Some(500.0));
         assert_eq!(js_number(3.0), "3");

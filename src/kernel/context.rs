@@ -129,7 +129,10 @@ fn group_sizes(conv: &[Message], idxs: &[usize]) -> Vec<usize> {
 }
 
 pub fn sliding_window(conv: &[Message], max_turns: f64) -> Option<Plan> {
-    if !(max_turns > 0.0) {
+    // Written so that NaN (like 0 or a negative count) keeps the whole conversation.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    let keep_all = !(max_turns > 0.0);
+    if keep_all {
         return None;
     }
     let fu = first_user(conv);
@@ -174,7 +177,12 @@ pub enum Summarize {
     Unchanged,
     Plan(Plan),
     /// A summary call is needed: send `input_json` (one user message) to the model.
-    Call { signature: String, input_json: String, first_user: usize, recent: Vec<usize> },
+    Call {
+        signature: String,
+        input_json: String,
+        first_user: usize,
+        recent: Vec<usize>,
+    },
 }
 
 pub fn summarize(conv: &[Message], max_tokens: f64, cache: Option<&SummaryCache>) -> Summarize {
@@ -375,7 +383,10 @@ pub fn compress_tool_results(conv: &[Message], min_chars: f64) -> Option<Plan> {
                         any = true;
                         PlanBlock::New(Block::ToolResult {
                             tool_use_id: tool_use_id.clone(),
-                            content: format!("[Tool output compressed — {} chars, already processed]", utf16_len(content)),
+                            content: format!(
+                                "[Tool output compressed — {} chars, already processed]",
+                                utf16_len(content)
+                            ),
                             is_error: None,
                         })
                     }
@@ -419,7 +430,16 @@ mod tests {
 
     #[test]
     fn sliding_window_keeps_first_user_and_whole_turns() {
-        let c = conv(&format!("[{},{},{},{},{},{},{}]", u("q"), tu("1", "t"), tr("1", "r"), a("x"), u("more"), tu("2", "t"), tr("2", "r2")));
+        let c = conv(&format!(
+            "[{},{},{},{},{},{},{}]",
+            u("q"),
+            tu("1", "t"),
+            tr("1", "r"),
+            a("x"),
+            u("more"),
+            tu("2", "t"),
+            tr("2", "r2")
+        ));
         // after = 6 messages, target 2 → groups [tu1+tr1][a][u][tu2+tr2]; keeps the last group.
         let plan = sliding_window(&c, 1.0).unwrap();
         let out = apply(&c, &plan);

@@ -134,7 +134,8 @@ mod tests {
         let r = resolve_tools(&cfg(Opt::Set("readonly"), Opt::Set(&["grep", "bash"]), Opt::Undefined), TOOLS);
         assert_eq!(r.names, vec!["grep", "rt"]);
         assert_eq!(r.warnings.len(), 1);
-        let r = resolve_tools(&cfg(Opt::Undefined, Opt::Set(&["bash", "grep", "rt"]), Opt::Set(&["grep", "rt"])), TOOLS);
+        let r =
+            resolve_tools(&cfg(Opt::Undefined, Opt::Set(&["bash", "grep", "rt"]), Opt::Set(&["grep", "rt"])), TOOLS);
         assert_eq!(r.names, vec!["bash"]);
         assert_eq!(
             r.warnings,

@@ -16,7 +16,13 @@ pub fn replace_lone_surrogates(json: &str) -> Option<String> {
         u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
     };
     // A `\uXXXX` escape at `at` (`at` points at the backslash).
-    let escape = |at: usize| -> Option<u16> { if b.get(at + 1) == Some(&b'u') { hex(at + 2) } else { None } };
+    let escape = |at: usize| -> Option<u16> {
+        if b.get(at + 1) == Some(&b'u') {
+            hex(at + 2)
+        } else {
+            None
+        }
+    };
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
@@ -95,9 +101,8 @@ pub fn utf16_prefix(s: &str, n: usize) -> &str {
 pub fn is_js_space(c: char) -> bool {
     matches!(
         c,
-        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}'
-            | '\u{2000}'..='\u{200A}'
-            | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+        '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
     )
 }
 
@@ -218,19 +223,17 @@ fn string(b: &[u8], i: usize) -> Option<usize> {
     while j < b.len() {
         match b[j] {
             b'"' => return Some(j + 1),
-            b'\\' => {
-                match b.get(j + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
-                    b'u' => {
-                        let hex = b.get(j + 2..j + 6)?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return None;
-                        }
-                        j += 6;
+            b'\\' => match b.get(j + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                b'u' => {
+                    let hex = b.get(j + 2..j + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
                     }
-                    _ => return None,
+                    j += 6;
                 }
-            }
+                _ => return None,
+            },
             0x00..=0x1F => return None,
             _ => j += 1,
         }
@@ -286,7 +289,10 @@ mod tests {
     fn lone_surrogate_escapes_become_replacement_characters() {
         assert_eq!(replace_lone_surrogates(r#"["a\ud83d\ude00b"]"#), None);
         assert_eq!(replace_lone_surrogates(r#"["a\\ud800"]"#), None);
-        assert_eq!(replace_lone_surrogates(r#"["x\ud800y","\udc00","\ud800\u0041"]"#).as_deref(), Some(r#"["x\ufffdy","\ufffd","\ufffd\u0041"]"#));
+        assert_eq!(
+            replace_lone_surrogates(r#"["x\ud800y","\udc00","\ud800\u0041"]"#).as_deref(),
+            Some(r#"["x\ufffdy","\ufffd","\ufffd\u0041"]"#)
+        );
         assert_eq!(replace_lone_surrogates(r#"["\ud83d\ude00\udbff"]"#).as_deref(), Some(r#"["\ud83d\ude00\ufffd"]"#));
         assert_eq!(replace_lone_surrogates("[\"é\\ud800\"]").as_deref(), Some("[\"é\\ufffd\"]"));
     }
@@ -314,7 +320,19 @@ mod tests {
         for bad in ["", "01", "1.", "[1,]", "{\"a\":1,}", "'x'", "{a:1}", "nul", "\"\t\"", "1 2", "\u{A0}1"] {
             assert!(!is_valid_json(bad), "{bad}");
         }
-        for bad in ["[1 2]", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "[}", "{]", "{\"a\":[1}", "[{\"a\":1]]", "{,}", "[,1]", "{\"a\":}", "[1]]"] {
+        for bad in [
+            "[1 2]",
+            "{\"a\" 1}",
+            "{\"a\":1 \"b\":2}",
+            "[}",
+            "{]",
+            "{\"a\":[1}",
+            "[{\"a\":1]]",
+            "{,}",
+            "[,1]",
+            "{\"a\":}",
+            "[1]]",
+        ] {
             assert!(!is_valid_json(bad), "{bad}");
         }
         for ok in ["[[],{},[{}],{\"a\":{\"b\":[]}}]", "{\"a\" : [ 1 , 2 ] , \"b\" : { } }"] {
@@ -378,7 +396,12 @@ mod tests {
         const A: &[&[u8]] = &[b"[", b"]", b"{", b"}", b",", b":", b"\"k\"", b"1", b" ", b"null", b"\"", b"-"];
         let check = |s: &[u8]| {
             for limit in [0, 1, 2, 3, usize::MAX] {
-                assert_eq!(value(s, 0, 0, limit), reference(s, 0, 0, limit), "{:?} limit {limit}", String::from_utf8_lossy(s));
+                assert_eq!(
+                    value(s, 0, 0, limit),
+                    reference(s, 0, 0, limit),
+                    "{:?} limit {limit}",
+                    String::from_utf8_lossy(s)
+                );
             }
         };
         let mut buf = Vec::new();

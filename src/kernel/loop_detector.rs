@@ -418,7 +418,13 @@ mod tests {
         // Entries leaving the window are reused as buffers: a longer, then a shorter, then an
         // equal signature must still compare exactly.
         let mut d = LoopDetector::new(Some(2.0), Some(2.0));
-        for (input, reps) in [(r#"{"a":"long value here"}"#, None), (r#"{"a":1}"#, None), (r#"{"a":"long"}"#, None), (r#"{"a":"long"}"#, Some(2)), (r#"{"a":1}"#, None)] {
+        for (input, reps) in [
+            (r#"{"a":"long value here"}"#, None),
+            (r#"{"a":1}"#, None),
+            (r#"{"a":"long"}"#, None),
+            (r#"{"a":"long"}"#, Some(2)),
+            (r#"{"a":1}"#, None),
+        ] {
             assert_eq!(d.record_tool_calls(&[("t", input)]).map(|i| i.repetitions), reps, "{input}");
         }
         // Not JSON: compared as written (one call and several).

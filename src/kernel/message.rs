@@ -52,7 +52,9 @@ impl Usage {
 #[derive(Debug, Clone)]
 pub enum Block {
     /// `text` is `None` only for a JS block whose `text` was `undefined` (kept as JS would).
-    Text { text: Option<String> },
+    Text {
+        text: Option<String>,
+    },
     Reasoning {
         text: String,
         signature: Option<String>,
@@ -70,7 +72,10 @@ pub enum Block {
         content: String,
         is_error: Option<bool>,
     },
-    Image { media_type: String, data: String },
+    Image {
+        media_type: String,
+        data: String,
+    },
     /// A block type this kernel does not know: carried through untouched.
     Other(Box<RawValue>),
 }
@@ -192,10 +197,7 @@ impl Serialize for Block {
             Block::Image { media_type, data } => {
                 let mut m = s.serialize_map(None)?;
                 m.serialize_entry("type", "image")?;
-                m.serialize_entry(
-                    "source",
-                    &ImageSource { kind: "base64", media_type, data },
-                )?;
+                m.serialize_entry("source", &ImageSource { kind: "base64", media_type, data })?;
                 m.end()
             }
         }
@@ -337,7 +339,12 @@ fn fast_to_block(b: FastBlock) -> Option<Block> {
         "text" => Block::Text { text: Some(b.text?.into_owned()) },
         "tool_use" => {
             let input = b.input.filter(|r| r.get().starts_with('{'))?;
-            Block::ToolUse { id: b.id?.into_owned(), name: b.name?.into_owned(), input: input.to_owned(), signature: own(b.signature) }
+            Block::ToolUse {
+                id: b.id?.into_owned(),
+                name: b.name?.into_owned(),
+                input: input.to_owned(),
+                signature: own(b.signature),
+            }
         }
         "tool_result" => Block::ToolResult {
             tool_use_id: b.tool_use_id?.into_owned(),
@@ -564,7 +571,9 @@ mod tests {
 
     #[test]
     fn half_a_surrogate_pair_becomes_a_replacement_character() {
-        let m = parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"a\ud800b"}]}]"#, Strictness::Lenient).unwrap();
+        let m =
+            parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"a\ud800b"}]}]"#, Strictness::Lenient)
+                .unwrap();
         assert!(matches!(&m[0].content[..], [Block::Text { text: Some(t) }] if t == "a\u{fffd}b"));
     }
 
@@ -596,7 +605,11 @@ mod tests {
 
     #[test]
     fn a_models_half_surrogate_is_replaced_in_text_and_named_in_identifiers() {
-        let text = parse_content_str(r#"[{"type":"text","text":"cut \ud83d"},{"type":"tool_use","id":"1","name":"t","input":{"s":"\udc00"}}]"#, Strictness::Strict).unwrap();
+        let text = parse_content_str(
+            r#"[{"type":"text","text":"cut \ud83d"},{"type":"tool_use","id":"1","name":"t","input":{"s":"\udc00"}}]"#,
+            Strictness::Strict,
+        )
+        .unwrap();
         assert!(matches!(&text[0], Block::Text { text: Some(t) } if t == "cut \u{fffd}"));
         // The input stays as the model wrote it (the tool receives the same JS string).
         assert!(matches!(&text[1], Block::ToolUse { input, .. } if input.get() == r#"{"s":"\udc00"}"#));
@@ -604,11 +617,18 @@ mod tests {
             let json = format!(r#"[{{"type":"tool_use","id":"1","name":"t","input":{{}},"{field}":"t\ud800"}}]"#);
             let json = json.replacen(&format!(r#""{field}":"{}","#, if field == "id" { "1" } else { "t" }), "", 1);
             let e = parse_content_str(&json, Strictness::Strict).unwrap_err();
-            assert_eq!(e, format!(r#"the "{field}" of a "tool_use" block holds half a UTF-16 surrogate pair (a lone \uD800-\uDFFF), which is not valid Unicode"#), "{json}");
+            assert_eq!(
+                e,
+                format!(
+                    r#"the "{field}" of a "tool_use" block holds half a UTF-16 surrogate pair (a lone \uD800-\uDFFF), which is not valid Unicode"#
+                ),
+                "{json}"
+            );
             let raw = RawValue::from_string(json).unwrap();
             assert!(matches!(&parse_content(&raw, Strictness::Lenient).unwrap()[0], Block::ToolUse { .. }));
         }
-        let e = parse_content_str(r#"[{"type":"tool_use","id":"1","name":7,"input":{}}]"#, Strictness::Strict).unwrap_err();
+        let e =
+            parse_content_str(r#"[{"type":"tool_use","id":"1","name":7,"input":{}}]"#, Strictness::Strict).unwrap_err();
         assert_eq!(e, r#"a "tool_use" block needs a string "name""#);
     }
 

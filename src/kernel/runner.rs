@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
 
-use super::context::{self, CompactConfig, Plan, SummaryCache, Summarize};
+use super::context::{self, CompactConfig, Plan, Summarize, SummaryCache};
 use super::grants::GrantConfig;
 use super::history::History;
 use super::loop_detector::{LoopDetector, LoopInfo, LoopKind};
-use super::message::{parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage};
+use super::message::{
+    parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage,
+};
 use super::tokens::estimate_tokens;
 
 pub const W_TOOL: &str = "WARNING: You appear to be repeating the same tool calls with identical arguments. This suggests you are stuck in a loop. Please try a different approach, use different parameters, or explain what you are trying to accomplish.";
@@ -314,11 +316,12 @@ impl Machine {
                     if self.pending_break {
                         return Ok(self.finish());
                     }
-                    let delegated: Option<Usage> = self.results.iter().flatten().filter_map(|r| r.usage).fold(None, |acc, u| {
-                        let mut a = acc.unwrap_or_default();
-                        a.add(u);
-                        Some(a)
-                    });
+                    let delegated: Option<Usage> =
+                        self.results.iter().flatten().filter_map(|r| r.usage).fold(None, |acc, u| {
+                            let mut a = acc.unwrap_or_default();
+                            a.add(u);
+                            Some(a)
+                        });
                     self.results.clear();
                     if delegated.is_some() {
                         if let Some(budget) = self.cfg.max_token_budget {
@@ -584,7 +587,13 @@ impl Machine {
         self.tool_uses.len()
     }
 
-    pub fn tool_result(&mut self, i: usize, content: String, is_error: Option<bool>, usage: Option<Usage>) -> Result<(), String> {
+    pub fn tool_result(
+        &mut self,
+        i: usize,
+        content: String,
+        is_error: Option<bool>,
+        usage: Option<Usage>,
+    ) -> Result<(), String> {
         if self.phase != Phase::AwaitToolResults || i >= self.results.len() {
             return Err("driver error: unexpected tool result".into());
         }
@@ -714,6 +723,8 @@ pub fn parse_response(json: &str) -> Result<(Vec<Block>, Usage), String> {
 }
 
 #[cfg(test)]
+// Each test starts from the default configuration and states the one field it is about.
+#[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
     use crate::kernel::grants::Opt;
@@ -730,7 +741,9 @@ mod tests {
     const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go"}]}]"#;
 
     fn text_resp(t: &str, i: u32, o: u32) -> String {
-        format!(r#"{{"id":"r","content":[{{"type":"text","text":"{t}"}}],"model":"m","stop_reason":"end_turn","usage":{{"input_tokens":{i},"output_tokens":{o}}}}}"#)
+        format!(
+            r#"{{"id":"r","content":[{{"type":"text","text":"{t}"}}],"model":"m","stop_reason":"end_turn","usage":{{"input_tokens":{i},"output_tokens":{o}}}}}"#
+        )
     }
     fn tool_resp(calls: &[(&str, &str)], text: &str) -> String {
         let mut blocks: Vec<String> = Vec::new();
@@ -740,7 +753,10 @@ mod tests {
         for (id, name) in calls {
             blocks.push(format!(r#"{{"type":"tool_use","id":"{id}","name":"{name}","input":{{"q":1}}}}"#));
         }
-        format!(r#"{{"id":"r","content":[{}],"model":"m","stop_reason":"tool_use","usage":{{"input_tokens":10,"output_tokens":5}}}}"#, blocks.join(","))
+        format!(
+            r#"{{"id":"r","content":[{}],"model":"m","stop_reason":"tool_use","usage":{{"input_tokens":10,"output_tokens":5}}}}"#,
+            blocks.join(",")
+        )
     }
 
     /// Runs the machine with canned responses; tools answer "ok". Returns the op trace.
@@ -760,10 +776,8 @@ mod tests {
                         m.tool_result(i, content, if granted { None } else { Some(true) }, None).unwrap();
                     }
                 }
-                Op::LoopDetected => {
-                    if m.phase == Phase::AwaitLoopAction {
-                        m.set_loop_action("terminate").unwrap();
-                    }
+                Op::LoopDetected if m.phase == Phase::AwaitLoopAction => {
+                    m.set_loop_action("terminate").unwrap();
                 }
                 _ => {}
             }
@@ -789,7 +803,10 @@ mod tests {
         assert_eq!(c.len(), 4);
         assert_eq!(
             c[2].to_json(),
-            format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"1","content":"ok"}},{{"type":"tool_result","tool_use_id":"2","content":"{}","is_error":true}}]}}"#, not_granted("x").replace('"', "\\\""))
+            format!(
+                r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"1","content":"ok"}},{{"type":"tool_result","tool_use_id":"2","content":"{}","is_error":true}}]}}"#,
+                not_granted("x").replace('"', "\\\"")
+            )
         );
     }
 
@@ -808,7 +825,11 @@ mod tests {
     fn zero_max_turns_returns_input_history_text() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 0.0;
-        let mut m = machine(cfg, r#"[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"old"}]}]"#, &[]);
+        let mut m = machine(
+            cfg,
+            r#"[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"old"}]}]"#,
+            &[],
+        );
         assert_eq!(drive(&mut m, &[]), vec![Op::Done]);
         assert_eq!(m.output(), "old");
     }
@@ -844,7 +865,8 @@ mod tests {
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
         m.on_response(&tool_resp(&[("1", "delegate")], "")).unwrap();
         assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "sub answer".into(), Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 })).unwrap();
+        m.tool_result(0, "sub answer".into(), Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }))
+            .unwrap();
         assert_eq!(m.next(false).unwrap(), Op::Budget);
         assert_eq!(m.next(false).unwrap(), Op::Done);
         assert_eq!(m.usage().total(), 115.0);
@@ -854,15 +876,25 @@ mod tests {
     #[test]
     fn loop_warn_injects_then_terminates_with_paired_history() {
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig { max_repetitions: None, window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: None, window: None, action: LoopAction::Fixed("warn".into()) });
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
         assert_eq!(
             ops,
             vec![
-                Op::CallModel, Op::ToolRound, Op::CallModel, Op::ToolRound, Op::CallModel, Op::LoopDetected, Op::ToolRound,
-                Op::CallModel, Op::LoopDetected, Op::LoopStopResults, Op::Done
+                Op::CallModel,
+                Op::ToolRound,
+                Op::CallModel,
+                Op::ToolRound,
+                Op::CallModel,
+                Op::LoopDetected,
+                Op::ToolRound,
+                Op::CallModel,
+                Op::LoopDetected,
+                Op::LoopStopResults,
+                Op::Done
             ]
         );
         assert!(m.loop_detected());
@@ -878,12 +910,16 @@ mod tests {
     fn text_loop_inject_adds_user_message() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 10.0;
-        cfg.loop_detection = Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("warn".into()) });
         let initial = r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"text","text":"same"}]},{"role":"user","content":[{"type":"text","text":"again"}]}]"#;
         let mut m = machine(cfg, initial, &[]);
         // Seeded with "same" from history: the first answer is already a repetition.
         let ops = drive(&mut m, &[text_resp("same", 1, 1), text_resp("different", 1, 1)]);
-        assert_eq!(ops, vec![Op::CallModel, Op::Text, Op::LoopDetected, Op::InjectWarning, Op::CallModel, Op::Text, Op::Done]);
+        assert_eq!(
+            ops,
+            vec![Op::CallModel, Op::Text, Op::LoopDetected, Op::InjectWarning, Op::CallModel, Op::Text, Op::Done]
+        );
         assert_eq!(m.output(), "different");
     }
 
@@ -891,7 +927,8 @@ mod tests {
     fn callback_policy_and_continue() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 4.0;
-        cfg.loop_detection = Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("continue".into()) });
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("continue".into()) });
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
@@ -930,7 +967,11 @@ mod tests {
         assert!(m.granted(0) && !m.granted(1));
 
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("terminate".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(1.0),
+            window: None,
+            action: LoopAction::Fixed("terminate".into()),
+        });
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
         m.on_response(&tool_resp(&[("7", "a")], "")).unwrap();
@@ -945,9 +986,14 @@ mod tests {
         cfg.max_token_budget = Some(100.0);
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response_parts(Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#), Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY }).unwrap();
+        m.on_response_parts(
+            Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#),
+            Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY },
+        )
+        .unwrap();
         assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "ok".into(), None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 })).unwrap();
+        m.tool_result(0, "ok".into(), None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 }))
+            .unwrap();
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
         m.on_response(&text_resp("fin", 1, 2)).unwrap();
         assert_eq!(m.next(false).unwrap(), Op::Text);
@@ -970,7 +1016,10 @@ mod tests {
         cfg.strategy = Some(Strategy::Custom);
         let mut m = machine(cfg, START, &[]);
         assert_eq!(m.next(false).unwrap(), Op::CustomCompress);
-        assert_eq!(m.set_conversation(Some("[]")).unwrap_err(), "contextStrategy.custom.compress must return a non-empty LLMMessage[]");
+        assert_eq!(
+            m.set_conversation(Some("[]")).unwrap_err(),
+            "contextStrategy.custom.compress must return a non-empty LLMMessage[]"
+        );
         assert!(m.set_conversation(None).is_err());
         m.set_conversation(Some(START)).unwrap();
         assert_eq!(m.next(false).unwrap(), Op::CallModel);
@@ -995,4 +1044,3 @@ mod tests {
         assert!(m.take_plan().contains("[Tool output compressed — 11 chars, already processed]"));
     }
 }
-

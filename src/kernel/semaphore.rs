@@ -63,8 +63,14 @@ mod tests {
     fn fifo_handoff_and_no_underflow() {
         let mut s = Semaphore::new(1);
         assert!(matches!(s.acquire(), Acquire::Now));
-        let a = match s.acquire() { Acquire::Wait(id) => id, _ => panic!() };
-        let b = match s.acquire() { Acquire::Wait(id) => id, _ => panic!() };
+        let a = match s.acquire() {
+            Acquire::Wait(id) => id,
+            _ => panic!(),
+        };
+        let b = match s.acquire() {
+            Acquire::Wait(id) => id,
+            _ => panic!(),
+        };
         assert_eq!(s.pending(), 2);
         assert_eq!(s.release(), Some(a));
         assert_eq!(s.active(), 1);

@@ -128,7 +128,16 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
                     p
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    let out = outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, true, preserve, max_chars);
+                    let out = outbound(
+                        text,
+                        signature.as_deref(),
+                        redacted_data.as_deref(),
+                        provenance.as_deref(),
+                        name,
+                        true,
+                        preserve,
+                        max_chars,
+                    );
                     match out {
                         Outbound::Redacted(d) => {
                             let mut p = String::from("{\"type\":\"redacted_thinking\",\"data\":");
@@ -255,7 +264,8 @@ fn finish(msg: WireMessage, name: &str) -> LlmResponse {
 }
 
 pub fn parse_message(body: &str, name: &str) -> Result<LlmResponse, LlmError> {
-    let m: WireMessage = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let m: WireMessage = serde_json::from_str(body)
+        .map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     Ok(finish(m, name))
 }
 
@@ -307,7 +317,13 @@ struct Delta {
 
 impl StreamState {
     pub fn new(name: &str) -> Self {
-        StreamState { name: name.to_string(), message: None, tool_json: FxHashMap::default(), index_to_pos: FxHashMap::default(), stopped: false }
+        StreamState {
+            name: name.to_string(),
+            message: None,
+            tool_json: FxHashMap::default(),
+            index_to_pos: FxHashMap::default(),
+            stopped: false,
+        }
     }
 
     fn block_mut(&mut self, index: u64) -> Option<&mut WireBlock> {
@@ -326,7 +342,8 @@ impl StreamState {
             };
             return Err(LlmError::other(msg));
         }
-        let ev: Event = serde_json::from_str(data).map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
+        let ev: Event = serde_json::from_str(data)
+            .map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
         match ev.kind.as_str() {
             "message_start" => {
                 let mut m = ev.message.ok_or_else(|| LlmError::other("message_start without a message"))?;
@@ -334,7 +351,9 @@ impl StreamState {
                 self.message = Some(m);
             }
             "content_block_start" => {
-                let msg = self.message.as_mut().ok_or_else(|| LlmError::other("Unexpected event order, got content_block_start before \"message_start\""))?;
+                let msg = self.message.as_mut().ok_or_else(|| {
+                    LlmError::other("Unexpected event order, got content_block_start before \"message_start\"")
+                })?;
                 let idx = ev.index.unwrap_or(0);
                 let mut block = ev.content_block.unwrap_or_default();
                 if block.kind == "tool_use" {
@@ -417,7 +436,9 @@ impl StreamState {
 
     pub fn finish(self) -> Result<LlmResponse, LlmError> {
         let name = self.name;
-        let mut m = self.message.ok_or_else(|| LlmError::other("stream ended without producing a Message with role=assistant"))?;
+        let mut m = self
+            .message
+            .ok_or_else(|| LlmError::other("stream ended without producing a Message with role=assistant"))?;
         // A tool_use block whose stop never came still gets its (possibly partial) input.
         for (idx, queue) in self.tool_json {
             if let Some(&pos) = self.index_to_pos.get(&idx) {
@@ -455,19 +476,31 @@ mod tests {
     fn thinking_budget_checks() {
         let m = Vec::new();
         let o = ChatOptions::from_json(r#"{"model":"c","thinking":{"enabled":true,"budgetTokens":500}}"#).unwrap();
-        assert_eq!(request_body(&m, &o, "anthropic", false).unwrap_err().message, "[anthropic] thinking.budgetTokens must be >= 1024 (got 500); the Anthropic API enforces this minimum.");
+        assert_eq!(
+            request_body(&m, &o, "anthropic", false).unwrap_err().message,
+            "[anthropic] thinking.budgetTokens must be >= 1024 (got 500); the Anthropic API enforces this minimum."
+        );
         let o = ChatOptions::from_json(r#"{"model":"c","maxTokens":2000,"thinking":{"enabled":true,"budgetTokens":2000},"extraBody":{"max_tokens":99999}}"#).unwrap();
         assert_eq!(request_body(&m, &o, "anthropic", false).unwrap_err().message, "[anthropic] thinking.budgetTokens (2000) must be < maxTokens (2000); the Anthropic API rejects requests where budget_tokens >= max_tokens. Either lower thinking.budgetTokens or raise maxTokens.");
         let o = ChatOptions::from_json(r#"{"model":"c","thinking":{"enabled":true}}"#).unwrap();
-        assert!(request_body(&m, &o, "anthropic", true).unwrap().ends_with(r#""thinking":{"type":"enabled","budget_tokens":1024},"stream":true}"#));
-        let bad = parse_messages(r#"[{"role":"user","content":[{"type":"weird","x":1}]}]"#, Strictness::Lenient).unwrap();
-        assert_eq!(request_body(&bad, &o, "anthropic", false).unwrap_err().message, r#"Unhandled content block type: {"type":"weird","x":1}"#);
+        assert!(request_body(&m, &o, "anthropic", true)
+            .unwrap()
+            .ends_with(r#""thinking":{"type":"enabled","budget_tokens":1024},"stream":true}"#));
+        let bad =
+            parse_messages(r#"[{"role":"user","content":[{"type":"weird","x":1}]}]"#, Strictness::Lenient).unwrap();
+        assert_eq!(
+            request_body(&bad, &o, "anthropic", false).unwrap_err().message,
+            r#"Unhandled content block type: {"type":"weird","x":1}"#
+        );
     }
 
     #[test]
     fn maps_response() {
         let r = parse_message(r#"{"id":"msg","type":"message","role":"assistant","model":"claude","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"xx"},{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"f","input":{"q":1.0}},{"type":"server_tool_use"}],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":6,"cache_read_input_tokens":1}}"#, "anthropic").unwrap();
-        assert_eq!(r.to_json(), r#"{"id":"msg","content":[{"type":"reasoning","text":"hm","signature":"sig","provenance":"anthropic"},{"type":"reasoning","text":"","redactedData":"xx","provenance":"anthropic"},{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"f","input":{"q":1}},{"type":"text","text":"[unsupported block type: server_tool_use]"}],"model":"claude","stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":6}}"#);
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"msg","content":[{"type":"reasoning","text":"hm","signature":"sig","provenance":"anthropic"},{"type":"reasoning","text":"","redactedData":"xx","provenance":"anthropic"},{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"f","input":{"q":1}},{"type":"text","text":"[unsupported block type: server_tool_use]"}],"model":"claude","stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":6}}"#
+        );
     }
 
     #[test]
@@ -493,14 +526,26 @@ mod tests {
             st.on_event(None, d, &mut sink).unwrap();
         }
         let r = st.finish().unwrap();
-        assert_eq!(evs, vec![
-            r#"{"type":"reasoning","data":"why"}"#,
-            r#"{"type":"text","data":"Hi"}"#,
-            r#"{"type":"tool_use","data":{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}}"#,
-        ]);
-        assert_eq!(r.to_json(), r#"{"id":"m1","content":[{"type":"reasoning","text":"why","signature":"S","provenance":"anthropic"},{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"model":"c","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":9}}"#);
+        assert_eq!(
+            evs,
+            vec![
+                r#"{"type":"reasoning","data":"why"}"#,
+                r#"{"type":"text","data":"Hi"}"#,
+                r#"{"type":"tool_use","data":{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}}"#,
+            ]
+        );
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"m1","content":[{"type":"reasoning","text":"why","signature":"S","provenance":"anthropic"},{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"a":[1]}}],"model":"c","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":9}}"#
+        );
         let mut st = StreamState::new("anthropic");
-        let e = st.on_event(Some("error"), r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#, &mut |_e: StreamEvent| {}).unwrap_err();
+        let e = st
+            .on_event(
+                Some("error"),
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                &mut |_e: StreamEvent| {},
+            )
+            .unwrap_err();
         assert_eq!(e.message, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#);
     }
 }

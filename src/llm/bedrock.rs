@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
-use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
+use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Usage};
 
@@ -35,14 +35,17 @@ pub fn resolve_credentials(env: &Env) -> Result<Credentials, LlmError> {
     if let (Some(a), Some(s)) = (get("AWS_ACCESS_KEY_ID"), get("AWS_SECRET_ACCESS_KEY")) {
         return Ok(Credentials::Keys { access_key: a, secret: s, session_token: get("AWS_SESSION_TOKEN") });
     }
-    let file = get("AWS_SHARED_CREDENTIALS_FILE").or_else(|| {
-        get("HOME").or_else(|| get("USERPROFILE")).map(|h| format!("{h}/.aws/credentials"))
-    });
+    let file = get("AWS_SHARED_CREDENTIALS_FILE")
+        .or_else(|| get("HOME").or_else(|| get("USERPROFILE")).map(|h| format!("{h}/.aws/credentials")));
     let profile = get("AWS_PROFILE").unwrap_or_else(|| "default".into());
     if let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) {
         let p = ini_section(&text, &profile);
         if let (Some(a), Some(s)) = (p.get("aws_access_key_id"), p.get("aws_secret_access_key")) {
-            return Ok(Credentials::Keys { access_key: a.clone(), secret: s.clone(), session_token: p.get("aws_session_token").cloned() });
+            return Ok(Credentials::Keys {
+                access_key: a.clone(),
+                secret: s.clone(),
+                session_token: p.get("aws_session_token").cloned(),
+            });
         }
     }
     Err(LlmError::other(NO_CREDENTIALS))
@@ -148,7 +151,9 @@ pub fn sign(
     }
     out.push((
         "authorization",
-        format!("AWS4-HMAC-SHA256 Credential={access_key}/{scope}, SignedHeaders={signed_headers}, Signature={signature}"),
+        format!(
+            "AWS4-HMAC-SHA256 Credential={access_key}/{scope}, SignedHeaders={signed_headers}, Signature={signature}"
+        ),
     ));
     out
 }
@@ -170,7 +175,8 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Res
     additional.set("top_k", opts.top_k.as_ref());
     if let Some(t) = opts.thinking.as_ref().filter(|t| t.enabled.as_ref().is_some_and(truthy)) {
         let budget = t.budget_tokens.clone().unwrap_or_else(|| Value::from(1024));
-        additional.set_raw("thinking", Some(format!("{{\"type\":\"enabled\",\"budget_tokens\":{}}}", to_js_json(&budget))));
+        additional
+            .set_raw("thinking", Some(format!("{{\"type\":\"enabled\",\"budget_tokens\":{}}}", to_js_json(&budget))));
     }
     let additional = additional.into_json();
     let mut b = JsObject::new();
@@ -211,7 +217,11 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
         if i > 0 {
             out.push(',');
         }
-        out.push_str(if m.role == crate::kernel::message::Role::Assistant { "{\"role\":\"assistant\",\"content\":[" } else { "{\"role\":\"user\",\"content\":[" });
+        out.push_str(if m.role == crate::kernel::message::Role::Assistant {
+            "{\"role\":\"assistant\",\"content\":["
+        } else {
+            "{\"role\":\"user\",\"content\":["
+        });
         let mut first = true;
         for b in &m.content {
             let mut p = String::new();
@@ -250,7 +260,16 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
                     p.push_str("}}");
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    match outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, true, preserve, max_chars) {
+                    match outbound(
+                        text,
+                        signature.as_deref(),
+                        redacted_data.as_deref(),
+                        provenance.as_deref(),
+                        name,
+                        true,
+                        preserve,
+                        max_chars,
+                    ) {
                         Outbound::Redacted(d) => {
                             p.push_str("{\"reasoningContent\":{\"redactedContent\":");
                             push_json_string(&mut p, d);
@@ -271,7 +290,9 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
                         Outbound::Skip => continue,
                     }
                 }
-                Block::Other(raw) => return Err(LlmError::other(format!("Unhandled content block type: {}", raw.get()))),
+                Block::Other(raw) => {
+                    return Err(LlmError::other(format!("Unhandled content block type: {}", raw.get())))
+                }
             }
             if !first {
                 out.push(',');
@@ -380,16 +401,27 @@ fn map_block(b: WireBlock, name: &str) -> Option<Block> {
     }
     if let Some(r) = b.reasoning_content {
         if let Some(d) = r.redacted_content {
-            return Some(Block::Reasoning { text: String::new(), signature: None, redacted_data: Some(d), provenance: Some(name.into()) });
+            return Some(Block::Reasoning {
+                text: String::new(),
+                signature: None,
+                redacted_data: Some(d),
+                provenance: Some(name.into()),
+            });
         }
         let rt = r.reasoning_text.unwrap_or_default();
-        return Some(Block::Reasoning { text: rt.text.unwrap_or_default(), signature: rt.signature, redacted_data: None, provenance: Some(name.into()) });
+        return Some(Block::Reasoning {
+            text: rt.text.unwrap_or_default(),
+            signature: rt.signature,
+            redacted_data: None,
+            provenance: Some(name.into()),
+        });
     }
     b.text.map(Block::text)
 }
 
 pub fn parse_response(body: &str, name: &str, model: &str, request_id: &str) -> Result<LlmResponse, LlmError> {
-    let r: WireResponse = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let r: WireResponse = serde_json::from_str(body)
+        .map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     let content = r.output.and_then(|o| o.message).map(|m| m.content).unwrap_or_default();
     Ok(LlmResponse {
         id: request_id.to_string(),
@@ -402,9 +434,9 @@ pub fn parse_response(body: &str, name: &str, model: &str, request_id: &str) -> 
 
 /// The AWS SDK error message: the body's `message` (or `Message`), else the raw text.
 pub fn error_message(status: u16, body: &str) -> String {
-    let from_json = serde_json::from_str::<Map<String, Value>>(body).ok().and_then(|m| {
-        m.get("message").or_else(|| m.get("Message")).and_then(Value::as_str).map(str::to_string)
-    });
+    let from_json = serde_json::from_str::<Map<String, Value>>(body)
+        .ok()
+        .and_then(|m| m.get("message").or_else(|| m.get("Message")).and_then(Value::as_str).map(str::to_string));
     match from_json {
         Some(m) => m,
         None if !body.trim().is_empty() => body.to_string(),
@@ -584,7 +616,15 @@ pub struct StreamState {
 
 impl StreamState {
     pub fn new(name: &str, model: &str, request_id: &str) -> Self {
-        StreamState { name: name.into(), model: model.into(), request_id: request_id.into(), blocks: Vec::new(), positions: Default::default(), stop_reason: None, usage: None }
+        StreamState {
+            name: name.into(),
+            model: model.into(),
+            request_id: request_id.into(),
+            blocks: Vec::new(),
+            positions: Default::default(),
+            stop_reason: None,
+            usage: None,
+        }
     }
 
     fn slot(&mut self, idx: u64, make: impl FnOnce() -> Partial) -> &mut Partial {
@@ -623,11 +663,14 @@ impl StreamState {
                     sink.emit(StreamEvent::Text(t));
                 } else if let Some(tu) = d.tool_use {
                     let piece = tu.input.unwrap_or_default();
-                    if let Partial::Tool { json, .. } = self.slot(idx, || Partial::Tool { id: String::new(), name: String::new(), json: String::new() }) {
+                    if let Partial::Tool { json, .. } =
+                        self.slot(idx, || Partial::Tool { id: String::new(), name: String::new(), json: String::new() })
+                    {
                         json.push_str(&piece);
                     }
                 } else if let Some(r) = d.reasoning_content {
-                    let slot = self.slot(idx, || Partial::Reasoning { text: String::new(), signature: None, redacted: None });
+                    let slot =
+                        self.slot(idx, || Partial::Reasoning { text: String::new(), signature: None, redacted: None });
                     if let Partial::Reasoning { text, signature, redacted } = slot {
                         if let Some(t) = &r.text {
                             text.push_str(t);
@@ -645,9 +688,15 @@ impl StreamState {
                 }
             }
             "contentBlockStop" => {
-                if let Some((_, Partial::Tool { id, name, json })) = self.positions.get(&idx).map(|&p| &self.blocks[p]) {
+                if let Some((_, Partial::Tool { id, name, json })) = self.positions.get(&idx).map(|&p| &self.blocks[p])
+                {
                     let input: Option<Value> = serde_json::from_str(json).ok();
-                    sink.emit(StreamEvent::ToolUse(Block::ToolUse { id: id.clone(), name: name.clone(), input: object_input(input.as_ref()), signature: None }));
+                    sink.emit(StreamEvent::ToolUse(Block::ToolUse {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: object_input(input.as_ref()),
+                        signature: None,
+                    }));
                 }
             }
             "messageStop" => self.stop_reason = p.stop_reason,
@@ -712,7 +761,13 @@ mod tests {
         assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/bedrock/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature="), "{auth}");
         assert_eq!(auth.rsplit('=').next().unwrap().len(), 64);
         // The signing-key derivation of AWS's documentation example.
-        let k = hmac_sha256(&hmac_sha256(&hmac_sha256(&hmac_sha256(b"AWS4wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830"), "us-east-1"), "iam"), "aws4_request");
+        let k = hmac_sha256(
+            &hmac_sha256(
+                &hmac_sha256(&hmac_sha256(b"AWS4wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20150830"), "us-east-1"),
+                "iam",
+            ),
+            "aws4_request",
+        );
         assert_eq!(hex(&k), "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9");
         assert_eq!(uri_encode("a:b/c d"), "a%3Ab%2Fc%20d");
     }
@@ -720,7 +775,10 @@ mod tests {
     #[test]
     fn credentials_chain() {
         let env = |p: &[(&str, &str)]| -> Env { p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() };
-        assert_eq!(resolve_credentials(&env(&[("AWS_BEARER_TOKEN_BEDROCK", "t")])).unwrap(), Credentials::Bearer("t".into()));
+        assert_eq!(
+            resolve_credentials(&env(&[("AWS_BEARER_TOKEN_BEDROCK", "t")])).unwrap(),
+            Credentials::Bearer("t".into())
+        );
         let dir = std::env::temp_dir().join(format!("oma-aws-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("credentials");
@@ -731,7 +789,12 @@ mod tests {
             Credentials::Keys { access_key: "W".into(), secret: "WS".into(), session_token: Some("TOK".into()) }
         );
         assert_eq!(
-            resolve_credentials(&env(&[("AWS_SHARED_CREDENTIALS_FILE", f), ("AWS_ACCESS_KEY_ID", "E"), ("AWS_SECRET_ACCESS_KEY", "ES")])).unwrap(),
+            resolve_credentials(&env(&[
+                ("AWS_SHARED_CREDENTIALS_FILE", f),
+                ("AWS_ACCESS_KEY_ID", "E"),
+                ("AWS_SECRET_ACCESS_KEY", "ES")
+            ]))
+            .unwrap(),
             Credentials::Keys { access_key: "E".into(), secret: "ES".into(), session_token: None }
         );
         assert_eq!(resolve_credentials(&env(&[("HOME", "/nonexistent")])).unwrap_err().message, NO_CREDENTIALS);
@@ -757,18 +820,32 @@ mod tests {
             "req-1",
         )
         .unwrap();
-        assert_eq!(r.to_json(), r#"{"id":"req-1","content":[{"type":"reasoning","text":"hm","signature":"sig","provenance":"bedrock"},{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"f","input":{"q":1}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":6}}"#);
-        assert_eq!(error_message(403, r#"{"message":"The security token included in the request is invalid."}"#), "The security token included in the request is invalid.");
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"req-1","content":[{"type":"reasoning","text":"hm","signature":"sig","provenance":"bedrock"},{"type":"text","text":"hi"},{"type":"tool_use","id":"tu","name":"f","input":{"q":1}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":6}}"#
+        );
+        assert_eq!(
+            error_message(403, r#"{"message":"The security token included in the request is invalid."}"#),
+            "The security token included in the request is invalid."
+        );
     }
 
     #[test]
     fn event_stream_frames_split_anywhere() {
-        let ev = |t: &str, p: &str| encode_frame(&[(":event-type", t), (":content-type", "application/json"), (":message-type", "event")], p.as_bytes());
+        let ev = |t: &str, p: &str| {
+            encode_frame(
+                &[(":event-type", t), (":content-type", "application/json"), (":message-type", "event")],
+                p.as_bytes(),
+            )
+        };
         let mut bytes = Vec::new();
         bytes.extend(ev("messageStart", r#"{"role":"assistant"}"#));
         bytes.extend(ev("contentBlockDelta", r#"{"contentBlockIndex":0,"delta":{"text":"Hi"}}"#));
         bytes.extend(ev("contentBlockStop", r#"{"contentBlockIndex":0}"#));
-        bytes.extend(ev("contentBlockStart", r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"t","name":"f"}}}"#));
+        bytes.extend(ev(
+            "contentBlockStart",
+            r#"{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"t","name":"f"}}}"#,
+        ));
         bytes.extend(ev("contentBlockDelta", r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"a\":"}}}"#));
         bytes.extend(ev("contentBlockDelta", r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"2}"}}}"#));
         bytes.extend(ev("contentBlockStop", r#"{"contentBlockIndex":1}"#));
@@ -786,10 +863,22 @@ mod tests {
             for f in &frames {
                 st.on_frame(f, &mut |e: StreamEvent| evs.push(serde_json::to_string(&e).unwrap())).unwrap();
             }
-            assert_eq!(evs, vec![r#"{"type":"text","data":"Hi"}"#, r#"{"type":"tool_use","data":{"type":"tool_use","id":"t","name":"f","input":{"a":2}}}"#]);
-            assert_eq!(st.finish().to_json(), r#"{"id":"rid","content":[{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"a":2}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4}}"#);
+            assert_eq!(
+                evs,
+                vec![
+                    r#"{"type":"text","data":"Hi"}"#,
+                    r#"{"type":"tool_use","data":{"type":"tool_use","id":"t","name":"f","input":{"a":2}}}"#
+                ]
+            );
+            assert_eq!(
+                st.finish().to_json(),
+                r#"{"id":"rid","content":[{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"a":2}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4}}"#
+            );
         }
-        let exc = encode_frame(&[(":message-type", "exception"), (":exception-type", "throttlingException")], br#"{"message":"Too many requests"}"#);
+        let exc = encode_frame(
+            &[(":message-type", "exception"), (":exception-type", "throttlingException")],
+            br#"{"message":"Too many requests"}"#,
+        );
         let mut frames = Vec::new();
         FrameDecoder::default().push(&exc, &mut frames).unwrap();
         let err = StreamState::new("bedrock", "m", "").on_frame(&frames[0], &mut |_e: StreamEvent| {}).unwrap_err();

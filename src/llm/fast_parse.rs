@@ -300,7 +300,8 @@ fn scanned_message(s: &mut Scan) -> Option<Message> {
 
 /// A text, tool_use or tool_result block as `typed` makes it from a `FastBlock`.
 fn scanned_block(s: &mut Scan) -> Option<Block> {
-    let (mut kind, mut text, mut signature, mut id, mut name, mut tool_use_id, mut content) = (None, None, None, None, None, None, None);
+    let (mut kind, mut text, mut signature, mut id, mut name, mut tool_use_id, mut content) =
+        (None, None, None, None, None, None, None);
     let mut input: Option<&str> = None;
     let mut is_error = None;
     let mut seen = Seen(0);
@@ -345,7 +346,12 @@ fn scanned_block(s: &mut Scan) -> Option<Block> {
                 Some(raw) if raw.starts_with('{') => RawValue::from_string(raw.to_string()).ok()?,
                 _ => super::jsjson::empty_object(),
             };
-            Block::ToolUse { id: id?.into_owned(), name: name?.into_owned(), input, signature: signature.map(Cow::into_owned) }
+            Block::ToolUse {
+                id: id?.into_owned(),
+                name: name?.into_owned(),
+                input,
+                signature: signature.map(Cow::into_owned),
+            }
         }
         "tool_result" => Block::ToolResult {
             tool_use_id: tool_use_id?.into_owned(),
@@ -400,7 +406,9 @@ mod tests {
 
     #[test]
     fn the_scanner_reads_the_usual_messages_as_one_pass_does() {
-        let show = |v: Option<Vec<Message>>| v.map(|v| v.iter().map(|m| format!("{:?} {}", m.role, m.to_json())).collect::<Vec<_>>());
+        let show = |v: Option<Vec<Message>>| {
+            v.map(|v| v.iter().map(|m| format!("{:?} {}", m.role, m.to_json())).collect::<Vec<_>>())
+        };
         let taken = [
             r#"[]"#,
             r#"[{"role":"user","content":[{"type":"text","text":"Look up \"k\" é 😀 \u00e9"}]}]"#,

@@ -115,13 +115,26 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
                     }
                     p.push_str("\"name\":");
                     push_json_string(&mut p, names.get(tool_use_id.as_str()).copied().unwrap_or(tool_use_id));
-                    p.push_str(if *is_error == Some(true) { ",\"response\":{\"error\":" } else { ",\"response\":{\"output\":" });
+                    p.push_str(if *is_error == Some(true) {
+                        ",\"response\":{\"error\":"
+                    } else {
+                        ",\"response\":{\"output\":"
+                    });
                     push_json_string(&mut p, content);
                     p.push_str("}}}");
                 }
                 Block::Reasoning { text, signature, redacted_data, provenance } => {
                     // Gemini has no redacted form: only a thought signature is echoed.
-                    match outbound(text, signature.as_deref(), redacted_data.as_deref(), provenance.as_deref(), name, false, preserve, max_chars) {
+                    match outbound(
+                        text,
+                        signature.as_deref(),
+                        redacted_data.as_deref(),
+                        provenance.as_deref(),
+                        name,
+                        false,
+                        preserve,
+                        max_chars,
+                    ) {
                         Outbound::Signed { text, signature } => {
                             p.push_str("{\"text\":");
                             push_json_string(&mut p, text);
@@ -149,7 +162,11 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
             out.push(',');
         }
         first_msg = false;
-        out.push_str(if m.role == Role::Assistant { "{\"role\":\"model\",\"parts\":[" } else { "{\"role\":\"user\",\"parts\":[" });
+        out.push_str(if m.role == Role::Assistant {
+            "{\"role\":\"model\",\"parts\":["
+        } else {
+            "{\"role\":\"user\",\"parts\":["
+        });
         out.push_str(&parts.join(","));
         out.push_str("]}");
     }
@@ -270,7 +287,12 @@ fn add_parts(parts: Vec<WirePart>, content: &mut Vec<Block>, name: &str, sink: &
                     text.push_str(&t);
                     *signature = p.thought_signature;
                 }
-                _ => content.push(Block::Reasoning { text: t, signature: p.thought_signature, redacted_data: None, provenance: Some(name.to_string()) }),
+                _ => content.push(Block::Reasoning {
+                    text: t,
+                    signature: p.thought_signature,
+                    redacted_data: None,
+                    provenance: Some(name.to_string()),
+                }),
             }
         } else if let Some(t) = p.text {
             if let Some(s) = sink.as_deref_mut() {
@@ -294,13 +316,15 @@ fn api_error(e: &Value) -> LlmError {
 }
 
 pub fn parse_response(body: &str, name: &str, model: &str) -> Result<LlmResponse, LlmError> {
-    let r: WireResponse = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let r: WireResponse = serde_json::from_str(body)
+        .map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     if let Some(e) = r.error.as_ref().filter(|e| !e.is_null()) {
         return Err(api_error(e));
     }
     let mut cands = r.candidates.unwrap_or_default();
     if cands.is_empty() {
-        let reason = r.prompt_feedback.as_ref().and_then(|f| f.get("blockReason")).and_then(Value::as_str).unwrap_or("unknown");
+        let reason =
+            r.prompt_feedback.as_ref().and_then(|f| f.get("blockReason")).and_then(Value::as_str).unwrap_or("unknown");
         return Err(LlmError::other(format!("Gemini returned no candidates (blockReason: {reason})")));
     }
     let c = cands.swap_remove(0);
@@ -327,11 +351,19 @@ pub struct StreamState {
 
 impl StreamState {
     pub fn new(name: &str, model: &str) -> Self {
-        StreamState { name: name.into(), id: String::new(), model: model.into(), content: Vec::new(), finish: None, usage: None }
+        StreamState {
+            name: name.into(),
+            id: String::new(),
+            model: model.into(),
+            content: Vec::new(),
+            finish: None,
+            usage: None,
+        }
     }
 
     pub fn on_chunk(&mut self, data: &str, sink: &mut dyn EventSink) -> Result<(), LlmError> {
-        let r: WireResponse = serde_json::from_str(data).map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
+        let r: WireResponse = serde_json::from_str(data)
+            .map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
         if let Some(e) = r.error.as_ref().filter(|e| !e.is_null()) {
             return Err(api_error(e));
         }
@@ -356,7 +388,13 @@ impl StreamState {
 
     pub fn finish(self) -> LlmResponse {
         let has_tool = self.content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-        LlmResponse { id: self.id, model: self.model, stop_reason: stop_reason(self.finish.as_deref(), has_tool), usage: usage_of(self.usage), content: self.content }
+        LlmResponse {
+            id: self.id,
+            model: self.model,
+            stop_reason: stop_reason(self.finish.as_deref(), has_tool),
+            usage: usage_of(self.usage),
+            content: self.content,
+        }
     }
 }
 
@@ -393,14 +431,23 @@ mod tests {
         st.on_chunk(r#"{"candidates":[{"content":{"parts":[{"text":"llo"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":2}}"#, &mut sink).unwrap();
         let r = st.finish();
         assert_eq!(evs, vec![r#"{"type":"text","data":"He"}"#, r#"{"type":"text","data":"llo"}"#]);
-        assert_eq!(r.to_json(), r#"{"id":"","content":[{"type":"text","text":"Hello"}],"model":"m","stop_reason":"max_tokens","usage":{"input_tokens":1,"output_tokens":2}}"#);
-        assert!(parse_response(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#, "gemini", "m").unwrap_err().message.contains("SAFETY"));
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"","content":[{"type":"text","text":"Hello"}],"model":"m","stop_reason":"max_tokens","usage":{"input_tokens":1,"output_tokens":2}}"#
+        );
+        assert!(parse_response(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#, "gemini", "m")
+            .unwrap_err()
+            .message
+            .contains("SAFETY"));
         let m = parse_messages(
             r#"[{"role":"assistant","content":[{"type":"tool_use","id":"gemini_call_7","name":"f","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"gemini_call_7","content":"ok"}]}]"#,
             Strictness::Lenient,
         )
         .unwrap();
         let body = request_body(&m, &ChatOptions::default(), "gemini");
-        assert_eq!(body, r#"{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"ok"}}}]}]}"#);
+        assert_eq!(
+            body,
+            r#"{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{"output":"ok"}}}]}]}"#
+        );
     }
 }

@@ -30,7 +30,13 @@ const KEEP_BUF: usize = 256 * 1024;
 
 /// The request head, or `None` when a header would break the framing (CR, LF or NUL in a name
 /// or value: refused like an invalid header value in reqwest).
-pub fn request_head(method: &str, path: &str, authority: &str, headers: &[(&str, String)], body_len: usize) -> Option<Vec<u8>> {
+pub fn request_head(
+    method: &str,
+    path: &str,
+    authority: &str,
+    headers: &[(&str, String)],
+    body_len: usize,
+) -> Option<Vec<u8>> {
     let mut h = Vec::with_capacity(128 + headers.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>());
     let clean = |s: &str| !s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
     if !clean(method) || !clean(path) || !clean(authority) || method.contains(' ') || path.contains(' ') {
@@ -250,7 +256,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Ok(0) if !any => return Err(HeadError::Closed),
                 Ok(0) => return Err(HeadError::Io(io::ErrorKind::UnexpectedEof.into())),
                 Ok(_) => any = true,
-                Err(e) if !any && matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => return Err(HeadError::Closed),
+                Err(e) if !any && matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => {
+                    return Err(HeadError::Closed)
+                }
                 Err(e) => return Err(HeadError::Io(e)),
             }
         }
@@ -410,7 +418,11 @@ fn framing(status: u16, version: u8, headers: &[httparse::Header]) -> io::Result
     }
     if let Some(te) = encoding {
         let last = te.rsplit(|&b| b == b',').next().unwrap_or_default().trim_ascii();
-        return Ok(if last.eq_ignore_ascii_case(b"chunked") { (Framing::Chunked, keep_alive) } else { (Framing::UntilClose, false) });
+        return Ok(if last.eq_ignore_ascii_case(b"chunked") {
+            (Framing::Chunked, keep_alive)
+        } else {
+            (Framing::UntilClose, false)
+        });
     }
     Ok(match length.map_err(bad)? {
         Some(n) => (Framing::Length(n), keep_alive),
@@ -441,7 +453,8 @@ pub(crate) fn read_request(s: &mut impl io::Read) -> (Vec<u8>, usize) {
         req.extend_from_slice(&b[..n]);
         if let Some(i) = req.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&req[..i]).to_lowercase();
-            let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length: ")).map_or(0, |v| v.trim().parse().unwrap());
+            let len: usize =
+                head.lines().find_map(|l| l.strip_prefix("content-length: ")).map_or(0, |v| v.trim().parse().unwrap());
             while req.len() < i + 4 + len {
                 let n = s.read(&mut b).unwrap();
                 req.extend_from_slice(&b[..n]);
@@ -525,7 +538,8 @@ mod tests {
         assert_eq!(out.unwrap_err(), "malformed response head");
         assert!(work <= 3 * head_len, "{work} for {head_len}");
         // The same with few fields and a long line: read, linearly.
-        let mut reply = b"HTTP/1.1 100 Continue\r\n\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-long: ".to_vec();
+        let mut reply =
+            b"HTTP/1.1 100 Continue\r\n\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-long: ".to_vec();
         reply.extend_from_slice("v".repeat(60_000).as_bytes());
         reply.extend_from_slice(format!("\r\n\r\n3;{}\r\nabc\r\n0\r\nt: 1\r\n\r\n", "e".repeat(60_000)).as_bytes());
         let (out, work) = trickled(reply.clone(), MAX_RESPONSE_BYTES).await;
@@ -545,13 +559,34 @@ mod tests {
             // Empty lines without end before a status line.
             (b"\r\n".repeat(40_000), 100, "response head too large"),
             // Trailer fields without end.
-            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n".to_vec(), b"t: 1\r\n".repeat(20_000)].concat(), 100, "Connection"),
+            (
+                [b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n".to_vec(), b"t: 1\r\n".repeat(20_000)]
+                    .concat(),
+                100,
+                "Connection",
+            ),
             // A chunk-size line without end.
-            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1;".to_vec(), vec![b'e'; 70_000]].concat(), 100, "Connection"),
+            (
+                [b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1;".to_vec(), vec![b'e'; 70_000]].concat(),
+                100,
+                "Connection",
+            ),
             // Bodies over the limit: announced, chunked, close-delimited.
             (b"HTTP/1.1 200 OK\r\ncontent-length: 101\r\n\r\n".to_vec(), 100, "TooLarge"),
-            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(), b"20\r\n01234567890123456789012345678901\r\n".repeat(4)].concat(), 100, "TooLarge"),
-            ([b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(), b"65\r\n".to_vec()].concat(), 100, "TooLarge"),
+            (
+                [
+                    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(),
+                    b"20\r\n01234567890123456789012345678901\r\n".repeat(4),
+                ]
+                .concat(),
+                100,
+                "TooLarge",
+            ),
+            (
+                [b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec(), b"65\r\n".to_vec()].concat(),
+                100,
+                "TooLarge",
+            ),
             ([b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), vec![b'b'; 101]].concat(), 100, "TooLarge"),
         ];
         for (reply, limit, want) in cases {
@@ -562,7 +597,11 @@ mod tests {
         // At the limit: read.
         let (out, _) = trickled([b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), vec![b'b'; 100]].concat(), 100).await;
         assert_eq!(out.unwrap().0.len(), 100);
-        let (out, _) = trickled(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n".iter().copied().chain(vec![b'b'; 100]).collect(), 100).await;
+        let (out, _) = trickled(
+            b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n".iter().copied().chain(vec![b'b'; 100]).collect(),
+            100,
+        )
+        .await;
         assert_eq!(out.unwrap().0.len(), 100);
     }
 
@@ -593,7 +632,14 @@ mod tests {
     }
 
     async fn exchange(c: &mut Conn<tokio::net::TcpStream>, body: &str) -> (Head, Bytes, bool) {
-        let head = request_head("POST", "/v1/x?q=1", "127.0.0.1:1", &[("content-type", "application/json".into())], body.len()).unwrap();
+        let head = request_head(
+            "POST",
+            "/v1/x?q=1",
+            "127.0.0.1:1",
+            &[("content-type", "application/json".into())],
+            body.len(),
+        )
+        .unwrap();
         c.write_request(&head, body.as_bytes()).await.unwrap();
         let h = c.read_head().await.unwrap();
         let (b, reuse) = c.read_body(&h, crate::llm::limits::MAX_RESPONSE_BYTES).await.unwrap();
@@ -603,21 +649,47 @@ mod tests {
     #[test]
     fn framing_rules() {
         let f = |status: u16, version: u8, hs: &[(&str, &str)]| {
-            let headers: Vec<httparse::Header> = hs.iter().map(|(n, v)| httparse::Header { name: n, value: v.as_bytes() }).collect();
+            let headers: Vec<httparse::Header> =
+                hs.iter().map(|(n, v)| httparse::Header { name: n, value: v.as_bytes() }).collect();
             framing(status, version, &headers).map_err(|e| e.to_string())
         };
-        assert_eq!(f(200, 1, &[("Content-Length", "5"), ("Connection", "keep-alive")]).unwrap(), (Framing::Length(5), true));
-        assert_eq!(f(200, 1, &[("content-length", "5, 5"), ("content-length", "5"), ("connection", "Upgrade, Close")]).unwrap(), (Framing::Length(5), false));
+        assert_eq!(
+            f(200, 1, &[("Content-Length", "5"), ("Connection", "keep-alive")]).unwrap(),
+            (Framing::Length(5), true)
+        );
+        assert_eq!(
+            f(200, 1, &[("content-length", "5, 5"), ("content-length", "5"), ("connection", "Upgrade, Close")])
+                .unwrap(),
+            (Framing::Length(5), false)
+        );
         assert_eq!(f(200, 0, &[("Content-Length", "5")]).unwrap(), (Framing::Length(5), false));
-        assert_eq!(f(200, 0, &[("Content-Length", "5"), ("Connection", "Keep-Alive")]).unwrap(), (Framing::Length(5), true));
+        assert_eq!(
+            f(200, 0, &[("Content-Length", "5"), ("Connection", "Keep-Alive")]).unwrap(),
+            (Framing::Length(5), true)
+        );
         assert_eq!(f(200, 1, &[]).unwrap(), (Framing::UntilClose, false));
         // Transfer-Encoding wins over any content-length, even a broken one; its last coding decides.
-        assert_eq!(f(200, 1, &[("Content-Length", "x"), ("Transfer-Encoding", "gzip, chunked")]).unwrap(), (Framing::Chunked, true));
-        assert_eq!(f(200, 1, &[("Transfer-Encoding", "chunked"), ("transfer-encoding", "gzip")]).unwrap(), (Framing::UntilClose, false));
+        assert_eq!(
+            f(200, 1, &[("Content-Length", "x"), ("Transfer-Encoding", "gzip, chunked")]).unwrap(),
+            (Framing::Chunked, true)
+        );
+        assert_eq!(
+            f(200, 1, &[("Transfer-Encoding", "chunked"), ("transfer-encoding", "gzip")]).unwrap(),
+            (Framing::UntilClose, false)
+        );
         assert_eq!(f(204, 1, &[("Content-Length", "x")]).unwrap(), (Framing::Empty, true));
-        assert_eq!(f(200, 1, &[("Content-Length", "x"), ("Content-Length", "5, 6")]).unwrap_err(), "invalid content-length");
-        assert_eq!(f(200, 1, &[("Content-Length", "5, 6"), ("Content-Length", "x")]).unwrap_err(), "conflicting content-length");
-        assert_eq!(f(200, 1, &[("X-Content-Length", "1"), ("Content-Lengths", "2")]).unwrap(), (Framing::UntilClose, false));
+        assert_eq!(
+            f(200, 1, &[("Content-Length", "x"), ("Content-Length", "5, 6")]).unwrap_err(),
+            "invalid content-length"
+        );
+        assert_eq!(
+            f(200, 1, &[("Content-Length", "5, 6"), ("Content-Length", "x")]).unwrap_err(),
+            "conflicting content-length"
+        );
+        assert_eq!(
+            f(200, 1, &[("X-Content-Length", "1"), ("Content-Lengths", "2")]).unwrap(),
+            (Framing::UntilClose, false)
+        );
     }
 
     #[tokio::test]
@@ -685,7 +757,12 @@ mod tests {
         assert!(request_head("POST", "/a b", "h", &[], 0).is_none());
         assert!(request_head("POST", "/", "h", &[("bad:name", "v".into())], 0).is_none());
         // A caller's own content-length or host never doubles ours.
-        let h = request_head("GET", "/", "h", &[("Content-Length", "9".into()), ("accept", "application/json".into())], 2).unwrap();
-        assert_eq!(String::from_utf8(h).unwrap(), "GET / HTTP/1.1\r\nhost: h\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n");
+        let h =
+            request_head("GET", "/", "h", &[("Content-Length", "9".into()), ("accept", "application/json".into())], 2)
+                .unwrap();
+        assert_eq!(
+            String::from_utf8(h).unwrap(),
+            "GET / HTTP/1.1\r\nhost: h\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n"
+        );
     }
 }

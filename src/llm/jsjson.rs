@@ -48,7 +48,8 @@ fn canonical_value(b: &[u8], i: usize, depth: u32) -> Option<usize> {
             loop {
                 let end = canonical_string(b, i)?;
                 let key = &b[i + 1..end - 1];
-                if n == keys.len() || key.first().is_some_and(u8::is_ascii_digit) && key.iter().all(u8::is_ascii_digit) {
+                if n == keys.len() || key.first().is_some_and(u8::is_ascii_digit) && key.iter().all(u8::is_ascii_digit)
+                {
                     return None;
                 }
                 if keys[..n].iter().any(|&(s, e)| &b[s..e] == key) {
@@ -207,7 +208,8 @@ fn write_object(out: &mut String, m: &Map<String, Value>) {
     };
     if m.keys().any(|k| array_index(k).is_some()) {
         // JS objects list integer-like keys first, in numeric order, then the rest as inserted.
-        let mut indexed: Vec<(u32, &String, &Value)> = m.iter().filter_map(|(k, x)| array_index(k).map(|i| (i, k, x))).collect();
+        let mut indexed: Vec<(u32, &String, &Value)> =
+            m.iter().filter_map(|(k, x)| array_index(k).map(|i| (i, k, x))).collect();
         indexed.sort_unstable_by_key(|&(i, _, _)| i);
         for (_, k, x) in indexed {
             member(out, k, x);
@@ -281,100 +283,6 @@ pub fn js_number(x: f64) -> String {
         s.push_str(&e.abs().to_string());
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_format_like_js() {
-        let cases = [
-            (1.0, "1"),
-            (1.5, "1.5"),
-            (-0.0, "0"),
-            (1e21, "1e+21"),
-            (1e20, "100000000000000000000"),
-            (0.000001, "0.000001"),
-            (0.0000001, "1e-7"),
-            (123.456, "123.456"),
-            (-1.25e-10, "-1.25e-10"),
-            (0.1 + 0.2, "0.30000000000000004"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-        ];
-        for (x, want) in cases {
-            assert_eq!(js_number(x), want, "{x}");
-        }
-    }
-
-    #[test]
-    fn string_escaping_matches_serde_and_js() {
-        let samples = [
-            String::new(),
-            "plain ascii text that is long enough for the fast path".to_string(),
-            "quote\" back\\slash \n\r\t\u{8}\u{c}\u{1}\u{1f} é ✓ 😀 \u{7f}".to_string(),
-            format!("{}\"{}", "x".repeat(13), "y".repeat(9)),
-            (0u8..=127).map(|c| c as char).collect::<String>().repeat(3),
-        ];
-        // Every position around the 32-byte chunks of the fast path, for each kind of character.
-        let around = ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '😀', ' '].iter().flat_map(|c| {
-            (0..100).map(move |at| format!("{}{c}{}", "a".repeat(at), "b".repeat(100 - at)))
-        });
-        for s in samples.into_iter().chain(around) {
-            // serde_json writes exactly what JSON.stringify writes for strings.
-            assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap(), "{s:?}");
-        }
-        assert_eq!(json_string("\u{1}"), "\"\\u0001\"");
-    }
-
-    #[test]
-    fn canonical_objects_are_what_js_writes_back() {
-        let kept = [
-            r#"{}"#,
-            r#"{"key":"k0"}"#,
-            r#"{"a":[1,-2,0,0.5,-0.25,123456789012345,true,false,null,{},[]],"b":{"c":"x\"y\\z\n\t é 😀"}}"#,
-            r#"{"x":0.000001,"y":1.5,"":""}"#,
-        ];
-        for k in kept {
-            assert!(is_js_canonical_object(k), "{k}");
-            assert_eq!(normalize(k).as_deref(), Some(k));
-        }
-        let declined = [
-            r#"{ "a":1}"#, r#"{"a":1.0}"#, r#"{"a":1e3}"#, r#"{"a":-0}"#, r#"{"a":0.0000001}"#, r#"{"a":1234567890123456}"#,
-            r#"{"a":"\/"}"#, r#"{"a":"\u0041"}"#, r#"{"1":1}"#, r#"{"a":1,"a":2}"#, r#"[1]"#, r#""x""#, r#"{"a":01}"#,
-            r#"{"a":1,}"#, r#"{"a":tru}"#, r#"{"a":1} "#, r#"{"a":"x"#, "{\"a\":\"\u{1}\"}",
-        ];
-        for d in declined {
-            assert!(!is_js_canonical_object(d), "{d}");
-        }
-        let wide = format!("{{{}}}", (0..17).map(|i| format!("\"k{i}\":{i}")).collect::<Vec<_>>().join(","));
-        assert!(!is_js_canonical_object(&wide));
-    }
-
-    #[test]
-    fn plain_words_stops_at_the_first_word_to_escape() {
-        // The portable loop (used off x86_64) checked here on every target.
-        for c in ['"', '\\', '\n', '\u{0}', '\u{1f}'] {
-            for at in 0..40 {
-                let s = format!("{}{c}{}", "a".repeat(at), "é~ ".repeat(10));
-                assert_eq!(plain_words(s.as_bytes()), at / 8 * 8, "{c:?} at {at}");
-            }
-        }
-        let plain = "\u{7f}\u{80} ~!#é😀".repeat(5);
-        assert_eq!(plain_words(plain.as_bytes()), plain.len() / 8 * 8);
-    }
-
-    #[test]
-    fn normalize_is_stringify_of_parse() {
-        assert_eq!(normalize(r#"{ "b": 1.0, "a": [1e21, "x\u0041"], "b": 2 }"#).unwrap(), r#"{"b":2,"a":[1e+21,"xA"]}"#);
-        // Integer-like keys first, in numeric order, as JS objects list them.
-        assert_eq!(
-            normalize(r#"{"b":1,"10":2,"2":3,"01":4,"4294967295":5,"4294967294":6,"-1":7,"a":{"1":0,"x":1,"0":2}}"#).unwrap(),
-            r#"{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"4294967295":5,"-1":7,"a":{"0":2,"1":0,"x":1}}"#
-        );
-        assert_eq!(normalize("12345678901234567890").unwrap(), "12345678901234567000");
-        assert!(normalize("{").is_none());
-    }
 }
 
 /// A JS object literal under construction: keys keep the position of their first assignment,
@@ -559,4 +467,117 @@ pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     push_json_string(&mut out, s);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_format_like_js() {
+        let cases = [
+            (1.0, "1"),
+            (1.5, "1.5"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (0.000001, "0.000001"),
+            (0.0000001, "1e-7"),
+            (123.456, "123.456"),
+            (-1.25e-10, "-1.25e-10"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(js_number(x), want, "{x}");
+        }
+    }
+
+    #[test]
+    fn string_escaping_matches_serde_and_js() {
+        let samples = [
+            String::new(),
+            "plain ascii text that is long enough for the fast path".to_string(),
+            "quote\" back\\slash \n\r\t\u{8}\u{c}\u{1}\u{1f} é ✓ 😀 \u{7f}".to_string(),
+            format!("{}\"{}", "x".repeat(13), "y".repeat(9)),
+            (0u8..=127).map(|c| c as char).collect::<String>().repeat(3),
+        ];
+        // Every position around the 32-byte chunks of the fast path, for each kind of character.
+        let around = ['"', '\\', '\n', '\u{1}', '\u{1f}', 'é', '😀', ' ']
+            .iter()
+            .flat_map(|c| (0..100).map(move |at| format!("{}{c}{}", "a".repeat(at), "b".repeat(100 - at))));
+        for s in samples.into_iter().chain(around) {
+            // serde_json writes exactly what JSON.stringify writes for strings.
+            assert_eq!(json_string(&s), serde_json::to_string(&s).unwrap(), "{s:?}");
+        }
+        assert_eq!(json_string("\u{1}"), "\"\\u0001\"");
+    }
+
+    #[test]
+    fn canonical_objects_are_what_js_writes_back() {
+        let kept = [
+            r#"{}"#,
+            r#"{"key":"k0"}"#,
+            r#"{"a":[1,-2,0,0.5,-0.25,123456789012345,true,false,null,{},[]],"b":{"c":"x\"y\\z\n\t é 😀"}}"#,
+            r#"{"x":0.000001,"y":1.5,"":""}"#,
+        ];
+        for k in kept {
+            assert!(is_js_canonical_object(k), "{k}");
+            assert_eq!(normalize(k).as_deref(), Some(k));
+        }
+        let declined = [
+            r#"{ "a":1}"#,
+            r#"{"a":1.0}"#,
+            r#"{"a":1e3}"#,
+            r#"{"a":-0}"#,
+            r#"{"a":0.0000001}"#,
+            r#"{"a":1234567890123456}"#,
+            r#"{"a":"\/"}"#,
+            r#"{"a":"\u0041"}"#,
+            r#"{"1":1}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"[1]"#,
+            r#""x""#,
+            r#"{"a":01}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":1} "#,
+            r#"{"a":"x"#,
+            "{\"a\":\"\u{1}\"}",
+        ];
+        for d in declined {
+            assert!(!is_js_canonical_object(d), "{d}");
+        }
+        let wide = format!("{{{}}}", (0..17).map(|i| format!("\"k{i}\":{i}")).collect::<Vec<_>>().join(","));
+        assert!(!is_js_canonical_object(&wide));
+    }
+
+    #[test]
+    fn plain_words_stops_at_the_first_word_to_escape() {
+        // The portable loop (used off x86_64) checked here on every target.
+        for c in ['"', '\\', '\n', '\u{0}', '\u{1f}'] {
+            for at in 0..40 {
+                let s = format!("{}{c}{}", "a".repeat(at), "é~ ".repeat(10));
+                assert_eq!(plain_words(s.as_bytes()), at / 8 * 8, "{c:?} at {at}");
+            }
+        }
+        let plain = "\u{7f}\u{80} ~!#é😀".repeat(5);
+        assert_eq!(plain_words(plain.as_bytes()), plain.len() / 8 * 8);
+    }
+
+    #[test]
+    fn normalize_is_stringify_of_parse() {
+        assert_eq!(
+            normalize(r#"{ "b": 1.0, "a": [1e21, "x\u0041"], "b": 2 }"#).unwrap(),
+            r#"{"b":2,"a":[1e+21,"xA"]}"#
+        );
+        // Integer-like keys first, in numeric order, as JS objects list them.
+        assert_eq!(
+            normalize(r#"{"b":1,"10":2,"2":3,"01":4,"4294967295":5,"4294967294":6,"-1":7,"a":{"1":0,"x":1,"0":2}}"#)
+                .unwrap(),
+            r#"{"2":3,"10":2,"4294967294":6,"b":1,"01":4,"4294967295":5,"-1":7,"a":{"0":2,"1":0,"x":1}}"#
+        );
+        assert_eq!(normalize("12345678901234567890").unwrap(), "12345678901234567000");
+        assert!(normalize("{").is_none());
+    }
 }

@@ -42,7 +42,10 @@ pub fn body_too_large(limit: usize) -> LlmError {
 
 /// A stream that sent more than `MAX_RESPONSE_BYTES` in all.
 pub fn stream_too_large() -> LlmError {
-    LlmError::other(format!("Response stream exceeds the {} MiB limit ({MAX_RESPONSE_BYTES} bytes).", mib(MAX_RESPONSE_BYTES)))
+    LlmError::other(format!(
+        "Response stream exceeds the {} MiB limit ({MAX_RESPONSE_BYTES} bytes).",
+        mib(MAX_RESPONSE_BYTES)
+    ))
 }
 
 /// An SSE line or event, or an event-stream frame, over `MAX_EVENT_BYTES`.
@@ -71,5 +74,9 @@ pub fn cross_origin_redirect(status: u16, from: &reqwest::Url, to: &reqwest::Url
 
 /// More than `MAX_REDIRECTS` same-origin redirects in one attempt (a loop, most likely).
 pub fn too_many_redirects(status: u16) -> LlmError {
-    LlmError { kind: ErrorKind::Api, message: format!("{status} too many redirects (more than {MAX_REDIRECTS})"), status: Some(status) }
+    LlmError {
+        kind: ErrorKind::Api,
+        message: format!("{status} too many redirects (more than {MAX_REDIRECTS})"),
+        status: Some(status),
+    }
 }

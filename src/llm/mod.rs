@@ -188,7 +188,8 @@ impl Serialize for LlmResponse {
 /// content's JSON, written before the content moved into the machine. An array: the driver's
 /// `JSON.parse` builds no objects it does not need.
 pub fn run_reply_json(next: u32, usage: Usage, content_json: &str) -> String {
-    let mut out = serde_json::to_string(&(next, JsNum(usage.input_tokens), JsNum(usage.output_tokens))).expect("numbers serialise");
+    let mut out = serde_json::to_string(&(next, JsNum(usage.input_tokens), JsNum(usage.output_tokens)))
+        .expect("numbers serialise");
     out.pop();
     out.reserve(content_json.len() + 2);
     out.push(',');
@@ -282,13 +283,24 @@ impl LlmResponse {
         push_count(&mut out, self.usage.input_tokens)?;
         out.remove(0);
         push_count(&mut out, self.usage.output_tokens)?;
-        let fits = push_field(&mut out, &self.id) && push_field(&mut out, &self.model) && push_field(&mut out, &self.stop_reason) && push_compact_blocks(&mut out, &self.content);
+        let fits = push_field(&mut out, &self.id)
+            && push_field(&mut out, &self.model)
+            && push_field(&mut out, &self.stop_reason)
+            && push_compact_blocks(&mut out, &self.content);
         fits.then_some(out)
     }
 
     pub fn chat_reply_json(&self) -> String {
         let u = self.usage;
-        serde_json::to_string(&(&self.id, &self.model, &self.stop_reason, JsNum(u.input_tokens), JsNum(u.output_tokens), &self.content)).expect("response serialises")
+        serde_json::to_string(&(
+            &self.id,
+            &self.model,
+            &self.stop_reason,
+            JsNum(u.input_tokens),
+            JsNum(u.output_tokens),
+            &self.content,
+        ))
+        .expect("response serialises")
     }
 }
 
@@ -470,7 +482,10 @@ mod tests {
             r#"{"id":"x","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":0.5}}"#
         );
         let e = StreamEvent::Error(LlmError::aborted());
-        assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"error","data":{"kind":"aborted","message":"Request was aborted."}}"#);
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"type":"error","data":{"kind":"aborted","message":"Request was aborted."}}"#
+        );
     }
 
     #[tokio::test]
@@ -490,7 +505,12 @@ mod tests {
 
     #[test]
     fn compact_replies_carry_text_and_tool_use_only() {
-        let tool = |id: &str| Block::ToolUse { id: id.into(), name: "f".into(), input: RawValue::from_string(r#"{"a":1}"#.into()).unwrap(), signature: None };
+        let tool = |id: &str| Block::ToolUse {
+            id: id.into(),
+            name: "f".into(),
+            input: RawValue::from_string(r#"{"a":1}"#.into()).unwrap(),
+            signature: None,
+        };
         let mut r = LlmResponse {
             id: "x".into(),
             content: vec![Block::text("hé"), tool("c1"), Block::text("")],
@@ -498,8 +518,14 @@ mod tests {
             stop_reason: "tool_use".into(),
             usage: Usage { input_tokens: 3.0, output_tokens: 12.0 },
         };
-        assert_eq!(r.compact_chat_reply().unwrap(), "3\u{1}12\u{1}x\u{1}m\u{1}tool_use\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}");
-        assert_eq!(compact_run_reply(r.usage, &r.content).unwrap(), "\u{1}3\u{1}12\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}");
+        assert_eq!(
+            r.compact_chat_reply().unwrap(),
+            "3\u{1}12\u{1}x\u{1}m\u{1}tool_use\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}"
+        );
+        assert_eq!(
+            compact_run_reply(r.usage, &r.content).unwrap(),
+            "\u{1}3\u{1}12\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}"
+        );
         r.content.clear();
         assert_eq!(r.compact_chat_reply().unwrap(), "3\u{1}12\u{1}x\u{1}m\u{1}tool_use");
         // Anything else goes as JSON: the separator in a string, other blocks, fractional counts.
@@ -507,7 +533,12 @@ mod tests {
             vec![Block::text("a\u{1}")],
             vec![Block::Text { text: None }],
             vec![Block::Reasoning { text: "r".into(), signature: None, redacted_data: None, provenance: None }],
-            vec![Block::ToolUse { id: "c".into(), name: "f".into(), input: RawValue::from_string("{}".into()).unwrap(), signature: Some("s".into()) }],
+            vec![Block::ToolUse {
+                id: "c".into(),
+                name: "f".into(),
+                input: RawValue::from_string("{}".into()).unwrap(),
+                signature: Some("s".into()),
+            }],
             vec![tool("c\u{1}")],
         ] {
             assert_eq!(compact_run_reply(r.usage, &content), None, "{content:?}");

@@ -8,8 +8,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
-use super::scan::{Scan, Seen};
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
+use super::scan::{Scan, Seen};
 use super::text_tools::{extract_tool_calls_until, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use crate::kernel::message::{Block, Message, Role, Usage};
@@ -131,7 +131,6 @@ impl ListWriter {
             }
         }
     }
-
 }
 
 /// The largest list buffer a cache keeps for the next list it starts.
@@ -150,7 +149,13 @@ pub struct ListCache {
 
 impl ListCache {
     /// The list for `messages` (borrowed from the cache: the request body copies it once).
-    pub fn message_list_json(&mut self, messages: &[Message], epoch: u64, system: Option<&Value>, ob: Option<&Outbound>) -> &str {
+    pub fn message_list_json(
+        &mut self,
+        messages: &[Message],
+        epoch: u64,
+        system: Option<&Value>,
+        ob: Option<&Outbound>,
+    ) -> &str {
         let has_tool_use = messages.iter().any(Message::has_tool_use);
         let reusable = self.epoch == epoch && self.count <= messages.len() && self.has_tool_use == has_tool_use;
         let mut w = match self.list.take() {
@@ -172,7 +177,6 @@ impl ListCache {
         self.has_tool_use = has_tool_use;
         &self.list.insert(w).out
     }
-
 }
 
 fn user_json(out: &mut String, blocks: &[&Block]) {
@@ -283,14 +287,22 @@ fn assistant_json(m: &Message, has_tool_use: bool, ob: Option<&Outbound>) -> Opt
 pub fn tools_json(opts: &ChatOptions) -> Option<String> {
     let tools = opts.tools.as_ref()?;
     Some(super::json_array(
-        tools.iter().map(|t| format!("{{\"type\":\"function\",\"function\":{}}}", t.declaration("parameters", t.schema_text()))),
+        tools.iter().map(|t| {
+            format!("{{\"type\":\"function\",\"function\":{}}}", t.declaration("parameters", t.schema_text()))
+        }),
     ))
 }
 
 /// The request body (§15.5 precedence: sampling < extraBody < model/messages/tools/stream).
 /// `model` is `None` when the caller left `options.model` undefined (then it is not sent).
 /// `tools_json` is `tools_json(opts)` (passed in: a run computes it once).
-pub fn request_body(messages_json: &str, tools_json: Option<&str>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+pub fn request_body(
+    messages_json: &str,
+    tools_json: Option<&str>,
+    model: Option<&str>,
+    opts: &ChatOptions,
+    stream: bool,
+) -> String {
     let mut b = JsObject::new();
     b.set("max_tokens", opts.max_tokens.as_ref());
     b.set("temperature", opts.temperature.as_ref());
@@ -328,13 +340,24 @@ pub struct Frame {
 /// `request_body` with everything but the message list made once per options (the calls of
 /// a run differ only in their messages). Options used with another model or stream flag than
 /// the first build their body whole.
-pub fn framed_body(messages_json: &str, tools_json: Option<&str>, model: Option<&str>, opts: &ChatOptions, stream: bool) -> String {
+pub fn framed_body(
+    messages_json: &str,
+    tools_json: Option<&str>,
+    model: Option<&str>,
+    opts: &ChatOptions,
+    stream: bool,
+) -> String {
     let frame = opts.openai_frame.get_or_init(|| {
         // Every other part of a body is serialised JSON, so a raw NUL marks the list's place.
         const MARK: &str = "\u{0}messages\u{0}";
         let body = request_body(MARK, tools_json, model, opts, stream);
         let at = body.find(MARK)?;
-        Some(Frame { stream, model: model.map(str::to_string), head: body[..at].to_string(), tail: body[at + MARK.len()..].to_string() })
+        Some(Frame {
+            stream,
+            model: model.map(str::to_string),
+            head: body[..at].to_string(),
+            tail: body[at + MARK.len()..].to_string(),
+        })
     });
     match frame {
         Some(f) if f.stream == stream && f.model.as_deref() == model => {
@@ -427,7 +450,10 @@ pub fn reasoning_text(v: Option<&Value>) -> String {
                 match it {
                     Value::String(s) => out.push_str(s),
                     Value::Object(o) => {
-                        if let Some(s) = ["text", "content", "reasoning_content"].iter().find_map(|k| o.get(*k).and_then(Value::as_str)) {
+                        if let Some(s) = ["text", "content", "reasoning_content"]
+                            .iter()
+                            .find_map(|k| o.get(*k).and_then(Value::as_str))
+                        {
                             out.push_str(s);
                         }
                     }
@@ -508,7 +534,12 @@ pub fn parse_completion(body: &str, known: Option<&[&str]>, provenance: &str) ->
 
 /// `parse_completion`, with the text tool-call scan asking `aborted` as it goes: the aborted
 /// error once it answers true.
-pub fn parse_completion_until(body: &str, known: Option<&[&str]>, provenance: &str, aborted: &dyn Fn() -> bool) -> Result<LlmResponse, LlmError> {
+pub fn parse_completion_until(
+    body: &str,
+    known: Option<&[&str]>,
+    provenance: &str,
+    aborted: &dyn Fn() -> bool,
+) -> Result<LlmResponse, LlmError> {
     let p = match completion_fast(body) {
         Some(p) => p,
         None => completion_serde(body)?,
@@ -516,7 +547,12 @@ pub fn parse_completion_until(body: &str, known: Option<&[&str]>, provenance: &s
     let mut content = Vec::new();
     let choice = p.choice.ok_or_else(|| LlmError::other("OpenAI returned a completion with no choices"))?;
     if !choice.reasoning.is_empty() {
-        content.push(Block::Reasoning { text: choice.reasoning, signature: None, redacted_data: None, provenance: Some(provenance.to_string()) });
+        content.push(Block::Reasoning {
+            text: choice.reasoning,
+            signature: None,
+            redacted_data: None,
+            provenance: Some(provenance.to_string()),
+        });
     }
     let text = choice.text.map(Cow::into_owned);
     if let Some(t) = &text {
@@ -563,12 +599,16 @@ struct ParsedChoice<'a> {
     text: Option<Cow<'a, str>>,
     reasoning: String,
     /// Tool calls as (id, function name, function arguments).
-    calls: Vec<(Option<Cow<'a, str>>, Option<Cow<'a, str>>, Option<Cow<'a, str>>)>,
+    calls: Vec<RawCall<'a>>,
     finish_reason: Option<Cow<'a, str>>,
 }
 
+/// One tool call of a completion as read: (id, function name, function arguments).
+type RawCall<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
 fn completion_serde(body: &str) -> Result<Parsed<'_>, LlmError> {
-    let c: Completion = serde_json::from_str(body).map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
+    let c: Completion = serde_json::from_str(body)
+        .map_err(|e| LlmError::other(format!("Could not parse response body as JSON: {e}")))?;
     let choice = c.choices.and_then(|mut v| if v.is_empty() { None } else { Some(v.swap_remove(0)) }).map(|ch| {
         let msg = ch.message.unwrap_or_default();
         ParsedChoice {
@@ -784,7 +824,8 @@ impl StreamState {
 
     /// One `data:` payload; `Err` ends the stream with an `error` event.
     pub fn on_chunk(&mut self, data: &str, sink: &mut dyn EventSink) -> Result<(), LlmError> {
-        let c: Completion = serde_json::from_str(data).map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
+        let c: Completion = serde_json::from_str(data)
+            .map_err(|_| LlmError::other(format!("Could not parse message into JSON: {data}")))?;
         if let Some(e) = c.error.map(raw_value) {
             let msg = match e.get("message") {
                 Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -847,7 +888,12 @@ impl StreamState {
 
     /// After the last chunk: tool_use events, then the assembled response; the text tool-call
     /// scan asks `aborted` as it goes (the aborted error once it answers true).
-    pub fn finish_until(self, opts: &ChatOptions, sink: &mut dyn EventSink, aborted: &dyn Fn() -> bool) -> Result<LlmResponse, LlmError> {
+    pub fn finish_until(
+        self,
+        opts: &ChatOptions,
+        sink: &mut dyn EventSink,
+        aborted: &dyn Fn() -> bool,
+    ) -> Result<LlmResponse, LlmError> {
         let mut tools = Vec::new();
         for (_, id, name, args) in &self.calls {
             let b = Block::ToolUse {
@@ -861,7 +907,12 @@ impl StreamState {
         }
         let mut content = Vec::new();
         if !self.reasoning.is_empty() {
-            content.push(Block::Reasoning { text: self.reasoning, signature: None, redacted_data: None, provenance: Some(self.provenance) });
+            content.push(Block::Reasoning {
+                text: self.reasoning,
+                signature: None,
+                redacted_data: None,
+                provenance: Some(self.provenance),
+            });
         }
         if !self.text.is_empty() {
             content.push(Block::text(self.text.clone()));
@@ -875,7 +926,13 @@ impl StreamState {
             }
         }
         let has_tool = content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
-        Ok(LlmResponse { id: self.id, model: self.model, stop_reason: stop_reason(self.finish.as_deref(), has_tool), usage: self.usage, content })
+        Ok(LlmResponse {
+            id: self.id,
+            model: self.model,
+            stop_reason: stop_reason(self.finish.as_deref(), has_tool),
+            usage: self.usage,
+            content,
+        })
     }
 }
 
@@ -890,14 +947,16 @@ mod tests {
 
     #[test]
     fn converts_history() {
-        let m = msgs(r#"[
+        let m = msgs(
+            r#"[
             {"role":"user","content":[{"type":"text","text":"hi"}]},
             {"role":"assistant","content":[{"type":"reasoning","text":"think","provenance":"deepseek"},{"type":"text","text":"a"},{"type":"text","text":"b"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}}]},
             {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r","is_error":true},{"type":"text","text":"warn"}]},
             {"role":"assistant","content":[{"type":"reasoning","text":"only"}]},
             {"role":"user","content":[{"type":"text","text":"x"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]},
             {"role":"user","content":[{"type":"tool_use","id":"q","name":"n","input":{}}]}
-        ]"#);
+        ]"#,
+        );
         let sys = Value::String("sys".into());
         assert_eq!(
             message_list_json(&m, Some(&sys), None),
@@ -927,7 +986,9 @@ mod tests {
         }
         assert!(cache.message_list_json(&all, 7, Some(&sys), Some(&ob)).contains(r#""reasoning_content":"r""#));
         // A replaced history (new epoch) is rebuilt, even when it is longer than the cached one.
-        let other = msgs(r#"[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"user","content":[{"type":"text","text":"y"}]},{"role":"user","content":[{"type":"text","text":"z"}]},{"role":"user","content":[{"type":"text","text":"w"}]},{"role":"user","content":[{"type":"text","text":"v"}]},{"role":"user","content":[{"type":"text","text":"u"}]},{"role":"user","content":[{"type":"text","text":"t"}]}]"#);
+        let other = msgs(
+            r#"[{"role":"user","content":[{"type":"text","text":"x"}]},{"role":"user","content":[{"type":"text","text":"y"}]},{"role":"user","content":[{"type":"text","text":"z"}]},{"role":"user","content":[{"type":"text","text":"w"}]},{"role":"user","content":[{"type":"text","text":"v"}]},{"role":"user","content":[{"type":"text","text":"u"}]},{"role":"user","content":[{"type":"text","text":"t"}]}]"#,
+        );
         assert_eq!(cache.message_list_json(&other, 8, None, None), message_list_json(&other, None, None));
         // A shorter list under the same epoch is not a prefix of what was cached.
         assert_eq!(cache.message_list_json(&other[..2], 8, None, None), message_list_json(&other[..2], None, None));
@@ -938,9 +999,15 @@ mod tests {
     fn body_precedence() {
         let o = ChatOptions::from_json(r#"{"model":"m","maxTokens":5,"temperature":0.5,"thinking":{"enabled":false,"effort":"low"},"extraBody":{"temperature":1,"reasoning_effort":"minimal","model":"x","tools":[1],"foo":"bar"},"tools":[]}"#).unwrap();
         let body = request_body("[]", tools_json(&o).as_deref(), Some("m"), &o, false);
-        assert_eq!(body, r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#);
+        assert_eq!(
+            body,
+            r#"{"max_tokens":5,"temperature":1,"reasoning_effort":"minimal","model":"m","tools":[],"foo":"bar","messages":[],"stream":false}"#
+        );
         let o = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
-        assert_eq!(request_body("[]", tools_json(&o).as_deref(), Some("m"), &o, true), r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#);
+        assert_eq!(
+            request_body("[]", tools_json(&o).as_deref(), Some("m"), &o, true),
+            r#"{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}"#
+        );
         assert_eq!(request_body("[]", tools_json(&o).as_deref(), None, &o, false), r#"{"messages":[],"stream":false}"#);
         let m = msgs(r#"[{"role":"user","content":[{"type":"text"}]}]"#);
         assert_eq!(message_list_json(&m, None, None), r#"[{"role":"user"}]"#);
@@ -958,17 +1025,52 @@ mod tests {
         assert_eq!(r.stop_reason, "end_turn");
         let body = r#"{"id":"c","model":"m","choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{\"cmd\": \"ls\""}},{"id":"b","type":"function","function":{"name":"g","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]}"#;
         let r = parse_completion(body, Some(&["f"]), "openai").unwrap();
-        assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"g","input":{}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":0,"output_tokens":0}}"#);
-        assert_eq!(parse_completion(r#"{"choices":[]}"#, None, "openai").unwrap_err().message, "OpenAI returned a completion with no choices");
-        assert_eq!(parse_completion(r#"{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}]}"#, None, "o").unwrap().stop_reason, "content_filter");
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"c","content":[{"type":"tool_use","id":"a","name":"f","input":{}},{"type":"tool_use","id":"b","name":"g","input":{}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":0,"output_tokens":0}}"#
+        );
+        assert_eq!(
+            parse_completion(r#"{"choices":[]}"#, None, "openai").unwrap_err().message,
+            "OpenAI returned a completion with no choices"
+        );
+        assert_eq!(
+            parse_completion(
+                r#"{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}]}"#,
+                None,
+                "o"
+            )
+            .unwrap()
+            .stop_reason,
+            "content_filter"
+        );
         // Escapes in borrowed fields, a non-string content, a reasoning string, extra fields.
         let body = r#"{"id":"c\u00e9","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a\"b\n","reasoning_content":"why","tool_calls":[{"id":"t\/1","type":"function","function":{"name":"f\u0031","arguments":"{\"k\":\"v\\u00e9\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
         let r = parse_completion(body, None, "p").unwrap();
         assert_eq!(r.id, "cé");
-        assert_eq!(crate::llm::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[7,1,2,[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]]"#);
-        assert_eq!(r.chat_reply_json(), format!(r#"["{}","{}","{}",1,2,{}]"#, r.id, r.model, r.stop_reason, serde_json::to_string(&r.content).unwrap()));
-        let r = parse_completion(r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#, None, "p").unwrap();
-        assert_eq!(crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()), r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#);
+        assert_eq!(
+            crate::llm::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()),
+            r#"[7,1,2,[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]]"#
+        );
+        assert_eq!(
+            r.chat_reply_json(),
+            format!(
+                r#"["{}","{}","{}",1,2,{}]"#,
+                r.id,
+                r.model,
+                r.stop_reason,
+                serde_json::to_string(&r.content).unwrap()
+            )
+        );
+        let r = parse_completion(
+            r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#,
+            None,
+            "p",
+        )
+        .unwrap();
+        assert_eq!(
+            crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()),
+            r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#
+        );
     }
 
     #[test]
@@ -982,8 +1084,18 @@ mod tests {
             let o = ChatOptions::from_json(json).unwrap();
             let tools = tools_json(&o);
             // The first call fixes the frame; later ones with another model or flag build whole.
-            for (model, stream, list) in [(Some("m"), false, "[]"), (Some("m"), false, r#"[{"role":"user","content":"hi"}]"#), (Some("n"), false, "[]"), (None, false, "[]"), (Some("m"), true, "[]")] {
-                assert_eq!(framed_body(list, tools.as_deref(), model, &o, stream), request_body(list, tools.as_deref(), model, &o, stream), "{json} {model:?} {stream}");
+            for (model, stream, list) in [
+                (Some("m"), false, "[]"),
+                (Some("m"), false, r#"[{"role":"user","content":"hi"}]"#),
+                (Some("n"), false, "[]"),
+                (None, false, "[]"),
+                (Some("m"), true, "[]"),
+            ] {
+                assert_eq!(
+                    framed_body(list, tools.as_deref(), model, &o, stream),
+                    request_body(list, tools.as_deref(), model, &o, stream),
+                    "{json} {model:?} {stream}"
+                );
             }
         }
     }
@@ -994,7 +1106,8 @@ mod tests {
             match p {
                 Err(e) => format!("error: {}", e.message),
                 Ok(p) => {
-                    let c = p.choice.map(|c| format!("{:?} {:?} {:?} {:?}", c.text, c.reasoning, c.calls, c.finish_reason));
+                    let c =
+                        p.choice.map(|c| format!("{:?} {:?} {:?} {:?}", c.text, c.reasoning, c.calls, c.finish_reason));
                     let u = p.usage.map(|u| (u.prompt_tokens, u.completion_tokens));
                     format!("{:?} {:?} {c:?} {u:?}", p.id, p.model)
                 }
@@ -1070,12 +1183,16 @@ mod tests {
         let mut st = StreamState::new("openai");
         st.text = "{\"a\":".repeat(40_000);
         let o = ChatOptions::from_json(r#"{"tools":[{"name":"a"}]}"#).unwrap();
-        assert_eq!(st.finish_until(&o, &mut |_e: StreamEvent| {}, &|| true).unwrap_err().kind, crate::llm::ErrorKind::Aborted);
+        assert_eq!(
+            st.finish_until(&o, &mut |_e: StreamEvent| {}, &|| true).unwrap_err().kind,
+            crate::llm::ErrorKind::Aborted
+        );
     }
 
     #[test]
     fn stream_assembles_tool_calls() {
-        let o = ChatOptions::from_json(r#"{"model":"m","tools":[{"name":"f","description":"","inputSchema":{}}]}"#).unwrap();
+        let o = ChatOptions::from_json(r#"{"model":"m","tools":[{"name":"f","description":"","inputSchema":{}}]}"#)
+            .unwrap();
         let mut events = Vec::new();
         let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
         let mut st = StreamState::new("openai");
@@ -1089,13 +1206,19 @@ mod tests {
             st.on_chunk(d, &mut sink).unwrap();
         }
         let r = st.finish_until(&o, &mut sink, &|| false).unwrap();
-        assert_eq!(events, vec![
-            r#"{"type":"text","data":"He"}"#,
-            r#"{"type":"text","data":"y"}"#,
-            r#"{"type":"reasoning","data":"hmm"}"#,
-            r#"{"type":"tool_use","data":{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}}"#,
-        ]);
-        assert_eq!(r.to_json(), r#"{"id":"s","content":[{"type":"reasoning","text":"hmm","provenance":"openai"},{"type":"text","text":"Hey"},{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":4,"output_tokens":2}}"#);
+        assert_eq!(
+            events,
+            vec![
+                r#"{"type":"text","data":"He"}"#,
+                r#"{"type":"text","data":"y"}"#,
+                r#"{"type":"reasoning","data":"hmm"}"#,
+                r#"{"type":"tool_use","data":{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}}"#,
+            ]
+        );
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"s","content":[{"type":"reasoning","text":"hmm","provenance":"openai"},{"type":"text","text":"Hey"},{"type":"tool_use","id":"call_1","name":"f","input":{"a":1}}],"model":"m","stop_reason":"tool_use","usage":{"input_tokens":4,"output_tokens":2}}"#
+        );
         let mut st = StreamState::new("openai");
         let err = st.on_chunk(r#"{"error":{"message":"overloaded"}}"#, &mut |_e: StreamEvent| {}).unwrap_err();
         assert_eq!(err.message, "overloaded");

@@ -9,10 +9,12 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::bedrock::{self, Credentials, FrameDecoder};
-use super::sse::{SseEvent, SseParser};
 use super::limits::{self, MAX_RESPONSE_BYTES};
+use super::sse::{SseEvent, SseParser};
 use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, ReqwestHttp, TransportConfig};
-use super::{anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, Reuse, StreamEvent};
+use super::{
+    anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, Reuse, StreamEvent,
+};
 use crate::kernel::message::Message;
 
 /// `capabilities.echoesReasoning` (§15.3).
@@ -37,12 +39,22 @@ impl EchoesReasoning {
 enum Wire {
     Anthropic,
     OpenAi,
-    Azure { api_version: String, deployment: Option<String> },
+    Azure {
+        api_version: String,
+        deployment: Option<String>,
+    },
     Gemini,
     /// `env` is the snapshot the credential chain reads at request time.
-    Bedrock { region: String, env: Env },
+    Bedrock {
+        region: String,
+        env: Env,
+    },
     /// OpenAI wire behind a short-lived Copilot token exchanged from a GitHub token.
-    Copilot { github_token: String, github_api: String, session: Arc<tokio::sync::Mutex<Option<CopilotSession>>> },
+    Copilot {
+        github_token: String,
+        github_api: String,
+        session: Arc<tokio::sync::Mutex<Option<CopilotSession>>>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -87,8 +99,10 @@ pub struct Adapter {
 
 const OPENAI_MISSING_KEY: &str = "The OPENAI_API_KEY environment variable is missing or empty; either provide it, or instantiate the OpenAI client with an apiKey option, like new OpenAI({ apiKey: 'My API Key' }).";
 const AZURE_MISSING_KEY: &str = "Missing credentials. Please pass one of `apiKey` and `azureADTokenProvider`, or set the `AZURE_OPENAI_API_KEY` environment variable.";
-const AZURE_MISSING_ENDPOINT: &str = "Must provide one of the `baseURL` or `endpoint` arguments, or the `AZURE_OPENAI_ENDPOINT` environment variable";
-const AZURE_NO_DEPLOYMENT: &str = "Azure OpenAI deployment is required. Set agent model to your deployment name, or set AZURE_OPENAI_DEPLOYMENT.";
+const AZURE_MISSING_ENDPOINT: &str =
+    "Must provide one of the `baseURL` or `endpoint` arguments, or the `AZURE_OPENAI_ENDPOINT` environment variable";
+const AZURE_NO_DEPLOYMENT: &str =
+    "Azure OpenAI deployment is required. Set agent model to your deployment name, or set AZURE_OPENAI_DEPLOYMENT.";
 const GEMINI_MISSING_KEY: &str = "The GEMINI_API_KEY environment variable is missing or empty; either set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass an apiKey to createAdapter('gemini', apiKey).";
 
 /// An OpenAI-compatible preset: (provider, key env, base URL env, default base URL, echoes).
@@ -96,7 +110,13 @@ const PRESETS: &[(&str, &str, Option<&str>, &str, EchoesReasoning)] = &[
     ("deepseek", "DEEPSEEK_API_KEY", None, "https://api.deepseek.com/v1", EchoesReasoning::ToolUseOnly),
     ("doubao", "ARK_API_KEY", None, "https://ark.cn-beijing.volces.com/api/v3", EchoesReasoning::Never),
     ("grok", "XAI_API_KEY", None, "https://api.x.ai/v1", EchoesReasoning::Never),
-    ("hunyuan", "HUNYUAN_API_KEY", Some("HUNYUAN_BASE_URL"), "https://tokenhub.tencentmaas.com/v1", EchoesReasoning::ToolUseOnly),
+    (
+        "hunyuan",
+        "HUNYUAN_API_KEY",
+        Some("HUNYUAN_BASE_URL"),
+        "https://tokenhub.tencentmaas.com/v1",
+        EchoesReasoning::ToolUseOnly,
+    ),
     ("minimax", "MINIMAX_API_KEY", Some("MINIMAX_BASE_URL"), "https://api.minimax.io/v1", EchoesReasoning::Never),
     ("mimo", "MIMO_API_KEY", Some("MIMO_BASE_URL"), "https://api.xiaomimimo.com/v1", EchoesReasoning::ToolUseOnly),
     ("qiniu", "QINIU_API_KEY", None, "https://api.qnaigc.com/v1", EchoesReasoning::Never),
@@ -150,15 +170,24 @@ pub fn env_vars_for(provider: &str, given: Given) -> Vec<&'static str> {
     let (key, base) = (given.api_key, given.base_url);
     let vars: Vec<Option<&'static str>> = match provider {
         "openai" => vec![unless(key, "OPENAI_API_KEY"), unless(base, "OPENAI_BASE_URL")],
-        "anthropic" => vec![unless(key, "ANTHROPIC_API_KEY"), Some("ANTHROPIC_AUTH_TOKEN"), unless(base, "ANTHROPIC_BASE_URL")],
-        "azure-openai" => vec![unless(key, "AZURE_OPENAI_API_KEY"), unless(base, "AZURE_OPENAI_ENDPOINT"), Some("AZURE_OPENAI_API_VERSION"), Some("AZURE_OPENAI_DEPLOYMENT")],
+        "anthropic" => {
+            vec![unless(key, "ANTHROPIC_API_KEY"), Some("ANTHROPIC_AUTH_TOKEN"), unless(base, "ANTHROPIC_BASE_URL")]
+        }
+        "azure-openai" => vec![
+            unless(key, "AZURE_OPENAI_API_KEY"),
+            unless(base, "AZURE_OPENAI_ENDPOINT"),
+            Some("AZURE_OPENAI_API_VERSION"),
+            Some("AZURE_OPENAI_DEPLOYMENT"),
+        ],
         "gemini" => vec![unless(key, "GEMINI_API_KEY"), unless(key, "GOOGLE_API_KEY"), Some("GOOGLE_GEMINI_BASE_URL")],
         // The credential chain keeps all of them (read at request time).
         "bedrock" => BEDROCK_ENV.iter().copied().map(Some).collect(),
         "copilot" => vec![unless(key, "GITHUB_COPILOT_TOKEN"), unless(key, "GITHUB_TOKEN"), Some("GITHUB_API_URL")],
         // The presets: their own key and base URL variables, then the OpenAI key fallback.
         other => match PRESETS.iter().find(|p| p.0 == other) {
-            Some(&(_, key_env, base_env, _, _)) => vec![unless(key, key_env), base_env.filter(|_| !base), unless(key, "OPENAI_API_KEY")],
+            Some(&(_, key_env, base_env, _, _)) => {
+                vec![unless(key, key_env), base_env.filter(|_| !base), unless(key, "OPENAI_API_KEY")]
+            }
             None => Vec::new(),
         },
     };
@@ -241,7 +270,10 @@ pub fn create_adapter(
             })
         }
         "azure-openai" => {
-            let key = api_key.map(str::to_string).or_else(|| env_get(env, "AZURE_OPENAI_API_KEY")).ok_or_else(|| LlmError::other(AZURE_MISSING_KEY))?;
+            let key = api_key
+                .map(str::to_string)
+                .or_else(|| env_get(env, "AZURE_OPENAI_API_KEY"))
+                .ok_or_else(|| LlmError::other(AZURE_MISSING_KEY))?;
             let endpoint = base_url
                 .map(str::to_string)
                 .or_else(|| env_get(env, "AZURE_OPENAI_ENDPOINT"))
@@ -258,7 +290,8 @@ pub fn create_adapter(
                     ("api-key", key),
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
-                ].into(),
+                ]
+                .into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -267,10 +300,8 @@ pub fn create_adapter(
         "bedrock" => {
             // `baseURL` is ignored (the JS shim warns); AWS_ENDPOINT_URL_BEDROCK_RUNTIME /
             // AWS_ENDPOINT_URL are the AWS SDKs' own endpoint overrides.
-            let region = region
-                .map(str::to_string)
-                .or_else(|| env_get(env, "AWS_REGION"))
-                .unwrap_or_else(|| "us-east-1".into());
+            let region =
+                region.map(str::to_string).or_else(|| env_get(env, "AWS_REGION")).unwrap_or_else(|| "us-east-1".into());
             let endpoint = env_get(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
                 .or_else(|| env_get(env, "AWS_ENDPOINT_URL"))
                 .filter(|s| !s.is_empty())
@@ -279,9 +310,13 @@ pub fn create_adapter(
                 name: "bedrock".into(),
                 echoes: EchoesReasoning::OwnIssued,
                 // The credential chain reads these at request time; nothing else is kept.
-                wire: Wire::Bedrock { region, env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect() },
+                wire: Wire::Bedrock {
+                    region,
+                    env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect(),
+                },
                 base_url: trim_slash(&endpoint),
-                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())].into(),
+                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())]
+                    .into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -297,18 +332,25 @@ pub fn create_adapter(
                 .or_else(|| env_get(env, "GITHUB_TOKEN"))
                 .filter(|t| !t.is_empty())
                 .ok_or_else(|| LlmError::other(COPILOT_NO_TOKEN))?;
-            let github_api = env_get(env, "GITHUB_API_URL").filter(|s| !s.is_empty()).unwrap_or_else(|| "https://api.github.com".into());
+            let github_api = env_get(env, "GITHUB_API_URL")
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "https://api.github.com".into());
             Ok(Adapter {
                 name: "copilot".into(),
                 echoes: EchoesReasoning::Never,
-                wire: Wire::Copilot { github_token: gh, github_api: trim_slash(&github_api), session: Arc::new(tokio::sync::Mutex::new(None)) },
+                wire: Wire::Copilot {
+                    github_token: gh,
+                    github_api: trim_slash(&github_api),
+                    session: Arc::new(tokio::sync::Mutex::new(None)),
+                },
                 base_url: "https://api.githubcopilot.com".into(),
                 headers: vec![
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
                     ("copilot-integration-id", "vscode-chat".into()),
                     ("editor-version", COPILOT_EDITOR_VERSION.into()),
-                ].into(),
+                ]
+                .into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -334,7 +376,8 @@ pub fn create_adapter(
                     ("x-goog-api-key", key),
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
-                ].into(),
+                ]
+                .into(),
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
@@ -383,7 +426,13 @@ impl Adapter {
     }
 
     /// URL and body, or the errors the original throws before any network call.
-    fn request(&self, messages: &[Message], opts: &ChatOptions, stream: bool, reuse: Reuse) -> Result<HttpRequest, LlmError> {
+    fn request(
+        &self,
+        messages: &[Message],
+        opts: &ChatOptions,
+        stream: bool,
+        reuse: Reuse,
+    ) -> Result<HttpRequest, LlmError> {
         let mut headers = self.headers.clone();
         // The OpenAI wire's body around its message list (borrowed from the run's cache when
         // there is one) and tools.
@@ -395,11 +444,19 @@ impl Adapter {
                     let list = cache.message_list_json(messages, epoch, opts.system_prompt.as_ref(), ob);
                     openai::framed_body(list, tools, model, opts, stream)
                 }
-                None => openai::framed_body(&openai::message_list_json(messages, opts.system_prompt.as_ref(), ob), tools, model, opts, stream),
+                None => openai::framed_body(
+                    &openai::message_list_json(messages, opts.system_prompt.as_ref(), ob),
+                    tools,
+                    model,
+                    opts,
+                    stream,
+                ),
             }
         };
         let (url, body) = match &self.wire {
-            Wire::Anthropic => (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?),
+            Wire::Anthropic => {
+                (format!("{}/v1/messages", self.base_url), anthropic::request_body(messages, opts, &self.name, stream)?)
+            }
             Wire::OpenAi | Wire::Copilot { .. } => {
                 let ob = openai::outbound(opts, &self.name, self.echoes == EchoesReasoning::ToolUseOnly);
                 let model = opts.model.as_ref().map(|_| opts.model_cow());
@@ -407,7 +464,11 @@ impl Adapter {
             }
             Wire::Azure { api_version, deployment } => {
                 let model = opts.model_str();
-                let dep = if model.trim().is_empty() { deployment.clone().filter(|d| !d.trim().is_empty()) } else { Some(model) };
+                let dep = if model.trim().is_empty() {
+                    deployment.clone().filter(|d| !d.trim().is_empty())
+                } else {
+                    Some(model)
+                };
                 let dep = dep.ok_or_else(|| LlmError::other(AZURE_NO_DEPLOYMENT))?;
                 let ob = openai::outbound(opts, &self.name, false);
                 let body = openai_body(ob.as_ref(), Some(&dep));
@@ -423,16 +484,22 @@ impl Adapter {
                 let model = opts.model_str();
                 let model = model.strip_prefix("models/").unwrap_or(&model);
                 let method = if stream { "streamGenerateContent?alt=sse" } else { "generateContent" };
-                (format!("{}/v1beta/models/{}:{}", self.base_url, encode_component(model), method), gemini::request_body(messages, opts, &self.name))
+                (
+                    format!("{}/v1beta/models/{}:{}", self.base_url, encode_component(model), method),
+                    gemini::request_body(messages, opts, &self.name),
+                )
             }
             Wire::Bedrock { region, env } => {
                 let body = bedrock::request_body(messages, opts, &self.name)?;
                 let method = if stream { "converse-stream" } else { "converse" };
                 let url = format!("{}/model/{}/{}", self.base_url, bedrock::uri_encode(&opts.model_str()), method);
                 match bedrock::resolve_credentials(env)? {
-                    Credentials::Bearer(t) => Arc::make_mut(&mut headers).push(("authorization", format!("Bearer {t}"))),
+                    Credentials::Bearer(t) => {
+                        Arc::make_mut(&mut headers).push(("authorization", format!("Bearer {t}")))
+                    }
                     Credentials::Keys { access_key, secret, session_token } => {
-                        let parsed = reqwest::Url::parse(&url).map_err(|_| LlmError::other(format!("Invalid URL: {url}")))?;
+                        let parsed =
+                            reqwest::Url::parse(&url).map_err(|_| LlmError::other(format!("Invalid URL: {url}")))?;
                         let host = match parsed.port() {
                             Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or("")),
                             None => parsed.host_str().unwrap_or("").to_string(),
@@ -486,9 +553,11 @@ impl Adapter {
             ]),
             body: Bytes::new(),
         };
-        let resp = transport::send(&ReqwestHttp(&self.client), &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
+        let resp =
+            transport::send(&ReqwestHttp(&self.client), &req, ErrorStyle::GitHub, &self.transport, cancel).await?;
         let body = transport::read_body(resp, MAX_RESPONSE_BYTES, cancel).await?;
-        let reply: CopilotTokenReply = serde_json::from_slice(&body).map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
+        let reply: CopilotTokenReply = serde_json::from_slice(&body)
+            .map_err(|e| LlmError::other(format!("Could not parse the Copilot token reply: {e}")))?;
         let s = CopilotSession {
             token: reply.token,
             api_base: trim_slash(&reply.endpoints.and_then(|e| e.api).unwrap_or_else(|| self.base_url.clone())),
@@ -499,7 +568,13 @@ impl Adapter {
     }
 
     /// `chat(messages, options)`: one completion. Never touches JS.
-    pub async fn chat(&self, messages: &[Message], reuse: Reuse<'_>, opts: &ChatOptions, cancel: &CancellationToken) -> Result<LlmResponse, LlmError> {
+    pub async fn chat(
+        &self,
+        messages: &[Message],
+        reuse: Reuse<'_>,
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+    ) -> Result<LlmResponse, LlmError> {
         self.chat_on(&ReqwestHttp(&self.client), messages, reuse, opts, cancel).await
     }
 
@@ -572,14 +647,15 @@ impl Adapter {
                 return Ok(());
             }
         };
-        let mut resp = match transport::send(&ReqwestHttp(&self.client), &req, self.style(), &self.transport, cancel).await {
-            Ok(r) => r,
-            Err(e) if openai_family => return Err(e),
-            Err(e) => {
-                sink.emit(StreamEvent::Error(e));
-                return Ok(());
-            }
-        };
+        let mut resp =
+            match transport::send(&ReqwestHttp(&self.client), &req, self.style(), &self.transport, cancel).await {
+                Ok(r) => r,
+                Err(e) if openai_family => return Err(e),
+                Err(e) => {
+                    sink.emit(StreamEvent::Error(e));
+                    return Ok(());
+                }
+            };
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
         let mut frames = FrameDecoder::default();
@@ -610,7 +686,9 @@ impl Adapter {
                     Some(bytes) if received + bytes.len() > MAX_RESPONSE_BYTES => Err(limits::stream_too_large()),
                     Some(bytes) if matches!(self.wire, Wire::Bedrock { .. }) => {
                         received += bytes.len();
-                        frames.push(&bytes, &mut frame_buf).and_then(|_| frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink)))
+                        frames
+                            .push(&bytes, &mut frame_buf)
+                            .and_then(|_| frame_buf.drain(..).try_for_each(|f| br.on_frame(&f, sink)))
                     }
                     Some(bytes) => {
                         received += bytes.len();
@@ -649,7 +727,9 @@ impl Adapter {
             }
         }
         let result = match &self.wire {
-            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => oa.finish_until(opts, sink, &|| super::is_aborted(cancel)),
+            Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. } => {
+                oa.finish_until(opts, sink, &|| super::is_aborted(cancel))
+            }
             Wire::Anthropic => an.finish(),
             Wire::Gemini => Ok(ge.finish()),
             Wire::Bedrock { .. } => Ok(br.finish()),
@@ -669,7 +749,9 @@ mod tests {
     /// What an adapter is made of, comparable (the bedrock env map in key order).
     fn fingerprint(a: &Adapter) -> String {
         let wire = match &a.wire {
-            Wire::Bedrock { region, env } => format!("bedrock {region} {:?}", env.iter().collect::<std::collections::BTreeMap<_, _>>()),
+            Wire::Bedrock { region, env } => {
+                format!("bedrock {region} {:?}", env.iter().collect::<std::collections::BTreeMap<_, _>>())
+            }
             Wire::Copilot { github_token, github_api, .. } => format!("copilot {github_token} {github_api}"),
             w => format!("{w:?}"),
         };
@@ -682,19 +764,30 @@ mod tests {
         // given: the same adapter (or the same error), for every combination of arguments.
         let mut providers: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
         providers.extend(["openai", "anthropic", "azure-openai", "gemini", "bedrock", "copilot", "nope"]);
-        let full: Env = providers.iter().flat_map(|p| env_vars_for(p, Given::default())).map(|k| (k.to_string(), format!("http://h/{k}"))).collect();
+        let full: Env = providers
+            .iter()
+            .flat_map(|p| env_vars_for(p, Given::default()))
+            .map(|k| (k.to_string(), format!("http://h/{k}")))
+            .collect();
         for p in providers {
             for bits in 0..8 {
                 let given = Given { api_key: bits & 1 != 0, base_url: bits & 2 != 0, region: bits & 4 != 0 };
                 let own: Env = env_vars_for(p, given).iter().map(|k| (k.to_string(), full[*k].clone())).collect();
-                let (key, base, region) = (given.api_key.then_some("k"), given.base_url.then_some("http://b"), given.region.then_some("eu-west-3"));
+                let (key, base, region) = (
+                    given.api_key.then_some("k"),
+                    given.base_url.then_some("http://b"),
+                    given.region.then_some("eu-west-3"),
+                );
                 let a = create_adapter(p, key, base, region, &full).map(|a| fingerprint(&a)).map_err(|e| e.message);
                 let b = create_adapter(p, key, base, region, &own).map(|a| fingerprint(&a)).map_err(|e| e.message);
                 assert_eq!(a, b, "{p} {given:?}");
             }
             // Arguments only ever take variables away.
             let all = env_vars_for(p, Given::default());
-            assert!(env_vars_for(p, Given { api_key: true, base_url: true, region: true }).iter().all(|v| all.contains(v)), "{p}");
+            assert!(
+                env_vars_for(p, Given { api_key: true, base_url: true, region: true }).iter().all(|v| all.contains(v)),
+                "{p}"
+            );
         }
     }
 
@@ -704,25 +797,37 @@ mod tests {
 
     #[test]
     fn key_chains_and_base_urls() {
-        let e = env(&[("OPENAI_API_KEY", "ok"), ("OPENAI_BASE_URL", "http://o/v1/"), ("MINIMAX_BASE_URL", "http://mm")]);
+        let e =
+            env(&[("OPENAI_API_KEY", "ok"), ("OPENAI_BASE_URL", "http://o/v1/"), ("MINIMAX_BASE_URL", "http://mm")]);
         let a = create_adapter("openai", None, None, None, &e).unwrap();
         assert_eq!((a.name(), a.base_url.as_str()), ("openai", "http://o/v1"));
         let a = create_adapter("deepseek", None, None, None, &e).unwrap();
-        assert_eq!((a.base_url.as_str(), a.echoes_reasoning().as_str()), ("https://api.deepseek.com/v1", "tool-use-only"));
+        assert_eq!(
+            (a.base_url.as_str(), a.echoes_reasoning().as_str()),
+            ("https://api.deepseek.com/v1", "tool-use-only")
+        );
         assert_eq!(a.headers[0].1, "Bearer ok");
-        let a = create_adapter("deepseek", None, None, None, &env(&[("DEEPSEEK_API_KEY", "ds"), ("OPENAI_API_KEY", "ok")])).unwrap();
+        let a =
+            create_adapter("deepseek", None, None, None, &env(&[("DEEPSEEK_API_KEY", "ds"), ("OPENAI_API_KEY", "ok")]))
+                .unwrap();
         assert_eq!(a.headers[0].1, "Bearer ds");
         assert_eq!(create_adapter("minimax", None, None, None, &e).unwrap().base_url, "http://mm");
         assert_eq!(create_adapter("grok", Some("k"), Some("http://x"), None, &env(&[])).unwrap().base_url, "http://x");
         assert_eq!(create_adapter("qiniu", None, None, None, &env(&[])).unwrap_err().message, OPENAI_MISSING_KEY);
         assert_eq!(create_adapter("nope", None, None, None, &e).unwrap_err().message, "Unsupported LLM provider: nope");
         assert_eq!(create_adapter("azure-openai", None, None, None, &e).unwrap_err().message, AZURE_MISSING_KEY);
-        assert_eq!(create_adapter("azure-openai", Some("k"), None, None, &e).unwrap_err().message, AZURE_MISSING_ENDPOINT);
+        assert_eq!(
+            create_adapter("azure-openai", Some("k"), None, None, &e).unwrap_err().message,
+            AZURE_MISSING_ENDPOINT
+        );
         let a = create_adapter("anthropic", None, None, None, &env(&[])).unwrap();
         assert_eq!(a.auth_error.as_deref(), Some(anthropic::MISSING_AUTH));
         assert_eq!(a.base_url, "https://api.anthropic.com");
         assert!(create_adapter("gemini", None, None, None, &env(&[])).unwrap_err().message.contains("GEMINI_API_KEY"));
-        assert_eq!(create_adapter("gemini", None, None, None, &env(&[("GOOGLE_API_KEY", "g")])).unwrap().headers[0].1, "g");
+        assert_eq!(
+            create_adapter("gemini", None, None, None, &env(&[("GOOGLE_API_KEY", "g")])).unwrap().headers[0].1,
+            "g"
+        );
     }
 
     /// The Rust fast path end to end: kernel messages in, `LlmResponse` out, on the LLM I/O
@@ -747,13 +852,17 @@ mod tests {
             bodies
         });
         let adapter = std::sync::Arc::new(create_adapter("openai", Some("k"), Some(&base), None, &Env::new()).unwrap());
-        let messages = parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"q"}]}]"#, Strictness::Strict).unwrap();
+        let messages =
+            parse_messages(r#"[{"role":"user","content":[{"type":"text","text":"q"}]}]"#, Strictness::Strict).unwrap();
         let opts = ChatOptions::from_json(r#"{"model":"m"}"#).unwrap();
         let a = adapter.clone();
         let (m2, o2) = (messages.clone(), opts.clone());
         let chat = super::super::runtime::spawn(async move { a.chat(&m2, None, &o2, &CancellationToken::new()).await });
         let r = futures_block_on(chat).unwrap().unwrap();
-        assert_eq!(r.to_json(), r#"{"id":"c","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":2,"output_tokens":1}}"#);
+        assert_eq!(
+            r.to_json(),
+            r#"{"id":"c","content":[{"type":"text","text":"hi"}],"model":"m","stop_reason":"end_turn","usage":{"input_tokens":2,"output_tokens":1}}"#
+        );
         let stream = super::super::runtime::spawn(async move {
             let mut events = Vec::new();
             let mut sink = |e: StreamEvent| events.push(serde_json::to_string(&e).unwrap());
@@ -778,7 +887,10 @@ mod tests {
         let a = create_adapter("azure-openai", Some("k"), Some("https://r.openai.azure.com/"), None, &e).unwrap();
         let o = ChatOptions::from_json(r#"{"model":"  "}"#).unwrap();
         let r = a.request(&[], &o, false, None).unwrap();
-        assert_eq!(r.url, "https://r.openai.azure.com/openai/deployments/dep%201/chat/completions?api-version=2024-10-21");
+        assert_eq!(
+            r.url,
+            "https://r.openai.azure.com/openai/deployments/dep%201/chat/completions?api-version=2024-10-21"
+        );
         assert_eq!(std::str::from_utf8(&r.body).unwrap(), r#"{"model":"dep 1","messages":[],"stream":false}"#);
         let a = create_adapter("azure-openai", Some("k"), Some("https://r"), None, &env(&[])).unwrap();
         assert_eq!(a.request(&[], &o, false, None).unwrap_err().message, AZURE_NO_DEPLOYMENT);

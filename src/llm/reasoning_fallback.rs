@@ -59,6 +59,55 @@ pub fn reasoning_to_inline_text(text: &str, redacted_data: Option<&str>, max: Ma
     format!("<thinking>{excerpt}</thinking>")
 }
 
+/// How a reasoning block goes out to an adapter that can echo its own reasoning (§15.3).
+pub enum Outbound<'a> {
+    /// Own opaque redacted payload, echoed as is.
+    Redacted(&'a str),
+    /// Own signed reasoning, echoed natively.
+    Signed { text: &'a str, signature: &'a str },
+    /// The `<thinking>` text fallback.
+    Inline(String),
+    /// Nothing is sent.
+    Skip,
+}
+
+/// The one decision every echoing adapter makes: native echo when the block is its own
+/// (`provenance == name`) and carries what the provider needs, else the text fallback when
+/// `preserveReasoningAsText` is on, else drop it. `redacted_echo`: the provider has a
+/// redacted-reasoning form (Anthropic, Bedrock; not Gemini).
+// The provider's choices and the block's fields, each a plain value: a struct for one call site
+// would only rename them.
+#[allow(clippy::too_many_arguments)]
+pub fn outbound<'a>(
+    text: &'a str,
+    signature: Option<&'a str>,
+    redacted_data: Option<&'a str>,
+    provenance: Option<&str>,
+    name: &str,
+    redacted_echo: bool,
+    preserve: bool,
+    max: MaxChars,
+) -> Outbound<'a> {
+    let own = provenance == Some(name);
+    if own && redacted_echo {
+        if let Some(d) = redacted_data {
+            return Outbound::Redacted(d);
+        }
+    }
+    if own {
+        if let Some(sig) = signature {
+            return Outbound::Signed { text, signature: sig };
+        }
+    }
+    if preserve {
+        let inline = reasoning_to_inline_text(text, redacted_data, max);
+        if !inline.is_empty() {
+            return Outbound::Inline(inline);
+        }
+    }
+    Outbound::Skip
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,50 +137,4 @@ mod tests {
         assert_eq!(resolve_max_chars(Some(&json!({"minChars": 40}))), MaxChars(Some(40.0)));
         assert_eq!(resolve_max_chars(Some(&json!({}))), MaxChars(None));
     }
-}
-
-/// How a reasoning block goes out to an adapter that can echo its own reasoning (§15.3).
-pub enum Outbound<'a> {
-    /// Own opaque redacted payload, echoed as is.
-    Redacted(&'a str),
-    /// Own signed reasoning, echoed natively.
-    Signed { text: &'a str, signature: &'a str },
-    /// The `<thinking>` text fallback.
-    Inline(String),
-    /// Nothing is sent.
-    Skip,
-}
-
-/// The one decision every echoing adapter makes: native echo when the block is its own
-/// (`provenance == name`) and carries what the provider needs, else the text fallback when
-/// `preserveReasoningAsText` is on, else drop it. `redacted_echo`: the provider has a
-/// redacted-reasoning form (Anthropic, Bedrock; not Gemini).
-pub fn outbound<'a>(
-    text: &'a str,
-    signature: Option<&'a str>,
-    redacted_data: Option<&'a str>,
-    provenance: Option<&str>,
-    name: &str,
-    redacted_echo: bool,
-    preserve: bool,
-    max: MaxChars,
-) -> Outbound<'a> {
-    let own = provenance == Some(name);
-    if own && redacted_echo {
-        if let Some(d) = redacted_data {
-            return Outbound::Redacted(d);
-        }
-    }
-    if own {
-        if let Some(sig) = signature {
-            return Outbound::Signed { text, signature: sig };
-        }
-    }
-    if preserve {
-        let inline = reasoning_to_inline_text(text, redacted_data, max);
-        if !inline.is_empty() {
-            return Outbound::Inline(inline);
-        }
-    }
-    Outbound::Skip
 }

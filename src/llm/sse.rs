@@ -137,7 +137,8 @@ mod tests {
 
     #[test]
     fn every_split_gives_the_same_events() {
-        let input = "event: a\r\ndata: one\r\ndata:two\r\n\r\n: comment\n\ndata: {\"x\":\"é\"}\r\rdata: [DONE]\n\n".as_bytes();
+        let input =
+            "event: a\r\ndata: one\r\ndata:two\r\n\r\n: comment\n\ndata: {\"x\":\"é\"}\r\rdata: [DONE]\n\n".as_bytes();
         let want = vec![
             SseEvent { event: Some("a".into()), data: "one\ntwo".into() },
             SseEvent { event: None, data: "{\"x\":\"é\"}".into() },

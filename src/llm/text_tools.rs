@@ -299,10 +299,7 @@ fn convert(v: &Value, known: &[&str]) -> Option<Block> {
     if name.is_empty() || (!known.is_empty() && !known.contains(&name)) {
         return None;
     }
-    let args = ["arguments", "parameters", "input"]
-        .iter()
-        .filter_map(|k| obj.get(*k))
-        .find(|a| !a.is_null());
+    let args = ["arguments", "parameters", "input"].iter().filter_map(|k| obj.get(*k)).find(|a| !a.is_null());
     let input = match args {
         Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
             Ok(Value::Object(m)) => raw_object(&m),
@@ -459,7 +456,8 @@ mod tests {
             let text: String = (0..len).map(|_| rng.pick(&pieces)).collect();
             let b = text.as_bytes();
             let ends = brace_ends(b, &|| false).unwrap();
-            let want: Vec<u32> = memchr::memchr_iter(b'{', b).map(|i| balanced_end(b, i).map_or(NO_END, |e| e as u32)).collect();
+            let want: Vec<u32> =
+                memchr::memchr_iter(b'{', b).map(|i| balanced_end(b, i).map_or(NO_END, |e| e as u32)).collect();
             assert_eq!(ends, want, "round {round}: {text:?}");
             let got = json_objects(&text, &|| false).unwrap();
             assert_eq!(got, json_objects_reference(&text), "round {round}: {text:?}");
@@ -518,7 +516,8 @@ mod tests {
 
     #[test]
     fn hermes_tags_win() {
-        let t = "x <tool_call>\n{\"name\":\"a\",\"arguments\":{\"q\":1.0}}\n</tool_call> {\"name\":\"b\",\"arguments\":{}}";
+        let t =
+            "x <tool_call>\n{\"name\":\"a\",\"arguments\":{\"q\":1.0}}\n</tool_call> {\"name\":\"b\",\"arguments\":{}}";
         assert_eq!(calls(t, &["a", "b"]), vec![("a".into(), "{\"q\":1}".into())]);
     }
 

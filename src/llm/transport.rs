@@ -197,7 +197,12 @@ impl HttpResponse for Response {
 /// credentials (`authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, SigV4 headers) and
 /// the conversation, and no header list can tell which of a provider's headers are secret.
 /// `None`: not a redirect to follow (the response is answered as any other status).
-fn redirect(req: &HttpRequest, status: u16, location: Option<&str>, hops: usize) -> Option<Result<HttpRequest, LlmError>> {
+fn redirect(
+    req: &HttpRequest,
+    status: u16,
+    location: Option<&str>,
+    hops: usize,
+) -> Option<Result<HttpRequest, LlmError>> {
     if !matches!(status, 301 | 302 | 303 | 307 | 308) {
         return None;
     }
@@ -209,9 +214,11 @@ fn redirect(req: &HttpRequest, status: u16, location: Option<&str>, hops: usize)
     if hops >= MAX_REDIRECTS {
         return Some(Err(limits::too_many_redirects(status)));
     }
-    let to_get = (status == 303 && req.method != reqwest::Method::HEAD) || (matches!(status, 301 | 302) && req.method == reqwest::Method::POST);
+    let to_get = (status == 303 && req.method != reqwest::Method::HEAD)
+        || (matches!(status, 301 | 302) && req.method == reqwest::Method::POST);
     Some(Ok(if to_get {
-        let headers = req.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("content-type")).cloned().collect::<Vec<_>>();
+        let headers =
+            req.headers.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("content-type")).cloned().collect::<Vec<_>>();
         HttpRequest { method: reqwest::Method::GET, url: to.into(), headers: headers.into(), body: Bytes::new() }
     } else {
         HttpRequest { method: req.method.clone(), url: to.into(), headers: req.headers.clone(), body: req.body.clone() }
@@ -282,7 +289,9 @@ pub async fn send<H: Http>(
                     Ok(bytes) => status_message(status, &String::from_utf8_lossy(&bytes), style),
                     // A body cut off is answered as none, as before.
                     Err(BodyError::Connection) => status_message(status, "", style),
-                    Err(BodyError::TooLarge) => format!("{status} status code (error body larger than {MAX_ERROR_BODY_BYTES} bytes, not read)"),
+                    Err(BodyError::TooLarge) => {
+                        format!("{status} status code (error body larger than {MAX_ERROR_BODY_BYTES} bytes, not read)")
+                    }
                 };
                 return Err(LlmError { kind: ErrorKind::Api, message, status: Some(status) });
             }
@@ -319,13 +328,13 @@ fn should_retry<'a>(status: u16, header: impl Fn(&str) -> Option<&'a str>) -> bo
 fn retry_delay<'a>(header: impl Fn(&str) -> Option<&'a str>, retries_done: u32) -> Duration {
     let mut ms: Option<f64> = None;
     if let Some(v) = header("retry-after-ms").filter(|v| !v.is_empty()) {
-        ms = parse_float(&v);
+        ms = parse_float(v);
     }
     if ms.is_none_or(|m| m == 0.0) {
         if let Some(v) = header("retry-after").filter(|v| !v.is_empty()) {
-            ms = match parse_float(&v) {
+            ms = match parse_float(v) {
                 Some(s) => Some(s * 1000.0),
-                None => parse_http_date(&v).map(|t| t - now_ms()),
+                None => parse_http_date(v).map(|t| t - now_ms()),
             };
         }
     }
@@ -523,10 +532,16 @@ mod tests {
     }
 
     fn req(url: &str) -> HttpRequest {
-        HttpRequest { method: reqwest::Method::POST, url: url.to_string(), headers: vec![("content-type", "application/json".into())].into(), body: Bytes::from_static(b"{}") }
+        HttpRequest {
+            method: reqwest::Method::POST,
+            url: url.to_string(),
+            headers: vec![("content-type", "application/json".into())].into(),
+            body: Bytes::from_static(b"{}"),
+        }
     }
 
-    const R429: &str = "HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: 5\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+    const R429: &str =
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after-ms: 5\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
     const R200: &str = "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok";
     const R500: &str = "HTTP/1.1 500 Internal Server Error\r\nretry-after-ms: 5\r\nconnection: close\r\ncontent-length: 28\r\n\r\n{\"error\":{\"message\":\"boom\"}}";
 
@@ -535,7 +550,8 @@ mod tests {
         let (url, h) = serve(vec![R429, "", R200]).await;
         let c = build_client().unwrap();
         let cfg = TransportConfig::default();
-        let resp = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
+        let resp =
+            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         assert_eq!(h.await.unwrap(), 3);
     }
@@ -544,7 +560,15 @@ mod tests {
     async fn gives_up_after_two_retries() {
         let (url, h) = serve(vec![R500, R500, R500]).await;
         let c = build_client().unwrap();
-        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &CancellationToken::new()).await.unwrap_err();
+        let err = send(
+            &ReqwestHttp(&c),
+            &req(&url),
+            ErrorStyle::OpenAi,
+            &TransportConfig::default(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert_eq!(err.message, "500 boom");
         assert_eq!(err.status, Some(500));
         assert_eq!(h.await.unwrap(), 3);
@@ -564,7 +588,8 @@ mod tests {
         });
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_millis(50), max_retries: 0 };
-        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err =
+            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!((err.kind, err.message.as_str()), (ErrorKind::Timeout, "Request timed out."));
         let cancel = CancellationToken::new();
         let c2 = cancel.clone();
@@ -572,7 +597,9 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
             c2.cancel();
         });
-        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &cancel).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &TransportConfig::default(), &cancel)
+            .await
+            .unwrap_err();
         assert_eq!(err.message, "Request was aborted.");
     }
 
@@ -583,13 +610,16 @@ mod tests {
         drop(l);
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0 };
-        let err = send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err =
+            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.message, "Connection error.");
     }
 
     /// A server on 127.0.0.1 that records each request's head and body and answers with
     /// `reply(request line)`; every connection is closed after one exchange.
-    async fn recording(reply: impl Fn(&str) -> String + Send + Sync + 'static) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    async fn recording(
+        reply: impl Fn(&str) -> String + Send + Sync + 'static,
+    ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", l.local_addr().unwrap());
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -608,7 +638,14 @@ mod tests {
                     req.extend_from_slice(&buf[..n]);
                     let t = String::from_utf8_lossy(&req).into_owned();
                     if let Some(i) = t.find("\r\n\r\n") {
-                        let len: usize = t[..i].lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(|v| v.trim().parse().unwrap())).unwrap_or(0);
+                        let len: usize = t[..i]
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length: ")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
                         if req.len() >= i + 4 + len {
                             break t;
                         }
@@ -631,7 +668,12 @@ mod tests {
         HttpRequest {
             method: reqwest::Method::POST,
             url: url.to_string(),
-            headers: vec![("x-api-key", "SECRET".into()), ("authorization", "Bearer SECRET".into()), ("content-type", "application/json".into())].into(),
+            headers: vec![
+                ("x-api-key", "SECRET".into()),
+                ("authorization", "Bearer SECRET".into()),
+                ("content-type", "application/json".into()),
+            ]
+            .into(),
             body: Bytes::from_static(b"{\"messages\":\"private\"}"),
         }
     }
@@ -645,7 +687,15 @@ mod tests {
         for status in [301, 302, 303, 307, 308] {
             let target = format!("{other}/v1/messages");
             let (base, seen) = recording(move |_| redirect_to(status, &target)).await;
-            let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/v1/messages")), ErrorStyle::Anthropic, &cfg, &CancellationToken::new()).await.unwrap_err();
+            let err = send(
+                &ReqwestHttp(&c),
+                &secret_req(&format!("{base}/v1/messages")),
+                ErrorStyle::Anthropic,
+                &cfg,
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap_err();
             assert_eq!(err.status, Some(status));
             assert_eq!(err.message, format!("{status} redirect to another origin refused: {base} → {other} (credentials and messages are only sent to the configured origin; set the base URL to the new location to use it)"));
             // Not retried, and nothing sent to the other origin.
@@ -653,7 +703,15 @@ mod tests {
         }
         // An https downgrade or upgrade is another origin too; so is a scheme-relative URL elsewhere.
         let (base, _) = recording(|_| redirect_to(307, "https://127.0.0.1/x")).await;
-        let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/x")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{base}/x")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(err.message.starts_with("307 redirect to another origin refused"), "{}", err.message);
         assert!(other_seen.lock().unwrap().is_empty());
 
@@ -669,30 +727,67 @@ mod tests {
             }
         })
         .await;
-        let resp = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/a")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
+        let resp = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{base}/a")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 3);
-        assert!(seen[1].starts_with("POST /b ") && seen[1].contains("x-api-key: SECRET") && seen[1].ends_with("{\"messages\":\"private\"}"), "{}", seen[1]);
-        assert!(seen[2].starts_with("GET /c?x=1 ") && seen[2].contains("x-api-key: SECRET") && !seen[2].contains("private") && !seen[2].contains("content-type"), "{}", seen[2]);
+        assert!(
+            seen[1].starts_with("POST /b ")
+                && seen[1].contains("x-api-key: SECRET")
+                && seen[1].ends_with("{\"messages\":\"private\"}"),
+            "{}",
+            seen[1]
+        );
+        assert!(
+            seen[2].starts_with("GET /c?x=1 ")
+                && seen[2].contains("x-api-key: SECRET")
+                && !seen[2].contains("private")
+                && !seen[2].contains("content-type"),
+            "{}",
+            seen[2]
+        );
 
         // A loop ends after MAX_REDIRECTS hops, with a clear error and no retry.
         let (base, seen) = recording(|_| redirect_to(302, "/again")).await;
-        let err = send(&ReqwestHttp(&c), &secret_req(&format!("{base}/again")), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{base}/again")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
         assert_eq!((err.message.as_str(), err.status), ("302 too many redirects (more than 10)", Some(302)));
         assert_eq!(seen.lock().unwrap().len(), MAX_REDIRECTS + 1);
 
         // A 3xx without a Location is answered as any other status.
         let (base, _) = recording(|_| "HTTP/1.1 304 Not Modified\r\nconnection: close\r\n\r\n".to_string()).await;
-        let err = send(&ReqwestHttp(&c), &secret_req(&base), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send(&ReqwestHttp(&c), &secret_req(&base), ErrorStyle::OpenAi, &cfg, &CancellationToken::new())
+            .await
+            .unwrap_err();
         assert_eq!(err.message, "304 status code (no body)");
     }
 
     #[test]
     fn the_redirect_rule() {
         let r = |method: reqwest::Method, status: u16, loc: &str| {
-            let req = HttpRequest { method, url: "http://h:1/v1/x?k=1".into(), headers: vec![("content-type", "application/json".into()), ("api-key", "s".into())].into(), body: Bytes::from_static(b"{}") };
-            redirect(&req, status, Some(loc), 0).map(|r| r.map(|n| (n.method.to_string(), n.url, n.headers.len(), n.body.len())).map_err(|e| e.message))
+            let req = HttpRequest {
+                method,
+                url: "http://h:1/v1/x?k=1".into(),
+                headers: vec![("content-type", "application/json".into()), ("api-key", "s".into())].into(),
+                body: Bytes::from_static(b"{}"),
+            };
+            redirect(&req, status, Some(loc), 0)
+                .map(|r| r.map(|n| (n.method.to_string(), n.url, n.headers.len(), n.body.len())).map_err(|e| e.message))
         };
         use reqwest::Method as M;
         assert_eq!(r(M::POST, 307, "y"), Some(Ok(("POST".into(), "http://h:1/v1/y".into(), 2, 2))));
@@ -715,21 +810,29 @@ mod tests {
         let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 0 };
         let call = |url: String| {
             let c = c.clone();
-            async move { send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap() }
+            async move {
+                send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap()
+            }
         };
         // Announced larger than the limit: refused before reading.
         let (base, _) = recording(|_| "HTTP/1.1 200 OK\r\ncontent-length: 999999\r\n\r\nabc".to_string()).await;
         assert_eq!(HttpResponse::bytes(call(base).await, 1000).await.unwrap_err(), BodyError::TooLarge);
         // Chunked or close-delimited: refused once more than the limit arrived.
         let big = "x".repeat(3000);
-        let chunked = format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{}0\r\n\r\n", format!("3e8\r\n{}\r\n", &big[..1000]).repeat(3));
+        let chunked = format!(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{}0\r\n\r\n",
+            format!("3e8\r\n{}\r\n", &big[..1000]).repeat(3)
+        );
         let (base, _) = recording(move |_| chunked.clone()).await;
         assert_eq!(HttpResponse::bytes(call(base).await, 2500).await.unwrap_err(), BodyError::TooLarge);
         let close = format!("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n{big}");
         let (base, _) = recording(move |_| close.clone()).await;
         assert_eq!(HttpResponse::bytes(call(base.clone()).await, 2999).await.unwrap_err(), BodyError::TooLarge);
         assert_eq!(HttpResponse::bytes(call(base).await, 3000).await.unwrap().len(), 3000);
-        assert_eq!(BodyError::TooLarge.into_error(limits::MAX_RESPONSE_BYTES).message, "Response body exceeds the 64 MiB limit (67108864 bytes).");
+        assert_eq!(
+            BodyError::TooLarge.into_error(limits::MAX_RESPONSE_BYTES).message,
+            "Response body exceeds the 64 MiB limit (67108864 bytes)."
+        );
     }
 
     #[tokio::test]
@@ -738,7 +841,18 @@ mod tests {
         let reply = format!("HTTP/1.1 400 Bad\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
         let (base, _) = recording(move |_| reply.clone()).await;
         let c = build_client().unwrap();
-        let err = send(&ReqwestHttp(&c), &req(&base), ErrorStyle::OpenAi, &TransportConfig::default(), &CancellationToken::new()).await.unwrap_err();
-        assert_eq!((err.message.as_str(), err.status), ("400 status code (error body larger than 1048576 bytes, not read)", Some(400)));
+        let err = send(
+            &ReqwestHttp(&c),
+            &req(&base),
+            ErrorStyle::OpenAi,
+            &TransportConfig::default(),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            (err.message.as_str(), err.status),
+            ("400 status code (error body larger than 1048576 bytes, not read)", Some(400))
+        );
     }
 }

@@ -195,7 +195,9 @@ unsafe fn reset_signals() {
     libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
 }
 
-/// Runs in the forked helper; never returns.
+/// Runs in the forked helper; never returns. Takes its descriptors and limits as plain
+/// arguments: between fork and exec it may not allocate, so no struct is built for them.
+#[allow(clippy::too_many_arguments)]
 unsafe fn helper_main(
     devnull: RawFd,
     out_w: RawFd,
@@ -425,10 +427,7 @@ pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome 
         },
         None => None,
     };
-    let env_c: Vec<CString> = env
-        .iter()
-        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-        .collect();
+    let env_c: Vec<CString> = env.iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()).collect();
     let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
     let arg0 = CString::new("bash").expect("static");
@@ -611,7 +610,10 @@ mod tests {
             ("OPENAI_API_KEY".to_string(), "sk-x".to_string()),
             ("HOME".to_string(), "/home/x".to_string()),
         ];
-        let o = run_bash(&BashInput { command: "env | sort".into(), timeout_ms: 10_000, cwd: Some("/".into()), env }, &|| false);
+        let o = run_bash(
+            &BashInput { command: "env | sort".into(), timeout_ms: 10_000, cwd: Some("/".into()), env },
+            &|| false,
+        );
         assert!(o.data.contains("HOME=/home/x"), "{}", o.data);
         assert!(o.data.contains("PWD=[redacted]"), "{}", o.data);
         assert!(!o.data.contains("OPENAI"), "{}", o.data);
@@ -620,7 +622,12 @@ mod tests {
     #[test]
     fn missing_cwd_is_a_spawn_error() {
         let o = run_bash(
-            &BashInput { command: "true".into(), timeout_ms: 10_000, cwd: Some("/nonexistent/dir".into()), env: host_env() },
+            &BashInput {
+                command: "true".into(),
+                timeout_ms: 10_000,
+                cwd: Some("/nonexistent/dir".into()),
+                env: host_env(),
+            },
             &|| false,
         );
         assert_eq!(o, BashOutcome { data: "spawn bash ENOENT\n\n(exit code: 127)".into(), exit_code: 127 });

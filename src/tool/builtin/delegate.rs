@@ -43,7 +43,10 @@ pub fn check_delegation(c: &DelegateCheck) -> Option<String> {
         ));
     }
     if c.depth >= c.max_depth {
-        return Some(format!("Maximum delegation depth ({}) reached; cannot delegate further.", js_number(c.max_depth)));
+        return Some(format!(
+            "Maximum delegation depth ({}) reached; cannot delegate further.",
+            js_number(c.max_depth)
+        ));
     }
     if c.available_slots.is_some_and(|s| s < 1.0) {
         return Some("Agent pool has no free concurrency slot for a delegated run (nested run would block indefinitely). Increase orchestrator maxConcurrency, wait for parallel work to finish, or avoid delegating while the pool is saturated.".to_string());
@@ -59,11 +62,28 @@ mod tests {
     fn guards_in_order() {
         let agents = vec!["a".to_string(), "b".to_string()];
         let chain = vec!["x".to_string(), "b".to_string()];
-        let base = DelegateCheck { has_runner: true, caller: "a", target: "b", agents: &agents, chain: &[], depth: 0.0, max_depth: 3.0, available_slots: None };
+        let base = DelegateCheck {
+            has_runner: true,
+            caller: "a",
+            target: "b",
+            agents: &agents,
+            chain: &[],
+            depth: 0.0,
+            max_depth: 3.0,
+            available_slots: None,
+        };
         assert_eq!(check_delegation(&base), None);
-        assert!(check_delegation(&DelegateCheck { has_runner: false, target: "a", ..base.clone_shallow() }).unwrap().starts_with("delegate_to_agent is only"));
-        assert_eq!(check_delegation(&DelegateCheck { target: "a", ..base.clone_shallow() }).unwrap(), "Cannot delegate to yourself; use another team member.");
-        assert_eq!(check_delegation(&DelegateCheck { target: "z", ..base.clone_shallow() }).unwrap(), "Unknown agent \"z\". Roster: a, b");
+        assert!(check_delegation(&DelegateCheck { has_runner: false, target: "a", ..base.clone_shallow() })
+            .unwrap()
+            .starts_with("delegate_to_agent is only"));
+        assert_eq!(
+            check_delegation(&DelegateCheck { target: "a", ..base.clone_shallow() }).unwrap(),
+            "Cannot delegate to yourself; use another team member."
+        );
+        assert_eq!(
+            check_delegation(&DelegateCheck { target: "z", ..base.clone_shallow() }).unwrap(),
+            "Unknown agent \"z\". Roster: a, b"
+        );
         assert_eq!(
             check_delegation(&DelegateCheck { chain: &chain, ..base.clone_shallow() }).unwrap(),
             "Delegation cycle detected: x -> b -> b. Pick a different target or restructure the plan."
@@ -72,7 +92,9 @@ mod tests {
             check_delegation(&DelegateCheck { depth: 3.0, ..base.clone_shallow() }).unwrap(),
             "Maximum delegation depth (3) reached; cannot delegate further."
         );
-        assert!(check_delegation(&DelegateCheck { available_slots: Some(0.0), ..base.clone_shallow() }).unwrap().starts_with("Agent pool has no free"));
+        assert!(check_delegation(&DelegateCheck { available_slots: Some(0.0), ..base.clone_shallow() })
+            .unwrap()
+            .starts_with("Agent pool has no free"));
         assert_eq!(check_delegation(&DelegateCheck { available_slots: Some(1.0), ..base.clone_shallow() }), None);
     }
 

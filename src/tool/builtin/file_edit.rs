@@ -38,7 +38,8 @@ pub fn file_edit(input: &FileEditInput, spec: &SandboxSpec) -> ToolOutput {
     // `replace_all` multiplies: a short `old_string` and a long `new_string` turned a 180 KB
     // file into 540 MB in one call. The result's size is known before building it.
     let k = if input.replace_all { count } else { 1 };
-    let grown = (text.len() as u128 + k as u128 * input.new_string.len() as u128).saturating_sub(k as u128 * input.old_string.len() as u128);
+    let grown = (text.len() as u128 + k as u128 * input.new_string.len() as u128)
+        .saturating_sub(k as u128 * input.old_string.len() as u128);
     if grown > MAX_FILE_BYTES as u128 {
         return ToolOutput::error(format!(
             "The edited file would be {grown} bytes, more than the {MAX_FILE_BYTES}-byte (32 MiB) limit of the built-in file tools; \"{}\" was not changed.",
@@ -66,7 +67,8 @@ mod tests {
 
     fn edit(path: &str, root: &str, old: &str, new: &str, all: bool) -> ToolOutput {
         let spec = SandboxSpec { root: Some(root.to_string()), process_cwd: "/".into() };
-        let input = FileEditInput { path: path.into(), old_string: old.into(), new_string: new.into(), replace_all: all };
+        let input =
+            FileEditInput { path: path.into(), old_string: old.into(), new_string: new.into(), replace_all: all };
         file_edit(&input, &spec)
     }
 
@@ -101,7 +103,10 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
         // Below the limit the same edit goes through.
-        assert_eq!(edit(&path, &root, "a", "xyz", true), ToolOutput::ok(format!("Replaced 1000 occurrences in \"{path}\".")));
+        assert_eq!(
+            edit(&path, &root, "a", "xyz", true),
+            ToolOutput::ok(format!("Replaced 1000 occurrences in \"{path}\"."))
+        );
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4000);
         rm_rf(&root);
     }

@@ -72,7 +72,10 @@ mod tests {
         let path = format!("{root}/{}", vec!["a"; 20_000].join("/"));
         let (p2, r2) = (path.clone(), root.clone());
         let out = small_stack(move || read(&p2, Some(&r2)));
-        assert_eq!(out, ToolOutput::error(format!("Could not read file \"{path}\": ENAMETOOLONG: name too long, open '{path}'")));
+        assert_eq!(
+            out,
+            ToolOutput::error(format!("Could not read file \"{path}\": ENAMETOOLONG: name too long, open '{path}'"))
+        );
         rm_rf(&root);
     }
 

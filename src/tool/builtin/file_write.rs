@@ -14,9 +14,7 @@ pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
     match r.sandbox.mkdir_p(parent) {
         Ok(()) => {}
         Err(FsError::Escape) => return outside(),
-        Err(e) => {
-            return ToolOutput::error(format!("Failed to create parent directory \"{parent}\": {}", e.message()))
-        }
+        Err(e) => return ToolOutput::error(format!("Failed to create parent directory \"{parent}\": {}", e.message())),
     }
     // A temporary file renamed over the target: a hard link is replaced, not written through.
     let written = r.sandbox.write_file(&r.path, content.as_bytes());

@@ -5,7 +5,9 @@ use std::os::fd::OwnedFd;
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::path_safety::{basename, relative, resolve, resolve_path_within_cwd, outside_error, FsError, Resolved, SandboxSpec};
+use super::path_safety::{
+    basename, outside_error, relative, resolve, resolve_path_within_cwd, FsError, Resolved, SandboxSpec,
+};
 use super::walk::{collect_parallel, sort_locale, walk, Flow, Walked, MAX_WALK_DEPTH};
 use super::ToolOutput;
 
@@ -65,7 +67,12 @@ fn open_dir_by_path(p: &str) -> Option<OwnedFd> {
 /// `collectFiles(dir, glob, signal, { maxFiles })`: paths `join(dir, …)`; an unreadable
 /// directory yields nothing, and so does one deeper than `MAX_WALK_DEPTH` (the exported
 /// function returns a plain list, so there is no room for a note).
-pub fn collect_files(dir: &str, glob: Option<&str>, cancelled: &dyn Fn() -> bool, max_files: Option<usize>) -> Vec<String> {
+pub fn collect_files(
+    dir: &str,
+    glob: Option<&str>,
+    cancelled: &dyn Fn() -> bool,
+    max_files: Option<usize>,
+) -> Vec<String> {
     let pattern = glob.map(GlobPattern::new);
     let mut out = Vec::new();
     let Some(fd) = open_dir_by_path(dir) else { return out };
@@ -113,7 +120,8 @@ pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
         return Ok(Target::File);
     }
     // SAFETY: "." relative to a live directory descriptor.
-    let d = unsafe { libc::openat(pfd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let d =
+        unsafe { libc::openat(pfd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
     // SAFETY: fresh descriptor when non-negative.
     Ok(Target::Dir((d >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(d) })))
 }
@@ -231,11 +239,13 @@ mod tests {
         drop(deep_tree(&root, 600));
         let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
         let s2 = spec.clone();
-        let out = small_stack(move || glob_tool(&GlobInput { path: None, pattern: None, max_files: 10_000 }, &s2, &|| false));
+        let out =
+            small_stack(move || glob_tool(&GlobInput { path: None, pattern: None, max_files: 10_000 }, &s2, &|| false));
         let lines: Vec<&str> = out.data.lines().collect();
         assert_eq!(lines.len(), 513 + 2);
         assert_eq!(lines[514], "(directories nested more than 512 levels deep were not listed)");
-        let out = glob_tool(&GlobInput { path: None, pattern: Some("nothing".into()), max_files: 10 }, &spec, &|| false);
+        let out =
+            glob_tool(&GlobInput { path: None, pattern: Some("nothing".into()), max_files: 10 }, &spec, &|| false);
         assert_eq!(out.data, "No files matched.\n\n(directories nested more than 512 levels deep were not listed)");
         // collectFiles: a plain list, cut at the same depth.
         let files = small_stack(move || collect_files(&root, None, &|| false, None));

@@ -24,6 +24,9 @@ pub struct GrepInput {
     pub max_results: usize,
 }
 
+// One engine per search, cloned per worker thread: the size difference costs nothing, and
+// boxing the searchers would add an indirection per file.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 enum Engine {
     /// The matcher, a searcher for whole-file buffers, one for streamed large files.
@@ -61,10 +64,7 @@ fn compile_with(pattern: &str, line_limit: usize) -> Option<Engine> {
     // multi_line: `^`/`$` match at line boundaries of the searched buffer; the line
     // terminator keeps every match within one line, like the original's per-line test.
     if let Ok(m) = RegexMatcherBuilder::new().multi_line(true).line_terminator(Some(b'\n')).build(pattern) {
-        let searcher = SearcherBuilder::new()
-            .line_number(true)
-            .binary_detection(BinaryDetection::none())
-            .build();
+        let searcher = SearcherBuilder::new().line_number(true).binary_detection(BinaryDetection::none()).build();
         let streaming = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
@@ -187,10 +187,9 @@ fn is_match_watched(re: &fancy_regex::Regex, line: &str, lnum: u64, watch: &Watc
         Err(payload) => match payload.downcast::<Abort>() {
             Ok(a) => match *a {
                 Abort::Cancelled => Err(Halt::Cancelled),
-                Abort::Time => Err(budget(format!(
-                    "matching the line took more than {} s",
-                    watch.line_budget.as_secs_f64()
-                ))),
+                Abort::Time => {
+                    Err(budget(format!("matching the line took more than {} s", watch.line_budget.as_secs_f64())))
+                }
             },
             Err(other) => std::panic::resume_unwind(other),
         },
@@ -205,7 +204,14 @@ fn budget_error(file: &str, line: u64, reason: &str) -> String {
 }
 
 /// Searches one file's bytes; pushes hits until `limit` is reached.
-fn search_bytes(engine: &mut Engine, bytes: &[u8], file: &str, hits: &mut Vec<Hit>, limit: usize, watch: &Watch) -> Searched {
+fn search_bytes(
+    engine: &mut Engine,
+    bytes: &[u8],
+    file: &str,
+    hits: &mut Vec<Hit>,
+    limit: usize,
+    watch: &Watch,
+) -> Searched {
     if memchr::memchr(0, bytes).is_some() {
         return Ok(true); // binary: skipped
     }
@@ -286,7 +292,14 @@ impl<R: std::io::Read> std::io::Read for WatchedReader<'_, R> {
 
 /// Searches a large file without holding it in memory. A NUL byte met before the search
 /// stops skips the file; one after the cap was reached cannot be seen (documented limit).
-fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, watch: &Watch) -> Searched {
+fn search_stream(
+    engine: &mut Engine,
+    f: std::fs::File,
+    file: &str,
+    hits: &mut Vec<Hit>,
+    limit: usize,
+    watch: &Watch,
+) -> Searched {
     let room = limit.saturating_sub(hits.len());
     let mut local: Vec<Hit> = Vec::new();
     let mut binary = false;
@@ -345,7 +358,15 @@ fn search_stream(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut V
 /// is read to EOF and only a file that outgrows the limit is checked, rewound and streamed
 /// (one syscall less per file matters on trees of many small files). The abort is checked
 /// per chunk read.
-fn search_file(engine: &mut Engine, f: std::fs::File, file: &str, hits: &mut Vec<Hit>, limit: usize, buf: &mut Vec<u8>, watch: &Watch) -> Searched {
+fn search_file(
+    engine: &mut Engine,
+    f: std::fs::File,
+    file: &str,
+    hits: &mut Vec<Hit>,
+    limit: usize,
+    buf: &mut Vec<u8>,
+    watch: &Watch,
+) -> Searched {
     use std::os::fd::AsRawFd;
     buf.clear();
     loop {
@@ -403,7 +424,10 @@ fn search_tree(
     // A file to search: its path, its directory's handle, its name there.
     type Item = (String, Arc<std::os::fd::OwnedFd>, std::ffi::CString);
 
-    let workers = std::env::var("OMA_GREP_WORKERS").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4));
+    let workers = std::env::var("OMA_GREP_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4));
     let stop = AtomicBool::new(false);
     let halted = || stop.load(Ordering::Relaxed) || cancelled();
     let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Item>)>(2 * workers);
@@ -488,7 +512,8 @@ fn search_tree(
             }
             walked
         });
-        let mut pending: std::collections::BTreeMap<usize, (Vec<Hit>, bool, Option<String>)> = std::collections::BTreeMap::new();
+        let mut pending: std::collections::BTreeMap<usize, (Vec<Hit>, bool, Option<String>)> =
+            std::collections::BTreeMap::new();
         let mut next = 0usize;
         // After an aborted (incomplete) or failed batch nothing later counts: the result
         // stays a prefix of the full one, as with a sequential walk stopped at the same point.
@@ -580,10 +605,7 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
         data.push_str(&h.text);
     }
     if dropped {
-        data.push_str(&format!(
-            "\n\n(results capped at {}; use maxResults to raise the limit)",
-            input.max_results
-        ));
+        data.push_str(&format!("\n\n(results capped at {}; use maxResults to raise the limit)", input.max_results));
     }
     if walked.too_deep {
         data.push_str(&format!("\n\n(directories nested more than {MAX_WALK_DEPTH} levels deep were not searched)"));
@@ -754,8 +776,17 @@ mod tests {
         let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
         let (s2, r2) = (spec.clone(), root.clone());
         let (tree, single) = no_hang("grep over a FIFO", move || {
-            let tree = grep_tool(&GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 100 }, &s2, &|| false);
-            let one = GrepInput { pattern: "needle".into(), path: Some(format!("{r2}/p.fifo")), glob: None, max_results: 100 };
+            let tree = grep_tool(
+                &GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 100 },
+                &s2,
+                &|| false,
+            );
+            let one = GrepInput {
+                pattern: "needle".into(),
+                path: Some(format!("{r2}/p.fifo")),
+                glob: None,
+                max_results: 100,
+            };
             (tree, grep_tool(&one, &s2, &|| false))
         });
         assert_eq!(tree, ToolOutput::ok("a.txt:1:needle".into()));
@@ -765,7 +796,13 @@ mod tests {
         let root = tmp_dir("grep-deep");
         drop(deep_tree(&root, 600));
         let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
-        let out = small_stack(move || grep_tool(&GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 1000 }, &spec, &|| false));
+        let out = small_stack(move || {
+            grep_tool(
+                &GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 1000 },
+                &spec,
+                &|| false,
+            )
+        });
         assert!(!out.is_error);
         let lines: Vec<&str> = out.data.lines().collect();
         // Walk order: `d` sorts before `f.txt`, so the deepest file comes first.
@@ -785,7 +822,11 @@ mod tests {
             let mut small = compile_with(pattern, 1024).unwrap();
             assert_eq!(hits_of(&mut small, long.as_bytes(), true), vec![], "{pattern}");
             let mut big = compile_with(pattern, 8192).unwrap();
-            assert_eq!(hits_of(&mut big, long.as_bytes(), true), vec![(1, "needle".into()), (3, "needle".into())], "{pattern}");
+            assert_eq!(
+                hits_of(&mut big, long.as_bytes(), true),
+                vec![(1, "needle".into()), (3, "needle".into())],
+                "{pattern}"
+            );
         }
     }
 }

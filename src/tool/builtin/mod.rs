@@ -44,7 +44,11 @@ pub(crate) mod testutil {
     /// A fresh, symlink-free temp directory.
     pub fn tmp_dir(tag: &str) -> String {
         static N: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir().join(format!("oma-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        let base = std::env::temp_dir().join(format!(
+            "oma-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
         std::fs::canonicalize(base).unwrap().to_string_lossy().into_owned()

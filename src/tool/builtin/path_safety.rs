@@ -343,9 +343,7 @@ pub fn resolve_path_within_cwd(input: &str, spec: &SandboxSpec, ensure_root: boo
         });
     };
     if !input.starts_with('/') {
-        return Err(format!(
-            "Path \"{input}\" must be absolute. Built-in filesystem tools require absolute paths."
-        ));
+        return Err(format!("Path \"{input}\" must be absolute. Built-in filesystem tools require absolute paths."));
     }
     let root = resolve(&spec.process_cwd, root_in);
     let real_root = match realpath(&root) {
@@ -355,12 +353,7 @@ pub fn resolve_path_within_cwd(input: &str, spec: &SandboxSpec, ensure_root: boo
         }
         Err(_) => match mkdir_p_by_path(&root).and_then(|_| realpath(&root)) {
             Ok(r) => r,
-            Err(e) => {
-                return Err(format!(
-                    "Could not create or resolve working directory \"{root}\": {}",
-                    e.message()
-                ))
-            }
+            Err(e) => return Err(format!("Could not create or resolve working directory \"{root}\": {}", e.message())),
         },
     };
     let candidate = resolve(&spec.process_cwd, input);
@@ -501,7 +494,12 @@ fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<O
         let f = if last { flags | libc::O_NOFOLLOW } else { O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW };
         match sys_openat(dir, &name, f, mode) {
             // O_PATH | O_NOFOLLOW opens a symlink itself instead of failing: refuse it too.
-            Ok(fd) if cfg!(all(target_os = "linux", not(feature = "portable"))) && last && flags & O_PATH != 0 && fd_kind(&fd) == Some(libc::S_IFLNK) => {
+            Ok(fd)
+                if cfg!(all(target_os = "linux", not(feature = "portable")))
+                    && last
+                    && flags & O_PATH != 0
+                    && fd_kind(&fd) == Some(libc::S_IFLNK) =>
+            {
                 return Err(libc::EXDEV)
             }
             Ok(fd) => cur = Some(fd),
@@ -571,7 +569,13 @@ impl Sandbox {
             None => sys_openat(libc::AT_FDCWD, &cpath, flags, mode),
             Some((fd, root)) => Self::rel(root, path).and_then(|rel| open_beneath(fd.as_raw_fd(), &rel, flags, mode)),
         };
-        res.map_err(|e| if e == libc::EXDEV && self.root.is_some() { FsError::Escape } else { FsError::Os(e, syscall, Some(path.to_string())) })
+        res.map_err(|e| {
+            if e == libc::EXDEV && self.root.is_some() {
+                FsError::Escape
+            } else {
+                FsError::Os(e, syscall, Some(path.to_string()))
+            }
+        })
     }
 
     /// `mkdir -p dir` (Node's recursive mkdir error codes: ENOTDIR for a file in the middle,
@@ -727,9 +731,7 @@ static TMP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 
 fn tmp_name() -> CString {
     let seq = TMP_SEQ.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     // Short and fixed-length, so the target's own name (up to NAME_MAX) never makes the
     // temporary name too long.
     CString::new(format!(".oma-write-{}-{seq}-{nanos:x}.tmp", std::process::id())).expect("no NUL")
@@ -963,7 +965,8 @@ mod tests {
     fn rand_suffix() -> u64 {
         use std::time::{SystemTime, UNIX_EPOCH};
         static N: AtomicU8 = AtomicU8::new(0);
-        SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64 + N.fetch_add(1, Ordering::Relaxed) as u64
+        SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+            + N.fetch_add(1, Ordering::Relaxed) as u64
     }
 
     #[test]
@@ -1001,7 +1004,9 @@ mod tests {
         // ~20k components: the recursive resolver overflowed even an 8 MiB stack here.
         let tail = vec!["a"; 20_000].join("/");
         let (s2, t2) = (spec.clone(), tail.clone());
-        let r = small_stack(move || resolve_path_within_cwd(&format!("{}/l/y/{t2}", s2.root.as_ref().unwrap()), &s2, false).map(|r| r.path));
+        let r = small_stack(move || {
+            resolve_path_within_cwd(&format!("{}/l/y/{t2}", s2.root.as_ref().unwrap()), &s2, false).map(|r| r.path)
+        });
         // The longest existing prefix is resolved (the symlink replaced), the rest re-appended.
         assert_eq!(r.unwrap(), format!("{root}/x/y/{tail}"));
         // Short paths resolve as before.
@@ -1012,7 +1017,10 @@ mod tests {
         // Opening it fails like Node's open of an over-long path.
         let long = format!("{root}/{tail}");
         let r = resolve_path_within_cwd(&long, &spec, false).unwrap();
-        assert_eq!(r.sandbox.read_file(&r.path).unwrap_err(), FsError::Os(libc::ENAMETOOLONG, "open", Some(long.clone())));
+        assert_eq!(
+            r.sandbox.read_file(&r.path).unwrap_err(),
+            FsError::Os(libc::ENAMETOOLONG, "open", Some(long.clone()))
+        );
         assert_eq!(r.sandbox.mkdir_p(&long).unwrap_err(), FsError::Os(libc::ENAMETOOLONG, "mkdir", Some(long.clone())));
         rm_rf(&root);
     }
@@ -1041,7 +1049,8 @@ mod tests {
         std::fs::set_permissions(format!("{root}/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
         sb.write_file(&format!("{root}/run.sh"), b"#!/bin/sh\necho hi\n").unwrap();
         assert_eq!(std::fs::metadata(format!("{root}/run.sh")).unwrap().mode() & 0o7777, 0o755);
-        let mut names: Vec<String> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         assert_eq!(names, ["link.txt", "run.sh"]);
         // A directory at the target keeps Node's text; nothing is created.

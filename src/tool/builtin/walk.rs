@@ -165,7 +165,12 @@ fn push_name(buf: &mut String, name: &str) {
 ///
 /// Iterative, with an explicit stack: the original recursion per level overflowed the
 /// thread's stack on a tree a few thousand levels deep and killed the host process.
-pub fn walk(dir: &OwnedFd, dir_path: &str, cancelled: &dyn Fn() -> bool, visit: &mut dyn FnMut(&FileEntry) -> Flow) -> Walked {
+pub fn walk(
+    dir: &OwnedFd,
+    dir_path: &str,
+    cancelled: &dyn Fn() -> bool,
+    visit: &mut dyn FnMut(&FileEntry) -> Flow,
+) -> Walked {
     struct Frame {
         dir: Arc<OwnedFd>,
         entries: std::vec::IntoIter<(CString, Kind)>,
@@ -290,7 +295,8 @@ pub fn collect_parallel(
                     if let Some(fd) = fd.filter(|_| !cancelled()) {
                         for (name, kind) in list_dir(fd.as_raw_fd()) {
                             let shown = String::from_utf8_lossy(name.as_bytes());
-                            let child_rel = if job.rel.is_empty() { shown.to_string() } else { format!("{}/{shown}", job.rel) };
+                            let child_rel =
+                                if job.rel.is_empty() { shown.to_string() } else { format!("{}/{shown}", job.rel) };
                             match kind {
                                 Kind::Dir if !is_skipped_dir(name.as_bytes()) => {
                                     if job.depth + 1 > MAX_WALK_DEPTH {
@@ -298,7 +304,12 @@ pub fn collect_parallel(
                                         continue;
                                     }
                                     let path = join(&job.path, &shown);
-                                    subdirs.push(Job { open: Err((fd.clone(), name)), path, rel: child_rel, depth: job.depth + 1 });
+                                    subdirs.push(Job {
+                                        open: Err((fd.clone(), name)),
+                                        path,
+                                        rel: child_rel,
+                                        depth: job.depth + 1,
+                                    });
                                 }
                                 Kind::File if keep(&child_rel) => mine.push(join(&job.path, &shown)),
                                 _ => {}
