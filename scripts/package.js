@@ -30,30 +30,12 @@ const path = require('path')
 const ROOT = path.resolve(__dirname, '..')
 const OUT = path.join(ROOT, 'dist-npm')
 const TARGET = 'x86_64-unknown-linux-gnu'
-const GLIBC_FLOOR = '2.17'
+const { GLIBC_FLOOR, maxGlibc, withinFloor } = require('./glibc.js')
 const NAPI = path.join(ROOT, 'node_modules', '.bin', 'napi')
 
 function run(cmd, args, opts = {}) {
   console.log(`$ ${[cmd, ...args].join(' ')}`)
   return execFileSync(cmd, args, { stdio: opts.capture ? ['ignore', 'pipe', 'inherit'] : 'inherit', encoding: 'utf8', ...opts })
-}
-
-function cmpVersion(a, b) {
-  const pa = a.split('.').map(Number)
-  const pb = b.split('.').map(Number)
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] || 0) - (pb[i] || 0)
-    if (d !== 0) return d
-  }
-  return 0
-}
-
-/** The highest GLIBC_x.y symbol version a shared object asks for (null if none). */
-function maxGlibc(file) {
-  const dump = execFileSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 << 20 })
-  const versions = [...new Set(dump.match(/GLIBC_[0-9.]+/g) || [])].map((v) => v.slice(6))
-  versions.sort(cmpVersion)
-  return versions.length ? versions[versions.length - 1] : null
 }
 
 function main() {
@@ -89,7 +71,7 @@ function main() {
     }
     const glibc = maxGlibc(path.join(artifacts, binaryFile))
     console.log(`${binaryFile}: highest GLIBC_ symbol version ${glibc}`)
-    if (glibc && cmpVersion(glibc, GLIBC_FLOOR) > 0) {
+    if (!withinFloor(glibc)) {
       throw new Error(`${binaryFile} needs GLIBC_${glibc}, more than the ${GLIBC_FLOOR} floor`)
     }
 

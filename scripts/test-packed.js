@@ -21,7 +21,7 @@ const path = require('path')
 const ROOT = path.resolve(__dirname, '..')
 const DIST = path.join(ROOT, 'dist-npm')
 const FIXTURE = path.join(__dirname, 'packed-project')
-const GLIBC_FLOOR = '2.17'
+const { GLIBC_FLOOR, maxGlibc, withinFloor } = require('./glibc.js')
 // Other Node lines the package is tested on (engines: >= 18).
 const OTHER_NODES = ['22.23.3', '18.20.8']
 // The fresh project's own dev dependencies: what a user of the original has.
@@ -77,16 +77,6 @@ function step(name, cmd, args, opts) {
     log(out.split('\n').map((l) => `     ${l}`).join('\n'))
   }
   return r
-}
-
-function cmpVersion(a, b) {
-  const pa = a.split('.').map(Number)
-  const pb = b.split('.').map(Number)
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] || 0) - (pb[i] || 0)
-    if (d !== 0) return d
-  }
-  return 0
 }
 
 function tarball(prefix) {
@@ -168,9 +158,8 @@ function main() {
 
     // The glibc floor of the installed binary.
     const node = path.join(project, 'node_modules', '@oma-kernel', 'core-linux-x64-gnu', platformPkg.main)
-    const dump = execFileSync('objdump', ['-T', node], { encoding: 'utf8', maxBuffer: 64 << 20 })
-    const glibc = [...new Set(dump.match(/GLIBC_[0-9.]+/g) || [])].map((s) => s.slice(6)).sort(cmpVersion).pop()
-    const glibcOk = !glibc || cmpVersion(glibc, GLIBC_FLOOR) <= 0
+    const glibc = maxGlibc(node)
+    const glibcOk = withinFloor(glibc)
     results.push({ name: `highest GLIBC_ symbol version ${glibc} <= ${GLIBC_FLOOR}`, ok: glibcOk, secs: '0.0' })
     log(`${glibcOk ? 'ok  ' : 'FAIL'} ${platformPkg.main}: highest GLIBC_ symbol version ${glibc} (floor ${GLIBC_FLOOR}), ${(fs.statSync(node).size / 1e6).toFixed(1)} MB`)
 
