@@ -1,4 +1,4 @@
-// One redirect rule for every provider and every path (src/llm/transport.rs `redirect`): a
+// One redirect rule for every provider and every path (crates/llm/src/transport.rs `redirect`): a
 // redirect is followed only within the configured origin (scheme, host, port), with the
 // request's headers; a redirect to another origin is the call's error and nothing reaches that
 // origin. Two servers on 127.0.0.1 (two ports: two origins) record the headers they receive.

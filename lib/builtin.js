@@ -1,6 +1,6 @@
 'use strict'
 // The built-in tools (CONTRACT §11–§13, §21) as plain ToolDefinition objects. The work is
-// native (src/tool/builtin); this file holds the LLM-visible schemas, applies defaults and
+// native (crates/core/src/tool/builtin); this file holds the LLM-visible schemas, applies defaults and
 // the constraints Zod enforced in the original, wires AbortSignals to native cancel handles,
 // and builds every returned object here, in the caller's realm.
 const path = require('path')

@@ -1,5 +1,5 @@
 'use strict'
-// The JS driver of the kernel's runner machine (src/kernel/runner.rs). The machine decides
+// The JS driver of the kernel's runner machine (crates/core/src/kernel/runner.rs). The machine decides
 // everything; this loop only awaits what the user handed over (adapter, tools, callbacks)
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')

@@ -25,7 +25,7 @@ class Semaphore {
     if (!Number.isInteger(max) || max > 0xffffffff) {
       throw new RangeError(`Semaphore max must be an integer, got ${max}`)
     }
-    // The FIFO admission is the kernel's (src/kernel/semaphore.rs); waiters' resolvers stay here.
+    // The FIFO admission is the kernel's (crates/core/src/kernel/semaphore.rs); waiters' resolvers stay here.
     // Its native slot exists only while there are holders or waiters (-1: none), so a
     // semaphore needs no finalizer: executors are often created per agent.
     this._max = max

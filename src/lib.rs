@@ -1,14 +1,12 @@
-//! oma-kernel: the single-agent execution kernel of open-multi-agent, in Rust.
+//! oma-kernel: the napi binding of the single-agent kernel of open-multi-agent.
 //!
-//! `kernel` (loop, grants, loop detection, context strategies, …), `tool` and `llm` are plain
-//! Rust; `js` is the thin napi binding, compiled only with the default `node` feature.
+//! The policy lives in the napi-free crates below this one: `oma_core` (the sans-IO kernel,
+//! the built-in tools, redaction) and `oma_llm` (the native adapters). This crate converts
+//! JS values, drives the machines for the JS shim in `lib/`, and owns the JS thread's
+//! transport (`js::uv`, `js::local_http`).
 
-pub mod kernel;
-pub mod redaction;
-pub mod tool;
+// napi-derive registers the exports only outside `cfg(test)`: in the test build every export
+// looks unused.
+#![cfg_attr(test, allow(dead_code, unused_imports))]
 
-#[cfg(feature = "llm")]
-pub mod llm;
-
-#[cfg(feature = "node")]
 mod js;

@@ -2,8 +2,8 @@
 //! the JSON checker accepts.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_kernel::kernel::json::is_valid_json;
-use oma_kernel::kernel::structured_output::extract_json;
+use oma_core::kernel::json::is_valid_json;
+use oma_core::kernel::structured_output::extract_json;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };

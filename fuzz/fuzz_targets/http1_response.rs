@@ -3,7 +3,7 @@
 //! past the limit.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_kernel::llm::http1::Conn;
+use oma_llm::http1::Conn;
 use std::future::Future;
 use std::io::Cursor;
 use std::pin::pin;

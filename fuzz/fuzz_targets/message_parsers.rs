@@ -3,9 +3,9 @@
 //! lenient parsers agree on what they accept.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_kernel::kernel::message::{parse_messages, Strictness};
-use oma_kernel::llm::fast_parse::parse_messages_lenient;
-use oma_kernel::llm::scan::Scan;
+use oma_core::kernel::message::{parse_messages, Strictness};
+use oma_llm::fast_parse::parse_messages_lenient;
+use oma_llm::scan::Scan;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };

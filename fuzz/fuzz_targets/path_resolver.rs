@@ -3,7 +3,7 @@
 //! components) must give an error or a result, never a stack overflow.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_kernel::tool::builtin::path_safety::{self, SandboxSpec};
+use oma_core::tool::builtin::path_safety::{self, SandboxSpec};
 use std::sync::OnceLock;
 
 fn root() -> &'static str {

@@ -2,9 +2,9 @@
 //! depend on where the chunks were split, and nothing may grow past the event limit.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_kernel::llm::sse::SseParser;
+use oma_llm::sse::SseParser;
 
-fn parse(chunks: &[&[u8]]) -> Result<Vec<oma_kernel::llm::sse::SseEvent>, ()> {
+fn parse(chunks: &[&[u8]]) -> Result<Vec<oma_llm::sse::SseEvent>, ()> {
     let mut p = SseParser::new();
     let mut out = Vec::new();
     for c in chunks {

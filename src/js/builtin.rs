@@ -6,8 +6,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use super::cancel::CancelHandle;
-use crate::redaction;
-use crate::tool::builtin::{
+use oma_core::redaction;
+use oma_core::tool::builtin::{
     bash, delegate, file_edit, file_read, file_write, glob, grep,
     path_safety::{self, SandboxSpec},
     ToolOutput,

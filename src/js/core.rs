@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::kernel::config::runner_config_from_json;
-use crate::kernel::context::SummaryCache;
-use crate::kernel::grants::resolve_tools;
-use crate::kernel::message::{parse_messages, Message, Strictness, Usage};
-use crate::kernel::runner::{Machine, Op, RunnerConfig};
-use crate::kernel::semaphore::{Acquire, Semaphore};
-use crate::kernel::{structured_output, tokens, truncate};
+use oma_core::kernel::config::runner_config_from_json;
+use oma_core::kernel::context::SummaryCache;
+use oma_core::kernel::grants::resolve_tools;
+use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
+use oma_core::kernel::runner::{Machine, Op, RunnerConfig};
+use oma_core::kernel::semaphore::{Acquire, Semaphore};
+use oma_core::kernel::{structured_output, tokens, truncate};
 
 /// Agents are often created per request with identical options: parsed configurations are
 /// shared by their JSON text (bounded; invalid ones are not cached).
@@ -142,9 +142,9 @@ struct Run {
 struct RunChat {
     options_json: String,
     /// Held (not just its address) so that a later adapter can never pass for it.
-    adapter: Arc<crate::llm::Adapter>,
-    opts: std::result::Result<Arc<crate::llm::ChatOptions>, crate::llm::LlmError>,
-    wire: Arc<crate::llm::WireCache>,
+    adapter: Arc<oma_llm::Adapter>,
+    opts: std::result::Result<Arc<oma_llm::ChatOptions>, oma_llm::LlmError>,
+    wire: Arc<oma_llm::WireCache>,
 }
 
 impl Run {
@@ -157,7 +157,7 @@ impl Run {
     /// first call only (converting them from JS on every call showed in profiles); `runStream`
     /// sends them every time: parsed once, and the wire cache reset whenever the options or the
     /// adapter change (the cached text depends on both).
-    fn chat_setup(&mut self, adapter: &Arc<crate::llm::Adapter>, options_json: String) {
+    fn chat_setup(&mut self, adapter: &Arc<oma_llm::Adapter>, options_json: String) {
         let fresh =
             !matches!(&self.chat, Some(c) if Arc::ptr_eq(&c.adapter, adapter) && c.options_json == options_json);
         if fresh {
@@ -167,11 +167,9 @@ impl Run {
     }
 
     /// What the next native call sends, and the adapter it goes to.
-    fn chat_input(
-        &self,
-    ) -> std::result::Result<(super::llm::ChatInput, Arc<crate::llm::Adapter>), crate::llm::LlmError> {
+    fn chat_input(&self) -> std::result::Result<(super::llm::ChatInput, Arc<oma_llm::Adapter>), oma_llm::LlmError> {
         let c = self.chat.as_ref().ok_or_else(|| {
-            crate::llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call")
+            oma_llm::LlmError::other("oma-kernel: runChat needs the adapter and options on a run's first call")
         })?;
         let (messages, epoch) = self.m.shared_conversation();
         Ok((
@@ -533,7 +531,7 @@ impl JsonSchemaValidator {
     pub fn validate(&self, input_json: String) -> Vec<Vec<String>> {
         // Half a surrogate pair (a JS string may hold one) reads as U+FFFD, as on every other
         // path: it is valid JS input, not a reason to refuse it.
-        let fixed = crate::kernel::json::replace_lone_surrogates(&input_json);
+        let fixed = oma_core::kernel::json::replace_lone_surrogates(&input_json);
         let input: serde_json::Value = match serde_json::from_str(fixed.as_deref().unwrap_or(&input_json)) {
             Ok(v) => v,
             // serde's parser stops at 128 levels (the validator recurses per level too).
@@ -560,20 +558,20 @@ impl JsonSchemaValidator {
 // ---------------------------------------------------------------------------------------
 // LoopDetector (public class) and the gate's text
 
-fn info_js(i: &crate::kernel::loop_detector::LoopInfo) -> LoopInfoOut {
+fn info_js(i: &oma_core::kernel::loop_detector::LoopInfo) -> LoopInfoOut {
     LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() }
 }
 
 #[napi]
 pub struct LoopDetectorCore {
-    d: crate::kernel::loop_detector::LoopDetector,
+    d: oma_core::kernel::loop_detector::LoopDetector,
 }
 
 #[napi]
 impl LoopDetectorCore {
     #[napi(constructor)]
     pub fn new(max_repetitions: Option<f64>, window: Option<f64>) -> Self {
-        LoopDetectorCore { d: crate::kernel::loop_detector::LoopDetector::new(max_repetitions, window) }
+        LoopDetectorCore { d: oma_core::kernel::loop_detector::LoopDetector::new(max_repetitions, window) }
     }
     /// `inputs`: `JSON.stringify(block.input)` per block.
     #[napi(catch_unwind)]
@@ -589,12 +587,12 @@ impl LoopDetectorCore {
 
 #[napi(catch_unwind)]
 pub fn not_granted_text(tool: String) -> String {
-    crate::kernel::runner::not_granted(&tool)
+    oma_core::kernel::runner::not_granted(&tool)
 }
 
 #[napi(catch_unwind)]
 pub fn loop_stopped_text() -> String {
-    crate::kernel::runner::LOOP_STOPPED_RESULT.to_string()
+    oma_core::kernel::runner::LOOP_STOPPED_RESULT.to_string()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -602,14 +600,14 @@ pub fn loop_stopped_text() -> String {
 
 #[napi(catch_unwind)]
 pub fn trace_redact_text(text: String) -> String {
-    crate::redaction::redact_sensitive_text(&text)
+    oma_core::redaction::redact_sensitive_text(&text)
 }
 
 /// `JSON.stringify(input)` in, redacted JSON out.
 #[napi(catch_unwind)]
 pub fn trace_redact_json(json: String) -> String {
     match serde_json::from_str::<serde_json::Value>(&json) {
-        Ok(v) => crate::redaction::redact_sensitive_value(&v).to_string(),
+        Ok(v) => oma_core::redaction::redact_sensitive_value(&v).to_string(),
         Err(_) => "null".into(),
     }
 }
@@ -662,7 +660,7 @@ pub fn run_chat<'e>(
             RUNS.with(|s| match s.borrow_mut().get_mut(id) {
                 Some(r) if r.serial == serial => {
                     // The content's text is made before the content moves into the machine.
-                    let compact = crate::llm::compact_run_reply(resp.usage, &resp.content);
+                    let compact = oma_llm::compact_run_reply(resp.usage, &resp.content);
                     let content = if compact.is_some() {
                         String::new()
                     } else {
@@ -674,12 +672,12 @@ pub fn run_chat<'e>(
                             .map(|op| r.encode(op))?;
                     Ok(match compact {
                         Some(rest) => format!("{code}{rest}"),
-                        None => crate::llm::run_reply_json(code, resp.usage, &content),
+                        None => oma_llm::run_reply_json(code, resp.usage, &content),
                     })
                 }
                 _ => Err("oma-kernel: this run has already been released".to_string()),
             })
-            .map_err(crate::llm::LlmError::other)
+            .map_err(oma_llm::LlmError::other)
         },
     )
 }

@@ -17,9 +17,9 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
-use crate::kernel::history::History;
-use crate::kernel::message::{Block, Message};
-use crate::llm::{self, Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
+use oma_core::kernel::history::History;
+use oma_core::kernel::message::{Block, Message};
+use oma_llm::{Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
 type Resolver = Box<dyn FnOnce(Env) -> Result<String> + Send>;
@@ -37,7 +37,7 @@ pub struct ChatInput {
 }
 
 impl ChatInput {
-    fn reuse(&self) -> llm::Reuse<'_> {
+    fn reuse(&self) -> oma_llm::Reuse<'_> {
         self.reuse.as_ref().map(|(c, e)| (&**c, *e))
     }
 }
@@ -61,7 +61,7 @@ pub(crate) fn cached_chat_options(json: &str) -> std::result::Result<Arc<ChatOpt
 }
 
 fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<ChatInput, LlmError> {
-    let messages = llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
+    let messages = oma_llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
     let opts = ChatOptions::from_json(options_json)?;
     Ok(ChatInput { messages: Arc::new(messages), opts: Arc::new(opts), reuse: None })
 }
@@ -97,7 +97,7 @@ where
             super::uv::spawn_local(async move {
                 let out = guarded(async move {
                     let i = input()?;
-                    let cancel = cancel.as_ref().unwrap_or_else(|| llm::never_cancelled());
+                    let cancel = cancel.as_ref().unwrap_or_else(|| oma_llm::never_cancelled());
                     adapter.chat_on(&super::local_http::LocalHttp, &i.messages, i.reuse(), &i.opts, cancel).await
                 })
                 .await;
@@ -107,10 +107,10 @@ where
         }
     }
     let (deferred, promise) = env.create_deferred::<String, Resolver>()?;
-    llm::runtime::spawn(async move {
+    oma_llm::runtime::spawn(async move {
         let out = guarded(async move {
             let i = input()?;
-            let cancel = cancel.as_ref().unwrap_or_else(|| llm::never_cancelled());
+            let cancel = cancel.as_ref().unwrap_or_else(|| oma_llm::never_cancelled());
             adapter.chat(&i.messages, i.reuse(), &i.opts, cancel).await
         })
         .await;
@@ -181,9 +181,9 @@ impl NativeLlmAdapter {
         region: Option<String>,
         env_json: String,
     ) -> Result<NativeLlmAdapter> {
-        let env: llm::Env = serde_json::from_str(&env_json)
+        let env: oma_llm::Env = serde_json::from_str(&env_json)
             .map_err(|e| js_err(LlmError::other(format!("invalid env snapshot: {e}"))))?;
-        let a = llm::create_adapter(&provider, api_key.as_deref(), base_url.as_deref(), region.as_deref(), &env)
+        let a = oma_llm::create_adapter(&provider, api_key.as_deref(), base_url.as_deref(), region.as_deref(), &env)
             .map_err(js_err)?;
         Ok(NativeLlmAdapter { inner: Arc::new(a) })
     }
@@ -253,7 +253,8 @@ impl ChatHistory {
         options_json: Option<String>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
-        let mut tail = llm::fast_parse::parse_messages_lenient(&tail_json).map_err(|e| js_err(LlmError::other(e)))?;
+        let mut tail =
+            oma_llm::fast_parse::parse_messages_lenient(&tail_json).map_err(|e| js_err(LlmError::other(e)))?;
         if let (Some(at), Some(long)) = (long_at, long) {
             put_long_strings(&mut tail, &at, long).map_err(js_err)?;
         }
@@ -338,7 +339,7 @@ where
 {
     let (tx, rx) = unbounded_channel::<String>();
     let task_token = token.clone();
-    llm::runtime::spawn(async move {
+    oma_llm::runtime::spawn(async move {
         let tx2 = tx.clone();
         let mut sink = move |ev: StreamEvent| {
             let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));
@@ -361,7 +362,7 @@ pub fn call_token(cancel: Option<&CancelHandle>) -> CancellationToken {
 }
 
 /// `call_token` for a `chat`, which never cancels its own token: `None` without a handle (the
-/// call then runs on `llm::never_cancelled()`, no token per call and no waiter on it).
+/// call then runs on `oma_llm::never_cancelled()`, no token per call and no waiter on it).
 pub fn chat_token(cancel: Option<&CancelHandle>) -> Option<CancellationToken> {
     cancel.map(|c| c.token().child_token())
 }
@@ -409,19 +410,19 @@ impl NativeLlmStream {
 /// `process.env` (per provider: each read of `process.env` is a call into Node).
 #[napi(catch_unwind)]
 pub fn llm_env_vars(provider: String, has_api_key: bool, has_base_url: bool, has_region: bool) -> Vec<String> {
-    let given = llm::providers::Given { api_key: has_api_key, base_url: has_base_url, region: has_region };
-    llm::providers::env_vars_for(&provider, given).iter().map(|s| s.to_string()).collect()
+    let given = oma_llm::providers::Given { api_key: has_api_key, base_url: has_base_url, region: has_region };
+    oma_llm::providers::env_vars_for(&provider, given).iter().map(|s| s.to_string()).collect()
 }
 
 /// `extractToolCallsFromText(text, knownToolNames)` → JSON array of tool_use blocks.
 #[napi(catch_unwind)]
 pub fn extract_tool_calls_from_text_json(text: String, known_tool_names: Vec<String>) -> String {
     let names: Vec<&str> = known_tool_names.iter().map(String::as_str).collect();
-    serde_json::to_string(&llm::text_tools::extract_tool_calls_from_text(&text, &names)).expect("blocks serialise")
+    serde_json::to_string(&oma_llm::text_tools::extract_tool_calls_from_text(&text, &names)).expect("blocks serialise")
 }
 
 /// `repairToolArgs(raw)` → JSON object text, or `null`.
 #[napi(catch_unwind)]
 pub fn repair_tool_args_json(raw: String) -> Option<String> {
-    llm::text_tools::repair_tool_args(&raw).map(|m| llm::jsjson::to_js_json(&serde_json::Value::Object(m)))
+    oma_llm::text_tools::repair_tool_args(&raw).map(|m| oma_llm::jsjson::to_js_json(&serde_json::Value::Object(m)))
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::uv::{self, UvTcp};
-use crate::llm::http1::{self, Conn, Head, HeadError};
-use crate::llm::transport::{AttemptError, BodyError, Http, HttpRequest, HttpResponse};
+use oma_llm::http1::{self, Conn, Head, HeadError};
+use oma_llm::transport::{AttemptError, BodyError, Http, HttpRequest, HttpResponse};
 
 /// Idle connections kept per origin.
 const MAX_IDLE: usize = 32;
@@ -135,7 +135,7 @@ fn put_idle(key: &str, c: Conn<UvTcp>) {
 
 /// Opens a connection on the I/O thread and continues it here.
 async fn connect(host: String, port: u16) -> Result<Conn<UvTcp>, AttemptError> {
-    let opened = crate::llm::runtime::spawn(async move {
+    let opened = oma_llm::runtime::spawn(async move {
         let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
         s.set_nodelay(true)?;
         s.into_std()

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::jsjson::{js_number, json_string, push_json_string, to_js_json, truthy, JsObject};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
-use crate::kernel::message::{Block, Message, Usage};
+use oma_core::kernel::message::{Block, Message, Usage};
 
 pub const MISSING_AUTH: &str = "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the \"X-Api-Key\" or \"Authorization\" headers to be explicitly omitted";
 
@@ -455,7 +455,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::message::{parse_messages, Strictness};
+    use oma_core::kernel::message::{parse_messages, Strictness};
 
     #[test]
     fn body_and_precedence() {

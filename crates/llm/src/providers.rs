@@ -15,7 +15,7 @@ use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, Reqwes
 use super::{
     anthropic, gemini, openai, or_abort, ChatOptions, Env, EventSink, LlmError, LlmResponse, Reuse, StreamEvent,
 };
-use crate::kernel::message::Message;
+use oma_core::kernel::message::Message;
 
 /// `capabilities.echoesReasoning` (§15.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -834,7 +834,7 @@ mod tests {
     /// runtime, against a local server.
     #[test]
     fn fast_path_chat_and_stream_on_the_io_runtime() {
-        use crate::kernel::message::{parse_messages, Strictness};
+        use oma_core::kernel::message::{parse_messages, Strictness};
         use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}/v1", listener.local_addr().unwrap());
@@ -845,7 +845,7 @@ mod tests {
                 "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"id\":\"s\",\"choices\":[{\"delta\":{\"content\":\"yo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
             ] {
                 let (mut sock, _) = listener.accept().unwrap();
-                let (req, body) = crate::llm::http1::read_request(&mut sock);
+                let (req, body) = crate::http1::read_request(&mut sock);
                 bodies.push(String::from_utf8_lossy(&req[body..]).into_owned());
                 sock.write_all(reply.as_bytes()).unwrap();
             }

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::jsjson::to_js_json;
 use super::scan::{Scan, Seen};
-use crate::kernel::message::{Block, Message, Role};
+use oma_core::kernel::message::{Block, Message, Role};
 
 /// A field's value: a string (borrowed when it has no escapes), null, or anything else.
 enum Field<'a> {
@@ -246,7 +246,7 @@ fn one_pass(json: &str) -> Option<Vec<Message>> {
 /// `parse_messages(json, Strictness::Lenient)`, faster.
 pub fn parse_messages_lenient(json: &str) -> Result<Vec<Message>, String> {
     // A JS string with half a surrogate pair: sent with U+FFFD there, as napi converts it.
-    if let Some(fixed) = crate::kernel::json::replace_lone_surrogates(json) {
+    if let Some(fixed) = oma_core::kernel::json::replace_lone_surrogates(json) {
         return parse_messages_lenient(&fixed);
     }
     if let Some(msgs) = scanned(json) {
@@ -380,7 +380,7 @@ fn two_pass(json: &str) -> Result<Vec<Message>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::message::{parse_messages, Strictness};
+    use oma_core::kernel::message::{parse_messages, Strictness};
 
     fn same(json: &str, errors: &mut Vec<String>) {
         let a = parse_messages(json, Strictness::Lenient);

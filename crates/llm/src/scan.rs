@@ -266,7 +266,7 @@ impl<'a> Scan<'a> {
     pub fn skip(&mut self) -> Option<()> {
         self.ws();
         // The value's own containers count from the next level.
-        self.i = crate::kernel::json::value_end(self.b, self.i, MAX_DEPTH.saturating_sub(self.depth + 1) as usize)?;
+        self.i = oma_core::kernel::json::value_end(self.b, self.i, MAX_DEPTH.saturating_sub(self.depth + 1) as usize)?;
         Some(())
     }
 }

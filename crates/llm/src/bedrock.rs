@@ -14,7 +14,7 @@ use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
-use crate::kernel::message::{Block, Message, Usage};
+use oma_core::kernel::message::{Block, Message, Usage};
 
 /// The AWS SDK's message when the default chain finds nothing.
 pub const NO_CREDENTIALS: &str = "Could not load credentials from any providers";
@@ -217,7 +217,7 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
         if i > 0 {
             out.push(',');
         }
-        out.push_str(if m.role == crate::kernel::message::Role::Assistant {
+        out.push_str(if m.role == oma_core::kernel::message::Role::Assistant {
             "{\"role\":\"assistant\",\"content\":["
         } else {
             "{\"role\":\"user\",\"content\":["
@@ -738,7 +738,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::message::{parse_messages, Strictness};
+    use oma_core::kernel::message::{parse_messages, Strictness};
 
     #[test]
     fn sigv4_matches_the_reference_algorithm() {

@@ -12,7 +12,7 @@ use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, Max
 use super::scan::{Scan, Seen};
 use super::text_tools::{extract_tool_calls_until, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
-use crate::kernel::message::{Block, Message, Role, Usage};
+use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 /// `buildMessageOptions`: how reasoning blocks travel outbound.
 #[derive(Debug, Clone)]
@@ -939,7 +939,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::message::{parse_messages, Strictness};
+    use oma_core::kernel::message::{parse_messages, Strictness};
 
     fn msgs(json: &str) -> Vec<Message> {
         parse_messages(json, Strictness::Lenient).unwrap()
@@ -1048,7 +1048,7 @@ mod tests {
         let r = parse_completion(body, None, "p").unwrap();
         assert_eq!(r.id, "cé");
         assert_eq!(
-            crate::llm::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()),
+            crate::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()),
             r#"[7,1,2,[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]]"#
         );
         assert_eq!(
@@ -1068,7 +1068,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            crate::llm::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()),
+            crate::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()),
             r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#
         );
     }
@@ -1176,7 +1176,7 @@ mod tests {
         let text = "{\\\"a\\\":".repeat(40_000);
         let body = format!(r#"{{"choices":[{{"message":{{"content":"{text}"}},"finish_reason":"stop"}}]}}"#);
         let err = parse_completion_until(&body, Some(&["a"]), "openai", &|| true).unwrap_err();
-        assert_eq!((err.kind, err.message.as_str()), (crate::llm::ErrorKind::Aborted, "Request was aborted."));
+        assert_eq!((err.kind, err.message.as_str()), (crate::ErrorKind::Aborted, "Request was aborted."));
         assert!(parse_completion_until(&body, Some(&["a"]), "openai", &|| false).is_ok());
         // Without tools there is no scan to stop.
         assert!(parse_completion_until(&body, None, "openai", &|| true).is_ok());
@@ -1185,7 +1185,7 @@ mod tests {
         let o = ChatOptions::from_json(r#"{"tools":[{"name":"a"}]}"#).unwrap();
         assert_eq!(
             st.finish_until(&o, &mut |_e: StreamEvent| {}, &|| true).unwrap_err().kind,
-            crate::llm::ErrorKind::Aborted
+            crate::ErrorKind::Aborted
         );
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
-use crate::kernel::message::{Block, Message, Role, Usage};
+use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 static CALLS: AtomicU64 = AtomicU64::new(0);
 /// Gemini's developer API often returns function calls without an id; we make one up.
@@ -401,7 +401,7 @@ impl StreamState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::message::{parse_messages, Strictness};
+    use oma_core::kernel::message::{parse_messages, Strictness};
 
     #[test]
     fn builds_contents_and_config() {

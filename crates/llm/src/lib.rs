@@ -29,7 +29,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::kernel::message::{Block, Usage};
+use oma_core::kernel::message::{Block, Usage};
 
 pub use providers::{create_adapter, Adapter, EchoesReasoning};
 

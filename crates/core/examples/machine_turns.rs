@@ -2,9 +2,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use oma_kernel::kernel::config::runner_config_from_json;
-use oma_kernel::kernel::message::{parse_messages, Strictness, Usage};
-use oma_kernel::kernel::runner::{Machine, Op};
+use oma_core::kernel::config::runner_config_from_json;
+use oma_core::kernel::message::{parse_messages, Strictness, Usage};
+use oma_core::kernel::runner::{Machine, Op};
 
 fn main() {
     let cfg = Arc::new(runner_config_from_json(r#"{"maxTurns":100000,"loopDetection":{}}"#).unwrap());

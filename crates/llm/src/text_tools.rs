@@ -12,8 +12,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 
 use super::jsjson::{empty_object, raw_object};
-use crate::kernel::json::{is_js_space, js_trim};
-use crate::kernel::message::Block;
+use oma_core::kernel::json::{is_js_space, js_trim};
+use oma_core::kernel::message::Block;
 
 /// Process-wide, like the original module-level counter.
 static EXTRACTED: AtomicU64 = AtomicU64::new(0);

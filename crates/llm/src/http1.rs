@@ -467,7 +467,7 @@ pub(crate) fn read_request(s: &mut impl io::Read) -> (Vec<u8>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::limits::MAX_RESPONSE_BYTES;
+    use crate::limits::MAX_RESPONSE_BYTES;
     use std::cell::Cell;
     use std::io::Write;
     use std::task::{Context, Poll};
@@ -642,7 +642,7 @@ mod tests {
         .unwrap();
         c.write_request(&head, body.as_bytes()).await.unwrap();
         let h = c.read_head().await.unwrap();
-        let (b, reuse) = c.read_body(&h, crate::llm::limits::MAX_RESPONSE_BYTES).await.unwrap();
+        let (b, reuse) = c.read_body(&h, crate::limits::MAX_RESPONSE_BYTES).await.unwrap();
         (h, b, reuse)
     }
 
@@ -744,7 +744,7 @@ mod tests {
             let failed = match c.read_head().await {
                 Err(HeadError::Io(_)) => true,
                 Err(HeadError::Closed) => false,
-                Ok(h) => c.read_body(&h, crate::llm::limits::MAX_RESPONSE_BYTES).await.is_err(),
+                Ok(h) => c.read_body(&h, crate::limits::MAX_RESPONSE_BYTES).await.is_err(),
             };
             t.join().unwrap();
             assert!(failed, "{}", String::from_utf8_lossy(reply));
