@@ -16,7 +16,7 @@ pub fn kernel_version() -> String {
 /// The addon's own allocations go to mimalloc (V8's heap and Node's are not affected). With
 /// glibc's malloc, W5's Agent.run at T=5 took ≈ 1.2 page faults per LLM call (growing and
 /// freeing request-sized buffers at the top of the heap) and 45 instead of 35 µs of CPU per call
-/// (medians of 13 paired samples, bench/README.md, session 6).
+/// (medians of 13 paired samples, bench/HISTORY.md, session 6).
 ///
 /// mimalloc v2, not v3 (the `v2` feature in Cargo.toml): v3 (as vendored by libmimalloc-sys
 /// 0.1.49) records the first thread that allocates as its "main thread" and tears the static
