@@ -2,7 +2,7 @@
 //! the JSON checker accepts.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_core::kernel::json::is_valid_json;
+use oma_core::json::is_valid_json;
 use oma_core::kernel::structured_output::extract_json;
 
 fuzz_target!(|data: &[u8]| {

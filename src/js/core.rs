@@ -531,7 +531,7 @@ impl JsonSchemaValidator {
     pub fn validate(&self, input_json: String) -> Vec<Vec<String>> {
         // Half a surrogate pair (a JS string may hold one) reads as U+FFFD, as on every other
         // path: it is valid JS input, not a reason to refuse it.
-        let fixed = oma_core::kernel::json::replace_lone_surrogates(&input_json);
+        let fixed = oma_core::json::replace_lone_surrogates(&input_json);
         let input: serde_json::Value = match serde_json::from_str(fixed.as_deref().unwrap_or(&input_json)) {
             Ok(v) => v,
             // serde's parser stops at 128 levels (the validator recurses per level too).

@@ -424,5 +424,5 @@ pub fn extract_tool_calls_from_text_json(text: String, known_tool_names: Vec<Str
 /// `repairToolArgs(raw)` → JSON object text, or `null`.
 #[napi(catch_unwind)]
 pub fn repair_tool_args_json(raw: String) -> Option<String> {
-    oma_llm::text_tools::repair_tool_args(&raw).map(|m| oma_llm::jsjson::to_js_json(&serde_json::Value::Object(m)))
+    oma_llm::text_tools::repair_tool_args(&raw).map(|m| oma_core::json::to_js_json(&serde_json::Value::Object(m)))
 }

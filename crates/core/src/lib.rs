@@ -1,10 +1,12 @@
 //! oma-core: the policy of the single-agent kernel of open-multi-agent, in plain Rust.
 //!
 //! `kernel` holds the sans-IO state machines and the rules they apply (loop, grants, loop
-//! detection, context strategies, …); `tool` the built-in tools; `redaction` the trace
+//! detection, context strategies, …); `json` the one JSON toolkit (JSON as JavaScript reads and
+//! writes it) the kernel and the adapters share; `tool` the built-in tools; `redaction` the trace
 //! redaction. No napi types and no JS here: the binding crate (the repository root) drives
 //! these machines, and everything is unit-tested with plain `cargo test -p oma-core`.
 
+pub mod json;
 pub mod kernel;
 pub mod redaction;
 pub mod tool;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::kernel::json::is_js_space;
+use crate::json::is_js_space;
 
 pub const REDACTED: &str = "[redacted]";
 

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::jsjson::{js_number, json_string, push_json_string, to_js_json, truthy, JsObject};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
+use oma_core::json::{js_number, json_string, push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Usage};
 
 pub const MISSING_AUTH: &str = "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the \"X-Api-Key\" or \"Authorization\" headers to be explicitly omitted";

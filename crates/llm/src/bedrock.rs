@@ -10,10 +10,10 @@ use ring::{digest, hmac};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
+use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Usage};
 
 /// The AWS SDK's message when the default chain finds nothing.

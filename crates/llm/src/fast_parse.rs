@@ -14,8 +14,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::jsjson::to_js_json;
-use super::scan::{Scan, Seen};
+use oma_core::json::to_js_json;
+use oma_core::json::{Scan, Seen};
 use oma_core::kernel::message::{Block, Message, Role};
 
 /// A field's value: a string (borrowed when it has no escapes), null, or anything else.
@@ -178,7 +178,7 @@ fn typed(b: FastBlock) -> Result<Option<Block>, String> {
             let name = req(b.name, "name", "tool_use")?;
             let input = match b.input {
                 Some(r) if r.get().starts_with('{') => r.to_owned(),
-                _ => super::jsjson::empty_object(),
+                _ => oma_core::json::empty_object(),
             };
             Block::ToolUse { id, name, input, signature: b.signature.and_then(Field::string) }
         }
@@ -246,7 +246,7 @@ fn one_pass(json: &str) -> Option<Vec<Message>> {
 /// `parse_messages(json, Strictness::Lenient)`, faster.
 pub fn parse_messages_lenient(json: &str) -> Result<Vec<Message>, String> {
     // A JS string with half a surrogate pair: sent with U+FFFD there, as napi converts it.
-    if let Some(fixed) = oma_core::kernel::json::replace_lone_surrogates(json) {
+    if let Some(fixed) = oma_core::json::replace_lone_surrogates(json) {
         return parse_messages_lenient(&fixed);
     }
     if let Some(msgs) = scanned(json) {
@@ -344,7 +344,7 @@ fn scanned_block(s: &mut Scan) -> Option<Block> {
         "tool_use" => {
             let input = match input {
                 Some(raw) if raw.starts_with('{') => RawValue::from_string(raw.to_string()).ok()?,
-                _ => super::jsjson::empty_object(),
+                _ => oma_core::json::empty_object(),
             };
             Block::ToolUse {
                 id: id?.into_owned(),

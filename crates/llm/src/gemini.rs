@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::jsjson::{push_json_string, to_js_json, truthy, JsObject};
 use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
+use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 static CALLS: AtomicU64 = AtomicU64::new(0);

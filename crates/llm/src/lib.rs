@@ -10,13 +10,11 @@ pub mod bedrock;
 pub mod fast_parse;
 pub mod gemini;
 pub mod http1;
-pub mod jsjson;
 pub mod limits;
 pub mod openai;
 pub mod providers;
 pub mod reasoning_fallback;
 pub mod runtime;
-pub mod scan;
 pub mod sse;
 pub mod text_tools;
 pub mod transport;
@@ -48,7 +46,7 @@ impl ToolDef {
     /// `{"name":…,"description":…,"<schema_key>":<schema>}`: the function declaration every
     /// provider wraps in its own way (an absent description or schema is left out, as in JS).
     pub fn declaration(&self, schema_key: &str, schema: Option<String>) -> String {
-        let mut f = jsjson::JsObject::new();
+        let mut f = oma_core::json::JsObject::new();
         f.set_str("name", &self.name);
         f.set("description", self.description.as_ref());
         f.set_raw(schema_key, schema);
@@ -425,8 +423,8 @@ pub fn process_env() -> Env {
 /// text `JSON.stringify` would give (or `{}` when it is not an object).
 pub(crate) fn object_input(v: Option<&Value>) -> Box<RawValue> {
     match v {
-        Some(Value::Object(m)) => jsjson::raw_object(m),
-        _ => jsjson::empty_object(),
+        Some(Value::Object(m)) => oma_core::json::raw_object(m),
+        _ => oma_core::json::empty_object(),
     }
 }
 

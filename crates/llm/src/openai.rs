@@ -7,11 +7,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::jsjson::{json_string, push_json_string, to_js_json, JsObject};
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
-use super::scan::{Scan, Seen};
 use super::text_tools::{extract_tool_calls_until, repair_tool_args};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
+use oma_core::json::{json_string, push_json_string, to_js_json, JsObject};
+use oma_core::json::{Scan, Seen};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 /// `buildMessageOptions`: how reasoning blocks travel outbound.
@@ -488,9 +488,9 @@ fn stop_reason(raw: Option<&str>, has_tool_use: bool) -> String {
 
 /// Tool arguments: an object as is, other JSON → `{}`, unparseable → `repairToolArgs ?? {}`.
 fn parse_arguments(args: Option<&str>) -> Box<RawValue> {
-    let Some(a) = args else { return super::jsjson::empty_object() };
+    let Some(a) = args else { return oma_core::json::empty_object() };
     // Usually the provider wrote the arguments as JS would: kept as they are, not rewritten.
-    if super::jsjson::is_js_canonical_object(a) {
+    if oma_core::json::is_js_canonical_object(a) {
         if let Ok(raw) = RawValue::from_string(a.to_string()) {
             return raw;
         }
@@ -498,8 +498,8 @@ fn parse_arguments(args: Option<&str>) -> Box<RawValue> {
     match serde_json::from_str::<Value>(a) {
         Ok(v) => object_input(Some(&v)),
         Err(_) => match repair_tool_args(a) {
-            Some(m) => super::jsjson::raw_object(&m),
-            None => super::jsjson::empty_object(),
+            Some(m) => oma_core::json::raw_object(&m),
+            None => oma_core::json::empty_object(),
         },
     }
 }

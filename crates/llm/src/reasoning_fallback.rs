@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use oma_core::kernel::json::{utf16_len, utf16_slice};
+use oma_core::json::{utf16_len, utf16_slice};
 
 pub const DEFAULT_REASONING_FALLBACK_MAX_CHARS: f64 = 1200.0;
 const MARKER: &str = "...[truncated]...";

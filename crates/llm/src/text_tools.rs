@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
 
-use super::jsjson::{empty_object, raw_object};
-use oma_core::kernel::json::{is_js_space, js_trim};
+use oma_core::json::{empty_object, raw_object};
+use oma_core::json::{is_js_space, js_trim};
 use oma_core::kernel::message::Block;
 
 /// Process-wide, like the original module-level counter.

@@ -454,10 +454,10 @@ pub fn status_message(status: u16, body: &str, style: ErrorStyle) -> String {
             match err {
                 None | Some(Value::Null) => None,
                 Some(e) => match e.get("message") {
-                    Some(m) if super::jsjson::truthy(m) => {
-                        Some(m.as_str().map(str::to_string).unwrap_or_else(|| super::jsjson::to_js_json(m)))
+                    Some(m) if oma_core::json::truthy(m) => {
+                        Some(m.as_str().map(str::to_string).unwrap_or_else(|| oma_core::json::to_js_json(m)))
                     }
-                    _ if super::jsjson::truthy(&e) => Some(super::jsjson::to_js_json(&e)),
+                    _ if oma_core::json::truthy(&e) => Some(oma_core::json::to_js_json(&e)),
                     _ => None,
                 },
             }

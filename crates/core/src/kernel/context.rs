@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::json::{js_trim, js_trim_end, utf16_len, utf16_prefix};
 use super::message::{Block, Message, Role};
 use super::tokens::estimate_tokens;
+use crate::json::{js_trim, js_trim_end, utf16_len, utf16_prefix};
 
 #[derive(Debug, Clone)]
 pub enum PlanBlock {

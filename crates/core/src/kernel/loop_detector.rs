@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
 
-use super::json::{is_js_space, js_trim};
+use crate::json::{is_js_space, js_trim};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoopKind {

@@ -10,7 +10,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::json::utf16_len;
+use crate::json::utf16_len;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -274,7 +274,7 @@ fn opt_string(v: Option<&RawValue>) -> Result<Option<String>, ()> {
 fn js_string(raw: &str) -> Option<String> {
     match serde_json::from_str::<String>(raw) {
         Ok(s) => Some(s),
-        Err(_) => serde_json::from_str::<String>(&super::json::replace_lone_surrogates(raw)?).ok(),
+        Err(_) => serde_json::from_str::<String>(&crate::json::replace_lone_surrogates(raw)?).ok(),
     }
 }
 
@@ -517,7 +517,7 @@ fn message_from(rm: RawMessage, strict: Strictness) -> Result<Message, String> {
 pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
     // A JS string with half a surrogate pair: kept with U+FFFD there, as napi converts it
     // (serde would drop or refuse the string).
-    if let Some(fixed) = super::json::replace_lone_surrogates(json) {
+    if let Some(fixed) = crate::json::replace_lone_surrogates(json) {
         return parse_messages(&fixed, strict);
     }
     // One pass over the text when every item reads as a message (the usual case); otherwise

@@ -5,7 +5,6 @@ pub mod config;
 pub mod context;
 pub mod grants;
 pub mod history;
-pub mod json;
 pub mod loop_detector;
 pub mod message;
 pub mod runner;

@@ -1,7 +1,7 @@
 //! Structured-output helpers that are pure text work (CONTRACT §7.2): finding the JSON in a
 //! model's answer. Parsing into a JS value and Zod validation stay in JS.
 
-use super::json::{is_js_space, is_valid_json, js_trim, utf16_prefix};
+use crate::json::{is_js_space, is_valid_json, js_trim, utf16_prefix};
 
 /// The first candidate substring of `raw` that `JSON.parse` accepts, tried in the contract's
 /// order; otherwise the contract's error message.

@@ -1,7 +1,7 @@
 //! `truncateToolOutput` (CONTRACT §9.4): head 70 % / tail 30 % around a marker, never longer
 //! than `max_chars` UTF-16 units.
 
-use super::json::{utf16_len, utf16_slice};
+use crate::json::{utf16_len, utf16_slice};
 
 pub fn truncate_tool_output(data: &str, max_chars: usize) -> String {
     let len = utf16_len(data);

@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::grammar::{number_end, plain_prefix, string_end};
+
 /// `JSON.stringify(value)`.
 pub fn to_js_json(v: &Value) -> String {
     let mut out = String::new();
@@ -46,7 +48,7 @@ fn canonical_value(b: &[u8], i: usize, depth: u32) -> Option<usize> {
             let mut keys = [(0usize, 0usize); 16];
             let mut n = 0;
             loop {
-                let end = canonical_string(b, i)?;
+                let end = string_end(b, i, true)?;
                 let key = &b[i + 1..end - 1];
                 if n == keys.len() || key.first().is_some_and(u8::is_ascii_digit) && key.iter().all(u8::is_ascii_digit)
                 {
@@ -82,7 +84,7 @@ fn canonical_value(b: &[u8], i: usize, depth: u32) -> Option<usize> {
                 }
             }
         }
-        b'"' => canonical_string(b, i),
+        b'"' => string_end(b, i, true),
         b't' => b[i..].starts_with(b"true").then_some(i + 4),
         b'f' => b[i..].starts_with(b"false").then_some(i + 5),
         b'n' => b[i..].starts_with(b"null").then_some(i + 4),
@@ -90,53 +92,31 @@ fn canonical_value(b: &[u8], i: usize, depth: u32) -> Option<usize> {
     }
 }
 
-fn canonical_string(b: &[u8], i: usize) -> Option<usize> {
-    if b.get(i) != Some(&b'"') {
-        return None;
-    }
-    let mut j = i + 1;
-    loop {
-        j += plain_prefix(&b[j..]);
-        match *b.get(j)? {
-            b'"' => return Some(j + 1),
-            // `\/` and `\u…` are not how JS writes them back.
-            b'\\' if matches!(b.get(j + 1), Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't')) => j += 2,
-            _ => return None,
-        }
-    }
-}
-
+/// The end of the number at `i` (the grammar's token) when JS writes it back the same way.
 fn canonical_number(b: &[u8], i: usize) -> Option<usize> {
-    let digits = |mut j: usize| {
-        while b.get(j).is_some_and(u8::is_ascii_digit) {
-            j += 1;
-        }
-        j
-    };
-    let neg = b.get(i) == Some(&b'-');
-    let int = i + neg as usize;
-    let mut j = match *b.get(int)? {
-        b'0' => int + 1,
-        b'1'..=b'9' => digits(int + 1),
-        _ => return None,
-    };
-    let zero = j == int + 1 && b[int] == b'0';
-    let mut count = j - int;
-    if b.get(j) == Some(&b'.') {
-        let frac = j + 1;
-        j = digits(frac);
-        // A trailing zero goes; below 1e-6 JS switches to exponent form.
-        if j == frac || b[j - 1] == b'0' || zero && b[frac..].starts_with(b"000000") {
-            return None;
-        }
-        count += j - frac;
-    } else if zero && neg {
-        return None; // -0 is written 0
-    }
-    if matches!(b.get(j), Some(b'e' | b'E')) || count > 15 {
+    let end = number_end(b, i)?;
+    let t = &b[i..end];
+    let neg = t[0] == b'-';
+    let t = &t[neg as usize..];
+    if t.iter().any(|&c| c == b'e' || c == b'E') {
         return None;
     }
-    Some(j)
+    let (int, frac) = match t.iter().position(|&c| c == b'.') {
+        Some(dot) => (&t[..dot], Some(&t[dot + 1..])),
+        None => (t, None),
+    };
+    let zero = int == b"0";
+    match frac {
+        // A trailing zero goes; below 1e-6 JS switches to exponent form.
+        Some(f) if f.ends_with(b"0") || zero && f.starts_with(b"000000") => return None,
+        None if zero && neg => return None, // -0 is written 0
+        _ => {}
+    }
+    // More digits than an f64 keeps exactly may come back rounded.
+    if int.len() + frac.map_or(0, <[u8]>::len) > 15 {
+        return None;
+    }
+    Some(end)
 }
 
 /// A JS-formatted object as a raw value (for `ToolUse.input`).
@@ -400,73 +380,67 @@ pub fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// How many leading bytes of `b` JSON carries as they are (no `"`, `\\` or control byte).
-#[inline]
-pub(crate) fn plain_prefix(b: &[u8]) -> usize {
-    let mut i = 0;
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SSE2 is part of x86_64: 16 bytes per step, ≈ 10 instructions.
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is always present on x86_64; loads are unaligned and within `b`.
-        unsafe {
-            let quote = _mm_set1_epi8(b'"' as i8);
-            let backslash = _mm_set1_epi8(b'\\' as i8);
-            let ctl = _mm_set1_epi8(0x1f);
-            while i + 16 <= b.len() {
-                let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-                // v <= 0x1f (unsigned) exactly when min(v, 0x1f) == v.
-                let hit = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                    _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-                );
-                let mask = _mm_movemask_epi8(hit);
-                if mask != 0 {
-                    return i + mask.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        i = plain_words(b);
-    }
-    while i < b.len() {
-        let c = b[i];
-        if c < 0x20 || c == b'"' || c == b'\\' {
-            return i;
-        }
-        i += 1;
-    }
-    i
-}
-
-/// Whole 8-byte words at the start of `b` with nothing to escape, as one word each (the classic
-/// "has a byte below / equal to" tests): the portable form of the x86_64 loop.
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn plain_words(b: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut i = 0;
-    while i + 8 <= b.len() {
-        let x = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-        let below = x.wrapping_sub(ONES * 0x20) & !x;
-        let q = x ^ (ONES * b'"' as u64);
-        let bs = x ^ (ONES * b'\\' as u64);
-        let eq = (q.wrapping_sub(ONES) & !q) | (bs.wrapping_sub(ONES) & !bs);
-        if (below | eq) & HIGH != 0 {
-            break;
-        }
-        i += 8;
-    }
-    i
-}
-
 pub fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     push_json_string(&mut out, s);
     out
+}
+
+/// `JSON.stringify` text with every `\uXXXX` escape of a lone surrogate (which a JS string may
+/// hold and a Rust string may not) replaced by `\ufffd`, as napi does when it converts such a
+/// string; `None` when there is none (`JSON.stringify` writes `\u` and lowercase hex, and
+/// only control characters and lone surrogates as escapes, so most texts have no `\ud` at all).
+pub fn replace_lone_surrogates(json: &str) -> Option<String> {
+    if !json.contains("\\ud") {
+        return None;
+    }
+    let b = json.as_bytes();
+    let hex = |at: usize| -> Option<u16> {
+        let h = b.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    // A `\uXXXX` escape at `at` (`at` points at the backslash).
+    let escape = |at: usize| -> Option<u16> {
+        if b.get(at + 1) == Some(&b'u') {
+            hex(at + 2)
+        } else {
+            None
+        }
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(u) = escape(i) else {
+            i += 2; // any other escape, `\\` included
+            continue;
+        };
+        let lone = match u {
+            0xD800..=0xDBFF => {
+                if b.get(i + 6) == Some(&b'\\') && matches!(escape(i + 6), Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                    continue;
+                }
+                true
+            }
+            0xDC00..=0xDFFF => true,
+            _ => false,
+        };
+        if lone {
+            let o = out.get_or_insert_with(|| String::with_capacity(json.len()));
+            o.push_str(&json[copied..i]);
+            o.push_str("\\ufffd");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    let mut o = out?;
+    o.push_str(&json[copied..]);
+    Some(o)
 }
 
 #[cfg(test)]
@@ -553,19 +527,6 @@ mod tests {
     }
 
     #[test]
-    fn plain_words_stops_at_the_first_word_to_escape() {
-        // The portable loop (used off x86_64) checked here on every target.
-        for c in ['"', '\\', '\n', '\u{0}', '\u{1f}'] {
-            for at in 0..40 {
-                let s = format!("{}{c}{}", "a".repeat(at), "é~ ".repeat(10));
-                assert_eq!(plain_words(s.as_bytes()), at / 8 * 8, "{c:?} at {at}");
-            }
-        }
-        let plain = "\u{7f}\u{80} ~!#é😀".repeat(5);
-        assert_eq!(plain_words(plain.as_bytes()), plain.len() / 8 * 8);
-    }
-
-    #[test]
     fn normalize_is_stringify_of_parse() {
         assert_eq!(
             normalize(r#"{ "b": 1.0, "a": [1e21, "x\u0041"], "b": 2 }"#).unwrap(),
@@ -579,5 +540,17 @@ mod tests {
         );
         assert_eq!(normalize("12345678901234567890").unwrap(), "12345678901234567000");
         assert!(normalize("{").is_none());
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        assert_eq!(replace_lone_surrogates(r#"["a\ud83d\ude00b"]"#), None);
+        assert_eq!(replace_lone_surrogates(r#"["a\\ud800"]"#), None);
+        assert_eq!(
+            replace_lone_surrogates(r#"["x\ud800y","\udc00","\ud800\u0041"]"#).as_deref(),
+            Some(r#"["x\ufffdy","\ufffd","\ufffd\u0041"]"#)
+        );
+        assert_eq!(replace_lone_surrogates(r#"["\ud83d\ude00\udbff"]"#).as_deref(), Some(r#"["\ud83d\ude00\ufffd"]"#));
+        assert_eq!(replace_lone_surrogates("[\"é\\ud800\"]").as_deref(), Some("[\"é\\ufffd\"]"));
     }
 }

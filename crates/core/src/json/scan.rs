@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::jsjson::plain_prefix;
+use super::grammar::{number_end, plain_prefix, value_end};
 
 /// serde_json stops at 128 levels; deeper input goes to it for its error.
 const MAX_DEPTH: u32 = 100;
@@ -188,40 +188,8 @@ impl<'a> Scan<'a> {
     fn number(&mut self) -> Option<&'a str> {
         self.ws();
         let start = self.i;
-        let b = self.b;
-        let mut j = start;
-        let digits = |j: &mut usize| {
-            let from = *j;
-            while b.get(*j).is_some_and(u8::is_ascii_digit) {
-                *j += 1;
-            }
-            *j > from
-        };
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        if b.get(j) == Some(&b'0') {
-            j += 1;
-        } else if !digits(&mut j) {
-            return None;
-        }
-        if b.get(j) == Some(&b'.') {
-            j += 1;
-            if !digits(&mut j) {
-                return None;
-            }
-        }
-        if let Some(b'e' | b'E') = b.get(j) {
-            j += 1;
-            if let Some(b'+' | b'-') = b.get(j) {
-                j += 1;
-            }
-            if !digits(&mut j) {
-                return None;
-            }
-        }
-        self.i = j;
-        Some(&self.s[start..j])
+        self.i = number_end(self.b, start)?;
+        Some(&self.s[start..self.i])
     }
 
     /// A non-negative integer of at most 15 digits (exact as f64, read alike by serde as u64
@@ -266,7 +234,7 @@ impl<'a> Scan<'a> {
     pub fn skip(&mut self) -> Option<()> {
         self.ws();
         // The value's own containers count from the next level.
-        self.i = oma_core::kernel::json::value_end(self.b, self.i, MAX_DEPTH.saturating_sub(self.depth + 1) as usize)?;
+        self.i = value_end(self.b, self.i, MAX_DEPTH.saturating_sub(self.depth + 1) as usize)?;
         Some(())
     }
 }
