@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
 use oma_core::kernel::history::History;
-use oma_core::kernel::message::{Block, Message};
+use oma_core::kernel::message::{parse_messages, Block, Message, Strictness};
 use oma_llm::{Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
@@ -61,7 +61,7 @@ pub(crate) fn cached_chat_options(json: &str) -> std::result::Result<Arc<ChatOpt
 }
 
 fn parse_input(messages_json: &str, options_json: &str) -> std::result::Result<ChatInput, LlmError> {
-    let messages = oma_llm::fast_parse::parse_messages_lenient(messages_json).map_err(LlmError::other)?;
+    let messages = parse_messages(messages_json, Strictness::Lenient).map_err(LlmError::other)?;
     let opts = ChatOptions::from_json(options_json)?;
     Ok(ChatInput { messages: Arc::new(messages), opts: Arc::new(opts), reuse: None })
 }
@@ -253,8 +253,7 @@ impl ChatHistory {
         options_json: Option<String>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
-        let mut tail =
-            oma_llm::fast_parse::parse_messages_lenient(&tail_json).map_err(|e| js_err(LlmError::other(e)))?;
+        let mut tail = parse_messages(&tail_json, Strictness::Lenient).map_err(|e| js_err(LlmError::other(e)))?;
         if let (Some(at), Some(long)) = (long_at, long) {
             put_long_strings(&mut tail, &at, long).map_err(js_err)?;
         }

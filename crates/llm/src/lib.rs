@@ -7,7 +7,6 @@
 
 pub mod anthropic;
 pub mod bedrock;
-pub mod fast_parse;
 pub mod gemini;
 pub mod http1;
 pub mod limits;

@@ -6,11 +6,11 @@
 
 use std::borrow::Cow;
 
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::json::utf16_len;
+use crate::json::{empty_object, push_json_string, replace_lone_surrogates, utf16_len, Scan, Seen};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -139,85 +139,103 @@ impl Message {
         self.content.iter().any(|b| matches!(b, Block::ToolResult { .. }))
     }
 
+    /// `JSON.stringify(message)`.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("message serialises")
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
+    /// Appends `JSON.stringify(message)`.
+    pub fn write_json(&self, out: &mut String) {
+        out.push_str(match self.role {
+            Role::User => "{\"role\":\"user\",\"content\":[",
+            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+        });
+        for (i, b) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            b.write_json(out);
+        }
+        out.push_str("]}");
     }
 }
 
-/// Serialises with the key order the JS shapes are built with, so the output equals
-/// `JSON.stringify` of the same message.
-impl Serialize for Block {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Block {
+    /// Appends `JSON.stringify(block)`: the keys in the order the JS shapes are built with, a key
+    /// holding `undefined` left out.
+    pub fn write_json(&self, out: &mut String) {
+        // `,"key":` and the string value.
+        fn member(out: &mut String, key: &str, v: &str) {
+            out.push_str(key);
+            push_json_string(out, v);
+        }
+        fn opt_member(out: &mut String, key: &str, v: Option<&str>) {
+            if let Some(v) = v {
+                member(out, key, v);
+            }
+        }
         match self {
-            Block::Other(raw) => raw.serialize(s),
+            Block::Other(raw) => out.push_str(raw.get()),
             Block::Text { text } => {
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("type", "text")?;
-                if let Some(t) = text {
-                    m.serialize_entry("text", t)?;
-                }
-                m.end()
+                out.push_str("{\"type\":\"text\"");
+                opt_member(out, ",\"text\":", text.as_deref());
+                out.push('}');
             }
             Block::Reasoning { text, signature, redacted_data, provenance } => {
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("type", "reasoning")?;
-                m.serialize_entry("text", text)?;
-                if let Some(v) = signature {
-                    m.serialize_entry("signature", v)?;
-                }
-                if let Some(v) = redacted_data {
-                    m.serialize_entry("redactedData", v)?;
-                }
-                if let Some(v) = provenance {
-                    m.serialize_entry("provenance", v)?;
-                }
-                m.end()
+                out.push_str("{\"type\":\"reasoning\"");
+                member(out, ",\"text\":", text);
+                opt_member(out, ",\"signature\":", signature.as_deref());
+                opt_member(out, ",\"redactedData\":", redacted_data.as_deref());
+                opt_member(out, ",\"provenance\":", provenance.as_deref());
+                out.push('}');
             }
             Block::ToolUse { id, name, input, signature } => {
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("type", "tool_use")?;
-                m.serialize_entry("id", id)?;
-                m.serialize_entry("name", name)?;
-                m.serialize_entry("input", input)?;
-                if let Some(v) = signature {
-                    m.serialize_entry("signature", v)?;
-                }
-                m.end()
+                out.push_str("{\"type\":\"tool_use\"");
+                member(out, ",\"id\":", id);
+                member(out, ",\"name\":", name);
+                out.push_str(",\"input\":");
+                out.push_str(input.get());
+                opt_member(out, ",\"signature\":", signature.as_deref());
+                out.push('}');
             }
             Block::ToolResult { tool_use_id, content, is_error } => {
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("type", "tool_result")?;
-                m.serialize_entry("tool_use_id", tool_use_id)?;
-                m.serialize_entry("content", content)?;
-                if let Some(v) = is_error {
-                    m.serialize_entry("is_error", v)?;
+                out.push_str("{\"type\":\"tool_result\"");
+                member(out, ",\"tool_use_id\":", tool_use_id);
+                member(out, ",\"content\":", content);
+                match is_error {
+                    Some(true) => out.push_str(",\"is_error\":true"),
+                    Some(false) => out.push_str(",\"is_error\":false"),
+                    None => {}
                 }
-                m.end()
+                out.push('}');
             }
             Block::Image { media_type, data } => {
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("type", "image")?;
-                m.serialize_entry("source", &ImageSource { kind: "base64", media_type, data })?;
-                m.end()
+                out.push_str("{\"type\":\"image\",\"source\":{\"type\":\"base64\"");
+                member(out, ",\"media_type\":", media_type);
+                member(out, ",\"data\":", data);
+                out.push_str("}}");
             }
         }
     }
 }
 
-#[derive(Serialize)]
-struct ImageSource<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    media_type: &'a str,
-    data: &'a str,
+/// Through `write_json` (one definition of the JSON shape), for callers that serialise blocks
+/// with serde (an adapter's response content).
+impl Serialize for Block {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        RawValue::from_string(out).map_err(serde::ser::Error::custom)?.serialize(s)
+    }
 }
 
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("role", self.role.as_str())?;
-        m.serialize_entry("content", &self.content)?;
-        m.end()
+        let mut out = String::new();
+        self.write_json(&mut out);
+        RawValue::from_string(out).map_err(serde::ser::Error::custom)?.serialize(s)
     }
 }
 
@@ -513,13 +531,27 @@ fn message_from(rm: RawMessage, strict: Strictness) -> Result<Message, String> {
     Ok(Message { role, content })
 }
 
-/// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it).
+/// Parses a JSON array of messages (as `JSON.stringify(messages)` produced it): the history a
+/// run starts from, and on every call of a native adapter the messages a JS caller hands in.
 pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
     // A JS string with half a surrogate pair: kept with U+FFFD there, as napi converts it
     // (serde would drop or refuse the string).
-    if let Some(fixed) = crate::json::replace_lone_surrogates(json) {
+    if let Some(fixed) = replace_lone_surrogates(json) {
         return parse_messages(&fixed, strict);
     }
+    // The usual messages in one scan without serde's visitors (a 45 KB history took 44 µs
+    // through serde's five passes); anything the scan declines is read by serde, which knows
+    // the lenient rules and the error texts.
+    if let Some(messages) = scanned(json, strict) {
+        return Ok(messages);
+    }
+    parse_messages_by_serde(json, strict)
+}
+
+/// `parse_messages` without the scan: what the scan must agree with wherever it answers (its
+/// tests and the fuzz target compare the two).
+#[doc(hidden)]
+pub fn parse_messages_by_serde(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
     // One pass over the text when every item reads as a message (the usual case); otherwise
     // item by item, which names what is wrong.
     if let Ok(items) = serde_json::from_str::<Vec<RawMessage>>(json) {
@@ -531,6 +563,150 @@ pub fn parse_messages(json: &str, strict: Strictness) -> Result<Vec<Message>, St
         messages.push(parse_message(m, strict)?);
     }
     Ok(messages)
+}
+
+/// The messages when every one is usual (text, reasoning, tool_use, tool_result and image
+/// blocks whose fields have the JSON types the rules expect, each field once): `None` for
+/// anything else, which serde then reads.
+fn scanned(json: &str, strict: Strictness) -> Option<Vec<Message>> {
+    let mut s = Scan::new(json);
+    let mut out = Vec::new();
+    s.array(|s| {
+        out.push(scanned_message(s, strict)?);
+        Some(())
+    })?;
+    s.at_end().then_some(out)
+}
+
+fn scanned_message(s: &mut Scan, strict: Strictness) -> Option<Message> {
+    let lenient = strict == Strictness::Lenient;
+    let mut role = None;
+    let mut content = None;
+    let mut seen = Seen(0);
+    s.object(|s, key| {
+        match key {
+            "role" => {
+                seen.once(1)?;
+                // serde reads the role as a borrowed `&str`: an escaped one is its to refuse.
+                role = match s.opt_string()? {
+                    Some(Cow::Borrowed("assistant")) => Some(Role::Assistant),
+                    Some(Cow::Borrowed("user")) => Some(Role::User),
+                    Some(Cow::Borrowed(_)) | None if lenient => Some(Role::User),
+                    _ => return None,
+                };
+            }
+            "content" => {
+                seen.once(2)?;
+                // A null content is an error: left to serde.
+                let mut blocks = Vec::new();
+                s.array(|s| {
+                    blocks.push(scanned_block(s, lenient)?);
+                    Some(())
+                })?;
+                content = Some(blocks);
+            }
+            _ => s.skip()?,
+        }
+        Some(())
+    })?;
+    if !lenient && (role.is_none() || content.is_none()) {
+        return None;
+    }
+    Some(Message { role: role.unwrap_or(Role::User), content: content.unwrap_or_default() })
+}
+
+/// One block as the rules read it (`parse_block`), or `None` for serde to read.
+fn scanned_block(s: &mut Scan, lenient: bool) -> Option<Block> {
+    let (mut kind, mut text, mut signature, mut redacted_data, mut provenance) = (None, None, None, None, None);
+    let (mut id, mut name, mut tool_use_id, mut content) = (None, None, None, None);
+    let mut input: Option<&str> = None;
+    let mut is_error = None;
+    let mut source = None;
+    let mut seen = Seen(0);
+    s.object(|s, key| {
+        // The fields the rules read: each may appear once (serde refuses a repeated one).
+        let bit = match key {
+            "type" => 1,
+            "text" => 2,
+            "signature" => 4,
+            "redactedData" => 8,
+            "provenance" => 16,
+            "id" => 32,
+            "name" => 64,
+            "input" => 128,
+            "tool_use_id" => 256,
+            "content" => 512,
+            "is_error" => 1024,
+            "source" => 2048,
+            _ => return s.skip(),
+        };
+        seen.once(bit)?;
+        match bit {
+            1 => kind = s.opt_string()?,
+            2 => text = s.opt_string()?,
+            4 => signature = s.opt_string()?,
+            8 => redacted_data = s.opt_string()?,
+            16 => provenance = s.opt_string()?,
+            32 => id = s.opt_string()?,
+            64 => name = s.opt_string()?,
+            128 => input = Some(s.skip_raw()?),
+            256 => tool_use_id = s.opt_string()?,
+            512 => content = s.opt_string()?,
+            1024 => is_error = s.opt_bool()?,
+            _ => source = Some(scanned_image_source(s)?),
+        }
+        Some(())
+    })?;
+    let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
+    Some(match kind.as_deref()? {
+        "text" if lenient || text.is_some() => Block::Text { text: own(text) },
+        "reasoning" if lenient || text.is_some() => Block::Reasoning {
+            text: own(text).unwrap_or_default(),
+            signature: own(signature),
+            redacted_data: own(redacted_data),
+            provenance: own(provenance),
+        },
+        "tool_use" => {
+            let input = match input {
+                Some(raw) if raw.starts_with('{') => RawValue::from_string(raw.to_string()).ok()?,
+                _ if lenient => empty_object(),
+                _ => return None,
+            };
+            Block::ToolUse { id: id?.into_owned(), name: name?.into_owned(), input, signature: own(signature) }
+        }
+        "tool_result" if lenient || content.is_some() => Block::ToolResult {
+            tool_use_id: tool_use_id?.into_owned(),
+            content: own(content).unwrap_or_default(),
+            is_error,
+        },
+        "image" => {
+            let (media_type, data) = source?;
+            Block::Image { media_type: media_type.into_owned(), data: data.into_owned() }
+        }
+        _ => return None,
+    })
+}
+
+/// An image block's `source` when its `media_type` and `data` are strings given once (serde
+/// decides the rest: such a block is kept as it is).
+fn scanned_image_source<'a>(s: &mut Scan<'a>) -> Option<(Cow<'a, str>, Cow<'a, str>)> {
+    let (mut media_type, mut data) = (None, None);
+    let mut seen = Seen(0);
+    s.object(|s, key| {
+        match key {
+            "media_type" => {
+                seen.once(1)?;
+                media_type = Some(s.string()?);
+            }
+            "data" => {
+                seen.once(2)?;
+                data = Some(s.string()?);
+            }
+            _ => s.skip()?,
+        }
+        Some(())
+    })?;
+    Some((media_type?, data?))
 }
 
 /// Parses usage leniently: missing or non-numeric counts are 0.
@@ -642,5 +818,132 @@ mod tests {
     fn estimate_chars_counts_utf16() {
         let b = Block::text("a😀");
         assert_eq!(b.estimate_chars(), 3);
+    }
+
+    /// What `parse_messages` answers, without the scan.
+    fn by_serde(json: &str, strict: Strictness) -> Result<Vec<Message>, String> {
+        parse_messages_by_serde(&fixed(json), strict)
+    }
+
+    fn fixed(json: &str) -> String {
+        replace_lone_surrogates(json).unwrap_or_else(|| json.to_string())
+    }
+
+    fn show(r: Result<Vec<Message>, String>) -> Result<Vec<String>, String> {
+        r.map(|v| v.iter().map(|m| format!("{:?} {}", m.role, m.to_json())).collect())
+    }
+
+    /// Histories as JS hands them in, usual and odd.
+    const HISTORIES: &[&str] = &[
+        r#"[]"#,
+        r#"[{"role":"user","content":[{"type":"text","text":"Look up \"k\" é 😀 \u00e9 \\ \n"}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"text","text":""},{"type":"tool_use","id":"c1","name":"f","input":{"k":[1,-2.5e3,{"n":null}],"b":true}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"","is_error":true},{"type":"tool_result","tool_use_id":"c2","content":null,"is_error":null},{"type":"tool_result","tool_use_id":"c3"}]}]"#,
+        r#" [ { "content" : [ { "type" : "tool_use" , "id" : "a" , "name" : "g" , "input" : [ 1 ] , "signature" : "s" } ] , "role" : null } ] "#,
+        r#"[{"role":"system","content":[{"type":"text","text":null,"extra":{"deep":[1,{"x":"y"}]},"provenance":5,"source":{}}]},{"content":[]},{"role":"assistant"}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"f","input":null},{"type":"tool_use","id":"y","name":"f"}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"reasoning","text":"t","signature":"s","redactedData":"","provenance":"anthropic"},{"type":"reasoning"},{"type":"reasoning","text":1,"signature":2},{"type":"reasoning","text":null,"provenance":null}]}]"#,
+        r#"[{"role":"user","content":[{"type":"text"},{"type":"text","text":null},{"type":"text","text":5},{"type":"text","text":{"a":1}}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"f","input":{"b":[1,2.5,{"c":null}],"a":"x"},"signature":"g"},{"type":"tool_use","id":"2","name":"g","input":[1]},{"type":"tool_use","id":"3","name":"h"}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","name":"f","input":{}}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","id":7,"name":"f","input":{}}]}]"#,
+        r#"[{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"ok","is_error":true},{"type":"tool_result","tool_use_id":"2","content":null,"is_error":"yes"},{"type":"tool_result","tool_use_id":"3","content":{"x":[1,2]}},{"type":"tool_result","tool_use_id":"4","content":12.5},{"type":"tool_result","tool_use_id":"5"}]}]"#,
+        r#"[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]"#,
+        r#"[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"image","source":{"media_type":"image/png"}},{"type":"image"}]}]"#,
+        r#"[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA==","extra":[1]}}]}]"#,
+        r#"[{"role":"user","content":[{"type":"image","source":{"media_type":"image/png","data":"AA==","data":"BB=="}}]}]"#,
+        r#"[{"role":"user","content":[{"type":"image","source":null}]}]"#,
+        r#"[{"role":"user","content":[{"type":"document","url":"x"},{"type":5},{"foo":1},{"type":null}]}]"#,
+        r#"[{"role":"system","content":[{"type":"text","text":"s"}]},{"content":[]},{"role":"assistant"}]"#,
+        r#"[{"role":"user","content":null}]"#,
+        r#"[{"role":"user","content":[1]}]"#,
+        r#"[{"role":5,"content":[]}]"#,
+        r#"[{"role":"us\u0065r","content":[]}]"#,
+        r#"[{"role":"user","role":"user","content":[]}]"#,
+        r#"[{"ro\u006ce":"user","content":[]}]"#,
+        r#"[{"role":"user","content":[{"type":"text","text":"a","extra":{"deep":[1,{"x":"y"}]}}]}]"#,
+        r#"{"not":"an array"}"#,
+        r#"[{"content":[]}] x"#,
+        r#" [ { "content" : [ { "type" : "tool_result" , "tool_use_id" : "1" , "content" : "a\nb" , "is_error" : false } ] , "role" : "user" } ] "#,
+        r#"[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]"#,
+        r#"[{"role":"user","content":[{"type":"text","text":"a","source":1,"source":2}]}]"#,
+        r#"[{"role":"user","content":[{"type":"text","text":"\ud800"}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"f","input":null,"extra":[{"a":1}]}]}]"#,
+        r#"[{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"f","input":{"s":"\udc00"}}]}]"#,
+    ];
+
+    #[test]
+    fn the_scan_reads_what_serde_reads() {
+        let mut taken = 0;
+        for strict in [Strictness::Strict, Strictness::Lenient] {
+            for json in HISTORIES {
+                let want = show(by_serde(json, strict));
+                if let Some(m) = scanned(&fixed(json), strict) {
+                    taken += 1;
+                    assert_eq!(show(Ok(m)), want, "{json}");
+                }
+                assert_eq!(show(parse_messages(json, strict)), want, "{json}");
+                // Every history cut short or with a byte dropped: where the scan still answers, it
+                // answers as serde does.
+                for cut in 0..json.len() {
+                    for variant in [
+                        json.get(..cut).map(str::to_string),
+                        json.get(..cut).zip(json.get(cut + 1..)).map(|(a, b)| format!("{a}{b}")),
+                    ] {
+                        let Some(v) = variant else { continue };
+                        if let Some(m) = scanned(&fixed(&v), strict) {
+                            assert_eq!(show(Ok(m)), show(by_serde(&v, strict)), "{v}");
+                        }
+                    }
+                }
+            }
+        }
+        // The comparison is not vacuous: the scan answers for most of them.
+        assert!(taken >= 15, "{taken}");
+    }
+
+    #[test]
+    fn the_scan_takes_the_usual_messages_and_leaves_the_odd_ones_to_serde() {
+        let usual = [0, 1, 2, 3, 5, 8, 14, 18, 25, 28, 32, 33];
+        for (i, json) in HISTORIES.iter().enumerate() {
+            assert_eq!(scanned(json, Strictness::Lenient).is_some(), usual.contains(&i), "{i}: {json}");
+        }
+        // Strict: only what the model's answers look like.
+        for i in [0, 1, 2, 14, 25] {
+            let json = HISTORIES[i].replace(
+                r#","content":null,"is_error":null},{"type":"tool_result","tool_use_id":"c3"}"#,
+                r#","content":"x"}"#,
+            );
+            assert!(scanned(&json, Strictness::Strict).is_some(), "{json}");
+        }
+        for i in [3, 5, 6, 18] {
+            assert!(scanned(HISTORIES[i], Strictness::Strict).is_none(), "{}", HISTORIES[i]);
+        }
+        // A long history, as the JS adapter path sends it.
+        let p = "x".repeat(2048);
+        let mut msgs = vec![r#"{"role":"user","content":[{"type":"text","text":"go"}]}"#.to_string()];
+        for i in 0..20 {
+            msgs.push(format!(r#"{{"role":"assistant","content":[{{"type":"reasoning","text":"r","signature":"s"}},{{"type":"tool_use","id":"c{i}","name":"f","input":{{"k":"v{i}"}}}}]}}"#));
+            msgs.push(format!(r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"c{i}","content":"{p}\n\"{i}\""}}]}}"#));
+        }
+        let long = format!("[{}]", msgs.join(","));
+        let m = scanned(&long, Strictness::Strict).expect("scanned");
+        assert_eq!(show(Ok(m)), show(parse_messages_by_serde(&long, Strictness::Strict)));
+    }
+
+    #[test]
+    fn serde_errors_are_the_kernels_texts() {
+        let e = |json: &str| parse_messages(json, Strictness::Lenient).unwrap_err();
+        let null_content = r#"[{"role":"user","content":null}]"#;
+        assert!(parse_messages(null_content, Strictness::Lenient).unwrap()[0].content.is_empty());
+        assert_eq!(
+            parse_messages(null_content, Strictness::Strict).unwrap_err(),
+            r#"a message needs a "content" array"#
+        );
+        assert_eq!(
+            e(r#"[{"role":"user","content":[{"type":"tool_result","content":"x"}]}]"#),
+            r#"a "tool_result" block needs a string "tool_use_id""#
+        );
+        assert_eq!(e(r#"[{"role":"user","content":[1]}]"#), "content blocks must be objects, got 1");
+        assert!(e(r#"{"not":"an array"}"#).starts_with("messages must be an array: "));
     }
 }
