@@ -1,11 +1,47 @@
 'use strict'
-// Agent (§4): history, lifecycle state, hooks, timeout and structured output around the
-// runner. Everything here is user-facing glue; the loop itself is the kernel's.
+// Agent (§4): the driver of the kernel's Agent machine (crates/core/src/kernel/agent.rs). The
+// machine decides the sequence of a run, the lifecycle and the shape of every result; this file
+// awaits what the user handed over (the hooks, the runner, the Zod schema) and builds the
+// user-facing objects (results, state snapshots, history arrays) in the caller's realm.
+const native = require('./native.js')
 const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
 const { newAdapter } = require('./llm.js')
-const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./structured.js')
+const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError, safeString } = require('./errors.js')
+
+/** The machine's wire codes and status names, as the kernel defines them. */
+const K = native.agentCodes()
+const STATUSES = native.agentStatuses()
+const RUNNING = STATUSES.indexOf('running')
+const ERROR = STATUSES.indexOf('error')
+
+const IDLE = STATUSES.indexOf('idle')
+
+function idleState() {
+  return { status: STATUSES[IDLE], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
+}
+
+/** The machine's answer to `event` on a path whose steps carry no text (`stream`). */
+function step(word, event) {
+  const out = native.agentStep(word, event, null)
+  if (typeof out !== 'number') throw new Error('oma-kernel: agent driver got a step with a text on a path without texts')
+  return out
+}
+
+/** A driver error: the machine asked for something this sequence does not perform. */
+function expectAction(word, action) {
+  if ((word & K.ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & K.ACTION_MASK}`)
+}
+
+function setupOf(entry, config, traced) {
+  let s = entry | K.SETUP_DEFAULT_RETRIES
+  if (config.beforeRun) s |= K.SETUP_BEFORE_RUN
+  if (config.afterRun) s |= K.SETUP_AFTER_RUN
+  if (config.outputSchema) s |= K.SETUP_OUTPUT_SCHEMA
+  if (traced) s |= K.SETUP_TRACE
+  return s
+}
 
 function textOfLastUser(messages) {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -16,12 +52,67 @@ function textOfLastUser(messages) {
   return { index: -1, text: '' }
 }
 
-function toResult(r, success, structured) {
-  const out = { success, output: r.output, messages: r.messages, tokenUsage: r.tokenUsage, toolCalls: r.toolCalls, structured }
-  if (r.loopDetected) out.loopDetected = true
-  if (r.budgetExceeded) out.budgetExceeded = true
-  if (r.aborted) out.aborted = true
+/** The outgoing messages with the last user message rewritten as the machine describes it
+ *  (`Conversation::Outgoing`): the hook's prompt first, the old non-text blocks after it. */
+function rewriteLastUser(messages, index, prompt) {
+  const out = messages.slice()
+  const old = out[index]
+  out[index] = { role: 'user', content: [{ type: 'text', text: prompt }, ...old.content.filter((b) => b.type !== 'text')] }
   return out
+}
+
+/** A runner result's flags as the machine's event bits. */
+function resultEvent(r, timeout) {
+  let ev = K.EV_RUNNER_DONE
+  if (r.budgetExceeded) ev |= K.EV_BUDGET_EXCEEDED
+  if (r.loopDetected) ev |= K.EV_LOOP_DETECTED
+  if (r.aborted) ev |= K.EV_ABORTED
+  if (timeout?.aborted) ev |= K.EV_TIMED_OUT
+  return ev
+}
+
+/**
+ * The result a step describes (`Shape` in agent.rs), over the runner results of the run's
+ * attempts and the feedback messages between them.
+ */
+function buildResult(word, attempts, feedbacks, structured, error) {
+  if (word & K.FAILED) {
+    const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
+    if (word & K.TIMED_OUT) {
+      r.aborted = true
+      r.timedOut = true
+    }
+    return r
+  }
+  const success = (word & K.SUCCESS) !== 0
+  const value = word & K.STRUCTURED ? structured : undefined
+  let r
+  if (word & K.MERGED) {
+    const messages = []
+    let input = attempts[0].tokenUsage.input_tokens
+    let output = attempts[0].tokenUsage.output_tokens
+    const toolCalls = []
+    for (let i = 0; i < attempts.length; i++) {
+      const a = attempts[i]
+      messages.push(...a.messages)
+      if (i < feedbacks.length) messages.push(feedbacks[i])
+      toolCalls.push(...a.toolCalls)
+      if (i > 0) {
+        input = input + a.tokenUsage.input_tokens
+        output = output + a.tokenUsage.output_tokens
+      }
+    }
+    const last = attempts[attempts.length - 1]
+    r = { success, output: last.output, messages, tokenUsage: { input_tokens: input, output_tokens: output }, toolCalls, structured: value }
+  } else {
+    const a = attempts[attempts.length - 1]
+    r = { success, output: a.output, messages: a.messages, tokenUsage: a.tokenUsage, toolCalls: a.toolCalls, structured: value }
+  }
+  if (word & K.LOOP_DETECTED) r.loopDetected = true
+  if (word & K.BUDGET_EXCEEDED) r.budgetExceeded = true
+  if (word & K.ABORTED) r.aborted = true
+  if (word & K.TIMED_OUT) r.timedOut = true
+  return r
 }
 
 function noop() {}
@@ -58,7 +149,7 @@ class Agent {
     this.toolExecutor = toolExecutor
     this.runner = null
     this.messageHistory = []
-    this.state = { status: 'idle', messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
+    this.state = idleState()
     // Bad configuration is reported here rather than on the first run.
     const err = validateOptions(coreOptionsJson({
       maxTurns: config.maxTurns,
@@ -77,7 +168,7 @@ class Agent {
   }
   reset() {
     this.messageHistory = []
-    this.state = { status: 'idle', messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
+    this.state = idleState()
   }
   addTool(tool) {
     this.toolRegistry.register(tool, { runtimeAdded: true })
@@ -98,7 +189,7 @@ class Agent {
   }
 
   async run(prompt, runOptions) {
-    const r = await this._executeRun([{ role: 'user', content: [{ type: 'text', text: prompt }] }], runOptions ?? {})
+    const r = await this._executeRun(K.ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: prompt }] }], runOptions ?? {})
     return r.result
   }
 
@@ -106,27 +197,37 @@ class Agent {
     const userMessage = { role: 'user', content: [{ type: 'text', text: message }] }
     const history = this.messageHistory
     history.push(userMessage)
-    const { result, failed } = await this._executeRun([...history], {})
+    const { result, history: verdict } = await this._executeRun(K.ENTRY_PROMPT, [...history], {})
+    if (verdict === K.HISTORY_ROLLBACK) {
+      restore(history, userMessage)
+      return result
+    }
     try {
       for (const msg of result.messages) this.messageHistory.push(msg)
     } catch (e) {
       restore(history, userMessage)
       throw e
     }
-    // §21: a failed prompt() leaves the history as it was.
-    if (failed) restore(history, userMessage)
     return result
   }
 
   async *stream(prompt, runOptions) {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
-    this._start()
+    let word = native.agentStart(setupOf(K.ENTRY_STREAM, this.config, false))
+    let error
     let dispose = noop
     try {
-      // The hook is awaited only when there is one (each await of an async call is several
-      // microtask hops). The runner is always awaited: the model is never called before run()
-      // has returned its promise, as in the original.
-      const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
+      this._apply(word, error, 0, 0)
+      // stream's sequence is the machine's too, performed in line: the hook (if any), the
+      // runner's events passed on, afterRun (if any) on `done`.
+      let outgoing = messages
+      if ((word & K.ACTION_MASK) === K.BEFORE_RUN) {
+        const hooked = await this._beforeRun(messages)
+        word = step(word, hooked.event)
+        this._apply(word, error, 0, 0)
+        if (word & K.REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+      }
+      expectAction(word, K.RUN_RUNNER)
       const runner = await (this.runner ?? this._getRunner())
       const { signal, timeout, dispose: unhook } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
       dispose = unhook
@@ -135,52 +236,67 @@ class Agent {
       for await (const event of runner.stream(outgoing, options)) {
         if (event.type === 'done') {
           const data = event.data
-          this._addUsage(data.tokenUsage)
-          let r = toResult(data, !data.budgetExceeded)
-          if (timeout?.aborted) r.timedOut = true
-          if (this.config.afterRun) r = await this.config.afterRun(r)
-          this.state = { ...this.state, status: 'completed' }
+          const u = data.tokenUsage
+          const usageIn = u.input_tokens
+          const usageOut = u.output_tokens
+          word = step(word, resultEvent(data, timeout))
+          this._apply(word, error, usageIn, usageOut)
+          let r
+          if ((word & K.ACTION_MASK) === K.AFTER_RUN) {
+            r = await this.config.afterRun(buildResult(word, [data], [], undefined, error))
+            word = step(word, K.EV_AFTER_RUN_RETURNED)
+            this._apply(word, error, 0, 0)
+          }
+          expectAction(word, K.FINISH)
+          if (word & K.BUILD) r = buildResult(word, [data], [], undefined, error)
           yield { type: 'done', data: r }
         } else if (event.type === 'error') {
-          this.state = { ...this.state, status: 'error', error: toError(event.data) }
+          error = toError(event.data)
+          word = step(word, K.EV_RUNNER_ERROR)
+          this._apply(word, error, 0, 0)
           yield event
         } else {
           yield event
         }
       }
     } catch (err) {
-      const error = toError(err)
-      this.state = { ...this.state, status: 'error', error }
+      error = toError(err)
+      word = step(word, K.EV_THREW)
+      this._apply(word, error, 0, 0)
       yield { type: 'error', data: error }
     } finally {
       dispose()
     }
   }
 
-  _start() {
-    // §21: a new run clears a stale error.
-    const { error: _stale, ...rest } = this.state
-    this.state = { ...rest, status: 'running' }
+  /** Performs what every step asks for before its action: the status, and the usage of the
+   *  runner result just reported (`usageIn`, `usageOut`). */
+  _apply(word, error, usageIn, usageOut) {
+    const status = (word & K.STATUS_MASK) >>> K.STATUS_SHIFT
+    if (status === RUNNING) {
+      const { error: _stale, ...rest } = this.state
+      this.state = { ...rest, status: STATUSES[status] }
+    } else if (status === ERROR) {
+      this.state = { ...this.state, status: STATUSES[status], error }
+    } else if (status !== 0) {
+      this.state = { ...this.state, status: STATUSES[status] }
+    }
+    if (word & K.ADD_USAGE) {
+      const t = this.state.tokenUsage
+      this.state.tokenUsage = { input_tokens: t.input_tokens + usageIn, output_tokens: t.output_tokens + usageOut }
+    }
   }
 
-  _addUsage(u) {
-    const t = this.state.tokenUsage
-    this.state.tokenUsage = { input_tokens: t.input_tokens + u.input_tokens, output_tokens: t.output_tokens + u.output_tokens }
-  }
-
+  /** Awaits beforeRun (§4.4) on the run's messages: the machine's event for its answer, with
+   *  what a rewrite needs. */
   async _beforeRun(messages) {
     const hook = this.config.beforeRun
-    if (!hook) return messages
     const { index, text } = textOfLastUser(messages)
     const { beforeRun: _b, afterRun: _a, ...agent } = this.config
     const returned = await hook({ prompt: text, agent })
-    if (returned.prompt !== text && index >= 0) {
-      const out = messages.slice()
-      const old = out[index]
-      out[index] = { role: 'user', content: [{ type: 'text', text: returned.prompt }, ...old.content.filter((b) => b.type !== 'text')] }
-      return out
-    }
-    return messages
+    const prompt = returned.prompt
+    const event = K.EV_HOOK_RETURNED | (prompt !== text ? K.EV_CHANGED : 0) | (index >= 0 ? K.EV_HAS_USER : 0)
+    return { event, index, prompt }
   }
 
   /** Creates the runner on the first run (callers use `this.runner` when it is set, and await
@@ -197,14 +313,9 @@ class Agent {
 
   _newRunner(adapter) {
     const c = this.config
-    let systemPrompt = c.systemPrompt
-    if (c.outputSchema) {
-      const instruction = buildStructuredOutputInstruction(c.outputSchema)
-      systemPrompt = typeof c.systemPrompt === 'string' && c.systemPrompt !== '' ? c.systemPrompt + '\n' + instruction : instruction
-    }
     return new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, {
       model: c.model,
-      systemPrompt,
+      systemPrompt: c.outputSchema ? structuredSystemPrompt(c.systemPrompt, c.outputSchema) : c.systemPrompt,
       maxTurns: c.maxTurns,
       maxTokens: c.maxTokens,
       temperature: c.temperature,
@@ -231,107 +342,109 @@ class Agent {
     })
   }
 
-  async _executeRun(messages, callerOptions) {
-    this._start()
+  /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
+   *  the result and the history verdict. Never rejects. */
+  async _executeRun(entry, messages, callerOptions) {
+    let word = native.agentStart(setupOf(entry, this.config, callerOptions.onTrace))
     const startMs = Date.now()
+    let outgoing = messages
+    let runner = null
+    let options
     let timeout
     let dispose = noop
+    let hooked = null
+    // Every attempt's runner result and the feedback message each failed one produced.
+    const attempts = []
+    const feedbacks = []
+    let usageIn = 0
+    let usageOut = 0
+    let structured
+    let error
+    let result
+    // The text of the current step: the JSON to validate, or the retry's feedback.
+    let given = ''
     try {
-      // The hook is awaited only when there is one (each await of an async call is several
-      // microtask hops). The runner is always awaited: the model is never called before run()
-      // has returned its promise, as in the original.
-      const outgoing = this.config.beforeRun ? await this._beforeRun(messages) : messages
-      const runner = await (this.runner ?? this._getRunner())
-      const options = { ...callerOptions }
-      options.onMessage = (msg) => {
-        this.state.messages.push(msg)
-        if (callerOptions.onMessage) callerOptions.onMessage(msg)
+      for (;;) {
+        let event
+        let text = null
+        try {
+          this._apply(word, error, usageIn, usageOut)
+          switch (word & K.ACTION_MASK) {
+            case K.BEFORE_RUN:
+              hooked = await this._beforeRun(messages)
+              event = hooked.event
+              break
+            case K.RUN_RUNNER: {
+              if (runner === null) {
+                if (word & K.REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+                // Always awaited: the model is never called before run() has returned its promise.
+                runner = await (this.runner ?? this._getRunner())
+                options = { ...callerOptions }
+                options.onMessage = (msg) => {
+                  this.state.messages.push(msg)
+                  if (callerOptions.onMessage) callerOptions.onMessage(msg)
+                }
+                if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
+                const merged = runSignal(callerOptions.abortSignal, this.config.timeoutMs)
+                timeout = merged.timeout
+                dispose = merged.dispose
+                if (merged.signal !== undefined) options.abortSignal = merged.signal
+              }
+              let conversation = outgoing
+              if (word & K.RETRY) {
+                feedbacks.push({ role: 'user', content: [{ type: 'text', text: given }] })
+                conversation = outgoing.slice()
+                for (let i = 0; i < attempts.length; i++) conversation.push(...attempts[i].messages, feedbacks[i])
+              }
+              const r = await runner.run(conversation, options)
+              const u = r.tokenUsage
+              usageIn = u.input_tokens
+              usageOut = u.output_tokens
+              attempts.push(r)
+              event = resultEvent(r, timeout)
+              if (word & K.REPORT_OUTPUT) text = String(r.output)
+              break
+            }
+            case K.VALIDATE:
+              try {
+                structured = validateOutput(this.config.outputSchema, JSON.parse(given))
+                event = K.EV_VALID
+              } catch (e) {
+                event = K.EV_INVALID
+                text = isError(e) ? messageOf(e) : safeString(e)
+              }
+              break
+            case K.AFTER_RUN:
+              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+              result = await this.config.afterRun(result)
+              event = K.EV_AFTER_RUN_RETURNED
+              break
+            case K.TRACE:
+              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+              this._agentTrace(callerOptions, result, startMs)
+              event = K.EV_TRACE_EMITTED
+              break
+            case K.FINISH:
+              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+              return { result, history: (word & K.HISTORY_MASK) >>> K.HISTORY_SHIFT }
+            default:
+              throw new Error(`oma-kernel: unknown agent action ${word & K.ACTION_MASK}`)
+          }
+        } catch (err) {
+          error = toError(err)
+          event = K.EV_THREW | (timeout?.aborted ? K.EV_TIMED_OUT : 0)
+          text = null
+        }
+        const out = native.agentStep(word, event, text)
+        if (typeof out === 'number') {
+          word = out
+        } else {
+          word = out.step
+          given = out.text
+        }
       }
-      if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
-      const merged = runSignal(callerOptions.abortSignal, this.config.timeoutMs)
-      timeout = merged.timeout
-      dispose = merged.dispose
-      if (merged.signal !== undefined) options.abortSignal = merged.signal
-
-      const result = await runner.run(outgoing, options)
-      this._addUsage(result.tokenUsage)
-      let r
-      if (result.budgetExceeded) {
-        r = toResult(result, false)
-      } else if (this.config.outputSchema) {
-        r = await this._structured(runner, outgoing, result, options)
-        this.state = { ...this.state, status: 'completed' }
-      } else {
-        r = toResult(result, true)
-      }
-      if (timeout?.aborted) r.timedOut = true
-      if (this.config.afterRun) r = await this.config.afterRun(r)
-      this.state = { ...this.state, status: 'completed' }
-      this._agentTrace(callerOptions, r, startMs)
-      return { result: r, failed: false }
-    } catch (err) {
-      const error = toError(err)
-      this.state = { ...this.state, status: 'error', error }
-      const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
-      if (timeout?.aborted) {
-        r.aborted = true
-        r.timedOut = true
-      }
-      try {
-        this._agentTrace(callerOptions, r, startMs)
-      } catch {
-        // The failed result is returned whatever the trace does.
-      }
-      return { result: r, failed: true }
     } finally {
       dispose()
-    }
-  }
-
-  async _structured(runner, outgoing, first, options) {
-    const schema = this.config.outputSchema
-    try {
-      const structured = validateOutput(schema, extractJSON(first.output))
-      const r = { success: true, output: first.output, messages: first.messages, tokenUsage: first.tokenUsage, toolCalls: first.toolCalls, structured }
-      if (first.loopDetected) r.loopDetected = true
-      if (first.aborted) r.aborted = true
-      return r
-    } catch (e) {
-      const message = isError(e) ? messageOf(e) : safeString(e)
-      const feedback = {
-        role: 'user',
-        content: [{
-          type: 'text',
-          text: [
-            'Your previous response did not produce valid JSON matching the required schema.',
-            '',
-            `Error: ${message}`,
-            '',
-            'Please try again. Respond with ONLY valid JSON, no other text.',
-          ].join('\n'),
-        }],
-      }
-      const retry = await runner.run([...outgoing, ...first.messages, feedback], options)
-      this._addUsage(retry.tokenUsage)
-      const merged = {
-        output: retry.output,
-        messages: [...first.messages, feedback, ...retry.messages],
-        tokenUsage: {
-          input_tokens: first.tokenUsage.input_tokens + retry.tokenUsage.input_tokens,
-          output_tokens: first.tokenUsage.output_tokens + retry.tokenUsage.output_tokens,
-        },
-        toolCalls: [...first.toolCalls, ...retry.toolCalls],
-      }
-      let r
-      try {
-        const structured = validateOutput(schema, extractJSON(retry.output))
-        r = { success: true, ...merged, structured }
-      } catch {
-        r = { success: false, ...merged, structured: undefined }
-      }
-      if (retry.budgetExceeded) r.budgetExceeded = true
-      if (retry.aborted) r.aborted = true
-      return r
     }
   }
 

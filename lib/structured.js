@@ -1,20 +1,23 @@
 'use strict'
-// Structured output (§7): the JSON search runs in the kernel; parsing and Zod stay in JS.
+// Structured output (§7): the texts and the JSON search are the kernel's
+// (crates/core/src/kernel/structured_output.rs); the schema's JSON Schema, parsing and Zod
+// stay in JS.
 const native = require('./native.js')
 const { zodToJsonSchema } = require('./schema.js')
 
+/** The schema as the instruction embeds it (an absent conversion embeds nothing, as joining
+ *  `undefined` did). */
+function schemaText(schema) {
+  return JSON.stringify(zodToJsonSchema(schema), null, 2) ?? ''
+}
+
 function buildStructuredOutputInstruction(schema) {
-  return [
-    '',
-    '## Output Format (REQUIRED)',
-    'You MUST respond with ONLY valid JSON that conforms to the following JSON Schema.',
-    'Do NOT include any text, markdown fences, or explanation outside the JSON object.',
-    'Do NOT wrap the JSON in ```json code fences.',
-    '',
-    '```',
-    JSON.stringify(zodToJsonSchema(schema), null, 2),
-    '```',
-  ].join('\n')
+  return native.structuredInstruction(schemaText(schema))
+}
+
+/** The system prompt of an Agent with an output schema (§4.1). */
+function structuredSystemPrompt(systemPrompt, schema) {
+  return native.structuredSystemPrompt(typeof systemPrompt === 'string' ? systemPrompt : null, schemaText(schema))
 }
 
 function extractJSON(raw) {
@@ -26,8 +29,15 @@ function extractJSON(raw) {
 function validateOutput(schema, data) {
   const r = schema.safeParse(data)
   if (r.success) return r.data
-  const lines = r.error.issues.map((i) => `  - ${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`)
-  throw new Error('Output validation failed:\n' + lines.join('\n'))
+  const issues = r.error.issues
+  const paths = []
+  const messages = []
+  for (let n = 0; n < issues.length; n++) {
+    const i = issues[n]
+    paths.push(i.path.length > 0 ? `${i.path.join('.')}` : null)
+    messages.push(`${i.message}`)
+  }
+  throw new Error(native.outputValidationMessage(paths, messages))
 }
 
-module.exports = { buildStructuredOutputInstruction, extractJSON, validateOutput }
+module.exports = { buildStructuredOutputInstruction, structuredSystemPrompt, extractJSON, validateOutput }

@@ -1,5 +1,6 @@
 //! napi binding layer: thin wrappers that convert between JS values and the kernel.
 
+pub mod agent;
 pub mod builtin;
 pub mod cancel;
 pub mod core;

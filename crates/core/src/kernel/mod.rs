@@ -1,6 +1,7 @@
 //! The single-agent kernel in plain Rust: no napi types here, so everything is unit-tested
 //! with `cargo test --no-default-features`.
 
+pub mod agent;
 pub mod config;
 pub mod context;
 pub mod grants;

@@ -1,0 +1,1305 @@
+//! The Agent (CONTRACT §4.4–§4.8 and §21) as a sans-IO state machine: the lifecycle, the run
+//! sequence (beforeRun → runner → budget short-cut → structured output with its retry →
+//! afterRun → the agent trace), the shape of every result, and prompt()'s history rule.
+//!
+//! The driver (`lib/agent.js`) holds everything that is the user's JS: the hooks, the runner,
+//! the Zod schema, the messages and results (built in the caller's realm). It starts a run with
+//! [`AgentRun::start`], performs the [`Action`] of each [`Step`] and reports what happened with
+//! [`AgentRun::respond`], until [`Action::Finish`]. Nothing else decides.
+//!
+//! The machine is a small `Copy` value: the binding hands it to JS packed with each step in one
+//! number ([`wire::pack`]), so a run keeps no native state and needs no release; a run costs two
+//! crossings when no hook or schema is configured (start, and the runner's result).
+//!
+//! Room left on purpose: `Setup::retries` is the number of structured-output retries (one, as
+//! the original; `outputSchemaRetries` will set it), and the entry kind can grow (a run over
+//! `LLMMessage[]`, a beforeRun that returns messages) without changing the sequence.
+
+use std::fmt;
+
+use super::structured_output::{extract_json, feedback_text};
+
+/// How the run was entered (§4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// `run(prompt)`: a fresh conversation; the history is neither read nor written.
+    Run = 0,
+    /// `prompt(message)`: the driver has appended the user message to the history; the run's
+    /// [`History`] verdict says what becomes of it.
+    Prompt = 1,
+    /// `stream(prompt)`: no structured output, no agent trace (§4.7).
+    Stream = 2,
+}
+
+/// What the Agent and the call were configured with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setup {
+    pub entry: Entry,
+    pub before_run: bool,
+    pub after_run: bool,
+    /// `config.outputSchema` is set (ignored by `stream`).
+    pub output_schema: bool,
+    /// The caller passed `onTrace` (ignored by `stream`).
+    pub trace: bool,
+    /// How many times a structured output that fails is retried.
+    pub retries: u8,
+}
+
+/// Structured-output retries when nothing says otherwise: one, as the original.
+pub const DEFAULT_RETRIES: u8 = 1;
+
+impl Setup {
+    pub fn new(entry: Entry) -> Setup {
+        Setup {
+            entry,
+            before_run: false,
+            after_run: false,
+            output_schema: false,
+            trace: false,
+            retries: DEFAULT_RETRIES,
+        }
+    }
+    fn structured(&self) -> bool {
+        self.output_schema && self.entry != Entry::Stream
+    }
+    fn traced(&self) -> bool {
+        self.trace && self.entry != Entry::Stream
+    }
+}
+
+/// The Agent's lifecycle status (§4.8). `Idle` is only reached by `reset()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Idle = 0,
+    /// A run started: every other field is kept, except a stale `error`, which goes (§21).
+    Running = 1,
+    Completed = 2,
+    /// With the error that ended the run.
+    Error = 3,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [Status::Idle, Status::Running, Status::Completed, Status::Error];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Error => "error",
+        }
+    }
+}
+
+/// The flags of a runner result (`RunResult`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunFlags {
+    pub budget_exceeded: bool,
+    pub loop_detected: bool,
+    pub aborted: bool,
+}
+
+/// The shape of the result the driver builds from the runner results it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `{ success, output, messages, tokenUsage, toolCalls, structured }` (the `structured` key
+    /// always present: the last validated value when `structured`, else `undefined`), then
+    /// `loopDetected`, `budgetExceeded`, `aborted`, `timedOut` (each only when true).
+    /// Not `merged`: every field is the one runner result's own. `merged` (after retries):
+    /// `output` the last attempt's; `messages` every attempt's messages in order, each attempt
+    /// but the last followed by the feedback message its failure produced; `tokenUsage` the sum;
+    /// `toolCalls` all attempts' in order.
+    Result { success: bool, structured: bool, merged: bool, flags: RunFlags, timed_out: bool },
+    /// A run that threw: `{ success: false, output: <the error's message>, messages: [],
+    /// tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }`
+    /// plus `aborted: true, timedOut: true` when the timeout had fired (§4.6, §21). `stream`
+    /// yields `{ type: 'error', data: error }` instead.
+    Failed { timed_out: bool },
+}
+
+/// What `prompt()` does with its history once the run is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum History {
+    /// Not a `prompt()` run.
+    Untouched = 0,
+    /// Append every message of the returned result's `messages` (after afterRun).
+    Commit = 1,
+    /// A failed run: the history goes back to what it was before the call (§21).
+    Rollback = 2,
+}
+
+/// The messages a runner run is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conversation {
+    /// The run's messages. With `rewrite_last_user`, the last user message is replaced by a new
+    /// one, `{ role: 'user', content: [{ type: 'text', text: <the hook's returned prompt> },
+    /// …the old message's non-text blocks in order] }`: its text blocks collapse into one, first
+    /// (§4.4). These are "the outgoing messages" of the run from then on.
+    Outgoing { rewrite_last_user: bool },
+    /// A structured-output retry: the outgoing messages, then each attempt's messages followed
+    /// by its feedback message, `{ role: 'user', content: [{ type: 'text', text: feedback }] }`
+    /// (this attempt's feedback is `feedback`).
+    Retry { feedback: String },
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Await `config.beforeRun({ prompt, agent })`: `prompt` the concatenated text of the text
+    /// blocks of the last user message (`''` without one), `agent` a copy of the config without
+    /// the two hooks. Report [`Event::HookReturned`] or [`Event::Threw`].
+    BeforeRun,
+    /// Await the runner on `conversation` with the run's options (the first time: obtain the
+    /// runner and build the options, §4.1, §4.3); `stream` iterates `runner.stream` and passes
+    /// its events on. Report [`Event::RunnerDone`] (with the output's text when
+    /// `report_output`), [`Event::RunnerError`] (stream) or [`Event::Threw`].
+    RunRunner { conversation: Conversation, report_output: bool },
+    /// `JSON.parse(json)`, then the schema's `safeParse` (§7.3). Report [`Event::Valid`] (keep
+    /// the parsed value: it is the result's `structured`), or [`Event::Invalid`] with the
+    /// message of the error it threw.
+    Validate { json: String },
+    /// Build the result when `build` is given, then await `config.afterRun(result)`, whose
+    /// value replaces it. Report [`Event::AfterRunReturned`] or [`Event::Threw`].
+    AfterRun { build: Option<Shape> },
+    /// Build the result when `build` is given, then emit the `agent` trace of the (current)
+    /// result. Report [`Event::TraceEmitted`] or [`Event::Threw`].
+    Trace { build: Option<Shape> },
+    /// Build the result when `build` is given and hand it back (`stream`: yield `done`, or the
+    /// error for a [`Shape::Failed`]); apply `history`. The run is over.
+    Finish { build: Option<Shape>, history: History },
+    /// `stream`: pass the runner's `error` event on, and keep iterating.
+    PassError,
+}
+
+/// One answer of the machine: set the lifecycle status first (when given), add the runner
+/// result just reported to the Agent's token usage (when `add_usage`), then perform `action`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub status: Option<Status>,
+    pub add_usage: bool,
+    pub action: Action,
+}
+
+/// What the driver reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// beforeRun returned a context. `changed`: its `prompt` is not (`!==`) the prompt it was
+    /// given; `has_user`: the messages have a user message to rewrite.
+    HookReturned {
+        changed: bool,
+        has_user: bool,
+    },
+    /// The runner finished (`stream`: its `done` event). `timed_out`: the run's timeout had fired
+    /// by then; `output`: `String(result.output)` when the action asked for it.
+    RunnerDone {
+        flags: RunFlags,
+        timed_out: bool,
+        output: Option<&'a str>,
+    },
+    /// `stream`: the runner yielded an `error` event.
+    RunnerError,
+    Valid,
+    Invalid {
+        message: &'a str,
+    },
+    AfterRunReturned,
+    TraceEmitted,
+    /// The step threw (the hook, obtaining the runner, the runner, afterRun, the trace).
+    /// `timed_out`: the run's timeout had fired by then.
+    Threw {
+        timed_out: bool,
+    },
+}
+
+impl Event<'_> {
+    fn kind(&self) -> EventKind {
+        match self {
+            Event::HookReturned { .. } => EventKind::HookReturned,
+            Event::RunnerDone { .. } => EventKind::RunnerDone,
+            Event::RunnerError => EventKind::RunnerError,
+            Event::Valid => EventKind::Valid,
+            Event::Invalid { .. } => EventKind::Invalid,
+            Event::AfterRunReturned => EventKind::AfterRunReturned,
+            Event::TraceEmitted => EventKind::TraceEmitted,
+            Event::Threw { .. } => EventKind::Threw,
+        }
+    }
+}
+
+/// An event's kind (its code on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    HookReturned = 1,
+    RunnerDone = 2,
+    RunnerError = 3,
+    Valid = 4,
+    Invalid = 5,
+    AfterRunReturned = 6,
+    TraceEmitted = 7,
+    Threw = 8,
+}
+
+/// Where the run is: which report the machine waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Hook = 0,
+    Runner = 1,
+    Verdict = 2,
+    AfterRun = 3,
+    Trace = 4,
+    /// The failed run's trace: whatever it does, the failed result is returned.
+    FailedTrace = 5,
+    /// `Finish` was handed out with a result to build: a throw while the driver builds it (a
+    /// runner result it cannot read) fails the run.
+    Built = 6,
+    Done = 7,
+}
+
+const PHASES: [Phase; 8] = [
+    Phase::Hook,
+    Phase::Runner,
+    Phase::Verdict,
+    Phase::AfterRun,
+    Phase::Trace,
+    Phase::FailedTrace,
+    Phase::Built,
+    Phase::Done,
+];
+
+/// A driver's mistake: the machine was told something it cannot have asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentError {
+    /// `event` is not an answer to what the machine asked for in `phase`.
+    Unexpected { phase: Phase, event: EventKind },
+    /// The runner result of a structured-output run came without the output's text.
+    MissingOutput,
+    /// A packed machine or event that no machine produced.
+    Malformed(&'static str),
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentError::Unexpected { phase, event } => {
+                write!(f, "oma-kernel: agent driver error: {event:?} reported while waiting in phase {phase:?}")
+            }
+            AgentError::MissingOutput => {
+                write!(f, "oma-kernel: agent driver error: the runner result was reported without its output")
+            }
+            AgentError::Malformed(what) => write!(f, "oma-kernel: agent driver error: malformed {what}"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+/// One run of an Agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentRun {
+    setup: Setup,
+    phase: Phase,
+    /// Runner runs started.
+    attempts: u8,
+    /// The flags of the last runner result, and whether the timeout had fired by then: what
+    /// the result of a validated output carries.
+    last: RunFlags,
+    timed_out: bool,
+}
+
+impl AgentRun {
+    /// Starts a run: the status becomes `Running` (a stale error goes, §21).
+    pub fn start(setup: Setup) -> (AgentRun, Step) {
+        let mut run = AgentRun { setup, phase: Phase::Hook, attempts: 0, last: RunFlags::default(), timed_out: false };
+        let action = if setup.before_run { Action::BeforeRun } else { run.first_runner(false) };
+        (run, Step { status: Some(Status::Running), add_usage: false, action })
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn setup(&self) -> Setup {
+        self.setup
+    }
+
+    /// The machine's answer to `event`. An event that answers nothing the machine asked for is
+    /// an error, and leaves the machine as it was.
+    pub fn respond(&mut self, event: Event) -> Result<Step, AgentError> {
+        let step = |status, action| Step { status, add_usage: false, action };
+        match (self.phase, event) {
+            (Phase::Hook, Event::HookReturned { changed, has_user }) => {
+                Ok(step(None, self.first_runner(changed && has_user)))
+            }
+            (Phase::Runner, Event::RunnerDone { flags, timed_out, output }) => {
+                if self.setup.structured() && output.is_none() {
+                    return Err(AgentError::MissingOutput);
+                }
+                self.last = flags;
+                self.timed_out = timed_out;
+                let mut s = self.on_runner_done(output.unwrap_or_default());
+                s.add_usage = true;
+                Ok(s)
+            }
+            (Phase::Runner, Event::RunnerError) if self.setup.entry == Entry::Stream => {
+                Ok(step(Some(Status::Error), Action::PassError))
+            }
+            (Phase::Verdict, Event::Valid) => {
+                let shape = if self.attempts == 1 {
+                    // The budget was handled before validation: the loop and abort flags remain.
+                    let flags = RunFlags { budget_exceeded: false, ..self.last };
+                    Shape::Result { success: true, structured: true, merged: false, flags, timed_out: self.timed_out }
+                } else {
+                    self.merged(true, true)
+                };
+                Ok(self.decided(shape, Some(Status::Completed)))
+            }
+            (Phase::Verdict, Event::Invalid { message }) => Ok(self.invalid(message)),
+            (Phase::AfterRun, Event::AfterRunReturned) => Ok(self.complete(None)),
+            (Phase::Trace, Event::TraceEmitted) => {
+                self.phase = Phase::Done;
+                Ok(step(None, Action::Finish { build: None, history: self.commit() }))
+            }
+            // The failed result is returned whatever its trace does.
+            (Phase::FailedTrace, Event::TraceEmitted | Event::Threw { .. }) => {
+                self.phase = Phase::Done;
+                Ok(step(None, Action::Finish { build: None, history: History::Rollback.only_for(self.setup.entry) }))
+            }
+            (
+                Phase::Hook | Phase::Runner | Phase::AfterRun | Phase::Trace | Phase::Built,
+                Event::Threw { timed_out },
+            ) => Ok(self.failed(timed_out)),
+            (phase, event) => Err(AgentError::Unexpected { phase, event: event.kind() }),
+        }
+    }
+
+    fn first_runner(&mut self, rewrite_last_user: bool) -> Action {
+        self.phase = Phase::Runner;
+        self.attempts = 1;
+        Action::RunRunner {
+            conversation: Conversation::Outgoing { rewrite_last_user },
+            report_output: self.setup.structured(),
+        }
+    }
+
+    fn on_runner_done(&mut self, output: &str) -> Step {
+        let budget_exceeded = self.last.budget_exceeded;
+        // The budget takes precedence over validation (§4.5), on the first run only.
+        if !self.setup.structured() || (budget_exceeded && self.attempts == 1) {
+            let shape = Shape::Result {
+                success: !budget_exceeded,
+                structured: false,
+                merged: false,
+                flags: self.last,
+                timed_out: self.timed_out,
+            };
+            return self.decided(shape, None);
+        }
+        match extract_json(output) {
+            Ok(json) => {
+                self.phase = Phase::Verdict;
+                Step { status: None, add_usage: false, action: Action::Validate { json: json.to_string() } }
+            }
+            Err(message) => self.invalid(&message),
+        }
+    }
+
+    /// The output failed extraction or validation with `message`: retried while retries are
+    /// left, else the run completes unsuccessfully with the merged result.
+    fn invalid(&mut self, message: &str) -> Step {
+        if self.attempts <= self.setup.retries {
+            self.attempts += 1;
+            self.phase = Phase::Runner;
+            let conversation = Conversation::Retry { feedback: feedback_text(message) };
+            return Step {
+                status: None,
+                add_usage: false,
+                action: Action::RunRunner { conversation, report_output: true },
+            };
+        }
+        let shape = self.merged(false, false);
+        self.decided(shape, Some(Status::Completed))
+    }
+
+    /// A result over every attempt: `loopDetected` is not carried (a kept quirk, §4.5); the
+    /// budget and abort flags are the last attempt's.
+    fn merged(&self, success: bool, structured: bool) -> Shape {
+        let flags = RunFlags { loop_detected: false, ..self.last };
+        Shape::Result { success, structured, merged: self.attempts > 1, flags, timed_out: self.timed_out }
+    }
+
+    /// The result is decided (and built in this step): afterRun, then completion. `status`: the
+    /// structured path completes before afterRun; the plain and budget paths after it (§4.5).
+    fn decided(&mut self, shape: Shape, status: Option<Status>) -> Step {
+        if self.setup.after_run {
+            self.phase = Phase::AfterRun;
+            return Step { status, add_usage: false, action: Action::AfterRun { build: Some(shape) } };
+        }
+        self.complete(Some(shape))
+    }
+
+    fn complete(&mut self, build: Option<Shape>) -> Step {
+        let action = if self.setup.traced() {
+            self.phase = Phase::Trace;
+            Action::Trace { build }
+        } else {
+            self.phase = if build.is_some() { Phase::Built } else { Phase::Done };
+            Action::Finish { build, history: self.commit() }
+        };
+        Step { status: Some(Status::Completed), add_usage: false, action }
+    }
+
+    fn commit(&self) -> History {
+        History::Commit.only_for(self.setup.entry)
+    }
+
+    fn failed(&mut self, timed_out: bool) -> Step {
+        let build = Some(Shape::Failed { timed_out });
+        let action = if self.setup.traced() {
+            self.phase = Phase::FailedTrace;
+            Action::Trace { build }
+        } else {
+            self.phase = Phase::Done;
+            Action::Finish { build, history: History::Rollback.only_for(self.setup.entry) }
+        };
+        Step { status: Some(Status::Error), add_usage: false, action }
+    }
+}
+
+impl History {
+    /// Only `prompt()` has a history to commit or roll back.
+    fn only_for(self, entry: Entry) -> History {
+        if entry == Entry::Prompt {
+            self
+        } else {
+            History::Untouched
+        }
+    }
+}
+
+/// The packed forms the binding exchanges with the driver, defined here only (the driver reads
+/// the codes from the binding): a setup and an event are `u32` bit sets; a step is the machine
+/// and its step in one integer below 2^53 (a JS number), the step in bits 0–19, which JS reads
+/// with bit operators, the machine above them, which the driver hands back unread.
+pub mod wire {
+    use super::*;
+
+    // The step.
+    pub const ACTION_MASK: u32 = 0xf;
+    pub const STATUS_SHIFT: u32 = 4;
+    pub const STATUS_MASK: u32 = 0x3 << STATUS_SHIFT;
+    pub const ADD_USAGE: u32 = 1 << 6;
+    // RunRunner's data.
+    pub const REWRITE_LAST_USER: u32 = 1 << 7;
+    pub const RETRY: u32 = 1 << 8;
+    pub const REPORT_OUTPUT: u32 = 1 << 9;
+    // AfterRun's, Trace's and Finish's: the shape of the result to build.
+    pub const BUILD: u32 = 1 << 7;
+    pub const FAILED: u32 = 1 << 8;
+    pub const SUCCESS: u32 = 1 << 9;
+    pub const STRUCTURED: u32 = 1 << 10;
+    pub const MERGED: u32 = 1 << 11;
+    pub const LOOP_DETECTED: u32 = 1 << 12;
+    pub const BUDGET_EXCEEDED: u32 = 1 << 13;
+    pub const ABORTED: u32 = 1 << 14;
+    pub const TIMED_OUT: u32 = 1 << 15;
+    // Finish's.
+    pub const HISTORY_SHIFT: u32 = 16;
+    pub const HISTORY_MASK: u32 = 0x3 << HISTORY_SHIFT;
+    const STEP_BITS: u32 = 20;
+
+    // Action codes.
+    pub const BEFORE_RUN: u32 = 1;
+    pub const RUN_RUNNER: u32 = 2;
+    pub const VALIDATE: u32 = 3;
+    pub const AFTER_RUN: u32 = 4;
+    pub const TRACE: u32 = 5;
+    pub const FINISH: u32 = 6;
+    pub const PASS_ERROR: u32 = 7;
+
+    // Events: the kind (`EventKind`) in bits 0–3, then the flags.
+    pub const EVENT_KIND_MASK: u32 = 0xf;
+    pub const EV_BUDGET_EXCEEDED: u32 = 1 << 4;
+    pub const EV_LOOP_DETECTED: u32 = 1 << 5;
+    pub const EV_ABORTED: u32 = 1 << 6;
+    pub const EV_TIMED_OUT: u32 = 1 << 7;
+    pub const EV_CHANGED: u32 = 1 << 8;
+    pub const EV_HAS_USER: u32 = 1 << 9;
+
+    // Setups: the entry in bits 0–1, the flags, the retries (at most 15) in bits 6–9.
+    pub const ENTRY_MASK: u32 = 0x3;
+    pub const SETUP_BEFORE_RUN: u32 = 1 << 2;
+    pub const SETUP_AFTER_RUN: u32 = 1 << 3;
+    pub const SETUP_OUTPUT_SCHEMA: u32 = 1 << 4;
+    pub const SETUP_TRACE: u32 = 1 << 5;
+    pub const RETRIES_SHIFT: u32 = 6;
+    pub const RETRIES_MASK: u32 = 0xf << RETRIES_SHIFT;
+    const SETUP_BITS: u32 = 10;
+
+    /// The named codes, for the driver.
+    pub const CODES: &[(&str, u32)] = &[
+        ("ACTION_MASK", ACTION_MASK),
+        ("STATUS_SHIFT", STATUS_SHIFT),
+        ("STATUS_MASK", STATUS_MASK),
+        ("ADD_USAGE", ADD_USAGE),
+        ("REWRITE_LAST_USER", REWRITE_LAST_USER),
+        ("RETRY", RETRY),
+        ("REPORT_OUTPUT", REPORT_OUTPUT),
+        ("BUILD", BUILD),
+        ("FAILED", FAILED),
+        ("SUCCESS", SUCCESS),
+        ("STRUCTURED", STRUCTURED),
+        ("MERGED", MERGED),
+        ("LOOP_DETECTED", LOOP_DETECTED),
+        ("BUDGET_EXCEEDED", BUDGET_EXCEEDED),
+        ("ABORTED", ABORTED),
+        ("TIMED_OUT", TIMED_OUT),
+        ("HISTORY_SHIFT", HISTORY_SHIFT),
+        ("HISTORY_MASK", HISTORY_MASK),
+        ("HISTORY_COMMIT", History::Commit as u32),
+        ("HISTORY_ROLLBACK", History::Rollback as u32),
+        ("BEFORE_RUN", BEFORE_RUN),
+        ("RUN_RUNNER", RUN_RUNNER),
+        ("VALIDATE", VALIDATE),
+        ("AFTER_RUN", AFTER_RUN),
+        ("TRACE", TRACE),
+        ("FINISH", FINISH),
+        ("PASS_ERROR", PASS_ERROR),
+        ("EV_HOOK_RETURNED", EventKind::HookReturned as u32),
+        ("EV_RUNNER_DONE", EventKind::RunnerDone as u32),
+        ("EV_RUNNER_ERROR", EventKind::RunnerError as u32),
+        ("EV_VALID", EventKind::Valid as u32),
+        ("EV_INVALID", EventKind::Invalid as u32),
+        ("EV_AFTER_RUN_RETURNED", EventKind::AfterRunReturned as u32),
+        ("EV_TRACE_EMITTED", EventKind::TraceEmitted as u32),
+        ("EV_THREW", EventKind::Threw as u32),
+        ("EV_BUDGET_EXCEEDED", EV_BUDGET_EXCEEDED),
+        ("EV_LOOP_DETECTED", EV_LOOP_DETECTED),
+        ("EV_ABORTED", EV_ABORTED),
+        ("EV_TIMED_OUT", EV_TIMED_OUT),
+        ("EV_CHANGED", EV_CHANGED),
+        ("EV_HAS_USER", EV_HAS_USER),
+        ("ENTRY_RUN", Entry::Run as u32),
+        ("ENTRY_PROMPT", Entry::Prompt as u32),
+        ("ENTRY_STREAM", Entry::Stream as u32),
+        ("SETUP_BEFORE_RUN", SETUP_BEFORE_RUN),
+        ("SETUP_AFTER_RUN", SETUP_AFTER_RUN),
+        ("SETUP_OUTPUT_SCHEMA", SETUP_OUTPUT_SCHEMA),
+        ("SETUP_TRACE", SETUP_TRACE),
+        ("SETUP_DEFAULT_RETRIES", (DEFAULT_RETRIES as u32) << RETRIES_SHIFT),
+    ];
+
+    pub fn setup_from(code: u32) -> Result<Setup, AgentError> {
+        let entry = match code & ENTRY_MASK {
+            0 => Entry::Run,
+            1 => Entry::Prompt,
+            2 => Entry::Stream,
+            _ => return Err(AgentError::Malformed("setup")),
+        };
+        if code >> SETUP_BITS != 0 {
+            return Err(AgentError::Malformed("setup"));
+        }
+        Ok(Setup {
+            entry,
+            before_run: code & SETUP_BEFORE_RUN != 0,
+            after_run: code & SETUP_AFTER_RUN != 0,
+            output_schema: code & SETUP_OUTPUT_SCHEMA != 0,
+            trace: code & SETUP_TRACE != 0,
+            retries: ((code & RETRIES_MASK) >> RETRIES_SHIFT) as u8,
+        })
+    }
+
+    /// The inverse of `setup_from` (retries beyond 15 are not representable: `None`).
+    pub fn setup_code(s: Setup) -> Option<u32> {
+        if u32::from(s.retries) > RETRIES_MASK >> RETRIES_SHIFT {
+            return None;
+        }
+        let bits = [
+            (s.before_run, SETUP_BEFORE_RUN),
+            (s.after_run, SETUP_AFTER_RUN),
+            (s.output_schema, SETUP_OUTPUT_SCHEMA),
+            (s.trace, SETUP_TRACE),
+        ];
+        Some(set(s.entry as u32, &bits) | u32::from(s.retries) << RETRIES_SHIFT)
+    }
+
+    fn set(mut code: u32, bits: &[(bool, u32)]) -> u32 {
+        for &(on, bit) in bits {
+            if on {
+                code |= bit;
+            }
+        }
+        code
+    }
+
+    fn shape_code(s: Shape) -> u32 {
+        match s {
+            Shape::Failed { timed_out } => set(BUILD | FAILED, &[(timed_out, TIMED_OUT)]),
+            Shape::Result { success, structured, merged, flags, timed_out } => set(
+                BUILD,
+                &[
+                    (success, SUCCESS),
+                    (structured, STRUCTURED),
+                    (merged, MERGED),
+                    (flags.loop_detected, LOOP_DETECTED),
+                    (flags.budget_exceeded, BUDGET_EXCEEDED),
+                    (flags.aborted, ABORTED),
+                    (timed_out, TIMED_OUT),
+                ],
+            ),
+        }
+    }
+
+    fn shape_from(c: u32) -> Option<Shape> {
+        if c & BUILD == 0 {
+            return None;
+        }
+        let timed_out = c & TIMED_OUT != 0;
+        if c & FAILED != 0 {
+            return Some(Shape::Failed { timed_out });
+        }
+        Some(Shape::Result {
+            success: c & SUCCESS != 0,
+            structured: c & STRUCTURED != 0,
+            merged: c & MERGED != 0,
+            flags: RunFlags {
+                loop_detected: c & LOOP_DETECTED != 0,
+                budget_exceeded: c & BUDGET_EXCEEDED != 0,
+                aborted: c & ABORTED != 0,
+            },
+            timed_out,
+        })
+    }
+
+    /// The step's bits, and its text (the JSON to validate, or the retry's feedback).
+    pub fn step_code(step: &Step) -> (u32, Option<&str>) {
+        let head = step.status.map_or(0, |s| (s as u32) << STATUS_SHIFT) | if step.add_usage { ADD_USAGE } else { 0 };
+        let (action, text) = match &step.action {
+            Action::BeforeRun => (BEFORE_RUN, None),
+            Action::RunRunner { conversation: Conversation::Outgoing { rewrite_last_user }, report_output } => {
+                (set(RUN_RUNNER, &[(*rewrite_last_user, REWRITE_LAST_USER), (*report_output, REPORT_OUTPUT)]), None)
+            }
+            Action::RunRunner { conversation: Conversation::Retry { feedback }, report_output } => {
+                (set(RUN_RUNNER | RETRY, &[(*report_output, REPORT_OUTPUT)]), Some(feedback.as_str()))
+            }
+            Action::Validate { json } => (VALIDATE, Some(json.as_str())),
+            Action::AfterRun { build } => (AFTER_RUN | build.map_or(0, shape_code), None),
+            Action::Trace { build } => (TRACE | build.map_or(0, shape_code), None),
+            Action::Finish { build, history } => {
+                (FINISH | build.map_or(0, shape_code) | (*history as u32) << HISTORY_SHIFT, None)
+            }
+            Action::PassError => (PASS_ERROR, None),
+        };
+        (head | action, text)
+    }
+
+    /// A step as the driver reads it (its text given back with it).
+    pub fn step_from(c: u32, text: Option<&str>) -> Result<Step, AgentError> {
+        let bad = AgentError::Malformed("step");
+        let need = || text.map(str::to_string).ok_or(AgentError::Malformed("step without its text"));
+        let status = match (c & STATUS_MASK) >> STATUS_SHIFT {
+            0 => None,
+            s => Some(Status::ALL[s as usize]),
+        };
+        let action = match c & ACTION_MASK {
+            BEFORE_RUN => Action::BeforeRun,
+            RUN_RUNNER => Action::RunRunner {
+                conversation: if c & RETRY != 0 {
+                    Conversation::Retry { feedback: need()? }
+                } else {
+                    Conversation::Outgoing { rewrite_last_user: c & REWRITE_LAST_USER != 0 }
+                },
+                report_output: c & REPORT_OUTPUT != 0,
+            },
+            VALIDATE => Action::Validate { json: need()? },
+            AFTER_RUN => Action::AfterRun { build: shape_from(c) },
+            TRACE => Action::Trace { build: shape_from(c) },
+            FINISH => Action::Finish {
+                build: shape_from(c),
+                history: match (c & HISTORY_MASK) >> HISTORY_SHIFT {
+                    0 => History::Untouched,
+                    1 => History::Commit,
+                    2 => History::Rollback,
+                    _ => return Err(bad),
+                },
+            },
+            PASS_ERROR => Action::PassError,
+            _ => return Err(bad),
+        };
+        Ok(Step { status, add_usage: c & ADD_USAGE != 0, action })
+    }
+
+    /// An event from its code and its text: the output (RunnerDone) or the message (Invalid).
+    pub fn event_from(code: u32, text: Option<&str>) -> Result<Event<'_>, AgentError> {
+        let on = |bit: u32| code & bit != 0;
+        let flags = RunFlags {
+            budget_exceeded: on(EV_BUDGET_EXCEEDED),
+            loop_detected: on(EV_LOOP_DETECTED),
+            aborted: on(EV_ABORTED),
+        };
+        const HOOK: u32 = EventKind::HookReturned as u32;
+        const DONE: u32 = EventKind::RunnerDone as u32;
+        const ERROR: u32 = EventKind::RunnerError as u32;
+        const VALID: u32 = EventKind::Valid as u32;
+        const INVALID: u32 = EventKind::Invalid as u32;
+        const AFTER: u32 = EventKind::AfterRunReturned as u32;
+        const TRACED: u32 = EventKind::TraceEmitted as u32;
+        const THREW: u32 = EventKind::Threw as u32;
+        Ok(match code & EVENT_KIND_MASK {
+            HOOK => Event::HookReturned { changed: on(EV_CHANGED), has_user: on(EV_HAS_USER) },
+            DONE => Event::RunnerDone { flags, timed_out: on(EV_TIMED_OUT), output: text },
+            ERROR => Event::RunnerError,
+            VALID => Event::Valid,
+            INVALID => Event::Invalid { message: text.ok_or(AgentError::Malformed("Invalid without its message"))? },
+            AFTER => Event::AfterRunReturned,
+            TRACED => Event::TraceEmitted,
+            THREW => Event::Threw { timed_out: on(EV_TIMED_OUT) },
+            _ => return Err(AgentError::Malformed("event")),
+        })
+    }
+
+    /// An event's code (its text aside): the inverse of `event_from`.
+    pub fn event_code(e: &Event) -> u32 {
+        let kind = e.kind() as u32;
+        match *e {
+            Event::HookReturned { changed, has_user } => set(kind, &[(changed, EV_CHANGED), (has_user, EV_HAS_USER)]),
+            Event::RunnerDone { flags, timed_out, .. } => set(
+                kind,
+                &[
+                    (flags.budget_exceeded, EV_BUDGET_EXCEEDED),
+                    (flags.loop_detected, EV_LOOP_DETECTED),
+                    (flags.aborted, EV_ABORTED),
+                    (timed_out, EV_TIMED_OUT),
+                ],
+            ),
+            Event::Threw { timed_out } => set(kind, &[(timed_out, EV_TIMED_OUT)]),
+            _ => kind,
+        }
+    }
+
+    // The machine's bits, above the step's: setup (10), phase (3), attempts (5), the last
+    // runner flags (3, as the event encodes them), timed_out (1): 22 bits, so the word stays
+    // below 2^42.
+    const PHASE_SHIFT: u32 = SETUP_BITS;
+    const ATTEMPTS_SHIFT: u32 = PHASE_SHIFT + 3;
+    const FLAGS_SHIFT: u32 = ATTEMPTS_SHIFT + 5;
+    const TIMED_OUT_SHIFT: u32 = FLAGS_SHIFT + 3;
+    const MACHINE_BITS: u32 = TIMED_OUT_SHIFT + 1;
+
+    /// The machine and its step as one JS number (`None` for a setup with more retries than
+    /// the wire holds).
+    pub fn pack(run: &AgentRun, step_bits: u32) -> Option<f64> {
+        let flags = event_code(&Event::RunnerDone { flags: run.last, timed_out: false, output: None }) >> 4;
+        let m = u64::from(setup_code(run.setup)?)
+            | u64::from(run.phase as u32) << PHASE_SHIFT
+            | u64::from(run.attempts) << ATTEMPTS_SHIFT
+            | u64::from(flags) << FLAGS_SHIFT
+            | u64::from(run.timed_out) << TIMED_OUT_SHIFT;
+        Some(((m << STEP_BITS) | u64::from(step_bits)) as f64)
+    }
+
+    /// The machine a word holds (its step bits are ignored).
+    pub fn unpack(word: f64) -> Result<AgentRun, AgentError> {
+        let bad = AgentError::Malformed("machine word");
+        if !(word >= 0.0 && word < (1u64 << (STEP_BITS + MACHINE_BITS)) as f64 && word.fract() == 0.0) {
+            return Err(bad);
+        }
+        let m = (word as u64 >> STEP_BITS) as u32;
+        let field = |shift: u32, bits: u32| (m >> shift) & ((1 << bits) - 1);
+        let setup = setup_from(field(0, SETUP_BITS))?;
+        let phase = *PHASES.get(field(PHASE_SHIFT, 3) as usize).ok_or(bad.clone())?;
+        let attempts = field(ATTEMPTS_SHIFT, 5) as u8;
+        let flags = match event_from(EventKind::RunnerDone as u32 | field(FLAGS_SHIFT, 3) << 4, None)? {
+            Event::RunnerDone { flags, .. } => flags,
+            _ => return Err(bad),
+        };
+        Ok(AgentRun { setup, phase, attempts, last: flags, timed_out: field(TIMED_OUT_SHIFT, 1) == 1 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire;
+    use super::*;
+
+    /// What the scripted user code does.
+    struct World {
+        /// beforeRun: `Some(changed)`, or `None` for a hook that throws.
+        hook: Option<bool>,
+        /// Each runner run: its output and flags, or `None` for a run that throws.
+        runs: Vec<Option<(&'static str, RunFlags)>>,
+        /// The schema: the parsed JSON text → the Zod error's message, if any.
+        schema: fn(&str) -> Result<(), String>,
+        after_run_throws: bool,
+        trace_throws: bool,
+        /// The timeout has fired before the runner settles.
+        timed_out: bool,
+    }
+
+    impl Default for World {
+        fn default() -> Self {
+            World {
+                hook: Some(false),
+                runs: vec![Some(("done", RunFlags::default()))],
+                schema: |_| Ok(()),
+                after_run_throws: false,
+                trace_throws: false,
+                timed_out: false,
+            }
+        }
+    }
+
+    /// What the driver did, in order, and how the run ended.
+    #[derive(Debug, Default)]
+    struct Log {
+        statuses: Vec<Status>,
+        steps: Vec<Step>,
+        /// The conversation of each runner run, and the feedback texts sent.
+        runner_calls: Vec<Conversation>,
+        validated: Vec<String>,
+        usage_added: usize,
+        built: Vec<Shape>,
+        finish: Option<History>,
+    }
+
+    /// A scripted driver: performs each action against `world`, and goes through the wire as
+    /// the binding and the JS driver do (the machine travels packed in the step's word).
+    fn drive(setup: Setup, mut world: World) -> Log {
+        let mut log = Log::default();
+        let (run, step) = AgentRun::start(setup);
+        let mut word = through_wire(&run, &step);
+        let mut runs = world.runs.drain(..);
+        loop {
+            let (mut run, step) = word;
+            if let Some(s) = step.status {
+                log.statuses.push(s);
+            }
+            if step.add_usage {
+                log.usage_added += 1;
+            }
+            log.steps.push(step.clone());
+            let built = |log: &mut Log, b: &Option<Shape>| log.built.extend(*b);
+            let output;
+            let event = match &step.action {
+                Action::BeforeRun => match world.hook {
+                    Some(changed) => Event::HookReturned { changed, has_user: true },
+                    None => Event::Threw { timed_out: false },
+                },
+                Action::RunRunner { conversation, report_output } => {
+                    log.runner_calls.push(conversation.clone());
+                    match runs.next().expect("a scripted runner run") {
+                        Some((out, flags)) => {
+                            output = out;
+                            Event::RunnerDone {
+                                flags,
+                                timed_out: world.timed_out,
+                                output: report_output.then_some(output),
+                            }
+                        }
+                        None => Event::Threw { timed_out: world.timed_out },
+                    }
+                }
+                Action::Validate { json } => {
+                    log.validated.push(json.clone());
+                    match (world.schema)(json) {
+                        Ok(()) => Event::Valid,
+                        Err(m) => {
+                            let m: &'static str = Box::leak(m.into_boxed_str());
+                            Event::Invalid { message: m }
+                        }
+                    }
+                }
+                Action::AfterRun { build } => {
+                    built(&mut log, build);
+                    if world.after_run_throws {
+                        Event::Threw { timed_out: world.timed_out }
+                    } else {
+                        Event::AfterRunReturned
+                    }
+                }
+                Action::Trace { build } => {
+                    built(&mut log, build);
+                    if world.trace_throws {
+                        Event::Threw { timed_out: world.timed_out }
+                    } else {
+                        Event::TraceEmitted
+                    }
+                }
+                Action::Finish { build, history } => {
+                    built(&mut log, build);
+                    log.finish = Some(*history);
+                    assert!(matches!(run.phase(), Phase::Done | Phase::Built));
+                    return log;
+                }
+                Action::PassError => unreachable!("no stream errors scripted"),
+            };
+            // The event crosses as its code and text.
+            let text = match event {
+                Event::RunnerDone { output, .. } => output,
+                Event::Invalid { message } => Some(message),
+                _ => None,
+            };
+            let event = wire::event_from(wire::event_code(&event), text).unwrap();
+            let step = run.respond(event).unwrap();
+            word = through_wire(&run, &step);
+        }
+    }
+
+    /// The machine and step as the driver gets them back from the binding.
+    fn through_wire(run: &AgentRun, step: &Step) -> (AgentRun, Step) {
+        let (bits, text) = wire::step_code(step);
+        let word = wire::pack(run, bits).unwrap();
+        let back = wire::unpack(word).unwrap();
+        assert_eq!(&back, run);
+        let decoded = wire::step_from((word as u64 & 0xfffff) as u32, text).unwrap();
+        assert_eq!(&decoded, step);
+        (back, decoded)
+    }
+
+    fn setup(entry: Entry) -> Setup {
+        Setup::new(entry)
+    }
+
+    fn result(success: bool, structured: bool, merged: bool, flags: RunFlags) -> Shape {
+        Shape::Result { success, structured, merged, flags, timed_out: false }
+    }
+
+    const NONE: RunFlags = RunFlags { budget_exceeded: false, loop_detected: false, aborted: false };
+    const BUDGET: RunFlags = RunFlags { budget_exceeded: true, loop_detected: false, aborted: false };
+    const LOOPED: RunFlags = RunFlags { budget_exceeded: false, loop_detected: true, aborted: false };
+
+    fn outgoing(rewrite_last_user: bool) -> Conversation {
+        Conversation::Outgoing { rewrite_last_user }
+    }
+
+    fn answer_schema(json: &str) -> Result<(), String> {
+        if json.contains("\"answer\"") {
+            Ok(())
+        } else {
+            Err(validation_failed([(Some("answer"), "Required")]))
+        }
+    }
+
+    use super::super::structured_output::validation_failed;
+
+    #[test]
+    fn plain_success_is_two_steps() {
+        let log = drive(setup(Entry::Run), World::default());
+        assert_eq!(log.steps.len(), 2);
+        assert_eq!(log.statuses, [Status::Running, Status::Completed]);
+        assert_eq!(log.runner_calls, [outgoing(false)]);
+        assert_eq!(log.usage_added, 1);
+        assert_eq!(log.built, [result(true, false, false, NONE)]);
+        assert_eq!(log.finish, Some(History::Untouched));
+        // The runner's output is not asked for without a schema.
+        assert_eq!(log.steps[0].action, Action::RunRunner { conversation: outgoing(false), report_output: false });
+    }
+
+    #[test]
+    fn budget_exceeded_fails_without_validation_and_still_runs_after_run() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        s.after_run = true;
+        let log = drive(s, World { runs: vec![Some(("not json", BUDGET))], ..World::default() });
+        assert!(log.validated.is_empty());
+        assert_eq!(log.runner_calls.len(), 1);
+        assert_eq!(log.built, [result(false, false, false, BUDGET)]);
+        // Still running while afterRun runs; completed after it.
+        assert_eq!(log.steps[1].status, None);
+        assert!(matches!(log.steps[1].action, Action::AfterRun { .. }));
+        assert_eq!(log.statuses, [Status::Running, Status::Completed]);
+    }
+
+    #[test]
+    fn structured_ok_first_time_keeps_loop_and_abort_flags() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        s.after_run = true;
+        let flags = RunFlags { budget_exceeded: false, loop_detected: true, aborted: true };
+        let world =
+            World { runs: vec![Some(("Here: {\"answer\": 1} ok", flags))], schema: answer_schema, ..World::default() };
+        let log = drive(s, world);
+        assert_eq!(log.validated, ["{\"answer\": 1}"]);
+        assert_eq!(log.built, [result(true, true, false, flags)]);
+        // Completed before afterRun on the structured path, and again after it.
+        assert_eq!(log.statuses, [Status::Running, Status::Completed, Status::Completed]);
+        assert!(matches!(log.steps[2].action, Action::AfterRun { .. }));
+        assert_eq!(log.steps[2].status, Some(Status::Completed));
+    }
+
+    #[test]
+    fn retry_ok_after_an_extraction_failure_merges_without_loop_flag() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        let world = World {
+            runs: vec![Some(("not json at all", LOOPED)), Some(("{\"answer\":\"ok\"}", BUDGET))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        let log = drive(s, world);
+        let feedback = feedback_text("Failed to extract JSON from output. Raw output begins with: \"not json at all\"");
+        assert_eq!(log.runner_calls, [outgoing(false), Conversation::Retry { feedback }]);
+        assert_eq!(log.validated, ["{\"answer\":\"ok\"}"]);
+        assert_eq!(log.usage_added, 2);
+        // Budget from the retry only; loopDetected is not carried (kept quirk).
+        assert_eq!(log.built, [result(true, true, true, BUDGET)]);
+        assert_eq!(log.statuses, [Status::Running, Status::Completed]);
+    }
+
+    #[test]
+    fn retry_after_a_validation_failure_carries_its_message() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        let world = World {
+            runs: vec![Some(("{\"x\": 1}", NONE)), Some(("{\"answer\": 2}", NONE))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        let log = drive(s, world);
+        assert_eq!(
+            log.runner_calls[1],
+            Conversation::Retry { feedback: feedback_text("Output validation failed:\n  - answer: Required") }
+        );
+        assert_eq!(log.built, [result(true, true, true, NONE)]);
+    }
+
+    #[test]
+    fn retry_fails_completes_unsuccessfully_after_exactly_one_retry() {
+        let mut s = setup(Entry::Prompt);
+        s.output_schema = true;
+        let world = World {
+            runs: vec![Some(("nope", NONE)), Some(("{\"still\": 0}", NONE))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        let log = drive(s, world);
+        assert_eq!(log.runner_calls.len(), 2);
+        assert_eq!(log.built, [result(false, false, true, NONE)]);
+        assert_eq!(log.statuses, [Status::Running, Status::Completed]);
+        // The run did not throw: prompt() keeps the merged messages.
+        assert_eq!(log.finish, Some(History::Commit));
+    }
+
+    #[test]
+    fn more_retries_when_the_setup_allows_them() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        s.retries = 3;
+        let world = World {
+            runs: vec![Some(("a", NONE)), Some(("b", NONE)), Some(("c", NONE)), Some(("{\"answer\": 1}", NONE))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        let log = drive(s, world);
+        assert_eq!(log.runner_calls.len(), 4);
+        assert_eq!(log.built, [result(true, true, true, NONE)]);
+        s.retries = 0;
+        let log = drive(s, World { runs: vec![Some(("a", NONE))], ..World::default() });
+        assert_eq!(log.runner_calls.len(), 1);
+        assert_eq!(log.built, [result(false, false, false, NONE)]);
+    }
+
+    #[test]
+    fn runner_throws_fails_the_run_and_prompt_rolls_back() {
+        let log = drive(setup(Entry::Prompt), World { runs: vec![None], ..World::default() });
+        assert_eq!(log.statuses, [Status::Running, Status::Error]);
+        assert_eq!(log.usage_added, 0);
+        assert_eq!(log.built, [Shape::Failed { timed_out: false }]);
+        assert_eq!(log.finish, Some(History::Rollback));
+    }
+
+    #[test]
+    fn a_throwing_retry_fails_the_run_after_the_first_usage_was_added() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        let log = drive(s, World { runs: vec![Some(("bad", NONE)), None], ..World::default() });
+        assert_eq!(log.usage_added, 1);
+        assert_eq!(log.built, [Shape::Failed { timed_out: false }]);
+        assert_eq!(log.statuses, [Status::Running, Status::Error]);
+    }
+
+    #[test]
+    fn hooks_throw() {
+        let mut s = setup(Entry::Prompt);
+        s.before_run = true;
+        let log = drive(s, World { hook: None, ..World::default() });
+        assert!(log.runner_calls.is_empty());
+        assert_eq!(log.statuses, [Status::Running, Status::Error]);
+        assert_eq!(log.finish, Some(History::Rollback));
+
+        let mut s = setup(Entry::Run);
+        s.after_run = true;
+        let log = drive(s, World { after_run_throws: true, ..World::default() });
+        assert_eq!(log.usage_added, 1);
+        assert_eq!(log.built, [result(true, false, false, NONE), Shape::Failed { timed_out: false }]);
+        assert_eq!(log.statuses, [Status::Running, Status::Error]);
+    }
+
+    #[test]
+    fn before_run_rewrites_only_a_changed_prompt() {
+        let mut s = setup(Entry::Run);
+        s.before_run = true;
+        let log = drive(s, World { hook: Some(true), ..World::default() });
+        assert_eq!(log.steps[0].action, Action::BeforeRun);
+        assert_eq!(log.statuses[0], Status::Running);
+        assert_eq!(log.runner_calls, [outgoing(true)]);
+        let log = drive(s, World { hook: Some(false), ..World::default() });
+        assert_eq!(log.runner_calls, [outgoing(false)]);
+        // Nothing to rewrite without a user message.
+        let (mut run, _) = AgentRun::start(s);
+        let step = run.respond(Event::HookReturned { changed: true, has_user: false }).unwrap();
+        assert_eq!(step.action, Action::RunRunner { conversation: outgoing(false), report_output: false });
+    }
+
+    #[test]
+    fn timed_out() {
+        // Between turns: the run ends normally, flagged.
+        let world = World {
+            timed_out: true,
+            runs: vec![Some(("partial", RunFlags { aborted: true, ..NONE }))],
+            ..World::default()
+        };
+        let log = drive(setup(Entry::Run), world);
+        let aborted = RunFlags { aborted: true, ..NONE };
+        assert_eq!(
+            log.built,
+            [Shape::Result { success: true, structured: false, merged: false, flags: aborted, timed_out: true }]
+        );
+        // In flight: the runner throws; the failed result says aborted and timed out.
+        let log = drive(setup(Entry::Run), World { timed_out: true, runs: vec![None], ..World::default() });
+        assert_eq!(log.built, [Shape::Failed { timed_out: true }]);
+    }
+
+    #[test]
+    fn trace_follows_the_result_and_a_throwing_trace_fails_the_run() {
+        let mut s = setup(Entry::Prompt);
+        s.trace = true;
+        let log = drive(s, World::default());
+        assert!(matches!(log.steps[1].action, Action::Trace { build: Some(_) }));
+        assert_eq!(log.steps.last().unwrap().action, Action::Finish { build: None, history: History::Commit });
+
+        let log = drive(s, World { trace_throws: true, ..World::default() });
+        // The trace of the failed result is emitted too, and its own throw is ignored.
+        assert_eq!(log.built, [result(true, false, false, NONE), Shape::Failed { timed_out: false }]);
+        assert_eq!(log.statuses, [Status::Running, Status::Completed, Status::Error]);
+        assert_eq!(log.finish, Some(History::Rollback));
+    }
+
+    #[test]
+    fn prompt_history_rollback_on_every_failure_commit_otherwise() {
+        for world in [
+            World { hook: None, ..World::default() },
+            World { runs: vec![None], ..World::default() },
+            World { after_run_throws: true, ..World::default() },
+        ] {
+            let mut s = setup(Entry::Prompt);
+            s.before_run = true;
+            s.after_run = true;
+            assert_eq!(drive(s, world).finish, Some(History::Rollback));
+        }
+        let mut s = setup(Entry::Prompt);
+        s.after_run = true;
+        assert_eq!(drive(s, World::default()).finish, Some(History::Commit));
+        assert_eq!(
+            drive(setup(Entry::Run), World { runs: vec![None], ..World::default() }).finish,
+            Some(History::Untouched)
+        );
+    }
+
+    #[test]
+    fn stream_neither_validates_nor_traces_and_passes_errors_on() {
+        let mut s = setup(Entry::Stream);
+        s.output_schema = true;
+        s.trace = true;
+        let log = drive(s, World { runs: vec![Some(("not json", BUDGET))], ..World::default() });
+        assert_eq!(log.built, [result(false, false, false, BUDGET)]);
+        assert!(log.validated.is_empty());
+        assert!(!log.steps.iter().any(|s| matches!(s.action, Action::Trace { .. })));
+
+        let (mut run, _) = AgentRun::start(s);
+        let step = run.respond(Event::RunnerError).unwrap();
+        assert_eq!(step, Step { status: Some(Status::Error), add_usage: false, action: Action::PassError });
+        assert_eq!(run.phase(), Phase::Runner);
+    }
+
+    #[test]
+    fn a_result_that_cannot_be_built_fails_the_run() {
+        let (mut run, _) = AgentRun::start(setup(Entry::Prompt));
+        let step = run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        assert!(matches!(step.action, Action::Finish { build: Some(_), history: History::Commit }));
+        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        assert_eq!(
+            step,
+            Step {
+                status: Some(Status::Error),
+                add_usage: false,
+                action: Action::Finish { build: Some(Shape::Failed { timed_out: false }), history: History::Rollback },
+            }
+        );
+        // The failed result is built from the error alone: nothing more to report.
+        assert_eq!(run.phase(), Phase::Done);
+        assert!(run.respond(Event::Threw { timed_out: false }).is_err());
+    }
+
+    #[test]
+    fn misuse_is_a_typed_error_and_leaves_the_machine_as_it_was() {
+        let (mut run, _) = AgentRun::start(setup(Entry::Run));
+        let before = run;
+        assert_eq!(
+            run.respond(Event::Valid),
+            Err(AgentError::Unexpected { phase: Phase::Runner, event: EventKind::Valid })
+        );
+        assert_eq!(
+            run.respond(Event::RunnerError).unwrap_err(),
+            AgentError::Unexpected { phase: Phase::Runner, event: EventKind::RunnerError }
+        );
+        assert_eq!(run, before);
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        let (mut run, _) = AgentRun::start(s);
+        assert_eq!(
+            run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }),
+            Err(AgentError::MissingOutput)
+        );
+        assert_eq!(wire::unpack(-1.0), Err(AgentError::Malformed("machine word")));
+        assert_eq!(wire::unpack(0.5), Err(AgentError::Malformed("machine word")));
+        assert!(wire::event_from(0, None).is_err());
+        assert!(wire::setup_from(3).is_err());
+        assert!(wire::setup_code(Setup { retries: 16, ..setup(Entry::Run) }).is_none());
+    }
+
+    #[test]
+    fn codes_are_distinct_where_they_share_a_field() {
+        let actions = [
+            wire::BEFORE_RUN,
+            wire::RUN_RUNNER,
+            wire::VALIDATE,
+            wire::AFTER_RUN,
+            wire::TRACE,
+            wire::FINISH,
+            wire::PASS_ERROR,
+        ];
+        for a in actions {
+            assert_eq!(a & !wire::ACTION_MASK, 0);
+            assert_eq!(actions.iter().filter(|&&b| b == a).count(), 1);
+        }
+        let shape = [
+            wire::BUILD,
+            wire::FAILED,
+            wire::SUCCESS,
+            wire::STRUCTURED,
+            wire::MERGED,
+            wire::LOOP_DETECTED,
+            wire::BUDGET_EXCEEDED,
+            wire::ABORTED,
+            wire::TIMED_OUT,
+        ];
+        let head = wire::ACTION_MASK | wire::STATUS_MASK | wire::ADD_USAGE;
+        let mut seen = head | wire::HISTORY_MASK;
+        for bit in shape {
+            assert_eq!(seen & bit, 0);
+            seen |= bit;
+        }
+        for (i, (name, _)) in wire::CODES.iter().enumerate() {
+            assert!(!wire::CODES[..i].iter().any(|(n, _)| n == name), "{name} twice");
+        }
+    }
+}

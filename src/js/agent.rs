@@ -1,0 +1,85 @@
+//! Binding of the Agent machine (`oma_core::kernel::agent`) and of the structured-output texts.
+//!
+//! The machine travels to JS packed with each step in one number (`agent::wire`): no native
+//! state per run, nothing to release, two crossings for a run without hooks or schema. A
+//! driver error (an event the machine did not ask for) throws; it is a bug of `lib/agent.js`.
+
+use std::collections::HashMap;
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use oma_core::kernel::agent::{wire, AgentError, AgentRun, Status, Step};
+use oma_core::kernel::structured_output;
+
+/// The agent wire's codes by name (read once by `lib/agent.js`).
+#[napi(catch_unwind)]
+pub fn agent_codes() -> HashMap<String, u32> {
+    wire::CODES.iter().map(|&(name, code)| (name.to_string(), code)).collect()
+}
+
+/// The lifecycle status names, by their code on the wire.
+#[napi(catch_unwind)]
+pub fn agent_statuses() -> Vec<String> {
+    Status::ALL.iter().map(|s| s.as_str().to_string()).collect()
+}
+
+/// A step that carries a text: the JSON to validate, or the retry's feedback.
+#[napi(object)]
+pub struct AgentStepText {
+    pub step: f64,
+    pub text: String,
+}
+
+fn driver(e: AgentError) -> Error {
+    Error::from_reason(e.to_string())
+}
+
+fn answer(run: &AgentRun, step: &Step) -> Result<Either<f64, AgentStepText>> {
+    let (bits, text) = wire::step_code(step);
+    let step_word = wire::pack(run, bits).ok_or_else(|| driver(AgentError::Malformed("setup")))?;
+    Ok(match text {
+        None => Either::A(step_word),
+        Some(t) => Either::B(AgentStepText { step: step_word, text: t.to_string() }),
+    })
+}
+
+/// Starts a run for `setup` (the wire's setup bits): its first step.
+#[napi(catch_unwind)]
+pub fn agent_start(setup: u32) -> Result<f64> {
+    let (run, step) = AgentRun::start(wire::setup_from(setup).map_err(driver)?);
+    match answer(&run, &step)? {
+        Either::A(word) => Ok(word),
+        Either::B(_) => Err(driver(AgentError::Malformed("first step"))),
+    }
+}
+
+/// The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
+/// validation error's message), for the machine packed in `step`, the previous answer.
+#[napi(catch_unwind)]
+pub fn agent_step(step: f64, event: u32, text: Option<String>) -> Result<Either<f64, AgentStepText>> {
+    let mut run = wire::unpack(step).map_err(driver)?;
+    let event = wire::event_from(event, text.as_deref()).map_err(driver)?;
+    let next = run.respond(event).map_err(driver)?;
+    answer(&run, &next)
+}
+
+/// §7.1's instruction around `schema_json` (`JSON.stringify(jsonSchema, null, 2)`).
+#[napi(catch_unwind)]
+pub fn structured_instruction(schema_json: String) -> String {
+    structured_output::instruction(&schema_json)
+}
+
+/// The system prompt of an Agent with an output schema (§4.1): `system_prompt` is the
+/// configured one when it is a string.
+#[napi(catch_unwind)]
+pub fn structured_system_prompt(system_prompt: Option<String>, schema_json: String) -> String {
+    structured_output::system_prompt_with(system_prompt.as_deref(), &structured_output::instruction(&schema_json))
+}
+
+/// §7.3's error message: `paths[i]` the i-th issue's path joined by dots (`null` when empty),
+/// `messages[i]` its message.
+#[napi(catch_unwind)]
+pub fn output_validation_message(paths: Vec<Option<String>>, messages: Vec<String>) -> String {
+    structured_output::validation_failed(paths.iter().map(|p| p.as_deref()).zip(messages.iter().map(String::as_str)))
+}
