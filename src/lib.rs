@@ -2,8 +2,8 @@
 //!
 //! The policy lives in the napi-free crates below this one: `oma_core` (the sans-IO kernel,
 //! the built-in tools, redaction) and `oma_llm` (the native adapters). This crate converts
-//! JS values, drives the machines for the JS shim in `lib/`, and owns the JS thread's
-//! transport (`js::uv`, `js::local_http`).
+//! JS values, drives the machines for the JS shim in `lib/`, and runs the JS thread's transport
+//! (`oma_uv`: executor, sockets, timers, plain-HTTP client) on Node's libuv loop (`js::uv`).
 
 // napi-derive registers the exports only outside `cfg(test)`: in the test build every export
 // looks unused.

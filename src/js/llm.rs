@@ -94,11 +94,11 @@ where
     if adapter.plain_http() && super::uv::available(env.raw()) {
         // No threadsafe function per call: the promise is settled from the loop's callback.
         if let Some((deferred, promise)) = super::uv::promise(env.raw()) {
-            super::uv::spawn_local(async move {
+            super::uv::spawn_local(move |http| async move {
                 let out = guarded(async move {
                     let i = input()?;
                     let cancel = cancel.as_ref().unwrap_or_else(|| oma_llm::never_cancelled());
-                    adapter.chat_on(&super::local_http::LocalHttp, &i.messages, i.reuse(), &i.opts, cancel).await
+                    adapter.chat_on(http, &i.messages, i.reuse(), &i.opts, cancel).await
                 })
                 .await;
                 deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));

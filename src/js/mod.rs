@@ -6,7 +6,6 @@ pub mod cancel;
 pub mod core;
 pub mod fast;
 pub mod llm;
-pub mod local_http;
 pub mod uv;
 
 #[napi_derive::napi(catch_unwind)]

@@ -1,32 +1,32 @@
-//! Futures driven by Node's own event loop (libuv), on the JS thread.
+//! The JS thread's transport on Node's own event loop: oma-uv's [`Reactor`] over libuv, and the
+//! promises its futures settle.
 //!
-//! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread):
-//! a call with no history took 87 µs of CPU that way and takes ≈45 µs this way on the 2-core
-//! VM (bench/README.md, W5 floor). Here a
-//! request's socket is watched by the JS thread's loop itself (`uv_poll`), timers are
-//! `uv_timer`s, and the futures run in a small executor on that thread: a response wakes
-//! the thread that waits for it, and nothing else.
+//! The executor, sockets, timers and the plain-HTTP client are oma-uv's (crates/uv, tested there
+//! over poll(2)); this module gives them Node's loop: `uv_poll` watches, `uv_timer`s and a
+//! `uv_async` handle for wake-ups from other threads, all resolved against the node binary when
+//! the addon loads.
 //!
 //! Only the main thread uses this (`available`); worker threads keep the I/O thread. Every
-//! handle is unreferenced; a pending request keeps Node alive through a referenced `uv_async`
+//! handle is unreferenced; a pending request keeps Node alive through the referenced `uv_async`
 //! handle while any promise is unsettled. Promises are settled from the loop's callbacks
 //! inside a napi callback scope, so their reactions run right after, as for Node's own I/O.
+//!
+//! Handles: each is `uv_handle_size` bytes from `calloc`, owned by the watch, timer or async it
+//! implements until `uv_close`, whose callback (`free_handle`) frees it; `handle->data` holds
+//! oma-uv's target for the callbacks and is cleared when the target stops being valid.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
+use std::cell::{Cell, OnceCell};
 use std::future::Future;
 use std::io;
-use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::RawFd;
 use std::os::raw::{c_int, c_void};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, ThreadId};
-use std::time::Duration;
+use std::rc::Rc;
 
 use napi::sys;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use oma_uv::{Exec, LocalHttp, Reactor, Remote};
 
 #[repr(C)]
 pub struct UvLoop {
@@ -53,98 +53,244 @@ extern "C" {
     fn uv_unref(h: *mut c_void);
 }
 
-// uv_handle_type and uv_poll_event values (uv.h).
+// uv_handle_type values (uv.h). The poll events are oma-uv's READABLE and WRITABLE, which have
+// libuv's values.
 const UV_ASYNC: c_int = 1;
 const UV_POLL: c_int = 8;
 const UV_TIMER: c_int = 13;
-const UV_READABLE: c_int = 1;
-const UV_WRITABLE: c_int = 2;
 
-/// A handle's memory (`uv_handle_size` bytes); the close callback frees it.
+/// A handle's memory (`uv_handle_size` bytes, zeroed, or null); `free_handle` frees it.
 fn alloc_handle(kind: c_int) -> *mut c_void {
+    // SAFETY: `uv_handle_size` only looks up the size of a valid handle type; `calloc` returns
+    // null or that many zeroed bytes, aligned for any type.
     unsafe { libc::calloc(1, uv_handle_size(kind)) }
 }
 
-/// `handle->data` is the first field of every handle.
+/// Sets `handle->data`.
+///
+/// # Safety
+///
+/// `h` is a handle from `alloc_handle` that is not freed, used on the loop's thread.
 unsafe fn set_data(h: *mut c_void, data: *mut c_void) {
-    *(h as *mut *mut c_void) = data;
+    // SAFETY: `data` is the first field of every libuv handle (UV_HANDLE_FIELDS), so it is at
+    // `h`, which is live and aligned (caller's contract, `calloc`).
+    unsafe { *(h as *mut *mut c_void) = data };
 }
 
+/// `handle->data`.
+///
+/// # Safety
+///
+/// As for `set_data`.
 unsafe fn data(h: *mut c_void) -> *mut c_void {
-    *(h as *mut *mut c_void)
+    // SAFETY: as in `set_data`.
+    unsafe { *(h as *mut *mut c_void) }
 }
 
+/// The close callback of every handle here.
+///
+/// # Safety
+///
+/// Called by libuv once per handle, when it is closed, with that handle.
 unsafe extern "C" fn free_handle(h: *mut c_void) {
-    libc::free(h);
+    // SAFETY: `h` came from `calloc` (`alloc_handle`), and libuv no longer uses it once the
+    // close callback runs.
+    unsafe { libc::free(h) };
 }
 
+/// Closes a handle: no callback of it runs from now on, and its memory is freed by libuv
+/// later.
+///
+/// # Safety
+///
+/// `h` is an initialised handle that is not closed yet, on the loop's thread; the caller does
+/// not use it again.
 unsafe fn close(h: *mut c_void) {
-    set_data(h, std::ptr::null_mut());
-    uv_close(h, free_handle);
+    // SAFETY: the caller's contract; the callbacks check `data` for null, so a report already
+    // queued for this loop iteration finds nothing.
+    unsafe {
+        set_data(h, std::ptr::null_mut());
+        uv_close(h, free_handle);
+    }
+}
+
+/// A `uv_poll_t` or `uv_timer_t` of the main thread's loop, open until its reactor closes it.
+pub struct UvHandle(*mut c_void);
+
+/// Wakes the loop from any thread through the `uv_async` handle.
+pub struct UvAsync(*mut c_void);
+
+// SAFETY: `uv_async_send` is libuv's one call that may be made from any thread, and the handle
+// is never closed (the executor that owns it is leaked, see `available`), so the pointer stays
+// valid on every thread for the life of the process.
+unsafe impl Send for UvAsync {}
+// SAFETY: as for `Send`: the only use is `uv_async_send`, which is thread-safe.
+unsafe impl Sync for UvAsync {}
+
+impl Remote for UvAsync {
+    fn wake(&self) {
+        // SAFETY: see the `Send` impl: an initialised async handle, never closed.
+        unsafe { uv_async_send(self.0) };
+    }
+}
+
+/// Node's main-thread loop as oma-uv's reactor. Every method runs on the main thread (oma-uv
+/// calls them from the executor that lives there).
+pub struct UvReactor {
+    lp: *mut UvLoop,
+    js: Js,
+    /// The `uv_async` handle: `on_async` runs the tasks woken from other threads; referenced
+    /// while work is held (`keep_alive`).
+    wake: *mut c_void,
+}
+
+impl Reactor for UvReactor {
+    type Watch = UvHandle;
+    type Timer = UvHandle;
+    type Remote = UvAsync;
+
+    fn watch(&self, fd: RawFd, target: *const ()) -> io::Result<UvHandle> {
+        let h = alloc_handle(UV_POLL);
+        if h.is_null() {
+            return Err(io::Error::other("out of memory"));
+        }
+        // SAFETY: `h` is zeroed memory of a poll handle's size, `self.lp` the main thread's
+        // loop, and this runs on that thread; `fd` is the caller's open socket.
+        if unsafe { uv_poll_init(self.lp, h, fd) } != 0 {
+            // SAFETY: not initialised, so libuv does not know it: freed here, once.
+            unsafe { libc::free(h) };
+            return Err(io::Error::other("uv_poll_init failed"));
+        }
+        // SAFETY: `h` is an initialised handle, freshly made on the loop's thread; `target`
+        // stays valid until `close_watch` (oma-uv's contract), which clears it first.
+        unsafe {
+            uv_unref(h);
+            set_data(h, target as *mut c_void);
+        }
+        Ok(UvHandle(h))
+    }
+
+    fn set_interest(&self, w: &UvHandle, events: u32) {
+        // SAFETY: `w` is an open poll handle (closing consumes it), on the loop's thread.
+        unsafe {
+            if events == 0 {
+                uv_poll_stop(w.0);
+            } else {
+                uv_poll_start(w.0, events as c_int, on_poll);
+            }
+        }
+    }
+
+    fn close_watch(&self, w: UvHandle) {
+        // SAFETY: `w` is an open poll handle, consumed here: it is stopped and closed once.
+        unsafe {
+            uv_poll_stop(w.0);
+            close(w.0);
+        }
+    }
+
+    fn timer(&self) -> Option<UvHandle> {
+        let h = alloc_handle(UV_TIMER);
+        if h.is_null() {
+            return None;
+        }
+        // SAFETY: `h` is zeroed memory of a timer handle's size, `self.lp` the main thread's
+        // loop, on that thread.
+        if unsafe { uv_timer_init(self.lp, h) } != 0 {
+            // SAFETY: not initialised, so libuv does not know it: freed here, once.
+            unsafe { libc::free(h) };
+            return None;
+        }
+        // SAFETY: an initialised handle on the loop's thread.
+        unsafe { uv_unref(h) };
+        Some(UvHandle(h))
+    }
+
+    fn start_timer(&self, t: &UvHandle, ms: u64, target: *const ()) {
+        // SAFETY: `t` is an open timer handle on the loop's thread; `target` stays valid until
+        // the timer fires or `stop_timer`, which clears it.
+        unsafe {
+            set_data(t.0, target as *mut c_void);
+            uv_timer_start(t.0, on_timer, ms, 0);
+        }
+    }
+
+    fn stop_timer(&self, t: &UvHandle) {
+        // SAFETY: `t` is an open timer handle on the loop's thread.
+        unsafe {
+            uv_timer_stop(t.0);
+            set_data(t.0, std::ptr::null_mut());
+        }
+    }
+
+    fn close_timer(&self, t: UvHandle) {
+        // SAFETY: `t` is an open, stopped timer handle, consumed here: closed once.
+        unsafe { close(t.0) };
+    }
+
+    fn keep_alive(&self, on: bool) {
+        // SAFETY: the async handle is initialised and never closed; the loop's thread.
+        unsafe {
+            if on {
+                uv_ref(self.wake);
+            } else {
+                uv_unref(self.wake);
+            }
+        }
+    }
+
+    fn in_callback(&self, f: impl FnOnce()) {
+        self.js.in_scope(f)
+    }
+}
+
+/// A poll handle's callback.
+///
+/// # Safety
+///
+/// Called by libuv on the loop's thread, with a started poll handle of `UvReactor::watch`.
+unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
+    // SAFETY: libuv calls this on the loop's thread with the live poll handle it was started
+    // for.
+    let target = unsafe { data(h) };
+    if target.is_null() {
+        return;
+    }
+    // SAFETY: a non-null `data` is the target the watch was opened with, and the watch is open
+    // (`close` clears it); this is a loop callback on the main thread, outside any call of
+    // oma-uv into the reactor.
+    unsafe { oma_uv::io_ready::<UvReactor>(target as *const (), status < 0, events as u32) };
+}
+
+/// A timer handle's callback.
+///
+/// # Safety
+///
+/// Called by libuv on the loop's thread, with a timer of `UvReactor::timer` that fired.
+unsafe extern "C" fn on_timer(h: *mut c_void) {
+    // SAFETY: libuv calls this on the loop's thread with the live timer handle that fired.
+    let target = unsafe { data(h) };
+    if target.is_null() {
+        return;
+    }
+    // SAFETY: a non-null `data` is the target the timer was started with and it has not been
+    // stopped since (`stop_timer` clears it); a loop callback on the main thread.
+    unsafe { oma_uv::timer_fired::<UvReactor>(target as *const ()) };
+}
+
+/// The async handle's callback: the tasks woken from other threads run.
+///
+/// # Safety
+///
+/// Called by libuv on the loop's (main) thread; touches nothing but this thread's executor.
+unsafe extern "C" fn on_async(_h: *mut c_void) {
+    if let Some(l) = local() {
+        l.exec.on_remote_wake();
+    }
 }
 
 // ---------------------------------------------------------------------------------------
-// Executor
-
-type Task = Pin<Box<dyn Future<Output = ()>>>;
-
-struct Exec {
-    thread: ThreadId,
-    js: Js,
-    /// Unsettled promises; while there are any, the async handle keeps the loop alive.
-    pending: Cell<usize>,
-    tasks: RefCell<Vec<Option<(Task, Waker)>>>,
-    free: RefCell<Vec<usize>>,
-    ready: RefCell<VecDeque<usize>>,
-    draining: Cell<bool>,
-    remote: Arc<Remote>,
-}
-
-/// Wakes from other threads (a connect finished on the I/O thread): queued, then the loop is
-/// woken through a `uv_async` handle.
-struct Remote {
-    queue: Mutex<Vec<usize>>,
-    handle: usize,
-}
-
-struct TaskWaker {
-    id: usize,
-    thread: ThreadId,
-    remote: Arc<Remote>,
-}
-
-impl Wake for TaskWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref()
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        if thread::current().id() == self.thread {
-            let handled = EXEC
-                .try_with(|e| match e.get() {
-                    Some(Some(ex)) => {
-                        ex.ready.borrow_mut().push_back(self.id);
-                        if !ex.draining.get() {
-                            unsafe { uv_async_send(self.remote.handle as *mut c_void) };
-                        }
-                        true
-                    }
-                    _ => false,
-                })
-                .unwrap_or(false);
-            if handled {
-                return;
-            }
-        }
-        self.remote.queue.lock().unwrap_or_else(|e| e.into_inner()).push(self.id);
-        unsafe { uv_async_send(self.remote.handle as *mut c_void) };
-    }
-}
-
-thread_local! {
-    /// Leaked on purpose: only the main thread has one, and dropping its tasks while the
-    /// process exits would wake wakers whose thread-locals are already gone.
-    static EXEC: std::cell::OnceCell<Option<&'static Exec>> = const { std::cell::OnceCell::new() };
-}
+// napi: the scope of a loop callback, and promises
 
 /// What settling promises from a loop callback needs: the env and an async context.
 struct Js {
@@ -154,20 +300,51 @@ struct Js {
 }
 
 impl Js {
-    /// Called inside a napi call (the first request).
-    unsafe fn new(env: sys::napi_env) -> Option<Js> {
+    /// Called inside a napi call (the first request), on the main thread.
+    fn new(env: sys::napi_env) -> Option<Js> {
         let ok = |s: sys::napi_status| s == sys::Status::napi_ok;
         let mut resource = std::ptr::null_mut();
         let mut name = std::ptr::null_mut();
         let mut rref = std::ptr::null_mut();
         let mut context = std::ptr::null_mut();
         let label = "oma-kernel:llm";
-        let good = ok(sys::napi_create_object(env, &mut resource))
-            && ok(sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name))
-            && ok(sys::napi_create_reference(env, resource, 1, &mut rref))
-            && ok(sys::napi_async_init(env, resource, name, &mut context))
-            && ok(sys::napi_add_env_cleanup_hook(env, Some(env_gone), std::ptr::null_mut()));
+        // SAFETY: `env` is the env of the napi call this runs in, on its thread; every out
+        // pointer is a live local; `label` is valid UTF-8 of the given length. The reference
+        // (count 1) keeps the resource object alive for the async context, for good: both live
+        // as long as the leaked executor.
+        let good = unsafe {
+            ok(sys::napi_create_object(env, &mut resource))
+                && ok(sys::napi_create_string_utf8(env, label.as_ptr().cast(), label.len() as isize, &mut name))
+                && ok(sys::napi_create_reference(env, resource, 1, &mut rref))
+                && ok(sys::napi_async_init(env, resource, name, &mut context))
+                && ok(sys::napi_add_env_cleanup_hook(env, Some(env_gone), std::ptr::null_mut()))
+        };
         good.then_some(Js { env, resource: rref, context })
+    }
+
+    /// Runs `f` in a handle scope and a callback scope: promise reactions and `nextTick`s run
+    /// when it closes, as after any of Node's own I/O callbacks. Nothing runs once the env is
+    /// being torn down.
+    fn in_scope(&self, f: impl FnOnce()) {
+        if ENV_GONE.with(Cell::get) {
+            return;
+        }
+        // SAFETY: a loop callback on the main thread, whose env is alive (not torn down, checked
+        // above); `resource` and `context` were made for it in `Js::new` and are never freed.
+        // The scopes are closed in the reverse order of opening, after `f`.
+        unsafe {
+            let mut hs = std::ptr::null_mut();
+            sys::napi_open_handle_scope(self.env, &mut hs);
+            let mut obj = std::ptr::null_mut();
+            sys::napi_get_reference_value(self.env, self.resource, &mut obj);
+            let mut cs = std::ptr::null_mut();
+            let opened = sys::napi_open_callback_scope(self.env, obj, self.context, &mut cs) == sys::Status::napi_ok;
+            f();
+            if opened {
+                sys::napi_close_callback_scope(self.env, cs);
+            }
+            sys::napi_close_handle_scope(self.env, hs);
+        }
     }
 }
 
@@ -176,95 +353,79 @@ thread_local! {
     static ENV_GONE: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Node's cleanup hook of the env.
+///
+/// # Safety
+///
+/// Called by Node on the env's thread while it is torn down; only sets a flag.
 unsafe extern "C" fn env_gone(_arg: *mut c_void) {
     ENV_GONE.with(|g| g.set(true));
 }
 
-/// Runs `f` in a handle scope and a callback scope: promise reactions and `nextTick`s run
-/// when it closes, as after any of Node's own I/O callbacks.
-fn in_js_scope(f: impl FnOnce()) {
-    let js = EXEC.with(|e| match e.get() {
-        Some(Some(ex)) => Some((ex.js.env, ex.js.resource, ex.js.context)),
-        _ => None,
-    });
-    let Some((env, resource, context)) = js else { return f() };
-    if ENV_GONE.with(Cell::get) {
-        return;
-    }
-    unsafe {
-        let mut hs = std::ptr::null_mut();
-        sys::napi_open_handle_scope(env, &mut hs);
-        let mut obj = std::ptr::null_mut();
-        sys::napi_get_reference_value(env, resource, &mut obj);
-        let mut cs = std::ptr::null_mut();
-        let opened = sys::napi_open_callback_scope(env, obj, context, &mut cs) == sys::Status::napi_ok;
-        f();
-        if opened {
-            sys::napi_close_callback_scope(env, cs);
-        }
-        sys::napi_close_handle_scope(env, hs);
-    }
+/// The main thread's executor and HTTP client.
+struct Local {
+    exec: Rc<Exec<UvReactor>>,
+    http: LocalHttp<UvReactor>,
+}
+
+thread_local! {
+    /// Leaked on purpose: only the main thread has one, and dropping its tasks or closing its
+    /// sockets while the process exits would wake wakers whose thread-locals are already gone
+    /// and touch a loop that is already gone.
+    static LOCAL: OnceCell<Option<&'static Local>> = const { OnceCell::new() };
+}
+
+fn local() -> Option<&'static Local> {
+    LOCAL.with(|l| l.get().copied().flatten())
 }
 
 /// A promise for the value of a local future (see `settle`).
 pub struct Deferred(sys::napi_deferred);
 
-/// A new promise; `Deferred` settles it.
+/// A new promise; `Deferred` settles it. Call inside a napi call.
 pub fn promise(env: sys::napi_env) -> Option<(Deferred, sys::napi_value)> {
     let mut d = std::ptr::null_mut();
     let mut p = std::ptr::null_mut();
+    // SAFETY: `env` is the current napi call's; the out pointers are live locals.
     if unsafe { sys::napi_create_promise(env, &mut d, &mut p) } != sys::Status::napi_ok {
         return None;
     }
-    EXEC.with(|e| {
-        if let Some(Some(ex)) = e.get() {
-            if ex.pending.replace(ex.pending.get() + 1) == 0 {
-                unsafe { uv_ref(ex.remote.handle as *mut c_void) };
-            }
-        }
-    });
+    if let Some(l) = local() {
+        l.exec.hold();
+    }
     Some((Deferred(d), p))
 }
 
 impl Deferred {
     /// Resolves with `Ok`'s string or rejects with an Error whose message is `Err`'s. Runs on
-    /// the loop thread inside a handle scope (a napi call or `in_js_scope`).
+    /// the loop thread inside a handle scope (a napi call or a loop callback's scope).
     pub fn settle(self, outcome: Result<String, String>) {
-        EXEC.with(|e| {
-            let Some(Some(ex)) = e.get() else { return };
-            if ENV_GONE.with(Cell::get) {
-                return;
+        let Some(l) = local() else { return };
+        if ENV_GONE.with(Cell::get) {
+            return;
+        }
+        let env = l.exec.reactor().js.env;
+        let (text, ok) = match &outcome {
+            Ok(s) => (s, true),
+            Err(s) => (s, false),
+        };
+        // SAFETY: on the main thread inside a handle scope (this method's contract), with its
+        // live env; `text` is valid UTF-8 of the given length; the deferred is settled once (it
+        // is consumed with `self`).
+        unsafe {
+            let mut v = std::ptr::null_mut();
+            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut v);
+            if ok {
+                sys::napi_resolve_deferred(env, self.0, v);
+            } else {
+                let mut err = std::ptr::null_mut();
+                sys::napi_create_error(env, std::ptr::null_mut(), v, &mut err);
+                sys::napi_reject_deferred(env, self.0, err);
             }
-            let env = ex.js.env;
-            unsafe {
-                let (text, ok) = match &outcome {
-                    Ok(s) => (s, true),
-                    Err(s) => (s, false),
-                };
-                let mut v = std::ptr::null_mut();
-                sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut v);
-                if ok {
-                    sys::napi_resolve_deferred(env, self.0, v);
-                } else {
-                    let mut err = std::ptr::null_mut();
-                    sys::napi_create_error(env, std::ptr::null_mut(), v, &mut err);
-                    sys::napi_reject_deferred(env, self.0, err);
-                }
-            }
-            let n = ex.pending.get() - 1;
-            ex.pending.set(n);
-            if n == 0 {
-                unsafe { uv_unref(ex.remote.handle as *mut c_void) };
-            }
-        })
+        }
+        l.exec.release();
     }
 }
-
-/// `send` flags: no SIGPIPE from a peer that closed (Node ignores SIGPIPE anyway).
-#[cfg(target_os = "linux")]
-const SEND_FLAGS: c_int = libc::MSG_NOSIGNAL;
-#[cfg(not(target_os = "linux"))]
-const SEND_FLAGS: c_int = 0;
 
 /// Whether this thread can run local futures: `env` runs on Node's main thread (its loop is
 /// the default one). Call inside a napi call.
@@ -275,449 +436,41 @@ pub fn available(env: sys::napi_env) -> bool {
     if cfg!(any(not(target_os = "linux"), feature = "portable")) {
         return false;
     }
-    EXEC.with(|e| {
-        e.get_or_init(|| {
-            let mut loop_ptr = std::ptr::null_mut();
-            let status = unsafe { sys::napi_get_uv_event_loop(env, &mut loop_ptr) };
-            if status != sys::Status::napi_ok
-                || loop_ptr.is_null()
-                || loop_ptr as *mut UvLoop != unsafe { uv_default_loop() }
-            {
-                return None;
-            }
-            let js = unsafe { Js::new(env) }?;
-            let h = alloc_handle(UV_ASYNC);
-            if h.is_null() || unsafe { uv_async_init(loop_ptr as *mut UvLoop, h, on_async) } != 0 {
-                return None;
-            }
-            unsafe { uv_unref(h) };
-            Some(&*Box::leak(Box::new(Exec {
-                thread: thread::current().id(),
-                js,
-                pending: Cell::new(0),
-                tasks: RefCell::new(Vec::new()),
-                free: RefCell::new(Vec::new()),
-                ready: RefCell::new(VecDeque::new()),
-                draining: Cell::new(false),
-                remote: Arc::new(Remote { queue: Mutex::new(Vec::new()), handle: h as usize }),
-            })))
-        })
-        .is_some()
-    })
+    LOCAL.with(|l| l.get_or_init(|| start(env)).is_some())
 }
 
-unsafe extern "C" fn on_async(_h: *mut c_void) {
-    in_js_scope(|| with_woken(|| {}));
-}
-
-/// Runs `wake` (which may wake tasks), then every task that is ready.
-fn with_woken(wake: impl FnOnce()) {
-    EXEC.with(|e| {
-        let Some(Some(ex)) = e.get() else { return };
-        let outer = ex.draining.replace(true);
-        wake();
-        if !outer {
-            drain(ex);
-            ex.draining.set(false);
-        }
-    })
-}
-
-fn drain(ex: &Exec) {
-    loop {
-        {
-            let mut q = ex.remote.queue.lock().unwrap_or_else(|e| e.into_inner());
-            ex.ready.borrow_mut().extend(q.drain(..));
-        }
-        let Some(id) = ex.ready.borrow_mut().pop_front() else { return };
-        // Out of the slab while it runs: it may spawn tasks.
-        let Some((mut task, waker)) = ex.tasks.borrow_mut().get_mut(id).and_then(Option::take) else { continue };
-        let done = task.as_mut().poll(&mut Context::from_waker(&waker)).is_ready();
-        if done {
-            ex.free.borrow_mut().push(id);
-        } else {
-            ex.tasks.borrow_mut()[id] = Some((task, waker));
-        }
+/// The executor on the main thread's loop, or `None` when `env` is not the main thread's.
+fn start(env: sys::napi_env) -> Option<&'static Local> {
+    let mut lp = std::ptr::null_mut();
+    // SAFETY: `env` is the current napi call's; the out pointer is a live local.
+    let status = unsafe { sys::napi_get_uv_event_loop(env, &mut lp) };
+    let lp = lp as *mut UvLoop;
+    // SAFETY: `uv_default_loop` only returns the process's default loop (made on first use).
+    if status != sys::Status::napi_ok || lp.is_null() || lp != unsafe { uv_default_loop() } {
+        return None;
     }
-}
-
-/// Runs `fut` on this thread's loop; it is polled at once, up to its first wait. Only call
-/// where `available` said yes.
-pub fn spawn_local(fut: impl Future<Output = ()> + 'static) {
-    with_woken(|| {
-        EXEC.with(|e| {
-            let Some(Some(ex)) = e.get() else { return };
-            let id = match ex.free.borrow_mut().pop() {
-                Some(id) => id,
-                None => {
-                    ex.tasks.borrow_mut().push(None);
-                    ex.tasks.borrow().len() - 1
-                }
-            };
-            let waker = Waker::from(Arc::new(TaskWaker { id, thread: ex.thread, remote: ex.remote.clone() }));
-            ex.tasks.borrow_mut()[id] = Some((Box::pin(fut), waker));
-            ex.ready.borrow_mut().push_back(id);
-        })
-    });
-}
-
-fn default_loop() -> *mut UvLoop {
-    unsafe { uv_default_loop() }
-}
-
-// ---------------------------------------------------------------------------------------
-// Sockets
-
-struct Interest {
-    read: Option<Waker>,
-    write: Option<Waker>,
-    events: c_int,
-    /// Events the socket may have (cleared when a read or write finds nothing to do, set by
-    /// the poll): a client may try a read after every step, and each such try would otherwise be a
-    /// `read` syscall answering EAGAIN (five per call, measured).
-    ready: c_int,
-    handle: *mut c_void,
-}
-
-/// A connected, non-blocking TCP socket watched by the loop.
-pub struct UvTcp {
-    sock: TcpStream,
-    interest: Box<RefCell<Interest>>,
-}
-
-impl UvTcp {
-    pub fn new(sock: TcpStream) -> io::Result<UvTcp> {
-        sock.set_nonblocking(true)?;
-        let h = alloc_handle(UV_POLL);
-        if h.is_null() {
-            return Err(io::Error::other("out of memory"));
-        }
-        if unsafe { uv_poll_init(default_loop(), h, sock.as_raw_fd()) } != 0 {
-            unsafe { libc::free(h) };
-            return Err(io::Error::other("uv_poll_init failed"));
-        }
-        unsafe { uv_unref(h) };
-        let interest = Box::new(RefCell::new(Interest {
-            read: None,
-            write: None,
-            events: 0,
-            ready: UV_READABLE | UV_WRITABLE,
-            handle: h,
-        }));
-        unsafe { set_data(h, &*interest as *const RefCell<Interest> as *mut c_void) };
-        Ok(UvTcp { sock, interest })
+    let js = Js::new(env)?;
+    let h = alloc_handle(UV_ASYNC);
+    if h.is_null() {
+        return None;
     }
-
-    /// For a pooled keep-alive connection: no sign that the server closed it or sent anything.
-    /// Readability seen by the loop while idle means one of the two; checked with a peek.
-    pub fn idle_and_open(&self) -> bool {
-        if self.interest.borrow().ready & UV_READABLE == 0 {
-            return true;
-        }
-        let mut b = 0u8;
-        let n = unsafe {
-            libc::recv(self.sock.as_raw_fd(), (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
-        };
-        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::WouldBlock {
-            self.interest.borrow_mut().ready &= !UV_READABLE;
-            return true;
-        }
-        false
+    // SAFETY: `h` is zeroed memory of an async handle's size, `lp` this thread's loop.
+    if unsafe { uv_async_init(lp, h, on_async) } != 0 {
+        // SAFETY: not initialised, so libuv does not know it: freed here, once.
+        unsafe { libc::free(h) };
+        return None;
     }
-
-    fn want(&self, ev: c_int, waker: &Waker) {
-        let mut i = self.interest.borrow_mut();
-        if ev == UV_READABLE {
-            i.read = Some(waker.clone());
-        } else {
-            i.write = Some(waker.clone());
-        }
-        if i.events & ev == 0 {
-            i.events |= ev;
-            unsafe { uv_poll_start(i.handle, i.events, on_poll) };
-        }
-    }
-
-    /// Runs `op` (a read or write) if the socket may be ready for it; `drained(n)` says whether
-    /// a result of `n` bytes used up that readiness (a short read did).
-    fn io(
-        &self,
-        ev: c_int,
-        cx: &mut Context<'_>,
-        mut op: impl FnMut() -> io::Result<usize>,
-        drained: impl Fn(usize) -> bool,
-    ) -> Poll<io::Result<usize>> {
-        if self.interest.borrow().ready & ev == 0 {
-            self.want(ev, cx.waker());
-            return Poll::Pending;
-        }
-        loop {
-            match op() {
-                Ok(n) => {
-                    if drained(n) {
-                        self.interest.borrow_mut().ready &= !ev;
-                    }
-                    return Poll::Ready(Ok(n));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.interest.borrow_mut().ready &= !ev;
-                    self.want(ev, cx.waker());
-                    return Poll::Pending;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
-    }
+    // SAFETY: an initialised handle on the loop's thread; unreferenced until work is held.
+    unsafe { uv_unref(h) };
+    let exec = Exec::new(UvReactor { lp, js, wake: h }, UvAsync(h));
+    let http = LocalHttp::new(&exec);
+    Some(Box::leak(Box::new(Local { exec, http })))
 }
 
-unsafe extern "C" fn on_poll(h: *mut c_void, status: c_int, events: c_int) {
-    let p = data(h) as *const RefCell<Interest>;
-    if p.is_null() {
-        return;
-    }
-    let (r, w) = {
-        let mut i = (*p).borrow_mut();
-        // An error wakes both sides: their next read or write reports it.
-        let fired = if status < 0 { UV_READABLE | UV_WRITABLE } else { events };
-        i.ready |= fired;
-        let r = if fired & UV_READABLE != 0 { i.read.take() } else { None };
-        let w = if fired & UV_WRITABLE != 0 { i.write.take() } else { None };
-        // An interest stays registered while someone waits on it (a keep-alive connection's
-        // reader always does): no epoll_ctl per response. Only an event nobody waited for is
-        // unregistered (the poll is level-triggered, it would fire again).
-        let mut unwanted = 0;
-        if fired & UV_READABLE != 0 && r.is_none() {
-            unwanted |= UV_READABLE;
-        }
-        if fired & UV_WRITABLE != 0 && w.is_none() {
-            unwanted |= UV_WRITABLE;
-        }
-        if unwanted != 0 {
-            i.events &= !unwanted;
-            if i.events == 0 {
-                uv_poll_stop(h);
-            } else {
-                uv_poll_start(h, i.events, on_poll);
-            }
-        }
-        (r, w)
-    };
-    in_js_scope(|| {
-        with_woken(|| {
-            if let Some(r) = r {
-                r.wake();
-            }
-            if let Some(w) = w {
-                w.wake();
-            }
-        })
-    });
-}
-
-impl Drop for UvTcp {
-    fn drop(&mut self) {
-        let h = self.interest.borrow().handle;
-        unsafe {
-            uv_poll_stop(h);
-            close(h);
-        }
-    }
-}
-
-impl AsyncRead for UvTcp {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let fd = this.sock.as_raw_fd();
-        // Read into the uninitialised tail directly (no zeroing of the client's buffer).
-        let dst = unsafe { buf.unfilled_mut() };
-        let (ptr, len) = (dst.as_mut_ptr(), dst.len());
-        let res = this.io(
-            UV_READABLE,
-            cx,
-            || {
-                let n = unsafe { libc::read(fd, ptr.cast(), len) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            },
-            // A short read emptied the socket (0 = end of stream stays readable).
-            |n| n > 0 && n < len,
-        );
-        match res {
-            Poll::Ready(Ok(n)) => {
-                unsafe { buf.assume_init(n) };
-                buf.advance(n);
-                Poll::Ready(Ok(()))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl AsyncWrite for UvTcp {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        let fd = self.sock.as_raw_fd();
-        self.io(
-            UV_WRITABLE,
-            cx,
-            || {
-                let n = unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), SEND_FLAGS) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            },
-            |n| n < data.len(),
-        )
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let fd = self.sock.as_raw_fd();
-        let total: usize = bufs.iter().take(1024).map(|b| b.len()).sum();
-        self.io(
-            UV_WRITABLE,
-            cx,
-            || {
-                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-                msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-                msg.msg_iovlen = bufs.len().min(1024) as _;
-                let n = unsafe { libc::sendmsg(fd, &msg, SEND_FLAGS) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            },
-            |n| n < total,
-        )
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.sock.shutdown(std::net::Shutdown::Write).or_else(|e| {
-            if e.kind() == io::ErrorKind::NotConnected {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }))
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Timers
-
-struct TimerState {
-    fired: bool,
-    waker: Option<Waker>,
-}
-
-/// Completes after `d` (millisecond resolution, like every libuv timer).
-pub struct Sleep {
-    handle: *mut c_void,
-    state: Box<RefCell<TimerState>>,
-}
-
-thread_local! {
-    /// Stopped, unreferenced timer handles for the next `Sleep`s: every request has a timeout
-    /// timer, and a handle kept costs less than one initialised and closed per request.
-    static IDLE_TIMERS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-const MAX_IDLE_TIMERS: usize = 16;
-
-impl Sleep {
-    pub fn new(d: Duration) -> Sleep {
-        let state = Box::new(RefCell::new(TimerState { fired: false, waker: None }));
-        let h = match IDLE_TIMERS.with(|t| t.borrow_mut().pop()) {
-            Some(h) => h as *mut c_void,
-            None => {
-                let h = alloc_handle(UV_TIMER);
-                let ok = !h.is_null() && unsafe { uv_timer_init(default_loop(), h) } == 0;
-                if !ok {
-                    // No timer (out of memory): never fires; the request's own outcome still ends it.
-                    if !h.is_null() {
-                        unsafe { libc::free(h) };
-                    }
-                    return Sleep { handle: std::ptr::null_mut(), state };
-                }
-                unsafe { uv_unref(h) };
-                h
-            }
-        };
-        unsafe {
-            set_data(h, &*state as *const RefCell<TimerState> as *mut c_void);
-            let ms = d.as_nanos().div_ceil(1_000_000).min(u64::MAX as u128) as u64;
-            uv_timer_start(h, on_timer, ms, 0);
-        }
-        Sleep { handle: h, state }
-    }
-}
-
-unsafe extern "C" fn on_timer(h: *mut c_void) {
-    let p = data(h) as *const RefCell<TimerState>;
-    if p.is_null() {
-        return;
-    }
-    let w = {
-        let mut s = (*p).borrow_mut();
-        s.fired = true;
-        s.waker.take()
-    };
-    in_js_scope(|| {
-        with_woken(|| {
-            if let Some(w) = w {
-                w.wake();
-            }
-        })
-    });
-}
-
-impl Future for Sleep {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut s = self.state.borrow_mut();
-        if s.fired {
-            Poll::Ready(())
-        } else {
-            s.waker = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
-impl Drop for Sleep {
-    fn drop(&mut self) {
-        if !self.handle.is_null() {
-            unsafe {
-                uv_timer_stop(self.handle);
-                set_data(self.handle, std::ptr::null_mut());
-            }
-            let kept = IDLE_TIMERS
-                .try_with(|t| {
-                    let mut t = t.borrow_mut();
-                    (t.len() < MAX_IDLE_TIMERS).then(|| t.push(self.handle as usize)).is_some()
-                })
-                .unwrap_or(false);
-            if !kept {
-                unsafe { close(self.handle) };
-            }
-        }
+/// Runs the future `task` makes with the main thread's HTTP client on this thread's loop; it is
+/// polled at once, up to its first wait. Only call where `available` said yes.
+pub fn spawn_local<F: Future<Output = ()> + 'static>(task: impl FnOnce(&'static LocalHttp<UvReactor>) -> F) {
+    if let Some(l) = local() {
+        l.exec.spawn(task(&l.http));
     }
 }

@@ -1,5 +1,5 @@
 //! A minimal HTTP/1.1 client connection for the JS thread's plain-HTTP stack
-//! (`js::local_http`): one request at a time on a keep-alive connection, the request head
+//! (`oma_uv::LocalHttp`): one request at a time on a keep-alive connection, the request head
 //! written with the body in one vectored write, the response head parsed with `httparse`, the
 //! body framed by Content-Length, chunked transfer coding or the end of the connection.
 //!

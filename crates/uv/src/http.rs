@@ -1,0 +1,245 @@
+//! `transport::Http` on the loop's thread: the small HTTP/1.1 client of `oma_llm::http1` over
+//! [`Tcp`], with a keep-alive pool per origin. Plain HTTP only (local model servers); TLS
+//! endpoints keep the LLM I/O thread.
+//!
+//! Connections are opened on the I/O thread (name resolution and connect may block or take
+//! long) and handed over; everything after that (writing requests, reading responses, the
+//! keep-alive pool) happens on the loop's thread without a thread hop.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use oma_llm::http1::{self, Conn, Head, HeadError};
+use oma_llm::transport::{AttemptError, BodyError, Http, HttpRequest, HttpResponse};
+use rustc_hash::FxHashMap;
+
+use crate::exec::Exec;
+use crate::reactor::Reactor;
+use crate::tcp::Tcp;
+use crate::timer::Sleep;
+
+/// Idle connections kept per origin.
+const MAX_IDLE: usize = 32;
+
+/// Idle keep-alive connections by origin (`Target::key`).
+type Pool<R> = RefCell<FxHashMap<String, Vec<Conn<Tcp<R>>>>>;
+
+/// The request head of the last call but its content-length, with the headers, target and
+/// method it was made for (held, so that the pointers it is known by cannot be reused by
+/// others).
+type LastHead = (Arc<Vec<(&'static str, String)>>, Rc<Target>, reqwest::Method, Vec<u8>);
+
+/// The loop thread's HTTP stack.
+pub struct LocalHttp<R: Reactor> {
+    exec: Rc<Exec<R>>,
+    pool: Rc<Pool<R>>,
+    /// The last URL's parts: a run sends every call to the same one.
+    last_url: RefCell<Option<(String, Rc<Target>)>>,
+    last_head: RefCell<Option<LastHead>>,
+}
+
+#[derive(Clone)]
+struct Target {
+    /// `host[:port]` as the Host header carries it.
+    authority: String,
+    host: String,
+    port: u16,
+    path: String,
+    /// The pool's key for the origin.
+    key: String,
+}
+
+impl<R: Reactor> LocalHttp<R> {
+    pub fn new(exec: &Rc<Exec<R>>) -> LocalHttp<R> {
+        LocalHttp {
+            exec: Rc::clone(exec),
+            pool: Rc::default(),
+            last_url: RefCell::new(None),
+            last_head: RefCell::new(None),
+        }
+    }
+
+    /// Idle keep-alive connections in the pool.
+    pub fn idle_connections(&self) -> usize {
+        self.pool.borrow().values().map(Vec::len).sum()
+    }
+
+    fn target(&self, url: &str) -> Result<Rc<Target>, AttemptError> {
+        if let Some(t) = self.last_url.borrow().as_ref().filter(|(u, _)| u == url).map(|(_, t)| Rc::clone(t)) {
+            return Ok(t);
+        }
+        let u = reqwest::Url::parse(url).map_err(|_| AttemptError::InvalidUrl)?;
+        if u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
+            return Err(AttemptError::InvalidUrl);
+        }
+        let host = u.host_str().ok_or(AttemptError::InvalidUrl)?.to_string();
+        let authority = match u.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.clone(),
+        };
+        let path = match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = u.port().unwrap_or(80);
+        let t = Rc::new(Target { authority, key: format!("{host}:{port}"), host, port, path });
+        *self.last_url.borrow_mut() = Some((url.to_string(), Rc::clone(&t)));
+        Ok(t)
+    }
+
+    /// The request head: all but its content-length is the same for every call of a run, so
+    /// the last one is kept.
+    fn head_for(&self, req: &HttpRequest, t: &Rc<Target>) -> Result<Vec<u8>, AttemptError> {
+        let mut l = self.last_head.borrow_mut();
+        let hit = l
+            .as_ref()
+            .is_some_and(|(h, lt, m, _)| Arc::ptr_eq(h, &req.headers) && Rc::ptr_eq(lt, t) && *m == req.method);
+        if !hit {
+            // The head for a zero-length body, cut before its length.
+            let mut head = http1::request_head(req.method.as_str(), &t.path, &t.authority, &req.headers, 0)
+                .ok_or(AttemptError::InvalidUrl)?;
+            head.truncate(head.len() - "0\r\n\r\n".len());
+            *l = Some((req.headers.clone(), Rc::clone(t), req.method.clone(), head));
+        }
+        let prefix = &l.as_ref().expect("set above").3;
+        let mut head = Vec::with_capacity(prefix.len() + 24);
+        head.extend_from_slice(prefix);
+        push_decimal(&mut head, req.body.len());
+        head.extend_from_slice(b"\r\n\r\n");
+        Ok(head)
+    }
+
+    /// An idle connection that the loop has not seen closed. One the server closed unnoticed
+    /// is found out by the exchange (`HeadError::Closed`) and replaced.
+    fn take_idle(&self, key: &str) -> Option<Conn<Tcp<R>>> {
+        let mut p = self.pool.borrow_mut();
+        let idle = p.get_mut(key)?;
+        while let Some(c) = idle.pop() {
+            if c.io().idle_and_open() {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// Opens a connection on the I/O thread and continues it here.
+    async fn connect(&self, host: String, port: u16) -> Result<Conn<Tcp<R>>, AttemptError> {
+        let opened = oma_llm::runtime::spawn(async move {
+            let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
+            s.set_nodelay(true)?;
+            s.into_std()
+        });
+        let sock = opened.await.map_err(|_| AttemptError::Connection)?.map_err(|_| AttemptError::Connection)?;
+        Ok(Conn::new(Tcp::new(&self.exec, sock).map_err(|_| AttemptError::Connection)?))
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Tcp<R>>) {
+    let mut p = pool.borrow_mut();
+    let idle = match p.get_mut(key) {
+        Some(v) => v,
+        None => p.entry(key.to_string()).or_default(),
+    };
+    if idle.len() < MAX_IDLE {
+        idle.push(c);
+    }
+}
+
+pub struct LocalResponse<R: Reactor> {
+    head: Head,
+    target: Rc<Target>,
+    /// The connection, back to `pool` once the body has been read.
+    conn: Conn<Tcp<R>>,
+    pool: Rc<Pool<R>>,
+}
+
+enum Failed {
+    /// A reused connection the server had closed: once more on a new one.
+    Stale,
+    Attempt(AttemptError),
+}
+
+impl<R: Reactor> LocalHttp<R> {
+    async fn exchange(
+        &self,
+        mut conn: Conn<Tcp<R>>,
+        target: Rc<Target>,
+        head: &[u8],
+        body: &[u8],
+        reused: bool,
+    ) -> Result<LocalResponse<R>, Failed> {
+        let stale = |reused: bool| if reused { Failed::Stale } else { Failed::Attempt(AttemptError::Connection) };
+        if conn.write_request(head, body).await.is_err() {
+            return Err(stale(reused));
+        }
+        match conn.read_head().await {
+            Ok(h) => Ok(LocalResponse { head: h, target, conn, pool: Rc::clone(&self.pool) }),
+            Err(HeadError::Closed) => Err(stale(reused)),
+            Err(HeadError::Io(_)) => Err(Failed::Attempt(AttemptError::Connection)),
+        }
+    }
+}
+
+impl<R: Reactor> Http for LocalHttp<R> {
+    type Response = LocalResponse<R>;
+
+    async fn attempt(&self, req: &HttpRequest) -> Result<LocalResponse<R>, AttemptError> {
+        let t = self.target(&req.url)?;
+        let head = self.head_for(req, &t)?;
+        if let Some(c) = self.take_idle(&t.key) {
+            // The server closing an idle connection as the request goes out is what
+            // reqwest's pool retries too: not an SDK-level retry.
+            match self.exchange(c, Rc::clone(&t), &head, &req.body, true).await {
+                Ok(r) => return Ok(r),
+                Err(Failed::Stale) => {}
+                Err(Failed::Attempt(e)) => return Err(e),
+            }
+        }
+        let c = self.connect(t.host.clone(), t.port).await?;
+        self.exchange(c, t, &head, &req.body, false).await.map_err(|f| match f {
+            Failed::Stale => AttemptError::Connection,
+            Failed::Attempt(e) => e,
+        })
+    }
+
+    async fn sleep(&self, d: Duration) {
+        Sleep::new(&self.exec, d).await
+    }
+}
+
+impl<R: Reactor> HttpResponse for LocalResponse<R> {
+    fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.header(name)
+    }
+
+    async fn bytes(self, limit: usize) -> Result<Bytes, BodyError> {
+        let LocalResponse { head, target, mut conn, pool } = self;
+        let (body, reusable) = conn.read_body(&head, limit).await?;
+        if reusable {
+            put_idle(&pool, &target.key, conn);
+        }
+        Ok(body)
+    }
+}
