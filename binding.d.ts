@@ -247,3 +247,39 @@ export declare function truncateToolOutput(data: string, maxChars: number): stri
 
 /** Checks runner options without keeping them (the Agent validates at construction). */
 export declare function validateRunnerOptions(optionsJson: string): string | null
+
+/** The agent wire's codes by name (read once by `lib/agent.js`). */
+export declare function agentCodes(): Record<string, number>
+
+/** Starts a run for `setup` (the wire's setup bits): its first step. */
+export declare function agentStart(setup: number): number
+
+/** The lifecycle status names, by their code on the wire. */
+export declare function agentStatuses(): Array<string>
+
+/**
+ * The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
+ * validation error's message), for the machine packed in `step`, the previous answer.
+ */
+export declare function agentStep(step: number, event: number, text?: string | undefined | null): number | AgentStepText
+
+/** A step that carries a text: the JSON to validate, or the retry's feedback. */
+export interface AgentStepText {
+  step: number
+  text: string
+}
+
+/**
+ * §7.3's error message: `paths[i]` the i-th issue's path joined by dots (`null` when empty),
+ * `messages[i]` its message.
+ */
+export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
+
+/** §7.1's instruction around `schema_json` (`JSON.stringify(jsonSchema, null, 2)`). */
+export declare function structuredInstruction(schemaJson: string): string
+
+/**
+ * The system prompt of an Agent with an output schema (§4.1): `system_prompt` is the
+ * configured one when it is a string.
+ */
+export declare function structuredSystemPrompt(systemPrompt: string | undefined | null, schemaJson: string): string

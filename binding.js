@@ -835,6 +835,10 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.agentCodes = nativeBinding.agentCodes
+module.exports.agentStart = nativeBinding.agentStart
+module.exports.agentStatuses = nativeBinding.agentStatuses
+module.exports.agentStep = nativeBinding.agentStep
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.ChatHistory = nativeBinding.ChatHistory
 module.exports.JsonSchemaValidator = nativeBinding.JsonSchemaValidator
@@ -861,6 +865,7 @@ module.exports.kernelVersion = nativeBinding.kernelVersion
 module.exports.llmEnvVars = nativeBinding.llmEnvVars
 module.exports.loopStoppedText = nativeBinding.loopStoppedText
 module.exports.notGrantedText = nativeBinding.notGrantedText
+module.exports.outputValidationMessage = nativeBinding.outputValidationMessage
 module.exports.repairToolArgsJson = nativeBinding.repairToolArgsJson
 module.exports.runChat = nativeBinding.runChat
 module.exports.runError = nativeBinding.runError
@@ -887,6 +892,8 @@ module.exports.runTotalTokens = nativeBinding.runTotalTokens
 module.exports.runTurns = nativeBinding.runTurns
 module.exports.runTurnText = nativeBinding.runTurnText
 module.exports.semStats = nativeBinding.semStats
+module.exports.structuredInstruction = nativeBinding.structuredInstruction
+module.exports.structuredSystemPrompt = nativeBinding.structuredSystemPrompt
 module.exports.summaryCacheFree = nativeBinding.summaryCacheFree
 module.exports.summaryCacheNew = nativeBinding.summaryCacheNew
 module.exports.traceRedactJson = nativeBinding.traceRedactJson
