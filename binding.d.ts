@@ -73,10 +73,38 @@ export declare class NativeLlmStream {
   close(): void
 }
 
+/** The agent wire's codes by name (read once by `lib/agent.js`). */
+export declare function agentCodes(): Record<string, number>
+
+/** Starts a run for `setup` (the wire's setup bits): its first step. */
+export declare function agentStart(setup: number): number
+
+/** The lifecycle status names, by their code on the wire. */
+export declare function agentStatuses(): Array<string>
+
+/**
+ * The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
+ * validation error's message), for the machine packed in `step`, the previous answer.
+ */
+export declare function agentStep(step: number, event: number, text?: string | undefined | null): number | AgentStepText
+
+/** A step that carries a text: the JSON to validate, or the retry's feedback. */
+export interface AgentStepText {
+  step: number
+  text: string
+}
+
 /** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
 export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>
 
 export declare function builtinCheckDelegation(hasRunner: boolean, caller: string, target: string, agents: Array<string>, chain: Array<string>, depth: number, maxDepth: number, availableSlots?: number | undefined | null): string | null
+
+/**
+ * A built-in tool's own input check (its `execute` called directly): `fields` laid out as the
+ * executor's `BUILTIN_INPUT` answer, `[tool id, input type, field type, field value, …]`
+ * (lib/builtin.js). The error text, or `null` when the input is valid.
+ */
+export declare function builtinCheckInput(fields: Float64Array): string | null
 
 export declare function builtinCollectFiles(dir: string, glob: string | undefined | null, maxFiles: number | undefined | null, cancel: CancelHandle): Promise<Array<string>>
 
@@ -97,11 +125,49 @@ export declare function builtinIsSensitiveName(name: string): boolean
 
 export declare function builtinMatchesGlob(filename: string, glob: string): boolean
 
+/**
+ * `redactSensitiveObject` (§13.3): the kernel's one redaction walk over a JS value; `make`
+ * creates the result's arrays (`make(true)`) and plain objects (`make(false)`).
+ */
+export declare function builtinRedactObject(value: unknown, make: (isArray: boolean) => object): unknown
+
 export declare function builtinRedactText(text: string): string
 
 export declare function builtinResolvePath(input: string, root: string | undefined | null, processCwd: string, ensureRoot: boolean): Promise<NativeSafePath>
 
+/**
+ * The built-in tools' tables, read once by lib/builtin.js: the walkers' skipped directories,
+ * the shell's environment allowlist and default timeout, the [`JsType`] names in tag order,
+ * and each tool's input fields (the JSON Schema's properties and Zod's extra checks).
+ */
+export declare function builtinTables(): any
+
 export declare function estimateTokensJson(messagesJson: string): number
+
+/**
+ * The driver's answer at `step` for a call of the tool `name`. Arguments by answer:
+ * `INPUT_INVALID` / `OUTPUT_INVALID`: `issues` as `[path, message, …]`; `INPUT_UNREADABLE`,
+ * `INPUT_NOT_JSON`, `THREW`: `text` is the message; `BAD_RESULT`: `num` is one of
+ * `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
+ * `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
+ * limit and `text` the text being limited (the result's `data`, or the error text the call
+ * holds at `LimitError`).
+ */
+export declare function executorAnswer(name: string, step: number, kind: number, text?: string | undefined | null, issuesFlat?: Array<string> | undefined | null, num?: number | undefined | null, fields?: Float64Array | undefined | null): ExecutorNext
+
+export interface ExecutorNext {
+  step: number
+  /** The error text at `LimitError` / `ReturnError`; the cut `data` at `ReturnCut`. */
+  data?: string
+}
+
+/**
+ * The machine's protocol as the JS driver reads it once at load: the codes of actions,
+ * answers and steps, each step's action, and `next[step * answers + answer]`: the next step
+ * for an answer without data, `-1` when the machine must see the answer
+ * ([`executor_answer`]), `-2` when the step does not take it.
+ */
+export declare function executorProtocol(): any
 
 export interface Extracted {
   ok: boolean
@@ -128,8 +194,6 @@ export interface LoopInfoOut {
   detail: string
 }
 
-export declare function loopStoppedText(): string
-
 export interface NativeSafePath {
   ok: boolean
   path?: string
@@ -144,26 +208,23 @@ export interface NativeToolResult {
 
 export declare function notGrantedText(tool: string): string
 
+/**
+ * §7.3's error message: `paths[i]` the i-th issue's path joined by dots (`null` when empty),
+ * `messages[i]` its message.
+ */
+export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
+
 /** `repairToolArgs(raw)` → JSON object text, or `null`. */
 export declare function repairToolArgsJson(raw: string): string | null
 
 /**
- * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
- * `[op, inputTokens, outputTokens, content]` as JSON once the machine has taken the response and
- * moved on to its next operation `op` (encoded as by `runNext`; on the JS thread, before the
- * driver resumes);
+ * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
+ * reply `wire::model_reply_json` writes once the machine has taken the response and moved on to
+ * its next action (on the JS thread, before the driver resumes);
  * rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
  * `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
  */
 export declare function runChat(id: number, adapter?: NativeLlmAdapter | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
-
-export declare function runError(id: number): string
-
-export declare function runEstimateTokens(id: number): number
-
-export declare function runGranted(id: number, i: number): boolean
-
-export declare function runLoopInfo(id: number): LoopInfoOut | null
 
 /**
  * Resolves the grants of `options_json` against a registry's tools (the list `tools_json`) into
@@ -194,41 +255,35 @@ export declare function runnerStartPrompt(plan: number, summaryCache: number | u
 /** The warnings of the last `runnerPlan` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>
 
-/** The summary call's answer (`JSON.stringify(response)`); error message or `null`. */
-export declare function runOnSummary(id: number, responseJson?: string | undefined | null): string | null
-
-/** Frees a run's slot (the driver calls it when its generator finishes or is abandoned). */
+/** Frees a run's slot (the driver calls it when its generator is abandoned before `Done`). */
 export declare function runRelease(id: number): void
 
-/** `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output). */
-export declare function runRespondJson(id: number, responseJson: string): number
+/**
+ * The custom strategy's answer (`JSON.stringify` of what `compress` returned, `null` when that
+ * was not an array): `null`, or a rejection (`wire`).
+ */
+export declare function runRespondConversation(id: number, messagesJson?: string | undefined | null): string | null
 
-/** The custom strategy's answer; returns the user-facing error message or `null`. */
-export declare function runSetConversation(id: number, json?: string | undefined | null): string | null
+/** The loop policy callback's answer (`String(value)`). */
+export declare function runRespondLoopAction(id: number, action: string): void
 
-export declare function runSetLoopAction(id: number, action: string): void
+/** The summary call's answer (`JSON.stringify(response)`): `null`, or a rejection (`wire`). */
+export declare function runRespondSummary(id: number, responseJson?: string | undefined | null): string | null
 
 /** `adapter.stream` over the run's conversation, for `streamDeltas`. */
 export declare function runStream(id: number, adapter: NativeLlmAdapter, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
 
-export declare function runSummaryInput(id: number): string
-
-export declare function runTakePlan(id: number): string
-
-export declare function runTextOut(id: number): string
-
-/** Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation). */
-export declare function runToolResultUsage(id: number, i: number, content: string, isError: number, inputTokens: number, outputTokens: number): void
-
-export declare function runTotalTokens(id: number): number
-
-export declare function runTurns(id: number): number
-
-/** Texts for the current op: the turn's text, the warning to emit, or the loop detail. */
-export declare function runTurnText(id: number): string
-
 /** `[limit, active, pending]`. */
 export declare function semStats(id: number): Array<number>
+
+/** §7.1's instruction around `schema_json` (`JSON.stringify(jsonSchema, null, 2)`). */
+export declare function structuredInstruction(schemaJson: string): string
+
+/**
+ * The system prompt of an Agent with an output schema (§4.1): `system_prompt` is the
+ * configured one when it is a string.
+ */
+export declare function structuredSystemPrompt(systemPrompt: string | undefined | null, schemaJson: string): string
 
 export declare function summaryCacheFree(id: number): void
 
@@ -248,38 +303,8 @@ export declare function truncateToolOutput(data: string, maxChars: number): stri
 /** Checks runner options without keeping them (the Agent validates at construction). */
 export declare function validateRunnerOptions(optionsJson: string): string | null
 
-/** The agent wire's codes by name (read once by `lib/agent.js`). */
-export declare function agentCodes(): Record<string, number>
-
-/** Starts a run for `setup` (the wire's setup bits): its first step. */
-export declare function agentStart(setup: number): number
-
-/** The lifecycle status names, by their code on the wire. */
-export declare function agentStatuses(): Array<string>
-
 /**
- * The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
- * validation error's message), for the machine packed in `step`, the previous answer.
+ * The wire's constants for `lib/wire.js` (op codes, layouts, response kinds) and the grant
+ * constants `index.js` exports; read once at load.
  */
-export declare function agentStep(step: number, event: number, text?: string | undefined | null): number | AgentStepText
-
-/** A step that carries a text: the JSON to validate, or the retry's feedback. */
-export interface AgentStepText {
-  step: number
-  text: string
-}
-
-/**
- * §7.3's error message: `paths[i]` the i-th issue's path joined by dots (`null` when empty),
- * `messages[i]` its message.
- */
-export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
-
-/** §7.1's instruction around `schema_json` (`JSON.stringify(jsonSchema, null, 2)`). */
-export declare function structuredInstruction(schemaJson: string): string
-
-/**
- * The system prompt of an Agent with an output schema (§4.1): `system_prompt` is the
- * configured one when it is a string.
- */
-export declare function structuredSystemPrompt(systemPrompt: string | undefined | null, schemaJson: string): string
+export declare function wireSpec(): string

@@ -7,19 +7,9 @@ const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
 const { attach, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
-const { localLoopInfo } = require('./loop.js')
+const wire = require('./wire.js')
 
-const OP = {
-  DONE: 0, APPLY_PLAN: 1, CUSTOM_COMPRESS: 2, SUMMARIZE: 3, CALL_MODEL: 4, TEXT: 5, BUDGET: 6,
-  LOOP_DETECTED: 7, INJECT_WARNING: 8, FIRST_TURN_WARNING: 9, TOOL_ROUND: 10, LOOP_STOP_RESULTS: 11,
-}
-
-const TOOL_PRESETS = Object.freeze({
-  readonly: Object.freeze(['file_read', 'grep', 'glob']),
-  readwrite: Object.freeze(['file_read', 'file_write', 'file_edit', 'grep', 'glob']),
-  full: Object.freeze(['file_read', 'file_write', 'file_edit', 'grep', 'glob', 'bash']),
-})
-const AGENT_FRAMEWORK_DISALLOWED = Object.freeze([])
+const { OP, REJECTED } = wire
 
 const runnerOptionsMemo = {}
 
@@ -131,34 +121,34 @@ function resolution(json, list) {
 }
 
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
-/** `runFinish` writes a finished run's totals here (read at once). */
-const finishTotals = new Float64Array(4)
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 const num = (v) => (typeof v === 'number' ? v : 0)
 
 /** The driver's view of one answer: `content` is read once (the mirror keeps that very
- *  value, not a second read of a getter) and `code` is the machine's next op. */
-const answer = { content: undefined, code: -1 }
+ *  value, not a second read of a getter) and `action` is the machine's next action. */
+const answer = { content: undefined, action: undefined }
 
 /** Hands the model's answer to the machine: content as JSON, usage as numbers (the machine
  *  counts a non-finite one as 0). Fills `answer`; throws when the content cannot be written
  *  as JSON, saying why (the machine would only see that it is missing). */
 function respond(id, response) {
   answer.content = undefined
+  let action
   if (response === null || typeof response !== 'object') {
-    answer.code = native.runRespond(id, null, 0, 0)
-    return answer
+    action = wire.respondModel(id, null, 0, 0)
+  } else {
+    const content = response.content
+    let json
+    try {
+      json = JSON.stringify(content) ?? null
+    } catch (e) {
+      throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
+    }
+    const u = response.usage
+    answer.content = content
+    action = wire.respondModel(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
   }
-  const content = response.content
-  let json
-  try {
-    json = JSON.stringify(content) ?? null
-  } catch (e) {
-    throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
-  }
-  const u = response.usage
-  answer.content = content
-  answer.code = native.runRespond(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+  answer.action = action
   return answer
 }
 
@@ -272,18 +262,6 @@ const requestAborted = () => new Error('Request was aborted.')
 const abortedWhile = (what) => () => new Error(`The run was aborted while ${what} had not settled`)
 const compressAborted = abortedWhile('contextStrategy.compress')
 const policyAborted = abortedWhile('loopDetection.onLoopDetected')
-
-/** The turn's tool calls as the gate judged them (`runToolCalls`), as tool_use blocks (with
- *  the provider's `signature` when the block had one). */
-function gatedCalls(id) {
-  const raw = JSON.parse(native.runToolCalls(id))
-  const calls = new Array(raw.length)
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]
-    calls[i] = c.length === 3 ? { type: 'tool_use', id: c[0], name: c[1], input: c[2] } : { type: 'tool_use', id: c[0], name: c[1], input: c[2], signature: c[3] }
-  }
-  return calls
-}
 
 /**
  * A tool's outcome read once, field by field (a getter may answer differently on each read or
@@ -410,55 +388,51 @@ class AgentRunner {
     let response
     let content // the JS adapter's content, read once (see respond)
 
-    let code = -1 // an op already fetched together with the model's response
+    let pending // an action already fetched together with the model's response
     let released = false
     try {
       for (;;) {
-        if (code < 0) code = native.runNext(id, signal?.aborted === true)
-        const op = code & 31
-        const bits = code
-        code = -1
-        switch (op) {
+        const action = pending ?? wire.next(id, signal?.aborted === true)
+        pending = undefined
+        switch (action.op) {
           case OP.DONE: {
-            // Totals, output and the release in one crossing.
-            const output = native.runFinish(id, finishTotals)
+            // Handing out Done released the run.
             released = true
             if (lease) runLeases.unregister(lease)
-            const flags = finishTotals[3]
             const result = {
               messages: newMessages,
-              output,
+              output: action.output,
               toolCalls,
-              tokenUsage: { input_tokens: finishTotals[0], output_tokens: finishTotals[1] },
-              turns: finishTotals[2],
+              tokenUsage: { input_tokens: action.inputTokens, output_tokens: action.outputTokens },
+              turns: action.turns,
             }
-            if (flags & 2) result.loopDetected = true
-            if (flags & 1) result.budgetExceeded = true
-            if (flags & 4) result.aborted = true
+            if (action.loopDetected) result.loopDetected = true
+            if (action.budgetExceeded) result.budgetExceeded = true
+            if (action.aborted) result.aborted = true
             yield { type: 'done', data: result }
             return
           }
           case OP.APPLY_PLAN:
-            conv = applyPlan(conv, JSON.parse(native.runTakePlan(id)))
+            conv = applyPlan(conv, action.plan)
             break
           case OP.CUSTOM_COMPRESS: {
-            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, native.runEstimateTokens(id)), watch, compressAborted)
+            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, action.estimatedTokens), watch, compressAborted)
             let json = null
             if (Array.isArray(out)) json = JSON.stringify(out)
-            const err = native.runSetConversation(id, json)
-            if (err) throw new Error(err)
+            const err = wire.respondConversation(id, json)
+            if (err !== undefined) throw new Error(err)
             conv = out
             break
           }
           case OP.SUMMARIZE: {
             const model = ro.contextStrategy.summaryModel ?? ro.model
             const startMs = Date.now()
-            const summary = await settleOrAbandon(this.adapter.chat(JSON.parse(native.runSummaryInput(id)), { ...chatOptions, model, tools: undefined }), watch, requestAborted)
+            const summary = await settleOrAbandon(this.adapter.chat(action.messages, { ...chatOptions, model, tools: undefined }), watch, requestAborted)
             const endMs = Date.now()
-            const err = native.runOnSummary(id, responseJson(summary))
-            if (err) throw new Error(err)
+            const err = wire.respondSummary(id, responseJson(summary))
+            if (err !== undefined) throw new Error(err)
             if (onTrace) {
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: native.runTurns(id), tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
             }
             break
           }
@@ -508,28 +482,22 @@ class AgentRunner {
                   } finally {
                     s.close()
                   }
-                  code = native.runRespondJson(id, JSON.stringify(final))
-                  if (code < 0) throw new Error(native.runError(id))
+                  // The native stream's final response is well-formed: the machine cannot refuse it.
+                  const u = final.usage
+                  pending = wire.respondModel(id, JSON.stringify(final.content), u.input_tokens, u.output_tokens)
                   response = final
                 } else {
                   // The machine has taken the response by the time this resolves (no second
-                  // parse) and has moved on: usually `next op␁inputTokens␁outputTokens` and the
-                  // blocks (llm.compactContent), else `[next op, inputTokens, outputTokens, content]`.
+                  // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
                     out = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
-                  if (out.charCodeAt(0) !== 91 /* [ */) {
-                    const p = out.split('\u0001')
-                    code = +p[0]
-                    response = { content: llm.compactContent(p, 3), usage: { input_tokens: +p[1], output_tokens: +p[2] } }
-                  } else {
-                    const reply = JSON.parse(out)
-                    code = reply[0]
-                    response = { content: reply[3], usage: { input_tokens: reply[1], output_tokens: reply[2] } }
-                  }
+                  const reply = wire.decodeModelReply(out)
+                  pending = reply.action
+                  response = reply.response
                 }
               } finally {
                 unlink()
@@ -538,13 +506,14 @@ class AgentRunner {
               // A JS adapter may ignore the signal: the run does not wait for it past an abort.
               response = await settleOrAbandon(this.adapter.chat(conv, chatOptions), watch, requestAborted)
               const a = respond(id, response)
-              code = a.code
-              if (code < 0) throw new Error(native.runError(id))
+              pending = a.action
               content = a.content
             }
+            // The machine refused the answer (a malformed response): nothing of it is kept.
+            if (pending.op === REJECTED) throw new Error(pending.message)
             if (onTrace) {
               const endMs = Date.now()
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: native.runTurns(id), tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
             const assistant = { role: 'assistant', content: nativeAdapter ? response.content : content }
             conv.push(assistant)
@@ -553,33 +522,34 @@ class AgentRunner {
             break
           }
           case OP.TEXT:
-            if (streaming) yield { type: 'text', data: native.runTurnText(id) }
+            if (streaming) yield { type: 'text', data: action.text }
             break
-          case OP.BUDGET:
-            if (streaming) yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', native.runTotalTokens(id), ro.maxTokenBudget) }
+          case OP.BUDGET_EXCEEDED:
+            if (streaming) yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', action.totalTokens, ro.maxTokenBudget) }
             break
           case OP.LOOP_DETECTED: {
-            const info = localLoopInfo(native.runLoopInfo(id))
+            const info = action.info
             if (streaming) yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
-            const policy = ro.loopDetection.onLoopDetected
-            if (typeof policy === 'function') native.runSetLoopAction(id, String(await settleOrAbandon(policy(info), watch, policyAborted)))
+            if (action.awaitsPolicy) {
+              const policy = ro.loopDetection.onLoopDetected
+              wire.respondLoopAction(id, String(await settleOrAbandon(policy(info), watch, policyAborted)))
+            }
             break
           }
           case OP.INJECT_WARNING: {
-            const msg = { role: 'user', content: [{ type: 'text', text: native.runTextOut(id) }] }
+            const msg = { role: 'user', content: [{ type: 'text', text: action.text }] }
             conv.push(msg)
             newMessages.push(msg)
             if (options.onMessage) options.onMessage(msg)
             break
           }
           case OP.FIRST_TURN_WARNING:
-            if (options.onWarning) options.onWarning(native.runTextOut(id))
+            if (options.onWarning) options.onWarning(action.text)
             break
           case OP.LOOP_STOP_RESULTS: {
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
-            const text = native.loopStoppedText()
-            const results = gatedCalls(id).map((c) => ({ type: 'tool_result', tool_use_id: c.id, content: text, is_error: true }))
+            const results = action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true }))
             const msg = { role: 'user', content: results }
             conv.push(msg)
             newMessages.push(msg)
@@ -590,7 +560,7 @@ class AgentRunner {
             // What runs, is recorded and is answered is the machine's copy of the calls, the one
             // its gate judged (read once): never a second read of the adapter's live blocks,
             // whose toJSON or getters may tell another story.
-            const calls = gatedCalls(id)
+            const { calls, granted: verdicts } = action
             if (streaming) for (const call of calls) yield { type: 'tool_use', data: call }
             const context = {
               agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
@@ -598,7 +568,7 @@ class AgentRunner {
               cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
             }
             if (options.team !== undefined) context.team = options.team
-            const granted = (i) => (i < 24 ? ((bits >>> (6 + i)) & 1) === 1 : native.runGranted(id, i))
+            const granted = (i) => verdicts[i]
             const done = new Array(calls.length)
             if (calls.length === 1) {
               // The common case, awaited directly: no Promise.all and no .then() layer. A throw
@@ -621,9 +591,7 @@ class AgentRunner {
             const resultBlocks = []
             for (let i = 0; i < calls.length; i++) {
               const d = done[i]
-              const isError = d.isError === true ? 1 : d.isError === false ? 0 : 2
-              if (d.usage !== null) native.runToolResultUsage(id, i, d.text, isError, d.usage[0], d.usage[1])
-              else native.runToolResult(id, i, d.text, isError)
+              wire.respondToolResult(id, i, d.text, d.isError, d.usage)
               toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
               // The block holds what the machine holds: a non-string `data` (which only a custom
               // executor, or a getter changing its answer after validation, can produce) as text,
@@ -631,7 +599,7 @@ class AgentRunner {
               resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
             }
             if (streaming) for (const block of resultBlocks) yield { type: 'tool_result', data: block }
-            if (bits & 32) resultBlocks.push({ type: 'text', text: native.runTextOut(id) })
+            if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
             const msg = { role: 'user', content: resultBlocks }
             conv.push(msg)
             newMessages.push(msg)
@@ -727,4 +695,4 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions }
+module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions }

@@ -12,7 +12,8 @@ use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
-use oma_core::kernel::runner::{Machine, Op, RunnerConfig};
+use oma_core::kernel::runner::wire::{self, Wire};
+use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Response, RunnerConfig};
 use oma_core::kernel::semaphore::{Acquire, Semaphore};
 use oma_core::kernel::{structured_output, tokens, truncate};
 
@@ -131,7 +132,6 @@ fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, has_on_wa
 /// call (instance checks), a free function ≈40 ns, and the driver makes several calls per turn.
 struct Run {
     m: Machine,
-    error: String,
     /// Tells this run from a later one in the same slot (a response settles by id and serial).
     serial: u64,
     /// The chat options of the run's native calls, parsed once, with the wire cache that
@@ -150,7 +150,7 @@ struct RunChat {
 impl Run {
     fn new(m: Machine) -> Run {
         static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Run { m, error: String::new(), serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chat: None }
+        Run { m, serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chat: None }
     }
 
     /// Takes the adapter and options of the run's native calls. The driver sends them on a run's
@@ -236,116 +236,72 @@ fn insert_run(run: Run) -> u32 {
 fn with_run<R>(id: u32, f: impl FnOnce(&mut Run) -> R) -> Result<R> {
     RUNS.with(|s| match s.borrow_mut().get_mut(id) {
         Some(run) => Ok(f(run)),
-        None => Err(Error::from_reason("oma-kernel: this run has already been released")),
+        None => Err(Error::from_reason(RELEASED)),
     })
 }
 
-impl Run {
-    /// Bits 0–4 the `Op`; for `ToolRound`, bit 5 = a trailing warning text goes into the result
-    /// message and bits 6–29 = the gate's verdict for blocks 0–23 (the driver asks
-    /// `runGranted` for further blocks).
-    fn encode(&self, op: Op) -> u32 {
-        let mut code = op as u32;
-        if op == Op::ToolRound {
-            if self.m.has_trailing_warning() {
-                code |= 1 << 5;
-            }
-            for i in 0..self.m.tool_count().min(24) {
-                if self.m.granted(i) {
-                    code |= 1 << (6 + i);
-                }
-            }
-        }
-        code
+/// Polls run `id` and encodes the action (`wire`). `Done` is the run's last action: its slot is
+/// freed as it is handed out, so the driver needs no further call.
+fn poll_wire(slab: &mut Slab<Run>, id: u32, aborted: bool) -> std::result::Result<Wire, String> {
+    let run = slab.get_mut(id).ok_or(RELEASED)?;
+    let action = run.m.poll(aborted).map_err(|e| e.to_string())?;
+    let done = action.kind() == ActionKind::Done;
+    let w = wire::encode(&action);
+    if done {
+        slab.remove(id);
     }
-
-    /// The op that follows an accepted response, or -1 with the message kept in `error`.
-    fn after_response(&mut self, accepted: std::result::Result<(), String>) -> Result<i32> {
-        if let Err(e) = accepted {
-            self.error = e;
-            return Ok(-1);
-        }
-        let op = self.m.next(false).map_err(driver)?;
-        Ok(self.encode(op) as i32)
-    }
-
-    fn flags(&self) -> u32 {
-        (self.m.budget_exceeded() as u32) | ((self.m.loop_detected() as u32) << 1) | ((self.m.aborted() as u32) << 2)
-    }
+    Ok(w)
 }
 
-fn driver(e: String) -> Error {
-    Error::from_reason(e)
-}
+const RELEASED: &str = "oma-kernel: this run has already been released";
 
-/// Frees a run's slot (the driver calls it when its generator finishes or is abandoned).
+/// Frees a run's slot (the driver calls it when its generator is abandoned before `Done`).
 #[napi(catch_unwind)]
 pub fn run_release(id: u32) {
     RUNS.with(|s| s.borrow_mut().remove(id))
 }
 
-/// `runNext` (a raw callback, `fast.rs`): the next operation, encoded (see `Run::encode`).
-pub(super) fn run_next_op(id: u32, aborted: bool) -> std::result::Result<u32, String> {
-    with_run(id, |r| r.m.next(aborted).map(|op| r.encode(op))).map_err(|e| e.reason)?
+/// `runNext` (a raw callback, `fast.rs`): the next action, encoded (`wire`).
+pub(super) fn run_next(id: u32, aborted: bool) -> std::result::Result<Wire, String> {
+    RUNS.with(|s| poll_wire(&mut s.borrow_mut(), id, aborted))
 }
 
-/// `runRespond` (`fast.rs`): the model's answer (`JSON.stringify(response.content)` and its
-/// usage) followed by `next`: the encoded op, or -1 when the response was malformed (message
-/// in `runError`).
-pub(super) fn run_respond_parts(
-    id: u32,
-    content_json: Option<&str>,
-    input_tokens: f64,
-    output_tokens: f64,
-) -> std::result::Result<i32, String> {
-    with_run(id, |r| {
-        let accepted = r.m.on_response_parts(content_json, Usage { input_tokens, output_tokens });
-        r.after_response(accepted)
+/// A response as the driver's calls pass it, already read from JS.
+pub(super) enum JsResponse<'a> {
+    Model { content_json: Option<&'a str>, usage: Usage },
+    Summary(Option<&'a str>),
+    Conversation(Option<&'a str>),
+    LoopAction(&'a str),
+    ToolResult { index: u32, content: String, is_error: u32, usage: Option<Usage> },
+}
+
+/// Hands a response to the machine (`Machine::respond`, for every response call). A model answer
+/// returns the next action (one crossing less per call; no abort can have happened in between);
+/// any other response returns `None`; a refused one returns `[-1, message]`
+/// (`wire::encode_rejected`) for the driver to throw in its own realm. Driver bugs are errors.
+pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Option<Wire>, String> {
+    RUNS.with(|s| {
+        let mut slab = s.borrow_mut();
+        let run = slab.get_mut(id).ok_or(RELEASED)?;
+        let is_model = matches!(r, JsResponse::Model { .. });
+        let response = match r {
+            JsResponse::Model { content_json, usage } => Response::Model(ModelAnswer::Parts { content_json, usage }),
+            JsResponse::Summary(json) => Response::Summary(json),
+            JsResponse::Conversation(json) => Response::Conversation(json),
+            JsResponse::LoopAction(action) => Response::LoopAction(action),
+            JsResponse::ToolResult { index, content, is_error, usage } => {
+                Response::ToolResult { index: index as usize, content, is_error: is_error_of(is_error), usage }
+            }
+        };
+        match run.m.respond(response) {
+            Ok(()) if is_model => poll_wire(&mut slab, id, false).map(Some),
+            Ok(()) => Ok(None),
+            Err(e) => match wire::encode_rejected(&e) {
+                Some(rejected) => Ok(Some(Wire::Json(rejected))),
+                None => Err(e.to_string()),
+            },
+        }
     })
-    .and_then(|r| r)
-    .map_err(|e| e.reason)
-}
-
-#[napi(catch_unwind)]
-pub fn run_error(id: u32) -> Result<String> {
-    with_run(id, |r| r.error.clone())
-}
-
-#[napi(catch_unwind)]
-pub fn run_take_plan(id: u32) -> Result<String> {
-    with_run(id, |r| r.m.take_plan())
-}
-
-#[napi(catch_unwind)]
-pub fn run_estimate_tokens(id: u32) -> Result<f64> {
-    with_run(id, |r| r.m.estimate_tokens() as f64)
-}
-
-/// The custom strategy's answer; returns the user-facing error message or `null`.
-#[napi(catch_unwind)]
-pub fn run_set_conversation(id: u32, json: Option<String>) -> Result<Option<String>> {
-    with_run(id, |r| r.m.set_conversation(json.as_deref()).err())
-}
-
-#[napi(catch_unwind)]
-pub fn run_summary_input(id: u32) -> Result<String> {
-    with_run(id, |r| r.m.summary_input().to_string())
-}
-
-/// The summary call's answer (`JSON.stringify(response)`); error message or `null`.
-#[napi(catch_unwind)]
-pub fn run_on_summary(id: u32, response_json: Option<String>) -> Result<Option<String>> {
-    with_run(id, |r| r.m.on_summary(response_json.as_deref().unwrap_or("")).err())
-}
-
-#[napi(catch_unwind)]
-pub fn run_set_loop_action(id: u32, action: String) -> Result<()> {
-    with_run(id, |r| r.m.set_loop_action(&action).map_err(driver))?
-}
-
-#[napi(catch_unwind)]
-pub fn run_granted(id: u32, i: u32) -> Result<bool> {
-    with_run(id, |r| r.m.granted(i as usize))
 }
 
 /// `is_error` as the driver encodes it: 0 false, 1 true, 2 not set.
@@ -357,70 +313,35 @@ fn is_error_of(code: u32) -> Option<bool> {
     }
 }
 
-/// `runToolResult` (`fast.rs`): one tool's outcome.
-pub(super) fn run_tool_result_of(id: u32, i: u32, content: String, is_error: u32) -> std::result::Result<(), String> {
-    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), None)).map_err(|e| e.reason)?
-}
-
-/// `runToolCalls` (`fast.rs`): what the driver executes (see `Machine::tool_calls_json`).
-pub(super) fn run_tool_calls_of(id: u32) -> std::result::Result<String, String> {
-    with_run(id, |r| r.m.tool_calls_json()).map_err(|e| e.reason)
-}
-
-/// Like `run_tool_result`, with the tool's reported `metadata.tokenUsage` (delegation).
+/// The summary call's answer (`JSON.stringify(response)`): `null`, or a rejection (`wire`).
 #[napi(catch_unwind)]
-pub fn run_tool_result_usage(
-    id: u32,
-    i: u32,
-    content: String,
-    is_error: u32,
-    input_tokens: f64,
-    output_tokens: f64,
-) -> Result<()> {
-    let usage = Some(Usage { input_tokens, output_tokens });
-    with_run(id, |r| r.m.tool_result(i as usize, content, is_error_of(is_error), usage).map_err(driver))?
+pub fn run_respond_summary(id: u32, response_json: Option<String>) -> Result<Option<String>> {
+    rejection(run_respond(id, JsResponse::Summary(response_json.as_deref())))
 }
 
-/// Texts for the current op: the turn's text, the warning to emit, or the loop detail.
+/// The custom strategy's answer (`JSON.stringify` of what `compress` returned, `null` when that
+/// was not an array): `null`, or a rejection (`wire`).
 #[napi(catch_unwind)]
-pub fn run_turn_text(id: u32) -> Result<String> {
-    with_run(id, |r| r.m.turn_text().to_string())
+pub fn run_respond_conversation(id: u32, messages_json: Option<String>) -> Result<Option<String>> {
+    rejection(run_respond(id, JsResponse::Conversation(messages_json.as_deref())))
 }
+
+/// The loop policy callback's answer (`String(value)`).
 #[napi(catch_unwind)]
-pub fn run_text_out(id: u32) -> Result<String> {
-    with_run(id, |r| r.m.text_out().to_string())
+pub fn run_respond_loop_action(id: u32, action: String) -> Result<()> {
+    rejection(run_respond(id, JsResponse::LoopAction(&action))).map(drop)
 }
 
-#[napi(object)]
-pub struct LoopInfoOut {
-    pub kind: String,
-    pub repetitions: u32,
-    pub detail: String,
+/// A response that moves the machine on without an action to hand back: its rejection, if any.
+fn rejection(r: std::result::Result<Option<Wire>, String>) -> Result<Option<String>> {
+    r.map(|w| w.map(Wire::into_json)).map_err(Error::from_reason)
 }
 
+/// The wire's constants for `lib/wire.js` (op codes, layouts, response kinds) and the grant
+/// constants `index.js` exports; read once at load.
 #[napi(catch_unwind)]
-pub fn run_loop_info(id: u32) -> Result<Option<LoopInfoOut>> {
-    with_run(id, |r| r.m.loop_info().map(info_js))
-}
-
-#[napi(catch_unwind)]
-pub fn run_total_tokens(id: u32) -> Result<f64> {
-    with_run(id, |r| r.m.usage().total())
-}
-
-#[napi(catch_unwind)]
-pub fn run_turns(id: u32) -> Result<u32> {
-    with_run(id, |r| r.m.turns())
-}
-
-/// `runTotals` (`fast.rs`): `[inputTokens, outputTokens, turns, flags]` (flags: bit 0
-/// budgetExceeded, bit 1 loopDetected, bit 2 aborted) for the final result.
-/// `runFinish` (`fast.rs`): `[inputTokens, outputTokens, turns, flags]` and the output text of
-/// a finished run, which is released.
-pub(super) fn run_finish_of(id: u32) -> std::result::Result<([f64; 4], String), String> {
-    let r = RUNS.with(|s| s.borrow_mut().take(id)).ok_or("oma-kernel: this run has already been released")?;
-    let u = r.m.usage();
-    Ok(([u.input_tokens, u.output_tokens, r.m.turns() as f64, r.flags() as f64], r.m.output().to_string()))
+pub fn wire_spec() -> String {
+    wire::spec_json()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -558,6 +479,13 @@ impl JsonSchemaValidator {
 // ---------------------------------------------------------------------------------------
 // LoopDetector (public class) and the gate's text
 
+#[napi(object)]
+pub struct LoopInfoOut {
+    pub kind: String,
+    pub repetitions: u32,
+    pub detail: String,
+}
+
 fn info_js(i: &oma_core::kernel::loop_detector::LoopInfo) -> LoopInfoOut {
     LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() }
 }
@@ -590,11 +518,6 @@ pub fn not_granted_text(tool: String) -> String {
     oma_core::kernel::runner::not_granted(&tool)
 }
 
-#[napi(catch_unwind)]
-pub fn loop_stopped_text() -> String {
-    oma_core::kernel::runner::LOOP_STOPPED_RESULT.to_string()
-}
-
 // ---------------------------------------------------------------------------------------
 // Trace redaction (§13), applied by the runner to tool_call traces
 
@@ -621,10 +544,9 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 // ---------------------------------------------------------------------------------------
 // Native adapters on the run's own history: no JS objects on the way to the HTTP body.
 
-/// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with
-/// `[op, inputTokens, outputTokens, content]` as JSON once the machine has taken the response and
-/// moved on to its next operation `op` (encoded as by `runNext`; on the JS thread, before the
-/// driver resumes);
+/// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
+/// reply `wire::model_reply_json` writes once the machine has taken the response and moved on to
+/// its next action (on the JS thread, before the driver resumes);
 /// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
 /// `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
@@ -655,27 +577,21 @@ pub fn run_chat<'e>(
         token,
         move || input,
         move |resp| {
-            // The next op goes back with the response (one crossing less per call), as `runRespond`
-            // returns it for a JS adapter's answer.
-            RUNS.with(|s| match s.borrow_mut().get_mut(id) {
-                Some(r) if r.serial == serial => {
-                    // The content's text is made before the content moves into the machine.
-                    let compact = oma_llm::compact_run_reply(resp.usage, &resp.content);
-                    let content = if compact.is_some() {
-                        String::new()
-                    } else {
-                        serde_json::to_string(&resp.content).expect("content serialises")
-                    };
-                    let code =
-                        r.m.on_parsed_response(resp.content, resp.usage)
-                            .and_then(|()| r.m.next(false))
-                            .map(|op| r.encode(op))?;
-                    Ok(match compact {
-                        Some(rest) => format!("{code}{rest}"),
-                        None => oma_llm::run_reply_json(code, resp.usage, &content),
-                    })
+            // The next action goes back with the response (one crossing less per call), as
+            // `runRespond` returns it for a JS adapter's answer.
+            RUNS.with(|s| {
+                let mut slab = s.borrow_mut();
+                match slab.get_mut(id) {
+                    Some(r) if r.serial == serial => {
+                        // The content's text is made before the content moves into the machine.
+                        let content = serde_json::to_string(&resp.content).expect("content serialises");
+                        let answer = ModelAnswer::Parsed { content: resp.content, usage: resp.usage };
+                        r.m.respond(Response::Model(answer)).map_err(|e: DriverError| e.to_string())?;
+                        let next = poll_wire(&mut slab, id, false)?;
+                        Ok(wire::model_reply_json(next, resp.usage, &content))
+                    }
+                    _ => Err(RELEASED.to_string()),
                 }
-                _ => Err("oma-kernel: this run has already been released".to_string()),
             })
             .map_err(oma_llm::LlmError::other)
         },
@@ -697,13 +613,4 @@ pub fn run_stream(
     })?;
     let token = super::llm::call_token(cancel);
     Ok(super::llm::spawn_stream(adapter, token, move || input))
-}
-
-/// `run_respond` for a whole `LLMResponse` JSON (the native adapters' own output).
-#[napi(catch_unwind)]
-pub fn run_respond_json(id: u32, response_json: String) -> Result<i32> {
-    with_run(id, |r| {
-        let accepted = r.m.on_response(&response_json);
-        r.after_response(accepted)
-    })?
 }

@@ -1,5 +1,6 @@
-//! The calls the driver makes on every tool turn (and `runTotals`, once per run), as plain
-//! napi callbacks.
+//! The calls the driver makes on every turn, as plain napi callbacks. Their types are declared
+//! by hand in `lib/native.d.ts` (napi's generated `binding.d.ts` does not know them); a Jest
+//! test checks that every function of the binding is declared there.
 //!
 //! A `#[napi]` function pays for napi-rs's per-call machinery (a native-borrow scope on the
 //! heap, its mutex and thread-local stack, a fresh `String` per string argument): measured
@@ -17,22 +18,23 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use super::core;
+use oma_core::kernel::message::Usage;
+use oma_core::kernel::runner::wire::Wire;
+
+use super::core::{self, JsResponse};
 
 type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
 /// Adds the callbacks to the module's exports (napi-rs calls this at load, per env).
 #[napi(module_exports)]
 pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
-    let fns: [(&str, Cb); 8] = [
+    let fns: [(&str, Cb); 6] = [
         ("semOpen", sem_open),
         ("semAcquire", sem_acquire),
         ("semRelease", sem_release),
         ("runNext", run_next),
         ("runRespond", run_respond),
         ("runToolResult", run_tool_result),
-        ("runToolCalls", run_tool_calls),
-        ("runFinish", run_finish),
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
@@ -68,6 +70,15 @@ enum Ret {
     I32(i32),
     Undefined,
     Str(String),
+}
+
+impl From<Wire> for Ret {
+    fn from(w: Wire) -> Ret {
+        match w {
+            Wire::Number(n) => Ret::U32(n),
+            Wire::Json(s) => Ret::Str(s),
+        }
+    }
 }
 
 /// Runs `body` with the call's arguments; errors and panics become JS exceptions.
@@ -144,33 +155,6 @@ impl<const N: usize> Args<N> {
         }
     }
 
-    /// The elements of a `Float64Array` argument, written in place. Takes `&mut self` so that
-    /// two views of the same argument cannot be alive at once (no aliasing `&mut`).
-    fn f64_array(&mut self, i: usize) -> std::result::Result<&mut [f64], String> {
-        let mut kind = sys::TypedarrayType::int8_array;
-        let (mut len, mut data, mut offset) = (0usize, ptr::null_mut(), 0usize);
-        let mut buffer = ptr::null_mut();
-        let status = unsafe {
-            sys::napi_get_typedarray_info(
-                self.env,
-                self.argv[i],
-                &mut kind,
-                &mut len,
-                &mut data,
-                &mut buffer,
-                &mut offset,
-            )
-        };
-        if status != sys::Status::napi_ok || kind != sys::TypedarrayType::float64_array || (len > 0 && data.is_null()) {
-            return Err(format!("oma-kernel: argument {i} must be a Float64Array"));
-        }
-        if len == 0 {
-            return Ok(&mut []);
-        }
-        // The view stays alive (it is an argument of this call) and nothing else runs meanwhile.
-        Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<f64>(), len) })
-    }
-
     fn bool(&self, i: usize) -> std::result::Result<bool, String> {
         let mut v = false;
         match unsafe { sys::napi_get_value_bool(self.env, self.argv[i], &mut v) } {
@@ -183,6 +167,15 @@ impl<const N: usize> Args<N> {
         let mut t = 0;
         unsafe { sys::napi_typeof(self.env, self.argv[i], &mut t) };
         t == sys::ValueType::napi_null || t == sys::ValueType::napi_undefined
+    }
+
+    /// `with_str` for an argument that may be `null` or `undefined` (then `f(None)`).
+    fn with_opt_str<R>(&self, i: usize, f: impl FnOnce(Option<&str>) -> R) -> std::result::Result<R, String> {
+        if self.is_nullish(i) {
+            Ok(f(None))
+        } else {
+            self.with_str(i, |s| f(Some(s)))
+        }
     }
 
     /// Calls `f` with string argument `i`, copied once into the thread's buffer.
@@ -241,51 +234,37 @@ unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_in
     call::<1>(env, info, |a| Ok(Ret::I32(core::sem_release_id(a.u32(0)?)?)))
 }
 
-/// `runNext(id, aborted)`: the next encoded op.
+/// `runNext(id, aborted)`: the next action, encoded (`wire`).
 unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<2>(env, info, |a| Ok(Ret::U32(core::run_next_op(a.u32(0)?, a.bool(1)?)?)))
+    call::<2>(env, info, |a| Ok(core::run_next(a.u32(0)?, a.bool(1)?)?.into()))
 }
 
-/// `runRespond(id, contentJson | null, inputTokens, outputTokens)`: the next encoded op, or -1
-/// when the response was malformed (message in `runError`).
+/// `runRespond(id, contentJson | null, inputTokens, outputTokens)`: the model's answer; returns
+/// the next action, or a rejection (`wire`).
 unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call::<4>(env, info, |a| {
-        let (id, input, output) = (a.u32(0)?, a.number(2)?, a.number(3)?);
-        let code = if a.is_nullish(1) {
-            core::run_respond_parts(id, None, input, output)
-        } else {
-            a.with_str(1, |json| core::run_respond_parts(id, Some(json), input, output))?
-        };
-        Ok(Ret::I32(code?))
-    })
-}
-
-/// `runToolResult(id, i, content, isError 0 | 1 | 2)`.
-unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<4>(env, info, |a| {
-        let (id, i, is_error) = (a.u32(0)?, a.u32(1)?, a.u32(3)?);
-        a.with_str(2, |content| core::run_tool_result_of(id, i, content.to_string(), is_error))??;
-        Ok(Ret::Undefined)
-    })
-}
-
-/// `runToolCalls(id)`: the turn's tool calls as the gate judged them, JSON `[[id, name, input], …]`.
-unsafe extern "C" fn run_tool_calls(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::Str(core::run_tool_calls_of(a.u32(0)?)?)))
-}
-
-/// `runFinish(id, totals)`: the driver's last step in one crossing: writes `[inputTokens,
-/// outputTokens, turns, flags]` into the `Float64Array` `totals`, releases the run and returns
-/// its output text.
-unsafe extern "C" fn run_finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<2>(env, info, |a| {
         let id = a.u32(0)?;
-        let totals = a.f64_array(1)?;
-        if totals.len() < 4 {
-            return Err("oma-kernel: runFinish needs a Float64Array of 4".into());
-        }
-        let (numbers, output) = core::run_finish_of(id)?;
-        totals[..4].copy_from_slice(&numbers);
-        Ok(Ret::Str(output))
+        let usage = Usage { input_tokens: a.number(2)?, output_tokens: a.number(3)? };
+        let out =
+            a.with_opt_str(1, |content_json| core::run_respond(id, JsResponse::Model { content_json, usage }))??;
+        Ok(out.map_or(Ret::Undefined, Ret::from))
+    })
+}
+
+/// `runToolResult(id, index, content, isError 0 | 1 | 2, inputTokens?, outputTokens?)`: one
+/// call's outcome, with a delegated run's usage when the two numbers are given.
+unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    call::<6>(env, info, |a| {
+        let (id, index, is_error) = (a.u32(0)?, a.u32(1)?, a.u32(3)?);
+        let usage = if a.is_nullish(4) {
+            None
+        } else {
+            Some(Usage { input_tokens: a.number(4)?, output_tokens: a.number(5)? })
+        };
+        a.with_str(2, |content| {
+            let content = content.to_string();
+            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
+        })??;
+        Ok(Ret::Undefined)
     })
 }

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::message::{parse_messages, Strictness, Usage};
-use oma_core::kernel::runner::{Machine, Op};
+use oma_core::kernel::runner::{ActionKind, Machine, ModelAnswer, Response};
 
 fn main() {
     let cfg = Arc::new(runner_config_from_json(r#"{"maxTurns":100000,"loopDetection":{}}"#).unwrap());
@@ -23,20 +23,22 @@ fn main() {
         let mut next_t = 0u128;
         for turn in 0..turns {
             let a = Instant::now();
-            assert_eq!(m.next(false).unwrap(), Op::CallModel);
+            assert_eq!(m.poll(false).unwrap().kind(), ActionKind::CallModel);
             let b = Instant::now();
             let json = format!(r#"[{{"type":"tool_use","id":"c{turn}","name":"t0","input":{{"a":{turn},"b":2}}}}]"#);
-            m.on_response_parts(Some(&json), Usage { input_tokens: 1.0, output_tokens: 1.0 }).unwrap();
+            let usage = Usage { input_tokens: 1.0, output_tokens: 1.0 };
+            m.respond(Response::Model(ModelAnswer::Parts { content_json: Some(&json), usage })).unwrap();
             let c = Instant::now();
-            assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-            m.tool_result(0, format!("r{turn}"), None, None).unwrap();
+            assert_eq!(m.poll(false).unwrap().kind(), ActionKind::ToolRound);
+            m.respond(Response::ToolResult { index: 0, content: format!("r{turn}"), is_error: None, usage: None })
+                .unwrap();
             let d = Instant::now();
             next_t += (b - a).as_nanos() + (d - c).as_nanos();
             resp_t += (c - b).as_nanos();
         }
         let total = t.elapsed().as_nanos();
         println!(
-            "per turn: total {} ns, on_response {} ns, next+toolResult {} ns",
+            "per turn: total {} ns, respond(Model) {} ns, poll+respond(ToolResult) {} ns",
             total / turns as u128,
             resp_t / turns as u128,
             next_t / turns as u128

@@ -18,19 +18,17 @@ impl<T> Opt<T> {
     }
 }
 
-pub const PRESET_READONLY: &[&str] = &["file_read", "grep", "glob"];
-pub const PRESET_READWRITE: &[&str] = &["file_read", "file_write", "file_edit", "grep", "glob"];
-pub const PRESET_FULL: &[&str] = &["file_read", "file_write", "file_edit", "grep", "glob", "bash"];
+/// The tool presets (`TOOL_PRESETS`, which `index.js` reads from here through the binding).
+pub const PRESETS: &[(&str, &[&str])] = &[
+    ("readonly", &["file_read", "grep", "glob"]),
+    ("readwrite", &["file_read", "file_write", "file_edit", "grep", "glob"]),
+    ("full", &["file_read", "file_write", "file_edit", "grep", "glob", "bash"]),
+];
 /// Reserved by the framework; empty in 1.7.0.
 pub const AGENT_FRAMEWORK_DISALLOWED: &[&str] = &[];
 
 pub fn preset_tools(name: &str) -> Option<&'static [&'static str]> {
-    match name {
-        "readonly" => Some(PRESET_READONLY),
-        "readwrite" => Some(PRESET_READWRITE),
-        "full" => Some(PRESET_FULL),
-        _ => None,
-    }
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, tools)| *tools)
 }
 
 #[derive(Debug, Clone)]

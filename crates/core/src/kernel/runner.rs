@@ -2,10 +2,36 @@
 //!
 //! The machine owns every decision: when to stop (end_turn, maxTurns, abort), the budget with
 //! its deferred break, loop detection and its policy, the gate, context strategies, and the
-//! order of events. It never performs I/O: `next()` answers with an `Op` telling the driver
-//! what to do (call the model, run this tool round, emit this event, …), and the driver feeds
-//! results back with `on_response` / `tool_result` / …. The JS driver in `lib/runner.js`
-//! awaits the user's adapter and tools; a native driver can do the same without JS.
+//! order of events. It never performs I/O. Its protocol has two calls, in the style of
+//! quinn-proto's `poll`:
+//!
+//! - [`Machine::poll`] returns the next [`Action`], which carries everything the driver needs to
+//!   perform it (the text to emit, the granted calls to run, the plan to apply, the outcome).
+//!   An action borrows the machine, so the driver reads it, lets it go, and only then answers.
+//! - [`Machine::respond`] is the one way to answer, with a [`Response`]. Actions that wait for
+//!   an answer (below) make `poll` fail with [`DriverError::Unanswered`] until it is given; a
+//!   response nobody asked for is [`DriverError::Unexpected`]; a value of the user's that the
+//!   machine refuses (a malformed adapter response, a bad compression result) is
+//!   [`DriverError::Rejected`], whose text is the user-visible error of the run.
+//!
+//! Actions and their order within a turn:
+//! 1. `ApplyPlan` when a context rule rewrote the history (tool-result compression from turn 2,
+//!    then the strategy), or `CustomCompress` / `Summarize`, which wait for
+//!    `Response::Conversation` / `Response::Summary` (a summary is followed by its `ApplyPlan`);
+//! 2. `CallModel`, which waits for `Response::Model`;
+//! 3. after the answer: `Text` when the turn has text, `BudgetExceeded` when the budget is
+//!    spent, `LoopDetected` when the detector fires (with `awaits_policy`, it waits for
+//!    `Response::LoopAction`);
+//! 4. one of: `ToolRound` (waits for one `Response::ToolResult` per call, in any order),
+//!    `InjectWarning` (the next turn follows), `LoopStopResults` then `Done`,
+//!    `FirstTurnWarning` then `Done`, or `Done`.
+//!
+//! After a tool round, a delegated tool's usage can spend the budget: `BudgetExceeded`, `Done`.
+//! `Done` is final: `poll` keeps returning it. The JS driver in `lib/runner.js` performs the
+//! actions with the user's adapter and tools (through the wire encoding in `super::wire`); the
+//! tests below drive the machine with scripted drivers, no Node involved.
+
+pub mod wire;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -86,39 +112,261 @@ impl Default for RunnerConfig {
     }
 }
 
-/// What the driver must do next.
+/// The kind of an [`Action`], with its code on the wire (`super::wire`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u32)]
-pub enum Op {
-    /// The run is over: build the result (`output`, usage, flags).
+#[repr(u8)]
+pub enum ActionKind {
     Done = 0,
-    /// Rebuild the working conversation from `take_plan()`.
     ApplyPlan = 1,
-    /// Await `contextStrategy.compress(conversation, estimate)` and report with `set_conversation`.
     CustomCompress = 2,
-    /// Await the summary call for `summary_input()` and report with `on_summary`.
     Summarize = 3,
-    /// Await `adapter.chat(conversation, options)` and report with `on_response`.
     CallModel = 4,
-    /// Emit `{ type: 'text', data: turn_text() }`.
     Text = 5,
-    /// Emit `budget_exceeded` with `total_tokens()`.
-    Budget = 6,
-    /// Emit `loop_detected` with `loop_info()`, call onWarning; for a callback policy await it
-    /// and report with `set_loop_action`.
+    BudgetExceeded = 6,
     LoopDetected = 7,
-    /// Append the user warning message with text `text_out()` (and call onMessage).
     InjectWarning = 8,
-    /// Call `onWarning(text_out())`.
     FirstTurnWarning = 9,
-    /// Emit `tool_use` events, run the turn's tools (gate per `granted(i)`), report each with
-    /// `tool_result`, emit `tool_result` events, append the result message (plus a trailing
-    /// warning text `text_out()` when `has_trailing_warning()`), call onMessage.
     ToolRound = 10,
-    /// Append the user message answering every tool_use of the turn with
-    /// `LOOP_STOPPED_RESULT` (is_error) and call onMessage.
     LoopStopResults = 11,
 }
+
+impl ActionKind {
+    /// Every kind, in code order.
+    pub const ALL: [ActionKind; 12] = [
+        ActionKind::Done,
+        ActionKind::ApplyPlan,
+        ActionKind::CustomCompress,
+        ActionKind::Summarize,
+        ActionKind::CallModel,
+        ActionKind::Text,
+        ActionKind::BudgetExceeded,
+        ActionKind::LoopDetected,
+        ActionKind::InjectWarning,
+        ActionKind::FirstTurnWarning,
+        ActionKind::ToolRound,
+        ActionKind::LoopStopResults,
+    ];
+
+    /// The name the JS driver knows the kind by (`OP.<name>` in `lib/wire.js`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ActionKind::Done => "DONE",
+            ActionKind::ApplyPlan => "APPLY_PLAN",
+            ActionKind::CustomCompress => "CUSTOM_COMPRESS",
+            ActionKind::Summarize => "SUMMARIZE",
+            ActionKind::CallModel => "CALL_MODEL",
+            ActionKind::Text => "TEXT",
+            ActionKind::BudgetExceeded => "BUDGET_EXCEEDED",
+            ActionKind::LoopDetected => "LOOP_DETECTED",
+            ActionKind::InjectWarning => "INJECT_WARNING",
+            ActionKind::FirstTurnWarning => "FIRST_TURN_WARNING",
+            ActionKind::ToolRound => "TOOL_ROUND",
+            ActionKind::LoopStopResults => "LOOP_STOP_RESULTS",
+        }
+    }
+}
+
+/// What the driver must do next, with the data to do it (see the module docs for the order).
+#[derive(Debug)]
+pub enum Action<'a> {
+    /// Rebuild the working conversation from this plan (indices keep the driver's own message
+    /// and block objects; see `context::plan_json`).
+    ApplyPlan(Plan),
+    /// Await `contextStrategy.compress(conversation, estimated_tokens)`; answer with
+    /// `Response::Conversation`.
+    CustomCompress { estimated_tokens: u64 },
+    /// Await the summary call over `input_json` (the messages to summarise, as JSON); answer
+    /// with `Response::Summary`.
+    Summarize { turn: u32, input_json: &'a str },
+    /// Await `adapter.chat(conversation, options)` for turn `turn`; answer with `Response::Model`.
+    CallModel { turn: u32 },
+    /// Emit `{ type: 'text', data }` with the turn's text.
+    Text(&'a str),
+    /// Emit `budget_exceeded` with the tokens spent so far.
+    BudgetExceeded { total_tokens: f64 },
+    /// Emit `loop_detected`, call onWarning with the detail; when `awaits_policy`, await the
+    /// user's policy callback and answer with `Response::LoopAction`.
+    LoopDetected { info: &'a LoopInfo, awaits_policy: bool },
+    /// Append a user message with this one text block (and call onMessage).
+    InjectWarning(&'static str),
+    /// Call `onWarning` with this text.
+    FirstTurnWarning(&'a str),
+    /// Emit the `tool_use` events, run the granted calls (an ungranted one is answered with
+    /// `not_granted`), answer each with `Response::ToolResult`, emit the `tool_result` events,
+    /// append the result message (with `trailing_warning` as a last text block), call onMessage.
+    ToolRound { calls: ToolCalls<'a>, trailing_warning: Option<&'static str> },
+    /// Append the user message answering every call with `result` (is_error), call onMessage.
+    LoopStopResults { calls: ToolCalls<'a>, result: &'static str },
+    /// The run is over.
+    Done(Outcome<'a>),
+}
+
+impl Action<'_> {
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::ApplyPlan(_) => ActionKind::ApplyPlan,
+            Action::CustomCompress { .. } => ActionKind::CustomCompress,
+            Action::Summarize { .. } => ActionKind::Summarize,
+            Action::CallModel { .. } => ActionKind::CallModel,
+            Action::Text(_) => ActionKind::Text,
+            Action::BudgetExceeded { .. } => ActionKind::BudgetExceeded,
+            Action::LoopDetected { .. } => ActionKind::LoopDetected,
+            Action::InjectWarning(_) => ActionKind::InjectWarning,
+            Action::FirstTurnWarning(_) => ActionKind::FirstTurnWarning,
+            Action::ToolRound { .. } => ActionKind::ToolRound,
+            Action::LoopStopResults { .. } => ActionKind::LoopStopResults,
+            Action::Done(_) => ActionKind::Done,
+        }
+    }
+}
+
+/// The turn's tool calls exactly as the gate judged them, in block order: the machine's own
+/// copy. The driver executes, records and answers these, never the adapter's live objects: a
+/// block whose `toJSON` hides it, or a `name` getter that answers differently on each read,
+/// must not run an ungranted tool.
+#[derive(Clone, Copy)]
+pub struct ToolCalls<'a> {
+    blocks: &'a [Block],
+    granted: &'a HashSet<String>,
+}
+
+impl std::fmt::Debug for ToolCalls<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// One call of a [`ToolCalls`].
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub input: &'a RawValue,
+    /// The provider's signature (Gemini): keeps the event's block equal to the response's.
+    pub signature: Option<&'a str>,
+    /// Whether the execution gate lets it run.
+    pub granted: bool,
+}
+
+impl<'a> ToolCalls<'a> {
+    pub fn iter(&self) -> impl Iterator<Item = ToolCall<'a>> + 'a {
+        let granted = self.granted;
+        self.blocks.iter().filter_map(move |b| match b {
+            Block::ToolUse { id, name, input, signature } => {
+                Some(ToolCall { id, name, input, signature: signature.as_deref(), granted: granted.contains(name) })
+            }
+            _ => None,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome<'a> {
+    pub output: &'a str,
+    pub usage: Usage,
+    pub turns: u32,
+    pub budget_exceeded: bool,
+    pub loop_detected: bool,
+    pub aborted: bool,
+}
+
+/// The driver's answer to the action that waits for it.
+#[derive(Debug)]
+pub enum Response<'a> {
+    /// The model's answer to `CallModel`.
+    Model(ModelAnswer<'a>),
+    /// The summary call's answer to `Summarize`: `JSON.stringify(response)`, `None` when the
+    /// adapter returned nothing writable.
+    Summary(Option<&'a str>),
+    /// `contextStrategy.compress`'s answer to `CustomCompress`: `JSON.stringify` of what it
+    /// returned, `None` when that was not an array.
+    Conversation(Option<&'a str>),
+    /// The policy callback's answer to `LoopDetected { awaits_policy: true }` (`String(value)`).
+    LoopAction(&'a str),
+    /// The outcome of call `index` of the `ToolRound`; `usage` is a delegated run's
+    /// `metadata.tokenUsage`.
+    ToolResult { index: usize, content: String, is_error: Option<bool>, usage: Option<Usage> },
+}
+
+/// The forms a model's answer can come in.
+#[derive(Debug)]
+pub enum ModelAnswer<'a> {
+    /// A whole `LLMResponse` as JSON.
+    Json(&'a str),
+    /// `JSON.stringify(response.content)` (`None` when there is none) and the usage counts,
+    /// which spares a JS driver serialising the whole response.
+    Parts { content_json: Option<&'a str>, usage: Usage },
+    /// Already parsed (the native adapters).
+    Parsed { content: Vec<Block>, usage: Usage },
+}
+
+/// What an action is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaiting {
+    Nothing,
+    Conversation,
+    Summary,
+    Model,
+    LoopAction,
+    ToolResults,
+}
+
+impl Awaiting {
+    fn of(phase: Phase) -> Awaiting {
+        match phase {
+            Phase::AwaitCustom => Awaiting::Conversation,
+            Phase::AwaitSummary => Awaiting::Summary,
+            Phase::AwaitResponse => Awaiting::Model,
+            Phase::AwaitLoopAction => Awaiting::LoopAction,
+            Phase::AwaitToolResults => Awaiting::ToolResults,
+            _ => Awaiting::Nothing,
+        }
+    }
+}
+
+/// How a driver's call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DriverError {
+    /// `poll` while the last action still waits for its answer (some tool results, for
+    /// `ToolResults`): a driver bug.
+    Unanswered(Awaiting),
+    /// A response the machine is not waiting for, or a tool result for a call the round does
+    /// not have: a driver bug.
+    Unexpected { awaiting: Awaiting, got: &'static str },
+    /// The user's value was refused; the text is the run's error message.
+    Rejected(String),
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = |a: Awaiting| match a {
+            Awaiting::Nothing => "nothing",
+            Awaiting::Conversation => "the custom compression result",
+            Awaiting::Summary => "the summary response",
+            Awaiting::Model => "the model response",
+            Awaiting::LoopAction => "the loop action",
+            Awaiting::ToolResults => "the tool results",
+        };
+        match self {
+            DriverError::Unanswered(a) => write!(f, "driver error: {} not reported", what(*a)),
+            DriverError::Unexpected { awaiting, got } => {
+                write!(f, "driver error: unexpected {got} while waiting for {}", what(*awaiting))
+            }
+            DriverError::Rejected(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -158,7 +406,7 @@ pub struct Machine {
     tools_offered: usize,
     has_on_warning: bool,
     phase: Phase,
-    queue: std::collections::VecDeque<Op>,
+    queue: std::collections::VecDeque<ActionKind>,
     // Per-turn state.
     turn_text: String,
     tool_uses: Vec<(String, String)>,
@@ -169,8 +417,9 @@ pub struct Machine {
     results: Vec<Option<ToolOutcome>>,
     plan: Option<Plan>,
     summary: Option<(String, usize, Vec<usize>, String)>,
-    text_out: String,
-    last_usage: Usage,
+    /// The text of the last `InjectWarning`.
+    injected: Option<&'static str>,
+    first_turn_warning: String,
 }
 
 impl Machine {
@@ -230,12 +479,104 @@ impl Machine {
             results: Vec::new(),
             plan: None,
             summary: None,
-            text_out: String::new(),
-            last_usage: Usage::default(),
+            injected: None,
+            first_turn_warning: String::new(),
         }
     }
 
-    pub fn next(&mut self, aborted: bool) -> Result<Op, String> {
+    /// The next action, with its data; see the module docs.
+    pub fn poll(&mut self, aborted: bool) -> Result<Action<'_>, DriverError> {
+        let kind = self.step(aborted)?;
+        Ok(self.action(kind))
+    }
+
+    /// Builds the action of kind `kind` from the state `step` left.
+    fn action(&mut self, kind: ActionKind) -> Action<'_> {
+        match kind {
+            ActionKind::Done => Action::Done(self.outcome()),
+            ActionKind::ApplyPlan => Action::ApplyPlan(self.plan.take().unwrap_or_default()),
+            ActionKind::CustomCompress => Action::CustomCompress { estimated_tokens: estimate_tokens(&self.conv) },
+            ActionKind::Summarize => Action::Summarize {
+                turn: self.turns,
+                input_json: self.summary.as_ref().map(|s| s.3.as_str()).unwrap_or("[]"),
+            },
+            ActionKind::CallModel => Action::CallModel { turn: self.turns },
+            ActionKind::Text => Action::Text(&self.turn_text),
+            ActionKind::BudgetExceeded => Action::BudgetExceeded { total_tokens: self.usage.total() },
+            ActionKind::LoopDetected => Action::LoopDetected {
+                info: self.loop_info.as_ref().expect("a loop was detected"),
+                awaits_policy: self.phase == Phase::AwaitLoopAction,
+            },
+            ActionKind::InjectWarning => Action::InjectWarning(self.injected.expect("a warning was injected")),
+            ActionKind::FirstTurnWarning => Action::FirstTurnWarning(&self.first_turn_warning),
+            ActionKind::ToolRound => {
+                Action::ToolRound { calls: self.tool_calls(), trailing_warning: self.inject.map(warning_text) }
+            }
+            ActionKind::LoopStopResults => {
+                Action::LoopStopResults { calls: self.tool_calls(), result: LOOP_STOPPED_RESULT }
+            }
+        }
+    }
+
+    /// The outcome so far (final once `poll` has returned `Done`).
+    pub fn outcome(&self) -> Outcome<'_> {
+        Outcome {
+            output: &self.final_output,
+            usage: self.usage,
+            turns: self.turns,
+            budget_exceeded: self.budget_exceeded,
+            loop_detected: self.loop_detected,
+            aborted: self.aborted,
+        }
+    }
+
+    /// The one way to answer the action that waits (see [`Response`]).
+    pub fn respond(&mut self, response: Response<'_>) -> Result<(), DriverError> {
+        let awaiting = Awaiting::of(self.phase);
+        let unexpected = |got| Err(DriverError::Unexpected { awaiting, got });
+        match response {
+            Response::Model(answer) => {
+                if awaiting != Awaiting::Model {
+                    return unexpected("model response");
+                }
+                let (content, usage) = match answer {
+                    ModelAnswer::Json(json) => parse_response(json).map_err(DriverError::Rejected)?,
+                    ModelAnswer::Parts { content_json, usage } => (parse_content_json(content_json)?, usage),
+                    ModelAnswer::Parsed { content, usage } => (content, usage),
+                };
+                self.accept_response(content, usage);
+            }
+            Response::Summary(json) => {
+                if awaiting != Awaiting::Summary {
+                    return unexpected("summary response");
+                }
+                self.on_summary(json.unwrap_or(""))?;
+            }
+            Response::Conversation(json) => {
+                if awaiting != Awaiting::Conversation {
+                    return unexpected("compression result");
+                }
+                self.set_conversation(json)?;
+            }
+            Response::LoopAction(action) => {
+                if awaiting != Awaiting::LoopAction {
+                    return unexpected("loop action");
+                }
+                self.loop_action = Some(action.to_string());
+                self.phase = Phase::Decide;
+            }
+            Response::ToolResult { index, content, is_error, usage } => {
+                if awaiting != Awaiting::ToolResults || index >= self.results.len() {
+                    return unexpected("tool result");
+                }
+                let usage = usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
+                self.results[index] = Some(ToolOutcome { content, is_error, usage });
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, aborted: bool) -> Result<ActionKind, DriverError> {
         if let Some(op) = self.queue.pop_front() {
             return Ok(op);
         }
@@ -273,7 +614,7 @@ impl Machine {
                         }
                         Some(Strategy::Custom) => {
                             self.phase = Phase::AwaitCustom;
-                            return Ok(Op::CustomCompress);
+                            return Ok(ActionKind::CustomCompress);
                         }
                         Some(Strategy::Summarize { max_tokens }) => {
                             let decision = {
@@ -286,20 +627,19 @@ impl Machine {
                                 Summarize::Call { signature, input_json, first_user, recent } => {
                                     self.summary = Some((signature, first_user, recent, input_json));
                                     self.phase = Phase::AwaitSummary;
-                                    return Ok(Op::Summarize);
+                                    return Ok(ActionKind::Summarize);
                                 }
                             }
                         }
                     }
                 }
-                Phase::AwaitCustom => return Err("driver error: custom compression result not reported".into()),
-                Phase::AwaitSummary => return Err("driver error: summary response not reported".into()),
+                Phase::AwaitCustom | Phase::AwaitSummary | Phase::AwaitResponse | Phase::AwaitLoopAction => {
+                    return Err(DriverError::Unanswered(Awaiting::of(self.phase)))
+                }
                 Phase::Call => {
                     self.phase = Phase::AwaitResponse;
-                    return Ok(Op::CallModel);
+                    return Ok(ActionKind::CallModel);
                 }
-                Phase::AwaitResponse => return Err("driver error: model response not reported".into()),
-                Phase::AwaitLoopAction => return Err("driver error: loop action not reported".into()),
                 Phase::Decide => {
                     if let Some(op) = self.decide() {
                         return Ok(op);
@@ -307,7 +647,7 @@ impl Machine {
                 }
                 Phase::AwaitToolResults => {
                     if self.results.iter().any(Option::is_none) {
-                        return Err("driver error: tool results missing".into());
+                        return Err(DriverError::Unanswered(Awaiting::ToolResults));
                     }
                     self.append_tool_results();
                     self.phase = Phase::AfterTools;
@@ -329,62 +669,44 @@ impl Machine {
                                 self.budget_exceeded = true;
                                 self.final_output = self.turn_text.clone();
                                 self.phase = Phase::Finished;
-                                self.queue.push_back(Op::Done);
-                                return Ok(Op::Budget);
+                                self.queue.push_back(ActionKind::Done);
+                                return Ok(ActionKind::BudgetExceeded);
                             }
                         }
                     }
                     self.phase = Phase::TurnStart;
                 }
-                Phase::Finished => return Ok(Op::Done),
+                Phase::Finished => return Ok(ActionKind::Done),
             }
         }
     }
 
-    fn stage_plan(&mut self, plan: Plan) -> Op {
+    fn stage_plan(&mut self, plan: Plan) -> ActionKind {
         self.conv.replace(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
-        Op::ApplyPlan
-    }
-
-    /// JSON of the plan staged by the last `ApplyPlan` (see `context::plan_json`).
-    pub fn take_plan(&mut self) -> String {
-        self.plan.take().map(|p| context::plan_json(&p)).unwrap_or_else(|| "[]".into())
-    }
-
-    pub fn estimate_tokens(&self) -> u64 {
-        estimate_tokens(&self.conv)
+        ActionKind::ApplyPlan
     }
 
     /// The custom strategy's answer (`JSON.stringify` of what `compress` returned).
-    pub fn set_conversation(&mut self, json: Option<&str>) -> Result<(), String> {
+    fn set_conversation(&mut self, json: Option<&str>) -> Result<(), DriverError> {
         const BAD: &str = "contextStrategy.custom.compress must return a non-empty LLMMessage[]";
-        if self.phase != Phase::AwaitCustom {
-            return Err("driver error: no custom compression pending".into());
-        }
-        let json = json.ok_or_else(|| BAD.to_string())?;
+        let bad = || DriverError::Rejected(BAD.into());
+        let json = json.ok_or_else(bad)?;
         if !json.trim_start().starts_with('[') {
-            return Err(BAD.into());
+            return Err(bad());
         }
-        let msgs = parse_messages(json, Strictness::Lenient)?;
+        let msgs = parse_messages(json, Strictness::Lenient).map_err(DriverError::Rejected)?;
         if msgs.is_empty() {
-            return Err(BAD.into());
+            return Err(bad());
         }
         self.conv.replace(msgs);
         self.phase = Phase::Call;
         Ok(())
     }
 
-    pub fn summary_input(&self) -> &str {
-        self.summary.as_ref().map(|s| s.3.as_str()).unwrap_or("[]")
-    }
-
-    /// The summary call's response; stages the plan the next `next()` returns as `ApplyPlan`.
-    pub fn on_summary(&mut self, response_json: &str) -> Result<Usage, String> {
-        if self.phase != Phase::AwaitSummary {
-            return Err("driver error: no summary pending".into());
-        }
-        let (content, usage) = parse_response(response_json)?;
+    /// The summary call's response; stages the plan the next `poll` returns as `ApplyPlan`.
+    fn on_summary(&mut self, response_json: &str) -> Result<(), DriverError> {
+        let (content, usage) = parse_response(response_json).map_err(DriverError::Rejected)?;
         let usage = Usage::finite(usage.input_tokens, usage.output_tokens);
         let text: String = content
             .iter()
@@ -394,53 +716,20 @@ impl Machine {
             })
             .collect();
         let prefix = context::summary_prefix(&text);
-        let (signature, fu, recent, _) = self.summary.take().unwrap();
+        let (signature, fu, recent, _) = self.summary.take().expect("a summary is pending");
         let plan = context::summary_plan(&self.conv, fu, &recent, &prefix);
         *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(SummaryCache { signature, prefix });
         self.usage.add(usage);
         self.conv.replace(context::apply(&self.conv, &plan));
         self.plan = Some(plan);
-        self.queue.push_back(Op::ApplyPlan);
+        self.queue.push_back(ActionKind::ApplyPlan);
         self.phase = Phase::Call;
-        Ok(usage)
-    }
-
-    /// The model's answer for this turn (`JSON.stringify(response)`).
-    pub fn on_response(&mut self, response_json: &str) -> Result<(), String> {
-        if self.phase != Phase::AwaitResponse {
-            return Err("driver error: no model call pending".into());
-        }
-        let (content, usage) = parse_response(response_json)?;
-        self.accept_response(content, usage);
-        Ok(())
-    }
-
-    /// `on_response` with the parts sent separately (`JSON.stringify(response.content)` and the
-    /// usage counts), which spares the driver serialising the whole response.
-    pub fn on_response_parts(&mut self, content_json: Option<&str>, usage: Usage) -> Result<(), String> {
-        if self.phase != Phase::AwaitResponse {
-            return Err("driver error: no model call pending".into());
-        }
-        let bad = |d: &str| format!("LLM adapter returned a malformed response: {d}");
-        let json = content_json.ok_or_else(|| bad("expected an object with a \"content\" array"))?;
-        let blocks = parse_content_str(json, Strictness::Strict).map_err(|e| bad(&e))?;
-        self.accept_response(blocks, usage);
-        Ok(())
-    }
-
-    /// `on_response` for a driver that already holds the parsed answer (native adapters).
-    pub fn on_parsed_response(&mut self, content: Vec<Block>, usage: Usage) -> Result<(), String> {
-        if self.phase != Phase::AwaitResponse {
-            return Err("driver error: no model call pending".into());
-        }
-        self.accept_response(content, usage);
         Ok(())
     }
 
     /// Takes a checked answer.
     fn accept_response(&mut self, content: Vec<Block>, usage: Usage) {
         let usage = Usage::finite(usage.input_tokens, usage.output_tokens);
-        self.last_usage = usage;
         self.usage.add(usage);
         self.turn_text.clear();
         self.tool_uses.clear();
@@ -452,14 +741,14 @@ impl Machine {
             }
         }
         if !self.turn_text.is_empty() {
-            self.queue.push_back(Op::Text);
+            self.queue.push_back(ActionKind::Text);
         }
         if let Some(budget) = self.cfg.max_token_budget {
             if self.usage.total() > budget {
                 self.budget_exceeded = true;
                 self.final_output = self.turn_text.clone();
                 self.pending_break = true;
-                self.queue.push_back(Op::Budget);
+                self.queue.push_back(ActionKind::BudgetExceeded);
             }
         }
         self.inject = None;
@@ -481,7 +770,7 @@ impl Machine {
             match tool_info.or(text_info) {
                 Some(info) => {
                     self.loop_info = Some(info);
-                    self.queue.push_back(Op::LoopDetected);
+                    self.queue.push_back(ActionKind::LoopDetected);
                     match &self.cfg.loop_detection.as_ref().unwrap().action {
                         LoopAction::Fixed(a) => self.loop_action = Some(a.clone()),
                         LoopAction::Callback => self.phase = Phase::AwaitLoopAction,
@@ -493,17 +782,7 @@ impl Machine {
         self.conv.push(Message { role: Role::Assistant, content });
     }
 
-    /// The callback policy's answer (`String(value)`).
-    pub fn set_loop_action(&mut self, action: &str) -> Result<(), String> {
-        if self.phase != Phase::AwaitLoopAction {
-            return Err("driver error: no loop action pending".into());
-        }
-        self.loop_action = Some(action.to_string());
-        self.phase = Phase::Decide;
-        Ok(())
-    }
-
-    fn decide(&mut self) -> Option<Op> {
+    fn decide(&mut self) -> Option<ActionKind> {
         if let Some(info) = &self.loop_info {
             let kind = info.kind;
             match self.loop_action.as_deref() {
@@ -525,28 +804,27 @@ impl Machine {
             if let Some(kind) = self.inject.take() {
                 let text = warning_text(kind);
                 self.conv.push(Message::user_text(text));
-                self.text_out = text.to_string();
+                self.injected = Some(text);
                 self.phase = Phase::TurnStart;
-                return Some(Op::InjectWarning);
+                return Some(ActionKind::InjectWarning);
             }
             self.final_output = self.turn_text.clone();
             if self.turns == 1 && self.tools_offered > 0 && self.has_on_warning {
                 let name = self.cfg.agent_name.as_deref().unwrap_or("unknown");
-                self.text_out = first_turn_warning(name, self.tools_offered);
+                self.first_turn_warning = first_turn_warning(name, self.tools_offered);
                 let done = self.finish();
                 self.queue.push_back(done);
-                return Some(Op::FirstTurnWarning);
+                return Some(ActionKind::FirstTurnWarning);
             }
             return Some(self.finish());
         }
         self.results.clear();
         self.results.resize(self.tool_uses.len(), None);
-        self.text_out = self.inject.map(|k| warning_text(k).to_string()).unwrap_or_default();
         self.phase = Phase::AwaitToolResults;
-        Some(Op::ToolRound)
+        Some(ActionKind::ToolRound)
     }
 
-    fn stop_for_loop(&mut self) -> Op {
+    fn stop_for_loop(&mut self) -> ActionKind {
         self.loop_detected = true;
         self.final_output = self.turn_text.clone();
         if self.tool_uses.is_empty() {
@@ -565,72 +843,24 @@ impl Machine {
         self.conv.push(Message { role: Role::User, content });
         let done = self.finish();
         self.queue.push_back(done);
-        Op::LoopStopResults
+        ActionKind::LoopStopResults
     }
 
-    fn finish(&mut self) -> Op {
+    fn finish(&mut self) -> ActionKind {
         self.phase = Phase::Finished;
         if self.final_output.is_empty() {
             if let Some(m) = self.conv.iter().rev().find(|m| m.role == Role::Assistant) {
                 self.final_output = m.text();
             }
         }
-        Op::Done
+        ActionKind::Done
     }
 
-    /// Whether tool_use block `i` of this turn passes the execution gate.
-    pub fn granted(&self, i: usize) -> bool {
-        self.tool_uses.get(i).is_some_and(|(_, name)| self.granted.contains(name))
-    }
-
-    pub fn tool_count(&self) -> usize {
-        self.tool_uses.len()
-    }
-
-    pub fn tool_result(
-        &mut self,
-        i: usize,
-        content: String,
-        is_error: Option<bool>,
-        usage: Option<Usage>,
-    ) -> Result<(), String> {
-        if self.phase != Phase::AwaitToolResults || i >= self.results.len() {
-            return Err("driver error: unexpected tool result".into());
-        }
-        let usage = usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
-        self.results[i] = Some(ToolOutcome { content, is_error, usage });
-        Ok(())
-    }
-
-    /// The turn's tool calls exactly as the gate judged them, as JSON `[[id, name, input(, signature)], …]`
-    /// in block order (during `ToolRound` and `LoopStopResults`). The driver executes, records
-    /// and answers these, never the adapter's live objects: a block whose `toJSON` hides it, or
-    /// a `name` getter that answers differently on each read, must not run an ungranted tool.
-    pub fn tool_calls_json(&self) -> String {
-        let mut out = String::with_capacity(64);
-        out.push('[');
-        let calls = self.conv.iter().rev().find(|m| m.role == Role::Assistant).map(|m| &m.content[..]).unwrap_or(&[]);
-        for b in calls {
-            if let Block::ToolUse { id, name, input, signature } = b {
-                if out.len() > 1 {
-                    out.push(',');
-                }
-                out.push('[');
-                out.push_str(&serde_json::to_string(id).expect("string serialises"));
-                out.push(',');
-                out.push_str(&serde_json::to_string(name).expect("string serialises"));
-                out.push(',');
-                out.push_str(input.get());
-                // A provider's signature (Gemini) keeps the event's block equal to the response's.
-                if let Some(sig) = signature {
-                    out.push(',');
-                    out.push_str(&serde_json::to_string(sig).expect("string serialises"));
-                }
-                out.push(']');
-            }
-        }
-        out.push(']');
-        out
+    /// The calls of the turn's assistant message (the last one: during `LoopStopResults` the
+    /// answering user message follows it).
+    fn tool_calls(&self) -> ToolCalls<'_> {
+        let blocks = self.conv.iter().rev().find(|m| m.role == Role::Assistant).map(|m| &m.content[..]).unwrap_or(&[]);
+        ToolCalls { blocks, granted: &self.granted }
     }
 
     fn append_tool_results(&mut self) {
@@ -654,37 +884,6 @@ impl Machine {
         self.conv.push(Message { role: Role::User, content });
     }
 
-    pub fn has_trailing_warning(&self) -> bool {
-        self.inject.is_some()
-    }
-
-    pub fn turn_text(&self) -> &str {
-        &self.turn_text
-    }
-    pub fn text_out(&self) -> &str {
-        &self.text_out
-    }
-    pub fn loop_info(&self) -> Option<&LoopInfo> {
-        self.loop_info.as_ref()
-    }
-    pub fn usage(&self) -> Usage {
-        self.usage
-    }
-    pub fn turns(&self) -> u32 {
-        self.turns
-    }
-    pub fn output(&self) -> &str {
-        &self.final_output
-    }
-    pub fn budget_exceeded(&self) -> bool {
-        self.budget_exceeded
-    }
-    pub fn loop_detected(&self) -> bool {
-        self.loop_detected
-    }
-    pub fn aborted(&self) -> bool {
-        self.aborted
-    }
     pub fn conversation(&self) -> &[Message] {
         &self.conv
     }
@@ -712,14 +911,25 @@ pub fn parse_response(json: &str) -> Result<(Vec<Block>, Usage), String> {
         #[serde(borrow, default)]
         usage: Option<&'a RawValue>,
     }
-    let bad = |d: &str| format!("LLM adapter returned a malformed response: {d}");
     if !json.trim_start().starts_with('{') {
-        return Err(bad("expected an object with a \"content\" array"));
+        return Err(malformed(NOT_AN_OBJECT));
     }
-    let r: R = serde_json::from_str(json).map_err(|_| bad("expected an object with a \"content\" array"))?;
-    let content = r.content.ok_or_else(|| bad("\"content\" is missing"))?;
-    let blocks = parse_content(content, Strictness::Strict).map_err(|e| bad(&e))?;
+    let r: R = serde_json::from_str(json).map_err(|_| malformed(NOT_AN_OBJECT))?;
+    let content = r.content.ok_or_else(|| malformed("\"content\" is missing"))?;
+    let blocks = parse_content(content, Strictness::Strict).map_err(|e| malformed(&e))?;
     Ok((blocks, parse_usage(r.usage)))
+}
+
+const NOT_AN_OBJECT: &str = "expected an object with a \"content\" array";
+
+fn malformed(detail: &str) -> String {
+    format!("LLM adapter returned a malformed response: {detail}")
+}
+
+/// The content of `ModelAnswer::Parts`, read as strictly as `parse_response` reads it.
+fn parse_content_json(content_json: Option<&str>) -> Result<Vec<Block>, DriverError> {
+    let json = content_json.ok_or_else(|| DriverError::Rejected(malformed(NOT_AN_OBJECT)))?;
+    parse_content_str(json, Strictness::Strict).map_err(|e| DriverError::Rejected(malformed(&e)))
 }
 
 #[cfg(test)]
@@ -759,27 +969,55 @@ mod tests {
         )
     }
 
-    /// Runs the machine with canned responses; tools answer "ok". Returns the op trace.
-    fn drive(m: &mut Machine, responses: &[String]) -> Vec<Op> {
-        let mut ops = Vec::new();
+    /// The kind of the next action.
+    fn next(m: &mut Machine, aborted: bool) -> ActionKind {
+        m.poll(aborted).unwrap().kind()
+    }
+
+    fn respond_json(m: &mut Machine, json: &str) -> Result<(), DriverError> {
+        m.respond(Response::Model(ModelAnswer::Json(json)))
+    }
+
+    fn tool_result(m: &mut Machine, index: usize, content: &str, is_error: Option<bool>, usage: Option<Usage>) {
+        m.respond(Response::ToolResult { index, content: content.into(), is_error, usage }).unwrap();
+    }
+
+    /// The JSON of the plan of the next action, which must be `ApplyPlan`.
+    fn plan_of(m: &mut Machine) -> String {
+        match m.poll(false).unwrap() {
+            Action::ApplyPlan(plan) => context::plan_json(&plan),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A scripted driver: canned model responses; granted tools answer "ok", others the gate's
+    /// text; a loop policy callback answers "terminate". Returns the kinds of the actions.
+    fn drive(m: &mut Machine, responses: &[String]) -> Vec<ActionKind> {
+        let mut kinds = Vec::new();
         let mut r = responses.iter();
         loop {
-            let op = m.next(false).unwrap();
-            ops.push(op);
-            match op {
-                Op::Done => return ops,
-                Op::CallModel => m.on_response(r.next().expect("ran out of responses")).unwrap(),
-                Op::ToolRound => {
-                    for i in 0..m.tool_count() {
-                        let granted = m.granted(i);
-                        let content = if granted { "ok".to_string() } else { not_granted("x") };
-                        m.tool_result(i, content, if granted { None } else { Some(true) }, None).unwrap();
-                    }
+            let action = m.poll(false).unwrap();
+            kinds.push(action.kind());
+            let answer = match action {
+                Action::Done(_) => return kinds,
+                Action::CallModel { .. } => {
+                    vec![Response::Model(ModelAnswer::Json(r.next().expect("ran out of responses")))]
                 }
-                Op::LoopDetected if m.phase == Phase::AwaitLoopAction => {
-                    m.set_loop_action("terminate").unwrap();
-                }
-                _ => {}
+                Action::ToolRound { calls, .. } => calls
+                    .iter()
+                    .enumerate()
+                    .map(|(index, c)| Response::ToolResult {
+                        index,
+                        content: if c.granted { "ok".into() } else { not_granted(c.name) },
+                        is_error: if c.granted { None } else { Some(true) },
+                        usage: None,
+                    })
+                    .collect(),
+                Action::LoopDetected { awaits_policy: true, .. } => vec![Response::LoopAction("terminate")],
+                _ => vec![],
+            };
+            for response in answer {
+                m.respond(response).unwrap();
             }
         }
     }
@@ -788,24 +1026,33 @@ mod tests {
     fn single_turn_end() {
         let mut m = machine(RunnerConfig::default(), START, &[]);
         let ops = drive(&mut m, &[text_resp("hello", 3, 4)]);
-        assert_eq!(ops, vec![Op::CallModel, Op::Text, Op::Done]);
-        assert_eq!(m.output(), "hello");
-        assert_eq!(m.usage().total(), 7.0);
-        assert_eq!(m.turns(), 1);
+        assert_eq!(ops, vec![ActionKind::CallModel, ActionKind::Text, ActionKind::Done]);
+        assert_eq!(m.outcome().output, "hello");
+        assert_eq!(m.outcome().usage.total(), 7.0);
+        assert_eq!(m.outcome().turns, 1);
     }
 
     #[test]
     fn tool_round_then_answer_and_gate() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
         let ops = drive(&mut m, &[tool_resp(&[("1", "a"), ("2", "b")], ""), text_resp("fin", 1, 1)]);
-        assert_eq!(ops, vec![Op::CallModel, Op::ToolRound, Op::CallModel, Op::Text, Op::Done]);
+        assert_eq!(
+            ops,
+            vec![
+                ActionKind::CallModel,
+                ActionKind::ToolRound,
+                ActionKind::CallModel,
+                ActionKind::Text,
+                ActionKind::Done
+            ]
+        );
         let c = m.conversation();
         assert_eq!(c.len(), 4);
         assert_eq!(
             c[2].to_json(),
             format!(
                 r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"1","content":"ok"}},{{"type":"tool_result","tool_use_id":"2","content":"{}","is_error":true}}]}}"#,
-                not_granted("x").replace('"', "\\\"")
+                not_granted("b").replace('"', "\\\"")
             )
         );
     }
@@ -816,9 +1063,9 @@ mod tests {
         cfg.max_turns = 2.0;
         let mut m = machine(cfg, START, &["a"]);
         let ops = drive(&mut m, &[tool_resp(&[("1", "a")], "step1"), tool_resp(&[("2", "a")], "step2")]);
-        assert_eq!(ops.last(), Some(&Op::Done));
-        assert_eq!(m.turns(), 2);
-        assert_eq!(m.output(), "step2");
+        assert_eq!(ops.last(), Some(&ActionKind::Done));
+        assert_eq!(m.outcome().turns, 2);
+        assert_eq!(m.outcome().output, "step2");
     }
 
     #[test]
@@ -830,19 +1077,19 @@ mod tests {
             r#"[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"old"}]}]"#,
             &[],
         );
-        assert_eq!(drive(&mut m, &[]), vec![Op::Done]);
-        assert_eq!(m.output(), "old");
+        assert_eq!(drive(&mut m, &[]), vec![ActionKind::Done]);
+        assert_eq!(m.outcome().output, "old");
     }
 
     #[test]
     fn abort_between_turns_is_a_normal_exit() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&tool_resp(&[("1", "a")], "")).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "ok".into(), None, None).unwrap();
-        assert_eq!(m.next(true).unwrap(), Op::Done);
-        assert!(m.aborted());
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("1", "a")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "ok", None, None);
+        assert_eq!(next(&mut m, true), ActionKind::Done);
+        assert!(m.outcome().aborted);
     }
 
     #[test]
@@ -851,9 +1098,18 @@ mod tests {
         cfg.max_token_budget = Some(10.0);
         let mut m = machine(cfg, START, &["a"]);
         let ops = drive(&mut m, &[tool_resp(&[("1", "a")], "thinking")]);
-        assert_eq!(ops, vec![Op::CallModel, Op::Text, Op::Budget, Op::ToolRound, Op::Done]);
-        assert!(m.budget_exceeded());
-        assert_eq!(m.output(), "thinking");
+        assert_eq!(
+            ops,
+            vec![
+                ActionKind::CallModel,
+                ActionKind::Text,
+                ActionKind::BudgetExceeded,
+                ActionKind::ToolRound,
+                ActionKind::Done
+            ]
+        );
+        assert!(m.outcome().budget_exceeded);
+        assert_eq!(m.outcome().output, "thinking");
         assert_eq!(m.conversation().len(), 3);
     }
 
@@ -862,15 +1118,14 @@ mod tests {
         let mut cfg = RunnerConfig::default();
         cfg.max_token_budget = Some(100.0);
         let mut m = machine(cfg, START, &["delegate"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&tool_resp(&[("1", "delegate")], "")).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "sub answer".into(), Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }))
-            .unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::Budget);
-        assert_eq!(m.next(false).unwrap(), Op::Done);
-        assert_eq!(m.usage().total(), 115.0);
-        assert!(m.budget_exceeded());
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("1", "delegate")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "sub answer", Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }));
+        assert_eq!(next(&mut m, false), ActionKind::BudgetExceeded);
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        assert_eq!(m.outcome().usage.total(), 115.0);
+        assert!(m.outcome().budget_exceeded);
     }
 
     #[test]
@@ -884,20 +1139,20 @@ mod tests {
         assert_eq!(
             ops,
             vec![
-                Op::CallModel,
-                Op::ToolRound,
-                Op::CallModel,
-                Op::ToolRound,
-                Op::CallModel,
-                Op::LoopDetected,
-                Op::ToolRound,
-                Op::CallModel,
-                Op::LoopDetected,
-                Op::LoopStopResults,
-                Op::Done
+                ActionKind::CallModel,
+                ActionKind::ToolRound,
+                ActionKind::CallModel,
+                ActionKind::ToolRound,
+                ActionKind::CallModel,
+                ActionKind::LoopDetected,
+                ActionKind::ToolRound,
+                ActionKind::CallModel,
+                ActionKind::LoopDetected,
+                ActionKind::LoopStopResults,
+                ActionKind::Done
             ]
         );
-        assert!(m.loop_detected());
+        assert!(m.outcome().loop_detected);
         let c = m.conversation();
         // Third tool round carries the trailing warning text.
         assert!(c[6].to_json().ends_with(&format!(r#"{{"type":"text","text":"{W_TOOL}"}}]}}"#)));
@@ -918,9 +1173,17 @@ mod tests {
         let ops = drive(&mut m, &[text_resp("same", 1, 1), text_resp("different", 1, 1)]);
         assert_eq!(
             ops,
-            vec![Op::CallModel, Op::Text, Op::LoopDetected, Op::InjectWarning, Op::CallModel, Op::Text, Op::Done]
+            vec![
+                ActionKind::CallModel,
+                ActionKind::Text,
+                ActionKind::LoopDetected,
+                ActionKind::InjectWarning,
+                ActionKind::CallModel,
+                ActionKind::Text,
+                ActionKind::Done
+            ]
         );
-        assert_eq!(m.output(), "different");
+        assert_eq!(m.outcome().output, "different");
     }
 
     #[test]
@@ -932,25 +1195,30 @@ mod tests {
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
-        assert_eq!(ops.iter().filter(|o| **o == Op::LoopDetected).count(), 3);
-        assert!(!m.loop_detected());
-        assert_eq!(m.turns(), 4);
+        assert_eq!(ops.iter().filter(|o| **o == ActionKind::LoopDetected).count(), 3);
+        assert!(!m.outcome().loop_detected);
+        assert_eq!(m.outcome().turns, 4);
     }
 
     #[test]
     fn first_turn_warning_when_tools_offered() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        let ops = drive(&mut m, &[text_resp("no tools", 1, 1)]);
-        assert_eq!(ops, vec![Op::CallModel, Op::Text, Op::FirstTurnWarning, Op::Done]);
-        assert_eq!(m.text_out(), first_turn_warning("unknown", 1));
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &text_resp("no tools", 1, 1)).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::Text);
+        match m.poll(false).unwrap() {
+            Action::FirstTurnWarning(text) => assert_eq!(text, first_turn_warning("unknown", 1)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(next(&mut m, false), ActionKind::Done);
     }
 
     #[test]
     fn malformed_responses_are_rejected_without_touching_history() {
         let mut m = machine(RunnerConfig::default(), START, &[]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
         for bad in ["null", "{}", r#"{"content":"x"}"#, r#"{"content":[{"type":"tool_use","id":"1"}]}"#, "[]"] {
-            let e = m.on_response(bad).unwrap_err();
+            let e = respond_json(&mut m, bad).unwrap_err().to_string();
             assert!(e.starts_with("LLM adapter returned a malformed response: "), "{e}");
         }
         assert_eq!(m.conversation().len(), 1);
@@ -959,12 +1227,12 @@ mod tests {
     #[test]
     fn tool_calls_are_the_gated_copy_and_outlive_the_loop_stop() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{},"signature":"s"}]}"#).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::Text);
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        assert_eq!(m.tool_calls_json(), r#"[["1","a",{"z":1,"a":[2]}],["2\"","bé",{},"s"]]"#);
-        assert!(m.granted(0) && !m.granted(1));
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{},"signature":"s"}]}"#).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::Text);
+        let Action::ToolRound { calls, trailing_warning: None } = m.poll(false).unwrap() else { panic!() };
+        let calls: Vec<_> = calls.iter().map(|c| (c.id, c.name, c.input.get(), c.signature, c.granted)).collect();
+        assert_eq!(calls, vec![("1", "a", r#"{"z":1,"a":[2]}"#, None, true), ("2\"", "bé", "{}", Some("s"), false)]);
 
         let mut cfg = RunnerConfig::default();
         cfg.loop_detection = Some(LoopConfig {
@@ -973,11 +1241,12 @@ mod tests {
             action: LoopAction::Fixed("terminate".into()),
         });
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&tool_resp(&[("7", "a")], "")).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::LoopDetected);
-        assert_eq!(m.next(false).unwrap(), Op::LoopStopResults);
-        assert_eq!(m.tool_calls_json(), r#"[["7","a",{"q":1}]]"#);
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("7", "a")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::LoopDetected);
+        let Action::LoopStopResults { calls, result } = m.poll(false).unwrap() else { panic!() };
+        assert_eq!(result, LOOP_STOPPED_RESULT);
+        assert_eq!(calls.iter().map(|c| (c.id, c.input.get())).collect::<Vec<_>>(), vec![("7", r#"{"q":1}"#)]);
     }
 
     #[test]
@@ -985,21 +1254,20 @@ mod tests {
         let mut cfg = RunnerConfig::default();
         cfg.max_token_budget = Some(100.0);
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response_parts(
-            Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#),
-            Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY },
-        )
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        m.respond(Response::Model(ModelAnswer::Parts {
+            content_json: Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#),
+            usage: Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY },
+        }))
         .unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "ok".into(), None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 }))
-            .unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&text_resp("fin", 1, 2)).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::Text);
-        assert_eq!(m.next(false).unwrap(), Op::Done);
-        assert_eq!(m.usage(), Usage { input_tokens: 1.0, output_tokens: 6.0 });
-        assert!(!m.budget_exceeded());
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "ok", None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 }));
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &text_resp("fin", 1, 2)).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::Text);
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        assert_eq!(m.outcome().usage, Usage { input_tokens: 1.0, output_tokens: 6.0 });
+        assert!(!m.outcome().budget_exceeded);
     }
 
     #[test]
@@ -1008,21 +1276,20 @@ mod tests {
         cfg.strategy = Some(Strategy::SlidingWindow { max_turns: 1.0 });
         let hist = r#"[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"1"}]},{"role":"user","content":[{"type":"text","text":"2"}]},{"role":"assistant","content":[{"type":"text","text":"3"}]},{"role":"user","content":[{"type":"text","text":"4"}]}]"#;
         let mut m = machine(cfg, hist, &[]);
-        assert_eq!(m.next(false).unwrap(), Op::ApplyPlan);
-        assert!(m.take_plan().starts_with("[0,"));
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        assert!(plan_of(&mut m).starts_with("[0,"));
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
 
         let mut cfg = RunnerConfig::default();
         cfg.strategy = Some(Strategy::Custom);
         let mut m = machine(cfg, START, &[]);
-        assert_eq!(m.next(false).unwrap(), Op::CustomCompress);
-        assert_eq!(
-            m.set_conversation(Some("[]")).unwrap_err(),
-            "contextStrategy.custom.compress must return a non-empty LLMMessage[]"
-        );
-        assert!(m.set_conversation(None).is_err());
-        m.set_conversation(Some(START)).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
+        assert_eq!(next(&mut m, false), ActionKind::CustomCompress);
+        let bad = DriverError::Rejected("contextStrategy.custom.compress must return a non-empty LLMMessage[]".into());
+        assert_eq!(m.respond(Response::Conversation(Some("[]"))).unwrap_err(), bad);
+        assert_eq!(m.respond(Response::Conversation(None)).unwrap_err(), bad);
+        // Still waiting: polling is a driver error until the answer is accepted.
+        assert_eq!(m.poll(false).unwrap_err(), DriverError::Unanswered(Awaiting::Conversation));
+        m.respond(Response::Conversation(Some(START))).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
     }
 
     #[test]
@@ -1031,16 +1298,15 @@ mod tests {
         cfg.compress_tool_results = Some(1.0);
         cfg.grants.tool_preset = Opt::Undefined;
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&tool_resp(&[("1", "a")], "")).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "result text".into(), None, None).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::CallModel);
-        m.on_response(&tool_resp(&[("2", "a")], "")).unwrap();
-        assert_eq!(m.next(false).unwrap(), Op::ToolRound);
-        m.tool_result(0, "second".into(), None, None).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("1", "a")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "result text", None, None);
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("2", "a")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "second", None, None);
         // Turn 3: the first result has been consumed → compressed.
-        assert_eq!(m.next(false).unwrap(), Op::ApplyPlan);
-        assert!(m.take_plan().contains("[Tool output compressed — 11 chars, already processed]"));
+        assert!(plan_of(&mut m).contains("[Tool output compressed — 11 chars, already processed]"));
     }
 }

@@ -1,0 +1,486 @@
+//! The runner's actions as they cross to the JS driver: the one definition of the op codes and
+//! layouts. `lib/wire.js` decodes them; the binding hands the codes to it at load
+//! ([`spec_json`]), so the numbers are written nowhere else.
+//!
+//! An action crosses as one value:
+//! - `CallModel` as a number: bits 0–4 the kind ([`ActionKind::CallModel`]), the rest the turn
+//!   (`turn << KIND_BITS`). It is the one action of every LLM call, and a number costs the
+//!   driver no parse.
+//! - every other action as a JSON array, the kind's code first:
+//!
+//! | kind | layout |
+//! |---|---|
+//! | `DONE` | `[0, output, inputTokens, outputTokens, turns, budgetExceeded, loopDetected, aborted]` |
+//! | `APPLY_PLAN` | `[1, plan]` (`context::plan_json`) |
+//! | `CUSTOM_COMPRESS` | `[2, estimatedTokens]` |
+//! | `SUMMARIZE` | `[3, turn, messages]` |
+//! | `TEXT` | `[5, text]` |
+//! | `BUDGET_EXCEEDED` | `[6, totalTokens]` |
+//! | `LOOP_DETECTED` | `[7, kind, repetitions, detail, awaitsPolicy]` |
+//! | `INJECT_WARNING` | `[8, text]` |
+//! | `FIRST_TURN_WARNING` | `[9, text]` |
+//! | `TOOL_ROUND` | `[10, trailingWarning \| null, [id, name, input, granted(, signature)], …]` |
+//! | `LOOP_STOP_RESULTS` | `[11, resultText, id, …]` |
+//!
+//! A response the machine refused crosses as `[-1, message]` ([`REJECTED`]), so that the driver
+//! builds the run's error in its own realm.
+//!
+//! A native adapter's answer reaches the driver as one reply ([`model_reply_json`]):
+//! `[next action, inputTokens, outputTokens, content]`, the machine having taken the content
+//! and moved on before the driver resumes.
+//!
+//! Responses go the other way, one call per kind of [`Response`](super::Response) (types in
+//! `lib/native.d.ts`):
+//!
+//! | call | arguments | returns |
+//! |---|---|---|
+//! | `runRespond` | `id, contentJson \| null, inputTokens, outputTokens` | the next action, or a rejection |
+//! | `runToolResult` | `id, index, content, isError (0 false, 1 true, 2 unset)(, inputTokens, outputTokens)` | `undefined` |
+//! | `runRespondSummary` | `id, responseJson \| null` | `null`, or a rejection |
+//! | `runRespondConversation` | `id, messagesJson \| null` | `null`, or a rejection |
+//! | `runRespondLoopAction` | `id, action` | nothing |
+
+use super::{Action, ActionKind, DriverError, ToolCalls};
+use crate::kernel::message::Usage;
+use crate::kernel::{context, grants};
+
+/// Bits of a numeric action that hold its kind.
+pub const KIND_BITS: u32 = 5;
+
+/// The code of a refused response (see the module docs).
+pub const REJECTED: i32 = -1;
+
+/// An encoded action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Wire {
+    Number(u32),
+    Json(String),
+}
+
+impl Wire {
+    /// The JSON text of the value (a number is its decimal text): what a reply embeds.
+    pub fn into_json(self) -> String {
+        match self {
+            Wire::Number(n) => n.to_string(),
+            Wire::Json(s) => s,
+        }
+    }
+}
+
+pub fn encode(action: &Action<'_>) -> Wire {
+    let code = action.kind() as u8;
+    let mut out = String::with_capacity(32);
+    out.push('[');
+    out.push_str(&code.to_string());
+    let field = |out: &mut String, json: &str| {
+        out.push(',');
+        out.push_str(json);
+    };
+    match action {
+        Action::CallModel { turn } => return Wire::Number(code as u32 | turn << KIND_BITS),
+        Action::Done(o) => {
+            field(&mut out, &string(o.output));
+            field(&mut out, &number(o.usage.input_tokens));
+            field(&mut out, &number(o.usage.output_tokens));
+            field(&mut out, &o.turns.to_string());
+            field(&mut out, boolean(o.budget_exceeded));
+            field(&mut out, boolean(o.loop_detected));
+            field(&mut out, boolean(o.aborted));
+        }
+        Action::ApplyPlan(plan) => field(&mut out, &context::plan_json(plan)),
+        Action::CustomCompress { estimated_tokens } => field(&mut out, &estimated_tokens.to_string()),
+        Action::Summarize { turn, input_json } => {
+            field(&mut out, &turn.to_string());
+            field(&mut out, input_json);
+        }
+        Action::Text(text) | Action::FirstTurnWarning(text) => field(&mut out, &string(text)),
+        Action::InjectWarning(text) => field(&mut out, &string(text)),
+        Action::BudgetExceeded { total_tokens } => field(&mut out, &number(*total_tokens)),
+        Action::LoopDetected { info, awaits_policy } => {
+            field(&mut out, &string(info.kind.as_str()));
+            field(&mut out, &info.repetitions.to_string());
+            field(&mut out, &string(&info.detail));
+            field(&mut out, boolean(*awaits_policy));
+        }
+        Action::ToolRound { calls, trailing_warning } => {
+            field(&mut out, &trailing_warning.map(string).unwrap_or_else(|| "null".into()));
+            push_calls(&mut out, calls);
+        }
+        Action::LoopStopResults { calls, result } => {
+            field(&mut out, &string(result));
+            for c in calls.iter() {
+                field(&mut out, &string(c.id));
+            }
+        }
+    }
+    out.push(']');
+    Wire::Json(out)
+}
+
+fn push_calls(out: &mut String, calls: &ToolCalls<'_>) {
+    for c in calls.iter() {
+        out.push_str(",[");
+        out.push_str(&string(c.id));
+        out.push(',');
+        out.push_str(&string(c.name));
+        out.push(',');
+        out.push_str(c.input.get());
+        out.push(',');
+        out.push_str(boolean(c.granted));
+        if let Some(sig) = c.signature {
+            out.push(',');
+            out.push_str(&string(sig));
+        }
+        out.push(']');
+    }
+}
+
+/// `[next, inputTokens, outputTokens, content]`: a native adapter's answer with the action the
+/// machine moved on to; `content_json` is the content's JSON, written before the content moved
+/// into the machine.
+pub fn model_reply_json(next: Wire, usage: Usage, content_json: &str) -> String {
+    let next = next.into_json();
+    let mut out = String::with_capacity(next.len() + content_json.len() + 32);
+    out.push('[');
+    out.push_str(&next);
+    out.push(',');
+    out.push_str(&number(usage.input_tokens));
+    out.push(',');
+    out.push_str(&number(usage.output_tokens));
+    out.push(',');
+    out.push_str(content_json);
+    out.push(']');
+    out
+}
+
+/// `[-1, message]` for a refused response; `None` for a driver bug (the binding throws it).
+pub fn encode_rejected(e: &DriverError) -> Option<String> {
+    match e {
+        DriverError::Rejected(msg) => Some(format!("[{REJECTED},{}]", string(msg))),
+        _ => None,
+    }
+}
+
+fn string(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+/// Token counts are finite (the machine counts a non-finite one as 0); integers are written
+/// without a fraction, as JS writes them.
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
+        (x as i64).to_string()
+    } else {
+        serde_json::to_string(&x).expect("a finite number serialises")
+    }
+}
+
+fn boolean(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+/// The constants `lib/wire.js` reads at load: the action kinds' codes by name, the numeric layout, the rejection code, and the grant constants `index.js` exports (`TOOL_PRESETS`,
+/// `AGENT_FRAMEWORK_DISALLOWED`).
+pub fn spec_json() -> String {
+    let ops: serde_json::Map<String, serde_json::Value> =
+        ActionKind::ALL.iter().map(|k| (k.name().to_string(), (*k as u8).into())).collect();
+    let presets: serde_json::Map<String, serde_json::Value> =
+        grants::PRESETS.iter().map(|(name, tools)| (name.to_string(), (*tools).into())).collect();
+    serde_json::json!({
+        "ops": ops,
+        "kindBits": KIND_BITS,
+        "rejected": REJECTED,
+        "toolPresets": presets,
+        "agentFrameworkDisallowed": grants::AGENT_FRAMEWORK_DISALLOWED,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+// Each test starts from the default configuration and states the one field it is about.
+#[allow(clippy::field_reassign_with_default)]
+mod tests {
+    //! Round trips: every action is encoded, decoded the way `lib/wire.js` decodes it, and
+    //! compared with the action the machine produced.
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::kernel::message::{parse_messages, Strictness, Usage};
+    use crate::kernel::runner::{
+        LoopAction, LoopConfig, Machine, ModelAnswer, Response, RunnerConfig, Strategy, LOOP_STOPPED_RESULT, W_TOOL,
+    };
+
+    /// The decoder of `lib/wire.js`, field for field: `(kind, named fields)`.
+    fn decode(w: &Wire) -> (ActionKind, Value) {
+        let kind_of = |c: u64| *ActionKind::ALL.iter().find(|k| **k as u64 == c).expect("a known code");
+        let a: Vec<Value> = match w {
+            Wire::Number(n) => {
+                return (kind_of((n & ((1 << KIND_BITS) - 1)) as u64), json!({ "turn": n >> KIND_BITS }))
+            }
+            Wire::Json(s) => serde_json::from_str(s).expect("the wire is JSON"),
+        };
+        let kind = kind_of(a[0].as_u64().unwrap());
+        let v = match kind {
+            ActionKind::Done => json!({
+                "output": a[1], "inputTokens": a[2], "outputTokens": a[3], "turns": a[4],
+                "budgetExceeded": a[5], "loopDetected": a[6], "aborted": a[7],
+            }),
+            ActionKind::ApplyPlan => json!({ "plan": a[1] }),
+            ActionKind::CustomCompress => json!({ "estimatedTokens": a[1] }),
+            ActionKind::Summarize => json!({ "turn": a[1], "messages": a[2] }),
+            ActionKind::Text | ActionKind::InjectWarning | ActionKind::FirstTurnWarning => json!({ "text": a[1] }),
+            ActionKind::BudgetExceeded => json!({ "totalTokens": a[1] }),
+            ActionKind::LoopDetected => json!({
+                "kind": a[1], "repetitions": a[2], "detail": a[3], "awaitsPolicy": a[4],
+            }),
+            ActionKind::ToolRound => json!({
+                "trailingWarning": a[1],
+                "calls": a[2..].iter().map(|c| {
+                    let c = c.as_array().unwrap();
+                    let mut call = json!({ "id": c[0], "name": c[1], "input": c[2], "granted": c[3] });
+                    if let Some(sig) = c.get(4) {
+                        call["signature"] = sig.clone();
+                    }
+                    call
+                }).collect::<Vec<_>>(),
+            }),
+            ActionKind::LoopStopResults => json!({ "result": a[1], "ids": a[2..] }),
+            ActionKind::CallModel => unreachable!("CallModel crosses as a number"),
+        };
+        (kind, v)
+    }
+
+    /// The same fields read from the action itself.
+    fn expected(action: &Action<'_>) -> Value {
+        match action {
+            Action::Done(o) => json!({
+                "output": o.output, "inputTokens": o.usage.input_tokens, "outputTokens": o.usage.output_tokens,
+                "turns": o.turns, "budgetExceeded": o.budget_exceeded, "loopDetected": o.loop_detected,
+                "aborted": o.aborted,
+            }),
+            Action::ApplyPlan(plan) => {
+                json!({ "plan": serde_json::from_str::<Value>(&context::plan_json(plan)).unwrap() })
+            }
+            Action::CustomCompress { estimated_tokens } => json!({ "estimatedTokens": estimated_tokens }),
+            Action::Summarize { turn, input_json } => {
+                json!({ "turn": turn, "messages": serde_json::from_str::<Value>(input_json).unwrap() })
+            }
+            Action::CallModel { turn } => json!({ "turn": turn }),
+            Action::Text(t) | Action::FirstTurnWarning(t) => json!({ "text": t }),
+            Action::InjectWarning(t) => json!({ "text": t }),
+            Action::BudgetExceeded { total_tokens } => json!({ "totalTokens": total_tokens }),
+            Action::LoopDetected { info, awaits_policy } => json!({
+                "kind": info.kind.as_str(), "repetitions": info.repetitions, "detail": info.detail,
+                "awaitsPolicy": awaits_policy,
+            }),
+            Action::ToolRound { calls, trailing_warning } => json!({
+                "trailingWarning": trailing_warning,
+                "calls": calls.iter().map(|c| {
+                    let mut call = json!({
+                        "id": c.id, "name": c.name,
+                        "input": serde_json::from_str::<Value>(c.input.get()).unwrap(), "granted": c.granted,
+                    });
+                    if let Some(sig) = c.signature {
+                        call["signature"] = sig.into();
+                    }
+                    call
+                }).collect::<Vec<_>>(),
+            }),
+            Action::LoopStopResults { calls, result } => {
+                json!({ "result": result, "ids": calls.iter().map(|c| c.id).collect::<Vec<_>>() })
+            }
+        }
+    }
+
+    /// Polls once and checks the round trip; returns the kind.
+    fn round_trip(m: &mut Machine) -> ActionKind {
+        let action = m.poll(false).unwrap();
+        let wire = encode(&action);
+        let (kind, fields) = decode(&wire);
+        assert_eq!(kind, action.kind());
+        // Numbers compare as JS reads them (12 and 12.0 are one value).
+        let norm = |v: Value| serde_json::from_str::<Value>(&v.to_string().replace(".0,", ",")).unwrap();
+        assert_eq!(norm(fields), norm(expected(&action)), "{wire:?}");
+        kind
+    }
+
+    fn machine(cfg: RunnerConfig, initial: &str, granted: &[&str]) -> Machine {
+        Machine::new(
+            Arc::new(cfg),
+            Arc::new(Mutex::new(None)),
+            parse_messages(initial, Strictness::Lenient).unwrap(),
+            granted.iter().map(|s| s.to_string()).collect(),
+            true,
+        )
+    }
+
+    const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go \"quoted\"\n"}]}]"#;
+
+    fn model(m: &mut Machine, content: &str, i: f64, o: f64) {
+        let usage = Usage { input_tokens: i, output_tokens: o };
+        m.respond(Response::Model(ModelAnswer::Parts { content_json: Some(content), usage })).unwrap();
+    }
+
+    fn result(m: &mut Machine, index: usize) {
+        let r = Response::ToolResult { index, content: "ok".into(), is_error: None, usage: None };
+        m.respond(r).unwrap();
+    }
+
+    #[test]
+    fn call_model_text_first_turn_warning_done() {
+        let mut m = machine(RunnerConfig::default(), START, &["a"]);
+        assert_eq!(round_trip(&mut m), ActionKind::CallModel);
+        model(&mut m, r#"[{"type":"text","text":"hé \u0001 \"x\""}]"#, 3.0, 4.5);
+        assert_eq!(round_trip(&mut m), ActionKind::Text);
+        assert_eq!(round_trip(&mut m), ActionKind::FirstTurnWarning);
+        assert_eq!(round_trip(&mut m), ActionKind::Done);
+    }
+
+    #[test]
+    fn tool_round_with_gate_signature_and_trailing_warning() {
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        let mut m = machine(cfg, START, &["a"]);
+        assert_eq!(round_trip(&mut m), ActionKind::CallModel);
+        model(
+            &mut m,
+            r#"[{"type":"tool_use","id":"1","name":"a","input":{"z":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"b","input":{},"signature":"s"}]"#,
+            1.0,
+            1.0,
+        );
+        assert_eq!(round_trip(&mut m), ActionKind::LoopDetected);
+        let action = m.poll(false).unwrap();
+        assert!(matches!(action, Action::ToolRound { trailing_warning: Some(W_TOOL), .. }));
+        drop(action);
+        // Polling again while results are missing is an error, not a second action.
+        assert!(m.poll(false).is_err());
+        result(&mut m, 0);
+        result(&mut m, 1);
+        assert_eq!(round_trip(&mut m), ActionKind::CallModel);
+    }
+
+    #[test]
+    fn tool_round_encodes_each_call() {
+        let mut m = machine(RunnerConfig::default(), START, &["a"]);
+        m.poll(false).unwrap();
+        model(
+            &mut m,
+            r#"[{"type":"tool_use","id":"1","name":"a","input":{"k":"v"}},{"type":"tool_use","id":"2","name":"b","input":{"n":null},"signature":"sig"}]"#,
+            1.0,
+            1.0,
+        );
+        let action = m.poll(false).unwrap();
+        assert_eq!(
+            encode(&action),
+            Wire::Json(r#"[10,null,["1","a",{"k":"v"},true],["2","b",{"n":null},false,"sig"]]"#.into())
+        );
+        drop(action);
+        let mut m2 = machine(RunnerConfig::default(), START, &["a"]);
+        m2.poll(false).unwrap();
+        model(&mut m2, r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#, 1.0, 1.0);
+        assert_eq!(round_trip(&mut m2), ActionKind::ToolRound);
+    }
+
+    #[test]
+    fn loop_detected_with_policy_and_loop_stop_results() {
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Callback });
+        let mut m = machine(cfg, START, &["a"]);
+        m.poll(false).unwrap();
+        model(&mut m, r#"[{"type":"tool_use","id":"7","name":"a","input":{}}]"#, 1.0, 1.0);
+        assert_eq!(round_trip(&mut m), ActionKind::LoopDetected);
+        m.respond(Response::LoopAction("terminate")).unwrap();
+        let action = m.poll(false).unwrap();
+        assert_eq!(encode(&action), Wire::Json(format!("[11,\"{LOOP_STOPPED_RESULT}\",\"7\"]")));
+        drop(action);
+        assert_eq!(round_trip(&mut m), ActionKind::Done);
+    }
+
+    #[test]
+    fn budget_and_inject_warning() {
+        let mut cfg = RunnerConfig::default();
+        cfg.max_token_budget = Some(1.0);
+        let mut m = machine(cfg, START, &[]);
+        m.poll(false).unwrap();
+        model(&mut m, r#"[{"type":"text","text":"t"}]"#, 0.5, 2.0);
+        assert_eq!(round_trip(&mut m), ActionKind::Text);
+        assert_eq!(round_trip(&mut m), ActionKind::BudgetExceeded);
+        assert_eq!(round_trip(&mut m), ActionKind::Done);
+
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        let mut m = machine(cfg, START, &[]);
+        m.poll(false).unwrap();
+        model(&mut m, r#"[{"type":"text","text":"same"}]"#, 1.0, 1.0);
+        assert_eq!(round_trip(&mut m), ActionKind::Text);
+        assert_eq!(round_trip(&mut m), ActionKind::LoopDetected);
+        assert_eq!(round_trip(&mut m), ActionKind::InjectWarning);
+        assert_eq!(round_trip(&mut m), ActionKind::CallModel);
+    }
+
+    #[test]
+    fn plans_compression_and_summaries() {
+        let hist = r#"[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"1"}]},{"role":"user","content":[{"type":"text","text":"2"}]},{"role":"assistant","content":[{"type":"text","text":"3"}]},{"role":"user","content":[{"type":"text","text":"4"}]}]"#;
+        let mut cfg = RunnerConfig::default();
+        cfg.strategy = Some(Strategy::SlidingWindow { max_turns: 1.0 });
+        let mut m = machine(cfg, hist, &[]);
+        assert_eq!(round_trip(&mut m), ActionKind::ApplyPlan);
+
+        let mut cfg = RunnerConfig::default();
+        cfg.strategy = Some(Strategy::Custom);
+        let mut m = machine(cfg, hist, &[]);
+        assert_eq!(round_trip(&mut m), ActionKind::CustomCompress);
+
+        let mut cfg = RunnerConfig::default();
+        cfg.strategy = Some(Strategy::Summarize { max_tokens: 1.0 });
+        let mut m = machine(cfg, hist, &[]);
+        assert_eq!(round_trip(&mut m), ActionKind::Summarize);
+        m.respond(Response::Summary(Some(r#"{"content":[{"type":"text","text":"sum"}]}"#))).unwrap();
+        assert_eq!(round_trip(&mut m), ActionKind::ApplyPlan);
+        assert_eq!(round_trip(&mut m), ActionKind::CallModel);
+    }
+
+    #[test]
+    fn rejections_and_driver_bugs() {
+        let mut m = machine(RunnerConfig::default(), START, &[]);
+        m.poll(false).unwrap();
+        let e = m.respond(Response::Model(ModelAnswer::Json("null"))).unwrap_err();
+        let wire: Value = serde_json::from_str(&encode_rejected(&e).unwrap()).unwrap();
+        assert_eq!(
+            wire,
+            json!([REJECTED, "LLM adapter returned a malformed response: expected an object with a \"content\" array"])
+        );
+        let bug = m.respond(Response::LoopAction("x")).unwrap_err();
+        assert_eq!(encode_rejected(&bug), None);
+    }
+
+    #[test]
+    fn model_replies_carry_the_next_action() {
+        let usage = Usage { input_tokens: 3.0, output_tokens: 0.5 };
+        assert_eq!(model_reply_json(Wire::Number(36), usage, "[]"), "[36,3,0.5,[]]");
+        assert_eq!(model_reply_json(Wire::Json("[5,\"t\"]".into()), usage, "[{}]"), "[[5,\"t\"],3,0.5,[{}]]");
+    }
+
+    #[test]
+    fn spec_names_every_code_and_the_presets() {
+        let spec: Value = serde_json::from_str(&spec_json()).unwrap();
+        for k in ActionKind::ALL {
+            assert_eq!(spec["ops"][k.name()], k as u8);
+        }
+        assert_eq!(spec["toolPresets"]["readonly"], json!(["file_read", "grep", "glob"]));
+        // `Object.keys(TOOL_PRESETS)` is public: the text keeps the order of `grants::PRESETS`.
+        let names: Vec<&str> = spec["toolPresets"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(names, ["readonly", "readwrite", "full"]);
+        assert_eq!(spec["agentFrameworkDisallowed"], json!([]));
+        assert_eq!(spec["kindBits"], KIND_BITS);
+    }
+}

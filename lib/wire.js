@@ -1,0 +1,114 @@
+'use strict'
+// The JS end of the runner's wire. The codes and layouts are defined once, in
+// crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the binding hands
+// the codes over at load (`wireSpec`), and this module is the only one that reads the layouts.
+const native = require('./native.js')
+
+const spec = JSON.parse(native.wireSpec())
+
+/** Action kinds by name (`OP.TOOL_ROUND`, …), as the machine numbers them. */
+const OP = Object.freeze(spec.ops)
+/** What `decode` returns for a response the machine refused (`{ op: REJECTED, message }`). */
+const REJECTED = spec.rejected
+const KIND_BITS = spec.kindBits
+const KIND_MASK = (1 << KIND_BITS) - 1
+
+const TOOL_PRESETS = Object.freeze(Object.fromEntries(
+  Object.entries(spec.toolPresets).map(([name, tools]) => [name, Object.freeze(tools)]),
+))
+const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
+
+/** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs. */
+function decode(w) {
+  // CallModel, the one action of every LLM call, is a number: no parse.
+  if (typeof w === 'number') return { op: w & KIND_MASK, turn: w >>> KIND_BITS }
+  const a = typeof w === 'string' ? JSON.parse(w) : w
+  switch (a[0]) {
+    case OP.DONE:
+      return {
+        op: OP.DONE, output: a[1], inputTokens: a[2], outputTokens: a[3], turns: a[4],
+        budgetExceeded: a[5], loopDetected: a[6], aborted: a[7],
+      }
+    case OP.APPLY_PLAN:
+      return { op: OP.APPLY_PLAN, plan: a[1] }
+    case OP.CUSTOM_COMPRESS:
+      return { op: OP.CUSTOM_COMPRESS, estimatedTokens: a[1] }
+    case OP.SUMMARIZE:
+      return { op: OP.SUMMARIZE, turn: a[1], messages: a[2] }
+    case OP.TEXT:
+    case OP.INJECT_WARNING:
+    case OP.FIRST_TURN_WARNING:
+      return { op: a[0], text: a[1] }
+    case OP.BUDGET_EXCEEDED:
+      return { op: OP.BUDGET_EXCEEDED, totalTokens: a[1] }
+    case OP.LOOP_DETECTED:
+      return { op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] }
+    case OP.TOOL_ROUND: {
+      // The calls as tool_use blocks (with the provider's signature when the block had one) and
+      // the gate's verdict for each.
+      const n = a.length - 2
+      const calls = new Array(n)
+      const granted = new Array(n)
+      for (let i = 0; i < n; i++) {
+        const c = a[i + 2]
+        calls[i] = c.length === 4
+          ? { type: 'tool_use', id: c[0], name: c[1], input: c[2] }
+          : { type: 'tool_use', id: c[0], name: c[1], input: c[2], signature: c[4] }
+        granted[i] = c[3]
+      }
+      return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
+    }
+    case OP.LOOP_STOP_RESULTS:
+      return { op: OP.LOOP_STOP_RESULTS, result: a[1], ids: a.slice(2) }
+    case REJECTED:
+      return { op: REJECTED, message: a[1] }
+    default:
+      throw new Error(`oma-kernel: unknown runner action ${a[0]}`)
+  }
+}
+
+/** Run `id`'s next action. */
+function next(id, aborted) {
+  return decode(native.runNext(id, aborted))
+}
+
+/** The model's answer (content as JSON, or null when there is none) and the next action. */
+function respondModel(id, contentJson, inputTokens, outputTokens) {
+  return decode(native.runRespond(id, contentJson, inputTokens, outputTokens))
+}
+
+/** Answers that return nothing unless refused: the refusal's message, else undefined. */
+function refusal(r) {
+  return r === null ? undefined : decode(r).message
+}
+const respondSummary = (id, json) => refusal(native.runRespondSummary(id, json))
+const respondConversation = (id, json) => refusal(native.runRespondConversation(id, json))
+const respondLoopAction = (id, action) => native.runRespondLoopAction(id, action)
+
+/** Call `index`'s outcome; `isError` true, false or undefined; `usage` `[in, out]` or null. */
+function respondToolResult(id, index, content, isError, usage) {
+  const e = isError === true ? 1 : isError === false ? 0 : 2
+  if (usage === null) native.runToolResult(id, index, content, e)
+  else native.runToolResult(id, index, content, e, usage[0], usage[1])
+}
+
+/** A native adapter's reply (`runChat`): the next action and the response it carries. */
+function decodeModelReply(json) {
+  const r = JSON.parse(json)
+  return { action: decode(r[0]), response: { content: r[3], usage: { input_tokens: r[1], output_tokens: r[2] } } }
+}
+
+module.exports = {
+  OP,
+  REJECTED,
+  TOOL_PRESETS,
+  AGENT_FRAMEWORK_DISALLOWED,
+  decode,
+  next,
+  respondModel,
+  respondSummary,
+  respondConversation,
+  respondLoopAction,
+  respondToolResult,
+  decodeModelReply,
+}
