@@ -1,15 +1,20 @@
 'use strict'
-// The built-in tools (CONTRACT §11–§13, §21) as plain ToolDefinition objects. The work is
-// native (crates/core/src/tool/builtin); this file holds the LLM-visible schemas, applies defaults and
-// the constraints Zod enforced in the original, wires AbortSignals to native cancel handles,
-// and builds every returned object here, in the caller's realm.
+// The built-in tools (CONTRACT §11–§13, §21) as plain ToolDefinition objects. The work, the
+// input fields and their checks are native (crates/core/src/tool/builtin); this file builds
+// the LLM-visible schemas from the kernel's fields, describes JS inputs for the kernel's
+// check, applies defaults, wires AbortSignals to native cancel handles, and builds every
+// returned object here, in the caller's realm.
 const path = require('path')
 const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
 
-const SKIP_DIRS = new Set(['.git', '.svn', '.hg', 'node_modules', '.next', 'dist', 'build'])
-const SAFE_ENV_ALLOWLIST = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER']
+// The kernel's tables (src/js/builtin.rs), read once.
+const TABLES = native.builtinTables()
+const SKIP_DIRS = new Set(TABLES.skipDirs)
+const SAFE_ENV_ALLOWLIST = TABLES.safeEnvAllowlist
+const DEFAULT_TIMEOUT_MS = TABLES.defaultTimeoutMs
+// Node's setTimeout bound (a JS rule, not the kernel's).
 const TIMEOUT_MAX = 2 ** 31 - 1
 
 /** The sandbox root for a tool context: `null` disables the sandbox. */
@@ -20,13 +25,21 @@ function sandboxRoot(context) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Input checks with Zod 3's issue texts, derived from each tool's JSON Schema (types,
-// required) and the constraints Zod enforced beyond it (§11.2, CONSTRAINTS below). The
-// executor runs the same check instead of the generic JSON Schema validator (INPUT_CHECKS),
-// and tests call execute() directly with raw input, so each tool also checks its own.
+// Input checks: the kernel checks a built-in tool's input with the texts Zod 3 gave for the
+// original's schema (crates/core/src/tool/builtin/input.rs). It reads a description of the
+// JS value: per field its Zod 3 type (so `undefined`, NaN, functions, Maps, promises… keep
+// their `received` texts) and the number or string length the constraints look at. The
+// executor sends it as its BUILTIN_INPUT answer, and each tool's own execute checks it too
+// (tests call execute() directly with raw input).
 
-/** Zod 3's `getParsedType`: the `received` of an `invalid_type` issue. */
-function zodType(v) {
+/** Zod 3's `getParsedType` names, by the kernel's tag for each. */
+const TAG = Object.fromEntries(TABLES.jsTypes.map((name, i) => [name, i]))
+const T_STRING = TAG.string
+const T_NUMBER = TAG.number
+const T_OBJECT = TAG.object
+
+/** Zod 3's `getParsedType`, as the kernel's tag. */
+function zodTag(v) {
   switch (typeof v) {
     case 'undefined':
     case 'string':
@@ -34,87 +47,61 @@ function zodType(v) {
     case 'function':
     case 'bigint':
     case 'symbol':
-      return typeof v
+      return TAG[typeof v]
     case 'number':
-      return Number.isNaN(v) ? 'nan' : 'number'
+      return Number.isNaN(v) ? TAG.nan : T_NUMBER
     case 'object':
-      if (Array.isArray(v)) return 'array'
-      if (v === null) return 'null'
-      if (v.then && typeof v.then === 'function' && v.catch && typeof v.catch === 'function') return 'promise'
-      if (v instanceof Map) return 'map'
-      if (v instanceof Set) return 'set'
-      if (v instanceof Date) return 'date'
-      return 'object'
+      if (Array.isArray(v)) return TAG.array
+      if (v === null) return TAG.null
+      if (v.then && typeof v.then === 'function' && v.catch && typeof v.catch === 'function') return TAG.promise
+      if (v instanceof Map) return TAG.map
+      if (v instanceof Set) return TAG.set
+      if (v instanceof Date) return TAG.date
+      return T_OBJECT
     default:
-      return 'unknown'
+      return TAG.unknown
   }
 }
 
-/** Zod 3's default message for an `invalid_type` issue. */
-function invalidType(expected, received) {
-  return received === 'undefined' ? 'Required' : `Expected ${expected}, received ${received}`
-}
-
 /**
- * The checks Zod made beyond the JSON types (§11.2), in Zod's check order: `int`, then
- * `gte` (inclusive minimum) / `gt` (exclusive minimum); `minLength` for strings.
+ * `[tool id, input type, field type, field value, …]` for the kernel's check: each field is
+ * read once, in schema order; the value is a number's own value or a string's length.
+ * A fresh array per call: a field's getter may itself run a tool.
  */
-const CONSTRAINTS = {
-  file_read: { offset: { int: true, gte: 0 }, limit: { int: true, gt: 0 } },
-  grep: { maxResults: { int: true, gt: 0 } },
-  glob: { maxFiles: { int: true, gt: 0 } },
-  delegate_to_agent: { target_agent: { minLength: 1 }, prompt: { minLength: 1 } },
-}
-
-/** `[name, type, { required, int, gte, gt, minLength }]` per property, in schema (Zod shape) order. */
-function inputFields(toolName, json) {
-  const required = json.required || []
-  const constraints = CONSTRAINTS[toolName] || {}
-  return Object.keys(json.properties).map((name) => [name, json.properties[name].type, { required: required.includes(name), ...constraints[name] }])
-}
-
-/**
- * The issues Zod 3 reports for `input` against `z.object(shape)` built from `fields`
- * (unknown keys stripped, so never an issue), as `[path, message]` pairs in Zod's order;
- * `null` when the input is valid.
- */
-function inputIssues(fields, input) {
-  const received = zodType(input)
-  if (received !== 'object') return [['', invalidType('object', received)]]
-  let issues = null
-  for (const [name, type, opts] of fields) {
-    const v = input[name]
-    if (v === undefined) {
-      if (opts.required) (issues ??= []).push([name, 'Required'])
-      continue
-    }
-    const got = zodType(v)
-    if (got !== type) {
-      ;(issues ??= []).push([name, invalidType(type, got)])
-      continue
-    }
-    if (type === 'number') {
-      if (opts.int && !Number.isInteger(v)) (issues ??= []).push([name, 'Expected integer, received float'])
-      if (opts.gte !== undefined && v < opts.gte) (issues ??= []).push([name, `Number must be greater than or equal to ${opts.gte}`])
-      if (opts.gt !== undefined && v <= opts.gt) (issues ??= []).push([name, `Number must be greater than ${opts.gt}`])
-    } else if (type === 'string' && opts.minLength !== undefined && v.length < opts.minLength) {
-      ;(issues ??= []).push([name, `String must contain at least ${opts.minLength} character(s)`])
-    }
+function describeInput(id, names, input) {
+  const out = new Float64Array(2 + 2 * names.length)
+  out[0] = id
+  const top = zodTag(input)
+  out[1] = top
+  if (top !== T_OBJECT) return out
+  for (let i = 0; i < names.length; i++) {
+    const v = input[names[i]]
+    const t = zodTag(v)
+    out[2 + 2 * i] = t
+    out[3 + 2 * i] = t === T_NUMBER ? v : t === T_STRING ? v.length : 0
   }
-  return issues
+  return out
 }
 
-function invalidInput(toolName, issues) {
-  return { data: `Invalid input for tool "${toolName}":\n` + issues.map(([p, m]) => `  \u2022 ${p}: ${m}`).join('\n'), isError: true }
-}
-
-/** Each built-in tool's fields (filled in below, once the tools are defined). */
-const FIELDS = new Map()
+/** Each built-in tool's id and field names in the kernel's tables (filled in below). */
+const INPUTS = new Map(TABLES.tools.map((t, id) => [t.name, { id, names: t.fields.map((f) => f.name) }]))
 
 /** A built-in tool's own check of `input`: its error result, or null when valid. */
 function checkInput(toolName, input) {
-  const issues = inputIssues(FIELDS.get(toolName), input)
-  return issues === null ? null : invalidInput(toolName, issues)
+  const { id, names } = INPUTS.get(toolName)
+  const text = native.builtinCheckInput(describeInput(id, names, input))
+  return text === null || text === undefined ? null : { data: text, isError: true }
+}
+
+/** A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are. */
+function inputSchema(toolName) {
+  const fields = TABLES.tools[INPUTS.get(toolName).id].fields
+  const properties = {}
+  for (const f of fields) properties[f.name] = { type: f.type, description: f.description }
+  const schema = { type: 'object', properties }
+  const required = fields.filter((f) => f.required).map((f) => f.name)
+  if (required.length > 0) schema.required = required
+  return schema
 }
 
 /** A native rejection (a Rust panic) as a tool error: execute never throws for tool faults. */
@@ -145,10 +132,6 @@ async function withCancel(signal, detectPreAborted, fn) {
   }
 }
 
-function prop(type, description) {
-  return { type, description }
-}
-
 // ---------------------------------------------------------------------------------------
 // Path safety, walker, redaction (module exports of path-safety.ts, fs-walk.ts, redaction.ts)
 
@@ -177,19 +160,14 @@ function redactSensitiveText(text) {
   return native.builtinRedactText(text)
 }
 
+/** The result's arrays and plain objects, made in this realm (see builtinRedactObject). */
+function makeContainer(isArray) {
+  return isArray ? [] : {}
+}
+
+/** The kernel's one redaction walk (crates/core/src/redaction.rs) over the JS value. */
 function redactSensitiveObject(value) {
-  if (typeof value === 'string') return redactSensitiveText(value)
-  if (Array.isArray(value)) return value.map((v) => redactSensitiveObject(v))
-  // Dates from any realm are returned as they are.
-  if (Object.prototype.toString.call(value) === '[object Date]') return value
-  if (value !== null && typeof value === 'object') {
-    const out = {}
-    for (const [k, v] of Object.entries(value)) {
-      out[k] = isSensitiveName(k) ? '[redacted]' : redactSensitiveObject(v)
-    }
-    return out
-  }
-  return value
+  return native.builtinRedactObject(value, makeContainer)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -199,20 +177,12 @@ const bashTool = {
   name: 'bash',
   description:
     'Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      command: prop('string', 'The bash command to execute.'),
-      timeout: prop('number', 'Timeout in milliseconds before the command is forcibly killed. Defaults to 30000 ms.'),
-      cwd: prop('string', 'Working directory in which to run the command.'),
-    },
-    required: ['command'],
-  },
+  inputSchema: inputSchema('bash'),
   async execute(input, context) {
     const bad = checkInput('bash', input)
     if (bad) return bad
     // Node's setTimeout: anything outside 1..2^31-1 (NaN included) fires after 1 ms.
-    let delay = Number(input.timeout ?? 30000)
+    let delay = Number(input.timeout ?? DEFAULT_TIMEOUT_MS)
     if (!(delay >= 1 && delay <= TIMEOUT_MAX)) delay = 1
     // Built fresh at each call from process.env (tests mutate it between calls).
     const env = []
@@ -233,15 +203,7 @@ const fileReadTool = {
   name: 'file_read',
   description:
     'Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format "N\\t<line>". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      path: prop('string', 'Absolute path to the file to read.'),
-      offset: prop('number', '1-based line number to start reading from. When omitted the file is read from the beginning.'),
-      limit: prop('number', 'Maximum number of lines to return. When omitted all lines from `offset` to the end of the file are returned.'),
-    },
-    required: ['path'],
-  },
+  inputSchema: inputSchema('file_read'),
   async execute(input, context) {
     const bad = checkInput('file_read', input)
     if (bad) return bad
@@ -257,14 +219,7 @@ const fileWriteTool = {
   name: 'file_write',
   description:
     'Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      path: prop('string', 'Absolute path to the file to write. The path must be absolute (starting with /).'),
-      content: prop('string', 'The full content to write to the file.'),
-    },
-    required: ['path', 'content'],
-  },
+  inputSchema: inputSchema('file_write'),
   async execute(input, context) {
     const bad = checkInput('file_write', input)
     if (bad) return bad
@@ -280,16 +235,7 @@ const fileEditTool = {
   name: 'file_edit',
   description:
     'Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once \u2014 use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      path: prop('string', 'Absolute path to the file to edit.'),
-      old_string: prop('string', 'The exact string to find and replace. Must match character-for-character including whitespace and newlines.'),
-      new_string: prop('string', 'The replacement string that will be inserted in place of `old_string`.'),
-      replace_all: prop('boolean', 'When true, replace every occurrence of `old_string` instead of requiring it to be unique. Defaults to false.'),
-    },
-    required: ['path', 'old_string', 'new_string'],
-  },
+  inputSchema: inputSchema('file_edit'),
   async execute(input, context) {
     const bad = checkInput('file_edit', input)
     if (bad) return bad
@@ -307,16 +253,7 @@ const grepTool = {
   name: 'grep',
   description:
     'Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. "*.ts"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      pattern: prop('string', 'Regular expression pattern to search for in file contents.'),
-      path: prop('string', 'Absolute directory or file path to search in. Defaults to the tool working directory.'),
-      glob: prop('string', 'Glob pattern to filter which files are searched (e.g. "*.ts", "**/*.json"). Only used when `path` is a directory.'),
-      maxResults: prop('number', 'Maximum number of matching lines to return. Defaults to 100.'),
-    },
-    required: ['pattern'],
-  },
+  inputSchema: inputSchema('grep'),
   async execute(input, context) {
     const bad = checkInput('grep', input)
     if (bad) return bad
@@ -337,14 +274,7 @@ const globTool = {
   name: 'glob',
   description:
     'List file paths under a directory that match an optional filename glob. Does not read file contents \u2014 use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      path: prop('string', 'Absolute directory or file path to list. Defaults to the tool working directory.'),
-      pattern: prop('string', 'Filename glob (e.g. "*.ts", "**/*.json"). When omitted, every file under the directory is listed (subject to maxFiles and skipped dirs).'),
-      maxFiles: prop('number', 'Maximum number of file paths to return. Defaults to 500.'),
-    },
-  },
+  inputSchema: inputSchema('glob'),
   async execute(input, context) {
     const bad = checkInput('glob', input)
     if (bad) return bad
@@ -365,14 +295,7 @@ const delegateToAgentTool = {
   name: 'delegate_to_agent',
   description:
     "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
-  inputSchema: {
-    type: 'object',
-    properties: {
-      target_agent: prop('string', 'Name of the team agent to run the sub-task.'),
-      prompt: prop('string', 'Instructions / question for the target agent.'),
-    },
-    required: ['target_agent', 'prompt'],
-  },
+  inputSchema: inputSchema('delegate_to_agent'),
   async execute(input, context) {
     const bad = checkInput('delegate_to_agent', input)
     if (bad) return bad
@@ -413,9 +336,9 @@ const ALL_BUILT_IN_TOOLS_WITH_DELEGATE = [...BUILT_IN_TOOLS, delegateToAgentTool
 // `inputSchema` is a Zod schema, as in the original (`fileReadTool.inputSchema.parse(…)`),
 // built on first read from the project's `zod` (a peer dependency, ^3.25 || ^4) and kept.
 // The kernel never reads it: the JSON Schema above stays under NATIVE_INPUT_SCHEMA, the
-// registry shows that to the LLM and the executor validates input with that schema's check
-// (INPUT_CHECKS: Zod 3's issue texts), so runs need no zod and keep the original's texts with
-// any Zod version.
+// registry shows that to the LLM and the executor validates input with the kernel's check for
+// the tool (INPUT_CHECKS: Zod 3's issue texts), so runs need no zod and keep the original's
+// texts with any Zod version.
 
 let zodCache
 function loadZod() {
@@ -434,19 +357,19 @@ function loadZod() {
   return zodCache
 }
 
-function zodInputSchema(z, toolName, json) {
-  // Zod 4's .int() also caps at 2^53; checkInput (Number.isInteger) and Zod 3 do not.
+function zodInputSchema(z, toolName) {
+  // Zod 4's .int() also caps at 2^53; the kernel's check (Number.isInteger) and Zod 3 do not.
   const zod4 = typeof z.number()._zod === 'object'
   const int = zod4 ? (s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (s) => s.int()
   const shape = {}
-  for (const [key, type, opts] of FIELDS.get(toolName)) {
-    let s = z[type]()
-    if (opts.int) s = int(s)
-    if (opts.gte !== undefined) s = s.gte(opts.gte)
-    if (opts.gt !== undefined) s = s.gt(opts.gt)
-    if (opts.minLength !== undefined) s = s.min(opts.minLength)
-    if (!opts.required) s = s.optional()
-    shape[key] = s.describe(json.properties[key].description)
+  for (const f of TABLES.tools[INPUTS.get(toolName).id].fields) {
+    let s = z[f.type]()
+    if (f.int) s = int(s)
+    if (f.gte !== null) s = s.gte(f.gte)
+    if (f.gt !== null) s = s.gt(f.gt)
+    if (f.minLength !== null) s = s.min(f.minLength)
+    if (!f.required) s = s.optional()
+    shape[f.name] = s.describe(f.description)
   }
   return z.object(shape)
 }
@@ -454,18 +377,17 @@ function zodInputSchema(z, toolName, json) {
 for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
   const json = tool.inputSchema
   let view
-  const fields = inputFields(tool.name, json)
-  FIELDS.set(tool.name, fields)
-  // The executor checks input against this schema with the texts Zod 3 gives for the
-  // original's schema, never needing zod, rather than with the generic JSON Schema validator.
-  INPUT_CHECKS.set(json, (input) => inputIssues(fields, input))
+  const { id, names } = INPUTS.get(tool.name)
+  // The executor checks input against this schema with the kernel's check for the tool (Zod
+  // 3's texts for the original's schema, never needing zod), not the JSON Schema validator.
+  INPUT_CHECKS.set(json, (input) => describeInput(id, names, input))
   Object.defineProperty(tool, NATIVE_INPUT_SCHEMA, { value: json, configurable: true })
   // Redefining keeps the key's place: name, description, inputSchema, execute.
   Object.defineProperty(tool, 'inputSchema', {
     enumerable: true,
     configurable: true,
     get() {
-      if (view === undefined) view = zodInputSchema(loadZod(), tool.name, json)
+      if (view === undefined) view = zodInputSchema(loadZod(), tool.name)
       return view
     },
     set(value) {

@@ -15,9 +15,10 @@
 const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
 
 /**
- * Input checks that replace the generic JSON Schema validator for particular schema objects
- * (the built-in tools'): `check(input)` gives the issues Zod 3 reports for the original's Zod
- * schema, as `[path, message]` pairs, or `null` when the input is valid.
+ * The built-in tools' schemas, which the executor checks with the kernel's check for that
+ * tool (Zod 3's texts for the original's Zod schema) instead of the generic JSON Schema
+ * validator: `describe(input)` gives the description of `input` the check reads
+ * (lib/builtin.js, `describeInput`).
  */
 const INPUT_CHECKS = new WeakMap()
 

@@ -1,8 +1,9 @@
 'use strict'
-// Tool framework glue: the registry holds the user's JS tool objects; validation calls the
-// user's Zod schema (so defaults and transforms are Zod's), a built-in tool's own check (Zod
-// 3's texts, lib/builtin.js) or the native JSON Schema validator; admission, truncation and
-// the texts come from the kernel.
+// Tool framework glue: the registry holds the user's JS tool objects. ToolExecutor.execute is
+// the driver of the kernel's executor machine (crates/core/src/tool/executor.rs), which owns
+// the order of the steps and every text: this file performs what each step asks for (look the
+// tool up, read the abort signal, call the user's Zod schema or the native JSON Schema
+// validator, await `execute`, read the output limit) and answers with what happened.
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
@@ -69,6 +70,23 @@ class Semaphore {
 }
 
 const validators = new WeakMap()
+
+// The executor machine's protocol (src/js/executor.rs), read once: what each step asks for and
+// where each answer leads.
+const EX = native.executorProtocol()
+const STEP_ACTION = EX.stepAction
+const NEXT = EX.next
+const ANSWERS = Object.keys(EX.answers).length
+const S_LOOKUP = EX.steps.Lookup
+const S_LIMIT_RESULT = EX.steps.LimitResult
+const { LOOKUP: A_LOOKUP, CHECK_ABORT: A_CHECK_ABORT, CHECK_INPUT: A_CHECK_INPUT, EXECUTE: A_EXECUTE } = EX.actions
+const { PARSE_OUTPUT: A_PARSE_OUTPUT, READ_LIMIT: A_READ_LIMIT, RETURN_RESULT: A_RETURN_RESULT, RETURN_CUT: A_RETURN_CUT } = EX.actions
+const { FOUND: K_FOUND, MISSING: K_MISSING, NOT_ABORTED: K_NOT_ABORTED, ABORTED: K_ABORTED } = EX.answers
+const { INPUT_VALID: K_INPUT_VALID, INPUT_INVALID: K_INPUT_INVALID, INPUT_UNREADABLE: K_INPUT_UNREADABLE } = EX.answers
+const { INPUT_NOT_JSON: K_INPUT_NOT_JSON, BUILTIN_INPUT: K_BUILTIN_INPUT, RETURNED: K_RETURNED } = EX.answers
+const { RETURNED_IS_ERROR: K_RETURNED_IS_ERROR, BAD_RESULT: K_BAD_RESULT, THREW: K_THREW } = EX.answers
+const { OUTPUT_VALID: K_OUTPUT_VALID, OUTPUT_INVALID: K_OUTPUT_INVALID, LIMIT_FITS: K_LIMIT_FITS, LIMIT: K_LIMIT } = EX.answers
+const { NULLISH: BAD_NULLISH, NOT_OBJECT: BAD_NOT_OBJECT, DATA_NOT_STRING: BAD_DATA_NOT_STRING } = EX.badResults
 
 class ToolRegistry {
   constructor() {
@@ -154,8 +172,11 @@ class ToolRegistry {
   }
 }
 
-function zodIssueLines(issues) {
-  return issues.map((i) => `  • ${i.path.join('.')}: ${i.message}`).join('\n')
+/** Zod issues as the machine takes them: `[path, message, …]`, the path joined with `.`. */
+function zodIssues(issues) {
+  const out = []
+  for (const i of issues) out.push(i.path.join('.'), i.message)
+  return out
 }
 
 /** The text of what a tool (or an executor) threw (§9.2 step 8): always a string, never throws,
@@ -196,75 +217,142 @@ class ToolExecutor {
     const w = sem._take()
     if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
     try {
-      const tool = this.registry.get(toolName)
-      if (!tool) return { data: `Tool "${toolName}" is not registered in the ToolRegistry.`, isError: true }
-      if (context?.abortSignal?.aborted === true) {
-        return { data: `Tool "${toolName}" was aborted before execution began.`, isError: true }
-      }
+      // The machine's state, kept here (src/js/executor.rs): its step and the text it holds.
+      let step = S_LOOKUP
+      let text
+      let name = toolName
+      let tool, result
       let parsed = input
-      const schema = toolInputSchema(tool)
-      let check
-      if (isZodSchema(schema)) {
-        const r = schema.safeParse(input)
-        if (!r.success) return { data: `Invalid input for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
-        parsed = r.data
-      } else if ((check = INPUT_CHECKS.get(schema)) !== undefined) {
-        // A built-in tool: Zod 3's texts for the original's schema (unknown keys are stripped
-        // by Zod, so never an issue; the tools read only their own fields).
-        let issues
-        try {
-          issues = check(input)
-        } catch (e) {
-          // A throwing getter or Proxy trap: Zod would throw here; we report instead.
-          issues = [['', `input cannot be read: ${thrownMessage(e)}`]]
-        }
-        if (issues !== null) {
-          return { data: `Invalid input for tool "${tool.name}":\n${issues.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
-        }
-      } else {
-        const v = validators.get(schema)
-        if (v) {
-          let json
-          try {
-            json = JSON.stringify(input === undefined ? null : input)
-          } catch (e) {
-            // Validating `null` instead would report a type error that is not the problem.
-            return { data: `Invalid input for tool "${tool.name}":\n  • : input cannot be written as JSON: ${thrownMessage(e)}`, isError: true }
+      for (;;) {
+        // The answer: its kind and, when the machine must see it, its data.
+        let kind, arg, issues, num, fields
+        switch (STEP_ACTION[step]) {
+          case A_LOOKUP:
+            tool = this.registry.get(toolName)
+            kind = tool ? K_FOUND : K_MISSING
+            break
+          case A_CHECK_ABORT:
+            kind = context?.abortSignal?.aborted === true ? K_ABORTED : K_NOT_ABORTED
+            break
+          case A_CHECK_INPUT: {
+            name = tool.name
+            const schema = toolInputSchema(tool)
+            let describe
+            if (isZodSchema(schema)) {
+              // A throwing schema rejects execute, as in the original.
+              const r = schema.safeParse(input)
+              if (r.success) {
+                parsed = r.data
+                kind = K_INPUT_VALID
+              } else {
+                kind = K_INPUT_INVALID
+                issues = zodIssues(r.error.issues)
+              }
+            } else if ((describe = INPUT_CHECKS.get(schema)) !== undefined) {
+              // A built-in tool: the machine checks the input's description (Zod 3's texts).
+              try {
+                fields = describe(input)
+                kind = K_BUILTIN_INPUT
+              } catch (e) {
+                kind = K_INPUT_UNREADABLE
+                arg = thrownMessage(e)
+              }
+            } else {
+              kind = K_INPUT_VALID
+              const v = validators.get(schema)
+              if (v) {
+                let json
+                try {
+                  json = JSON.stringify(input === undefined ? null : input)
+                } catch (e) {
+                  kind = K_INPUT_NOT_JSON
+                  arg = thrownMessage(e)
+                }
+                if (kind === K_INPUT_VALID) {
+                  const errs = v.validate(json ?? 'null')
+                  if (errs.length > 0) {
+                    kind = K_INPUT_INVALID
+                    issues = errs.flat()
+                  }
+                }
+              }
+            }
+            break
           }
-          const errs = v.validate(json ?? 'null')
-          if (errs.length > 0) {
-            return { data: `Invalid input for tool "${tool.name}":\n${errs.map(([p, m]) => `  • ${p}: ${m}`).join('\n')}`, isError: true }
-          }
+          case A_EXECUTE:
+            try {
+              result = await tool.execute(parsed, context)
+              if (result === undefined || result === null) {
+                kind = K_BAD_RESULT
+                num = BAD_NULLISH
+                arg = String(result)
+              } else if (typeof result !== 'object') {
+                kind = K_BAD_RESULT
+                num = BAD_NOT_OBJECT
+                arg = typeof result
+              } else if (typeof result.data !== 'string') {
+                kind = K_BAD_RESULT
+                num = BAD_DATA_NOT_STRING
+                arg = result.data === null ? 'null' : typeof result.data
+              } else {
+                kind = result.isError ? K_RETURNED_IS_ERROR : K_RETURNED
+              }
+            } catch (err) {
+              kind = K_THREW
+              arg = thrownMessage(err)
+            }
+            break
+          case A_PARSE_OUTPUT:
+            try {
+              const schema = tool.outputSchema
+              if (!schema) kind = K_OUTPUT_VALID
+              else {
+                const r = schema.safeParse(result.data)
+                if (r.success) kind = K_OUTPUT_VALID
+                else {
+                  kind = K_OUTPUT_INVALID
+                  issues = zodIssues(r.error.issues)
+                }
+              }
+            } catch (err) {
+              kind = K_THREW
+              arg = thrownMessage(err)
+            }
+            break
+          case A_READ_LIMIT:
+            try {
+              const max = tool.maxOutputChars ?? this.maxToolOutputChars
+              if (max === undefined || max === null) kind = K_LIMIT_FITS
+              else {
+                const data = step === S_LIMIT_RESULT ? result.data : text
+                if (data.length <= max) kind = K_LIMIT_FITS
+                else {
+                  kind = K_LIMIT
+                  num = Number(max)
+                  arg = data
+                }
+              }
+            } catch (err) {
+              kind = K_THREW
+              arg = thrownMessage(err)
+            }
+            break
+          case A_RETURN_RESULT:
+            return result
+          case A_RETURN_CUT:
+            return { ...result, data: text }
+          default: // A_RETURN_ERROR
+            return { data: text, isError: true }
         }
-      }
-      if (context?.abortSignal?.aborted === true) {
-        return { data: `Tool "${tool.name}" was aborted before execution began.`, isError: true }
-      }
-      try {
-        const result = await tool.execute(parsed, context)
-        if (result === undefined || result === null) {
-          throw new TypeError(`Cannot read properties of ${result} (reading 'isError')`)
+        let next = NEXT[step * ANSWERS + kind]
+        if (next < 0) {
+          // The machine reads the answer (a text to write, a check, a limit); it refuses an
+          // answer the step does not take.
+          const r = native.executorAnswer(`${name}`, step, kind, arg, issues, num, fields)
+          next = r.step
+          if (r.data !== undefined && r.data !== null) text = r.data
         }
-        if (typeof result !== 'object') {
-          return { data: `Tool "${tool.name}" returned an invalid result: expected an object with a string "data", got ${typeof result}`, isError: true }
-        }
-        if (typeof result.data !== 'string') {
-          const got = result.data === null ? 'null' : typeof result.data
-          return { data: `Tool "${tool.name}" returned an invalid result: "data" must be a string, got ${got}`, isError: true }
-        }
-        if (!result.isError && tool.outputSchema) {
-          const r = tool.outputSchema.safeParse(result.data)
-          if (!r.success) return { data: `Invalid output for tool "${tool.name}":\n${zodIssueLines(r.error.issues)}`, isError: true }
-        }
-        return this._maybeTruncate(tool, result)
-      } catch (err) {
-        const result = { data: `Tool "${tool.name}" threw an error: ${thrownMessage(err)}`, isError: true }
-        try {
-          return this._maybeTruncate(tool, result)
-        } catch {
-          // A tool whose maxOutputChars getter throws: its error text untruncated.
-          return result
-        }
+        step = next
       }
     } finally {
       sem.release()
@@ -291,18 +379,6 @@ class ToolExecutor {
     if (failure !== null) throw failure.err
     return results
   }
-
-  _limit(tool) {
-    return tool.maxOutputChars ?? this.maxToolOutputChars
-  }
-
-  _maybeTruncate(tool, result) {
-    const max = this._limit(tool)
-    if (max === undefined || max === null || max <= 0 || result.data.length <= max) return result
-    return { ...result, data: native.truncateToolOutput(result.data, max) }
-  }
-
-
 }
 
 module.exports = { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema, thrownMessage }

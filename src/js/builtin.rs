@@ -2,16 +2,22 @@
 //! runs on tokio's blocking pool, not libuv's, so a 30 s `bash` never starves Node's own fs
 //! calls. `lib/builtin.js` turns these into `ToolDefinition` objects.
 
+use std::ptr;
+
 use napi::bindgen_prelude::*;
+use napi::sys;
 use napi_derive::napi;
+use serde_json::{json, Value};
 
 use super::cancel::CancelHandle;
-use oma_core::redaction;
+use oma_core::redaction::{self, Node, Tree, WalkError};
+use oma_core::tool::builtin::input::{self, FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
 use oma_core::tool::builtin::{
     bash, delegate, file_edit, file_read, file_write, glob, grep,
     path_safety::{self, SandboxSpec},
-    ToolOutput,
+    walk, ToolOutput,
 };
+use oma_core::tool::executor::invalid_input;
 
 #[napi(object)]
 pub struct NativeToolResult {
@@ -46,6 +52,208 @@ where
     env.spawn_future(async move {
         tokio::task::spawn_blocking(f).await.map_err(|e| Error::from_reason(format!("native tool failed: {e}")))
     })
+}
+
+/// The built-in tools' tables, read once by lib/builtin.js: the walkers' skipped directories,
+/// the shell's environment allowlist and default timeout, the [`JsType`] names in tag order,
+/// and each tool's input fields (the JSON Schema's properties and Zod's extra checks).
+#[napi(catch_unwind)]
+pub fn builtin_tables() -> Value {
+    let tools: Vec<Value> = TOOLS
+        .iter()
+        .map(|t| {
+            let fields: Vec<Value> = t
+                .fields
+                .iter()
+                .map(|f| {
+                    json!({
+                        "name": f.name, "type": f.ty.name(), "description": f.description, "required": f.required,
+                        "int": f.int, "gte": f.gte, "gt": f.gt, "minLength": f.min_length,
+                    })
+                })
+                .collect();
+            json!({ "name": t.tool, "fields": fields })
+        })
+        .collect();
+    json!({
+        "skipDirs": walk::SKIP_DIRS,
+        "safeEnvAllowlist": bash::SAFE_ENV_ALLOWLIST,
+        "defaultTimeoutMs": bash::DEFAULT_TIMEOUT_MS,
+        "jsTypes": JsType::ALL.iter().map(|t| t.name()).collect::<Vec<_>>(),
+        "tools": tools,
+    })
+}
+
+/// A built-in tool's own input check (its `execute` called directly): `fields` laid out as the
+/// executor's `BUILTIN_INPUT` answer, `[tool id, input type, field type, field value, …]`
+/// (lib/builtin.js). The error text, or `null` when the input is valid.
+#[napi(catch_unwind)]
+pub fn builtin_check_input(fields: Float64Array) -> Result<Option<String>> {
+    let bad = || Error::from_reason("builtinCheckInput needs [tool id, input type, field type, field value, …]");
+    let t = fields.first().and_then(|&id| TOOLS.get(id as usize)).ok_or_else(bad)?;
+    let mut buf = [FieldValue { ty: JsType::Undefined, num: 0.0 }; MAX_FIELDS];
+    let view = InputView::decode(t, &fields[1..], &mut buf).ok_or_else(bad)?;
+    Ok(input::check(t, &view).map(|issues| invalid_input(t.tool, &issues)))
+}
+
+/// How deep `redactSensitiveObject` goes: the JS walk it replaces overflowed the stack a few
+/// thousand levels down, and a cycle would never end.
+const REDACT_MAX_DEPTH: usize = 10_000;
+
+/// JS values as a redaction [`Tree`], read and built through napi. New arrays and objects
+/// come from the caller's `make(isArray)`, so they belong to the caller's realm (a Jest or
+/// `vm` context has its own `Object.prototype`; napi would create them in the main one).
+struct JsTree {
+    env: sys::napi_env,
+    make: sys::napi_value,
+}
+
+/// A failed napi call: a JS exception is pending (a getter or Proxy trap threw) or the call
+/// itself failed.
+fn napi_ok(status: sys::napi_status) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else if status == sys::Status::napi_pending_exception {
+        Err(Error::new(Status::PendingException, ""))
+    } else {
+        Err(Error::new(Status::from(status), "redactSensitiveObject: a napi call failed"))
+    }
+}
+
+impl JsTree {
+    fn make(&self, array: bool) -> Result<sys::napi_value> {
+        let mut flag = ptr::null_mut();
+        let mut this = ptr::null_mut();
+        let mut out = ptr::null_mut();
+        // SAFETY: values of this call's env; `make` is checked to be a function by napi.
+        napi_ok(unsafe { sys::napi_get_boolean(self.env, array, &mut flag) })?;
+        napi_ok(unsafe { sys::napi_get_undefined(self.env, &mut this) })?;
+        napi_ok(unsafe { sys::napi_call_function(self.env, this, self.make, 1, &flag, &mut out) })?;
+        Ok(out)
+    }
+
+    fn string(&self, v: sys::napi_value) -> Result<String> {
+        let mut len = 0;
+        // SAFETY: a null buffer asks for the length only.
+        napi_ok(unsafe { sys::napi_get_value_string_utf8(self.env, v, ptr::null_mut(), 0, &mut len) })?;
+        let mut buf = vec![0u8; len + 1];
+        let mut written = 0;
+        // SAFETY: `buf` holds `len` bytes and the terminating NUL napi writes.
+        napi_ok(unsafe {
+            sys::napi_get_value_string_utf8(self.env, v, buf.as_mut_ptr().cast(), len + 1, &mut written)
+        })?;
+        buf.truncate(written);
+        // napi writes UTF-8 (a lone surrogate as U+FFFD).
+        Ok(String::from_utf8(buf).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    }
+}
+
+impl Tree for JsTree {
+    type Value = sys::napi_value;
+    type Error = Error;
+
+    // SAFETY (all napi calls below): `self.env` is the env of the current call and every value
+    // comes from it, within the call's handle scope.
+    fn open(&mut self, v: sys::napi_value) -> Result<Node<sys::napi_value>> {
+        let mut t = 0;
+        napi_ok(unsafe { sys::napi_typeof(self.env, v, &mut t) })?;
+        if t == sys::ValueType::napi_string {
+            return Ok(Node::Text(self.string(v)?));
+        }
+        if t != sys::ValueType::napi_object {
+            return Ok(Node::Keep(v));
+        }
+        let mut is = false;
+        napi_ok(unsafe { sys::napi_is_array(self.env, v, &mut is) })?;
+        if is {
+            let mut len = 0;
+            napi_ok(unsafe { sys::napi_get_array_length(self.env, v, &mut len) })?;
+            let mut items = Vec::with_capacity(len as usize);
+            for i in 0..len {
+                let mut item = ptr::null_mut();
+                napi_ok(unsafe { sys::napi_get_element(self.env, v, i, &mut item) })?;
+                items.push(item);
+            }
+            return Ok(Node::List(items));
+        }
+        napi_ok(unsafe { sys::napi_is_date(self.env, v, &mut is) })?;
+        if is {
+            return Ok(Node::Keep(v));
+        }
+        // Object.entries: own, enumerable, string keys (integer keys as strings, first).
+        let mut keys = ptr::null_mut();
+        napi_ok(unsafe {
+            sys::napi_get_all_property_names(
+                self.env,
+                v,
+                sys::KeyCollectionMode::own_only,
+                sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+                sys::KeyConversion::numbers_to_strings,
+                &mut keys,
+            )
+        })?;
+        let mut len = 0;
+        napi_ok(unsafe { sys::napi_get_array_length(self.env, keys, &mut len) })?;
+        let mut entries = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let mut key = ptr::null_mut();
+            napi_ok(unsafe { sys::napi_get_element(self.env, keys, i, &mut key) })?;
+            let mut value = ptr::null_mut();
+            napi_ok(unsafe { sys::napi_get_property(self.env, v, key, &mut value) })?;
+            entries.push((self.string(key)?, value));
+        }
+        Ok(Node::Record(entries))
+    }
+
+    fn text(&mut self, text: String) -> Result<sys::napi_value> {
+        let mut out = ptr::null_mut();
+        napi_ok(unsafe {
+            sys::napi_create_string_utf8(self.env, text.as_ptr().cast(), text.len() as isize, &mut out)
+        })?;
+        Ok(out)
+    }
+
+    fn list(&mut self, items: Vec<sys::napi_value>) -> Result<sys::napi_value> {
+        let out = self.make(true)?;
+        for (i, item) in items.into_iter().enumerate() {
+            napi_ok(unsafe { sys::napi_set_element(self.env, out, i as u32, item) })?;
+        }
+        Ok(out)
+    }
+
+    fn record(&mut self, entries: Vec<(String, sys::napi_value)>) -> Result<sys::napi_value> {
+        let out = self.make(false)?;
+        for (k, v) in entries {
+            let key = self.text(k)?;
+            napi_ok(unsafe { sys::napi_set_property(self.env, out, key, v) })?;
+        }
+        Ok(out)
+    }
+}
+
+/// `redactSensitiveObject` (§13.3): the kernel's one redaction walk over a JS value; `make`
+/// creates the result's arrays (`make(true)`) and plain objects (`make(false)`).
+#[napi(catch_unwind, ts_args_type = "value: unknown, make: (isArray: boolean) => object", ts_return_type = "unknown")]
+pub fn builtin_redact_object<'env>(
+    env: &'env Env,
+    value: Unknown<'env>,
+    make: Function<'env>,
+) -> Result<Unknown<'env>> {
+    let mut tree = JsTree { env: env.raw(), make: make.raw() };
+    match redaction::redact_tree(&mut tree, value.raw(), REDACT_MAX_DEPTH) {
+        // SAFETY: a value made in this call's env.
+        Ok(v) => Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) }),
+        Err(WalkError::Tree(e)) => Err(e),
+        Err(WalkError::TooDeep) => {
+            let msg = std::ffi::CString::new(format!(
+                "redactSensitiveObject: the value is nested more than {REDACT_MAX_DEPTH} levels deep or holds a circular reference"
+            ))
+            .expect("no NUL");
+            // SAFETY: a NUL-terminated message; the exception stays pending for napi-rs.
+            unsafe { sys::napi_throw_range_error(env.raw(), ptr::null(), msg.as_ptr()) };
+            Err(Error::new(Status::PendingException, ""))
+        }
+    }
 }
 
 #[napi(catch_unwind)]

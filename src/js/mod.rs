@@ -4,6 +4,7 @@ pub mod agent;
 pub mod builtin;
 pub mod cancel;
 pub mod core;
+pub mod executor;
 pub mod fast;
 pub mod llm;
 pub mod uv;

@@ -209,25 +209,173 @@ pub fn redact_sensitive_text(text: &str) -> String {
     t
 }
 
-/// §13.3 on JSON data: a property with a sensitive key becomes `"[redacted]"` whatever its
-/// value; strings are redacted as text; arrays element-wise; other values unchanged.
+/// What [`redact_tree`] sees of a value (CONTRACT §13.3, `redactSensitiveObject`).
+pub enum Node<V> {
+    /// A string: redacted as text.
+    Text(String),
+    /// An array: its elements, each redacted.
+    List(Vec<V>),
+    /// An object: its own enumerable entries; a sensitive key's value becomes `"[redacted]"`
+    /// whatever it is, the others are redacted; the result is a plain object.
+    Record(Vec<(String, V)>),
+    /// Anything else (numbers, `null`, dates, functions, …): kept as it is.
+    Keep(V),
+}
+
+/// A value representation [`redact_tree`] can walk and build: JSON data here, JS values in
+/// the binding. Each method may fail (a JS getter throws); the walk stops with that error.
+pub trait Tree {
+    type Value;
+    type Error;
+    fn open(&mut self, value: Self::Value) -> Result<Node<Self::Value>, Self::Error>;
+    fn text(&mut self, text: String) -> Result<Self::Value, Self::Error>;
+    fn list(&mut self, items: Vec<Self::Value>) -> Result<Self::Value, Self::Error>;
+    fn record(&mut self, entries: Vec<(String, Self::Value)>) -> Result<Self::Value, Self::Error>;
+}
+
+/// Why [`redact_tree`] stopped.
+#[derive(Debug, PartialEq)]
+pub enum WalkError<E> {
+    /// The tree's own error.
+    Tree(E),
+    /// More than `max_depth` arrays and objects inside each other (or a cycle, which JS
+    /// values can hold).
+    TooDeep,
+}
+
+impl<E> From<E> for WalkError<E> {
+    fn from(e: E) -> Self {
+        WalkError::Tree(e)
+    }
+}
+
+enum Frame<V> {
+    List(Vec<V>, std::vec::IntoIter<V>),
+    Record(Vec<(String, V)>, Option<String>, std::vec::IntoIter<(String, V)>),
+}
+
+/// The one redaction walk (§13.3): depth-first, without recursion, so depth is bounded by
+/// `max_depth` rather than by the thread's stack.
+pub fn redact_tree<T: Tree>(tree: &mut T, root: T::Value, max_depth: usize) -> Result<T::Value, WalkError<T::Error>> {
+    let mut stack: Vec<Frame<T::Value>> = Vec::new();
+    let mut next = root;
+    loop {
+        // Open `next`: either a finished value, or a frame whose first child is next.
+        let mut done = match tree.open(next)? {
+            Node::Text(s) => tree.text(redact_sensitive_text(&s))?,
+            Node::Keep(v) => v,
+            Node::List(items) => {
+                if stack.len() >= max_depth {
+                    return Err(WalkError::TooDeep);
+                }
+                stack.push(Frame::List(Vec::with_capacity(items.len()), items.into_iter()));
+                match advance(tree, &mut stack)? {
+                    Step::Open(v) => {
+                        next = v;
+                        continue;
+                    }
+                    Step::Done(v) => v,
+                }
+            }
+            Node::Record(entries) => {
+                if stack.len() >= max_depth {
+                    return Err(WalkError::TooDeep);
+                }
+                stack.push(Frame::Record(Vec::with_capacity(entries.len()), None, entries.into_iter()));
+                match advance(tree, &mut stack)? {
+                    Step::Open(v) => {
+                        next = v;
+                        continue;
+                    }
+                    Step::Done(v) => v,
+                }
+            }
+        };
+        // Hand finished values up until a frame has another child to open.
+        loop {
+            match stack.last_mut() {
+                None => return Ok(done),
+                Some(Frame::List(out, _)) => out.push(done),
+                Some(Frame::Record(out, key, _)) => out.push((key.take().unwrap_or_default(), done)),
+            }
+            match advance(tree, &mut stack)? {
+                Step::Open(v) => {
+                    next = v;
+                    break;
+                }
+                Step::Done(v) => done = v,
+            }
+        }
+    }
+}
+
+enum Step<V> {
+    /// The top frame's next child, to open.
+    Open(V),
+    /// The top frame had no child left: it was popped and built into this value.
+    Done(V),
+}
+
+/// The top frame's next child to open (sensitive keys are filled in on the way), or, when it
+/// has none left, the frame popped and built.
+fn advance<T: Tree>(tree: &mut T, stack: &mut Vec<Frame<T::Value>>) -> Result<Step<T::Value>, WalkError<T::Error>> {
+    match stack.last_mut() {
+        Some(Frame::List(_, rest)) => {
+            if let Some(v) = rest.next() {
+                return Ok(Step::Open(v));
+            }
+        }
+        Some(Frame::Record(out, key, rest)) => {
+            for (k, v) in rest.by_ref() {
+                if is_sensitive_name(&k) {
+                    out.push((k, tree.text(REDACTED.to_string())?));
+                } else {
+                    *key = Some(k);
+                    return Ok(Step::Open(v));
+                }
+            }
+        }
+        None => unreachable!("advance() is called with a frame on the stack"),
+    }
+    Ok(Step::Done(match stack.pop() {
+        Some(Frame::List(out, _)) => tree.list(out)?,
+        Some(Frame::Record(out, _, _)) => tree.record(out)?,
+        None => unreachable!(),
+    }))
+}
+
+/// JSON data as a [`Tree`].
+struct JsonTree;
+
+impl Tree for JsonTree {
+    type Value = Value;
+    type Error = std::convert::Infallible;
+
+    fn open(&mut self, value: Value) -> Result<Node<Value>, Self::Error> {
+        Ok(match value {
+            Value::String(s) => Node::Text(s),
+            Value::Array(a) => Node::List(a),
+            Value::Object(m) => Node::Record(m.into_iter().collect()),
+            other => Node::Keep(other),
+        })
+    }
+    fn text(&mut self, text: String) -> Result<Value, Self::Error> {
+        Ok(Value::String(text))
+    }
+    fn list(&mut self, items: Vec<Value>) -> Result<Value, Self::Error> {
+        Ok(Value::Array(items))
+    }
+    fn record(&mut self, entries: Vec<(String, Value)>) -> Result<Value, Self::Error> {
+        Ok(Value::Object(entries.into_iter().collect()))
+    }
+}
+
+/// §13.3 on JSON data (the runner's tool-call traces).
 pub fn redact_sensitive_value(value: &Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(redact_sensitive_text(s)),
-        Value::Array(a) => Value::Array(a.iter().map(redact_sensitive_value).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| {
-                    let v = if is_sensitive_name(k) {
-                        Value::String(REDACTED.to_string())
-                    } else {
-                        redact_sensitive_value(v)
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
+    match redact_tree(&mut JsonTree, value.clone(), usize::MAX) {
+        Ok(v) => v,
+        Err(WalkError::Tree(never)) => match never {},
+        Err(WalkError::TooDeep) => unreachable!("no depth limit"),
     }
 }
 
@@ -347,6 +495,61 @@ mod tests {
         assert_eq!(
             redact_sensitive_value(&v),
             json!({"apiKey": "[redacted]", "list": ["password=[redacted]", 3, {"token": "[redacted]"}], "n": null, "s": "Bearer [redacted]"})
+        );
+    }
+
+    /// Nested one-element lists `depth` deep around a text, generated as the walk opens
+    /// them: the walk must not recurse per level (a JS value can be this deep).
+    struct Nested;
+
+    #[derive(Debug, PartialEq)]
+    enum N {
+        Level(usize),
+        Built(usize, String),
+    }
+
+    impl Tree for Nested {
+        type Value = N;
+        type Error = ();
+        fn open(&mut self, v: N) -> Result<Node<N>, ()> {
+            Ok(match v {
+                N::Level(0) => Node::Text("password=x".into()),
+                N::Level(n) => Node::List(vec![N::Level(n - 1)]),
+                built => Node::Keep(built),
+            })
+        }
+        fn text(&mut self, t: String) -> Result<N, ()> {
+            Ok(N::Built(0, t))
+        }
+        fn list(&mut self, mut items: Vec<N>) -> Result<N, ()> {
+            match items.pop() {
+                Some(N::Built(d, t)) => Ok(N::Built(d + 1, t)),
+                _ => Err(()),
+            }
+        }
+        fn record(&mut self, _: Vec<(String, N)>) -> Result<N, ()> {
+            Err(())
+        }
+    }
+
+    #[test]
+    fn walk_depth_is_bounded_by_its_limit_not_the_stack() {
+        let out = small_stack(|| redact_tree(&mut Nested, N::Level(1_000_000), usize::MAX));
+        assert_eq!(out, Ok(N::Built(1_000_000, "password=[redacted]".into())));
+        assert_eq!(redact_tree(&mut Nested, N::Level(1001), 1000), Err(WalkError::TooDeep));
+        assert!(redact_tree(&mut Nested, N::Level(1000), 1000).is_ok());
+    }
+
+    fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new().stack_size(128 * 1024).spawn(f).unwrap().join().unwrap()
+    }
+
+    #[test]
+    fn walk_keeps_order_and_fills_sensitive_keys_without_opening_them() {
+        let v = json!({"a": [], "token": [[["deep"]]], "b": {}, "c": ["x", {"secret": 1, "d": "Bearer abcdefghij"}]});
+        assert_eq!(
+            redact_tree(&mut JsonTree, v, 3).unwrap().to_string(),
+            r#"{"a":[],"token":"[redacted]","b":{},"c":["x",{"secret":"[redacted]","d":"Bearer [redacted]"}]}"#
         );
     }
 }

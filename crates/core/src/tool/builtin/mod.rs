@@ -8,6 +8,7 @@ pub mod file_read;
 pub mod file_write;
 pub mod glob;
 pub mod grep;
+pub mod input;
 pub mod path_safety;
 pub mod walk;
 

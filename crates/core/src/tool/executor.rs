@@ -1,0 +1,812 @@
+//! The ToolExecutor (CONTRACT §9.2) as a sans-IO machine: the order of the steps of one tool
+//! call and every text the call can end with.
+//!
+//! lookup → abort check → input check → abort check → execute → output check → output limit
+//!
+//! The machine asks for one thing at a time ([`Action`]); the driver performs it (the JS shim:
+//! it looks the tool up, reads the abort signal, calls the user's Zod `safeParse` or the
+//! native JSON Schema validator, awaits `execute`, reads `maxOutputChars`) and answers through
+//! [`ToolCall::answer`]. Values stay with the driver (the parsed input, the tool's result
+//! object); the machine sees only what it decides on.
+//!
+//! The machine's state is its [`Step`] plus, while the output limit of an error text is read,
+//! that text: a driver may keep both and [`ToolCall::resume`] the machine, so a driver that
+//! crosses a language boundary need not keep a machine object per call. Which answers move
+//! on without any data is [`transition`] (the JS driver walks that table on the happy path
+//! without calling the machine); every other answer goes through [`ToolCall::answer`].
+
+use crate::kernel::truncate::truncate_tool_output;
+use crate::tool::builtin::input::{self, InputView, ToolInput};
+
+/// One issue of an input or output check: `path` is the issue's path joined with `.`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub path: String,
+    pub message: String,
+}
+
+impl Issue {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Issue {
+        Issue { path: path.into(), message: message.into() }
+    }
+}
+
+/// Where a call is. Each step but the three `Return*` asks the driver for one thing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    Lookup = 0,
+    AbortBeforeInput,
+    CheckInput,
+    AbortBeforeExecute,
+    Execute,
+    CheckOutput,
+    /// The output limit for the tool's own result.
+    LimitResult,
+    /// The output limit for the error text the machine holds (a tool that threw).
+    LimitError,
+    ReturnResult,
+    ReturnCut,
+    ReturnError,
+}
+
+impl Step {
+    pub const ALL: [Step; 11] = [
+        Step::Lookup,
+        Step::AbortBeforeInput,
+        Step::CheckInput,
+        Step::AbortBeforeExecute,
+        Step::Execute,
+        Step::CheckOutput,
+        Step::LimitResult,
+        Step::LimitError,
+        Step::ReturnResult,
+        Step::ReturnCut,
+        Step::ReturnError,
+    ];
+
+    pub fn from_code(code: u32) -> Option<Step> {
+        Step::ALL.get(code as usize).copied()
+    }
+
+    /// What the driver does at this step, without the data the machine may hold.
+    pub fn action_kind(self) -> ActionKind {
+        match self {
+            Step::Lookup => ActionKind::Lookup,
+            Step::AbortBeforeInput | Step::AbortBeforeExecute => ActionKind::CheckAbort,
+            Step::CheckInput => ActionKind::CheckInput,
+            Step::Execute => ActionKind::Execute,
+            Step::CheckOutput => ActionKind::ParseOutput,
+            Step::LimitResult | Step::LimitError => ActionKind::ReadLimit,
+            Step::ReturnResult => ActionKind::ReturnResult,
+            Step::ReturnCut => ActionKind::ReturnCut,
+            Step::ReturnError => ActionKind::ReturnError,
+        }
+    }
+}
+
+/// The kinds of [`Action`], as a driver that keeps only the step dispatches on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ActionKind {
+    Lookup = 0,
+    CheckAbort,
+    CheckInput,
+    Execute,
+    ParseOutput,
+    ReadLimit,
+    ReturnResult,
+    ReturnCut,
+    ReturnError,
+}
+
+impl ActionKind {
+    pub const ALL: [ActionKind; 9] = [
+        ActionKind::Lookup,
+        ActionKind::CheckAbort,
+        ActionKind::CheckInput,
+        ActionKind::Execute,
+        ActionKind::ParseOutput,
+        ActionKind::ReadLimit,
+        ActionKind::ReturnResult,
+        ActionKind::ReturnCut,
+        ActionKind::ReturnError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ActionKind::Lookup => "LOOKUP",
+            ActionKind::CheckAbort => "CHECK_ABORT",
+            ActionKind::CheckInput => "CHECK_INPUT",
+            ActionKind::Execute => "EXECUTE",
+            ActionKind::ParseOutput => "PARSE_OUTPUT",
+            ActionKind::ReadLimit => "READ_LIMIT",
+            ActionKind::ReturnResult => "RETURN_RESULT",
+            ActionKind::ReturnCut => "RETURN_CUT",
+            ActionKind::ReturnError => "RETURN_ERROR",
+        }
+    }
+}
+
+/// What the machine asks the driver to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action<'a> {
+    /// Find the tool in the registry: [`Answer::Found`] or [`Answer::Missing`].
+    Lookup,
+    /// Read the call's abort signal: [`Answer::NotAborted`] or [`Answer::Aborted`].
+    CheckAbort,
+    /// Check the input with the tool's input schema: a Zod schema's `safeParse` (its `data`
+    /// is the input `execute` gets), the native JSON Schema validator, or, for a built-in
+    /// tool, a description of the input ([`Answer::BuiltinInput`]) that the machine checks.
+    CheckInput,
+    /// Call `execute(input, context)` and await it; classify what it returned or threw.
+    Execute,
+    /// Parse the result's `data` with the tool's output schema, if it has one.
+    ParseOutput,
+    /// Read `tool.maxOutputChars ?? executor.maxToolOutputChars` and compare the text's
+    /// length with it: the result's `data` at [`Step::LimitResult`], the machine's error text
+    /// at [`Step::LimitError`].
+    ReadLimit,
+    /// Resolve with the tool's result object as it is.
+    ReturnResult,
+    /// Resolve with a copy of the tool's result (`{ ...result, data }`) whose `data` is the
+    /// result's `data` cut to `max` UTF-16 units (`truncate_tool_output`).
+    ReturnCut { max: usize },
+    /// Resolve with `{ data: this, isError: true }`.
+    ReturnError(&'a str),
+}
+
+/// How a tool's result failed the result checks (§9.2 step 7).
+#[derive(Clone, Debug, PartialEq)]
+pub enum BadResult {
+    /// `undefined` or `null` (`"undefined"` / `"null"`): reading its `isError` throws.
+    Nullish(&'static str),
+    /// Not an object: its `typeof`.
+    NotObject(String),
+    /// `data` is not a string: `"null"` or its `typeof`.
+    DataNotString(String),
+}
+
+/// The driver's answer to the current [`Action`]. [`AnswerKind`] names them without data.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer<'a> {
+    Found,
+    Missing,
+    NotAborted,
+    Aborted,
+    InputValid,
+    InputInvalid(Vec<Issue>),
+    /// A getter or Proxy trap threw while the input was read.
+    InputUnreadable(String),
+    /// `JSON.stringify` of the input threw (a JSON Schema tool).
+    InputNotJson(String),
+    /// A built-in tool's input as the driver sees it; the machine checks it.
+    BuiltinInput(&'static ToolInput, InputView<'a>),
+    /// `execute` gave an object with a string `data`; `is_error` is its `isError`.
+    Returned {
+        is_error: bool,
+    },
+    BadResult(BadResult),
+    /// `execute` (or reading its result, the output schema or the limit) threw this text.
+    Threw(String),
+    OutputValid,
+    OutputInvalid(Vec<Issue>),
+    /// No limit is set, or the text is no longer than it.
+    LimitFits,
+    /// The limit (`maxOutputChars`), shorter than the text.
+    Limit(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AnswerKind {
+    Found = 0,
+    Missing,
+    NotAborted,
+    Aborted,
+    InputValid,
+    InputInvalid,
+    InputUnreadable,
+    InputNotJson,
+    BuiltinInput,
+    Returned,
+    ReturnedIsError,
+    BadResult,
+    Threw,
+    OutputValid,
+    OutputInvalid,
+    LimitFits,
+    Limit,
+}
+
+impl AnswerKind {
+    pub const ALL: [AnswerKind; 17] = [
+        AnswerKind::Found,
+        AnswerKind::Missing,
+        AnswerKind::NotAborted,
+        AnswerKind::Aborted,
+        AnswerKind::InputValid,
+        AnswerKind::InputInvalid,
+        AnswerKind::InputUnreadable,
+        AnswerKind::InputNotJson,
+        AnswerKind::BuiltinInput,
+        AnswerKind::Returned,
+        AnswerKind::ReturnedIsError,
+        AnswerKind::BadResult,
+        AnswerKind::Threw,
+        AnswerKind::OutputValid,
+        AnswerKind::OutputInvalid,
+        AnswerKind::LimitFits,
+        AnswerKind::Limit,
+    ];
+
+    pub fn from_code(code: u32) -> Option<AnswerKind> {
+        AnswerKind::ALL.get(code as usize).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnswerKind::Found => "FOUND",
+            AnswerKind::Missing => "MISSING",
+            AnswerKind::NotAborted => "NOT_ABORTED",
+            AnswerKind::Aborted => "ABORTED",
+            AnswerKind::InputValid => "INPUT_VALID",
+            AnswerKind::InputInvalid => "INPUT_INVALID",
+            AnswerKind::InputUnreadable => "INPUT_UNREADABLE",
+            AnswerKind::InputNotJson => "INPUT_NOT_JSON",
+            AnswerKind::BuiltinInput => "BUILTIN_INPUT",
+            AnswerKind::Returned => "RETURNED",
+            AnswerKind::ReturnedIsError => "RETURNED_IS_ERROR",
+            AnswerKind::BadResult => "BAD_RESULT",
+            AnswerKind::Threw => "THREW",
+            AnswerKind::OutputValid => "OUTPUT_VALID",
+            AnswerKind::OutputInvalid => "OUTPUT_INVALID",
+            AnswerKind::LimitFits => "LIMIT_FITS",
+            AnswerKind::Limit => "LIMIT",
+        }
+    }
+}
+
+impl Answer<'_> {
+    pub fn kind(&self) -> AnswerKind {
+        match self {
+            Answer::Found => AnswerKind::Found,
+            Answer::Missing => AnswerKind::Missing,
+            Answer::NotAborted => AnswerKind::NotAborted,
+            Answer::Aborted => AnswerKind::Aborted,
+            Answer::InputValid => AnswerKind::InputValid,
+            Answer::InputInvalid(_) => AnswerKind::InputInvalid,
+            Answer::InputUnreadable(_) => AnswerKind::InputUnreadable,
+            Answer::InputNotJson(_) => AnswerKind::InputNotJson,
+            Answer::BuiltinInput(..) => AnswerKind::BuiltinInput,
+            Answer::Returned { is_error: false } => AnswerKind::Returned,
+            Answer::Returned { is_error: true } => AnswerKind::ReturnedIsError,
+            Answer::BadResult(_) => AnswerKind::BadResult,
+            Answer::Threw(_) => AnswerKind::Threw,
+            Answer::OutputValid => AnswerKind::OutputValid,
+            Answer::OutputInvalid(_) => AnswerKind::OutputInvalid,
+            Answer::LimitFits => AnswerKind::LimitFits,
+            Answer::Limit(_) => AnswerKind::Limit,
+        }
+    }
+}
+
+/// Where an answer leads, before its data is looked at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// To this step, whatever the answer's data (nothing to render).
+    To(Step),
+    /// The machine reads the answer's data (a text to render, a check to run, a limit).
+    Decide,
+    /// The answer does not belong to this step.
+    Invalid,
+}
+
+/// The order of the steps: the one definition both [`ToolCall::answer`] and the JS driver's
+/// table follow.
+pub fn transition(step: Step, kind: AnswerKind) -> Transition {
+    use AnswerKind as K;
+    use Step as S;
+    use Transition::{Decide, Invalid, To};
+    match (step, kind) {
+        (S::Lookup, K::Found) => To(S::AbortBeforeInput),
+        (S::Lookup, K::Missing) => Decide,
+        (S::AbortBeforeInput, K::NotAborted) => To(S::CheckInput),
+        (S::AbortBeforeExecute, K::NotAborted) => To(S::Execute),
+        (S::AbortBeforeInput | S::AbortBeforeExecute, K::Aborted) => Decide,
+        (S::CheckInput, K::InputValid) => To(S::AbortBeforeExecute),
+        (S::CheckInput, K::InputInvalid | K::InputUnreadable | K::InputNotJson | K::BuiltinInput) => Decide,
+        (S::Execute, K::Returned) => To(S::CheckOutput),
+        // A result that reports its own error is not checked against the output schema.
+        (S::Execute, K::ReturnedIsError) => To(S::LimitResult),
+        (S::Execute, K::BadResult) => Decide,
+        (S::CheckOutput, K::OutputValid) => To(S::LimitResult),
+        (S::CheckOutput, K::OutputInvalid) => Decide,
+        // The original wraps everything after `execute` starts in one try: whatever throws
+        // there becomes the tool's error text.
+        (S::Execute | S::CheckOutput | S::LimitResult, K::Threw) => Decide,
+        (S::LimitResult, K::LimitFits) => To(S::ReturnResult),
+        (S::LimitResult | S::LimitError, K::Limit) => Decide,
+        (S::LimitError, K::LimitFits) => To(S::ReturnError),
+        // A limit that cannot be read leaves the error text whole.
+        (S::LimitError, K::Threw) => To(S::ReturnError),
+        _ => Invalid,
+    }
+}
+
+/// An answer the current step does not take (a driver bug).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Misuse {
+    pub step: Step,
+    pub answer: AnswerKind,
+}
+
+impl std::fmt::Display for Misuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the tool executor cannot take {} at step {:?}", self.answer.name(), self.step)
+    }
+}
+
+impl std::error::Error for Misuse {}
+
+/// One tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The tool's name as called, then (once found) as the registry holds it.
+    name: String,
+    step: Step,
+    /// The error text being returned (steps `LimitError`, `ReturnError`).
+    text: String,
+    /// The limit the result's `data` is cut to (step `ReturnCut`).
+    cut: usize,
+}
+
+impl ToolCall {
+    pub fn new(name: impl Into<String>) -> ToolCall {
+        ToolCall { name: name.into(), step: Step::Lookup, text: String::new(), cut: 0 }
+    }
+
+    /// The machine at `step`, holding `text` (see [`ToolCall::text`]): what a driver that
+    /// keeps only these two rebuilds. `name` is the tool's name (the registered tool's own
+    /// `name` once found).
+    pub fn resume(name: impl Into<String>, step: Step, text: impl Into<String>) -> ToolCall {
+        ToolCall { name: name.into(), step, text: text.into(), cut: 0 }
+    }
+
+    pub fn step(&self) -> Step {
+        self.step
+    }
+
+    /// The error text the call holds at `LimitError` and `ReturnError`; empty otherwise.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn action(&self) -> Action<'_> {
+        match self.step.action_kind() {
+            ActionKind::Lookup => Action::Lookup,
+            ActionKind::CheckAbort => Action::CheckAbort,
+            ActionKind::CheckInput => Action::CheckInput,
+            ActionKind::Execute => Action::Execute,
+            ActionKind::ParseOutput => Action::ParseOutput,
+            ActionKind::ReadLimit => Action::ReadLimit,
+            ActionKind::ReturnResult => Action::ReturnResult,
+            ActionKind::ReturnCut => Action::ReturnCut { max: self.cut },
+            ActionKind::ReturnError => Action::ReturnError(&self.text),
+        }
+    }
+
+    /// The one entry: the driver's answer to the current action; the next action.
+    pub fn answer(&mut self, answer: Answer) -> Result<Action<'_>, Misuse> {
+        let kind = answer.kind();
+        match transition(self.step, kind) {
+            Transition::Invalid => return Err(Misuse { step: self.step, answer: kind }),
+            Transition::To(next) => self.step = next,
+            Transition::Decide => self.decide(answer),
+        }
+        Ok(self.action())
+    }
+
+    fn fail(&mut self, text: String) {
+        self.text = text;
+        self.step = Step::ReturnError;
+    }
+
+    fn decide(&mut self, answer: Answer) {
+        let name = &self.name;
+        match answer {
+            Answer::Missing => self.fail(format!("Tool \"{name}\" is not registered in the ToolRegistry.")),
+            Answer::Aborted => self.fail(format!("Tool \"{name}\" was aborted before execution began.")),
+            Answer::InputInvalid(issues) => self.fail(invalid_input(name, &issues)),
+            Answer::InputUnreadable(msg) => {
+                self.fail(invalid_input(name, &[Issue::new("", format!("input cannot be read: {msg}"))]))
+            }
+            Answer::InputNotJson(msg) => {
+                self.fail(invalid_input(name, &[Issue::new("", format!("input cannot be written as JSON: {msg}"))]))
+            }
+            Answer::BuiltinInput(tool, view) => match input::check(tool, &view) {
+                Some(issues) => self.fail(invalid_input(name, &issues)),
+                None => self.step = Step::AbortBeforeExecute,
+            },
+            Answer::BadResult(BadResult::Nullish(v)) => {
+                self.threw(&format!("Cannot read properties of {v} (reading 'isError')"))
+            }
+            Answer::BadResult(BadResult::NotObject(t)) => self.fail(format!(
+                "Tool \"{name}\" returned an invalid result: expected an object with a string \"data\", got {t}"
+            )),
+            Answer::BadResult(BadResult::DataNotString(t)) => {
+                self.fail(format!("Tool \"{name}\" returned an invalid result: \"data\" must be a string, got {t}"))
+            }
+            Answer::Threw(msg) => self.threw(&msg),
+            Answer::OutputInvalid(issues) => {
+                self.fail(format!("Invalid output for tool \"{name}\":\n{}", issue_lines(&issues)))
+            }
+            Answer::Limit(max) => self.limit(max),
+            // `transition` routes every other answer without data.
+            _ => unreachable!("transition() decides {:?} at {:?}", answer.kind(), self.step),
+        }
+    }
+
+    fn threw(&mut self, msg: &str) {
+        self.text = format!("Tool \"{}\" threw an error: {msg}", self.name);
+        self.step = Step::LimitError;
+    }
+
+    /// A limit shorter than the text. A limit of 0 or less means none; otherwise the text is
+    /// cut to it (a fraction rounds down, NaN cuts to nothing, as the original's conversion).
+    fn limit(&mut self, max: f64) {
+        // `NaN <= 0` is false: NaN cuts (to 0).
+        let cut = if max <= 0.0 { None } else { Some(max as usize) };
+        match (self.step, cut) {
+            (Step::LimitResult, None) => self.step = Step::ReturnResult,
+            (Step::LimitResult, Some(n)) => {
+                self.cut = n;
+                self.step = Step::ReturnCut;
+            }
+            (_, None) => self.step = Step::ReturnError,
+            (_, Some(n)) => {
+                self.text = truncate_tool_output(&self.text, n);
+                self.step = Step::ReturnError;
+            }
+        }
+    }
+}
+
+fn issue_lines(issues: &[Issue]) -> String {
+    let mut out = String::new();
+    for (i, issue) in issues.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str("  \u{2022} ");
+        out.push_str(&issue.path);
+        out.push_str(": ");
+        out.push_str(&issue.message);
+    }
+    out
+}
+
+/// The text of a failed input check (also what a built-in tool's own `execute` returns).
+pub fn invalid_input(name: &str, issues: &[Issue]) -> String {
+    format!("Invalid input for tool \"{name}\":\n{}", issue_lines(issues))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::builtin::input::{FieldValue, JsType};
+
+    /// A scripted driver: answers in order; records each action the machine asked for and
+    /// checks it against the script. Ends with the final action.
+    fn drive(name: &str, script: Vec<(ActionKind, Answer<'static>)>) -> (Vec<ActionKind>, Action<'static>) {
+        let mut call = ToolCall::new(name);
+        let mut seen = Vec::new();
+        for (expect, answer) in script {
+            let kind = call.step().action_kind();
+            assert_eq!(kind, expect, "asked for {kind:?}, the script expected {expect:?}");
+            seen.push(kind);
+            call.answer(answer).unwrap();
+        }
+        let end = match call.action() {
+            Action::ReturnError(t) => Action::ReturnError(Box::leak(t.to_string().into_boxed_str())),
+            other => other.clone_static(),
+        };
+        (seen, end)
+    }
+
+    impl Action<'_> {
+        fn clone_static(&self) -> Action<'static> {
+            match self {
+                Action::Lookup => Action::Lookup,
+                Action::CheckAbort => Action::CheckAbort,
+                Action::CheckInput => Action::CheckInput,
+                Action::Execute => Action::Execute,
+                Action::ParseOutput => Action::ParseOutput,
+                Action::ReadLimit => Action::ReadLimit,
+                Action::ReturnResult => Action::ReturnResult,
+                Action::ReturnCut { max } => Action::ReturnCut { max: *max },
+                Action::ReturnError(_) => unreachable!(),
+            }
+        }
+    }
+
+    use ActionKind as A;
+
+    fn happy_until_execute() -> Vec<(ActionKind, Answer<'static>)> {
+        vec![
+            (A::Lookup, Answer::Found),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::CheckInput, Answer::InputValid),
+            (A::CheckAbort, Answer::NotAborted),
+        ]
+    }
+
+    fn with(
+        mut head: Vec<(ActionKind, Answer<'static>)>,
+        tail: Vec<(ActionKind, Answer<'static>)>,
+    ) -> Vec<(ActionKind, Answer<'static>)> {
+        head.extend(tail);
+        head
+    }
+
+    fn error(text: &str) -> Action<'static> {
+        Action::ReturnError(Box::leak(text.to_string().into_boxed_str()))
+    }
+
+    #[test]
+    fn happy_path_asks_in_the_contracts_order_and_returns_the_result() {
+        let script = with(
+            happy_until_execute(),
+            vec![
+                (A::Execute, Answer::Returned { is_error: false }),
+                (A::ParseOutput, Answer::OutputValid),
+                (A::ReadLimit, Answer::LimitFits),
+            ],
+        );
+        let (seen, end) = drive("t", script);
+        assert_eq!(
+            seen,
+            [A::Lookup, A::CheckAbort, A::CheckInput, A::CheckAbort, A::Execute, A::ParseOutput, A::ReadLimit]
+        );
+        assert_eq!(end, Action::ReturnResult);
+    }
+
+    #[test]
+    fn an_error_result_skips_the_output_schema() {
+        let script = with(
+            happy_until_execute(),
+            vec![(A::Execute, Answer::Returned { is_error: true }), (A::ReadLimit, Answer::LimitFits)],
+        );
+        assert_eq!(drive("t", script).1, Action::ReturnResult);
+    }
+
+    #[test]
+    fn missing_tool_and_aborts() {
+        let (seen, end) = drive("nope", vec![(A::Lookup, Answer::Missing)]);
+        assert_eq!(seen, [A::Lookup]);
+        assert_eq!(end, error("Tool \"nope\" is not registered in the ToolRegistry."));
+        let (_, end) = drive("t", vec![(A::Lookup, Answer::Found), (A::CheckAbort, Answer::Aborted)]);
+        assert_eq!(end, error("Tool \"t\" was aborted before execution began."));
+        let mut script = happy_until_execute();
+        script[3].1 = Answer::Aborted;
+        assert_eq!(drive("t", script).1, error("Tool \"t\" was aborted before execution began."));
+    }
+
+    fn input(answer: Answer<'static>) -> Action<'static> {
+        drive("t", vec![(A::Lookup, Answer::Found), (A::CheckAbort, Answer::NotAborted), (A::CheckInput, answer)]).1
+    }
+
+    #[test]
+    fn input_failures() {
+        assert_eq!(
+            input(Answer::InputInvalid(vec![Issue::new("n", "Expected number, received string")])),
+            error("Invalid input for tool \"t\":\n  \u{2022} n: Expected number, received string")
+        );
+        assert_eq!(
+            input(Answer::InputInvalid(vec![Issue::new("", "a"), Issue::new("x.0", "b")])),
+            error("Invalid input for tool \"t\":\n  \u{2022} : a\n  \u{2022} x.0: b")
+        );
+        assert_eq!(
+            input(Answer::InputUnreadable("getter".into())),
+            error("Invalid input for tool \"t\":\n  \u{2022} : input cannot be read: getter")
+        );
+        assert_eq!(
+            input(Answer::InputNotJson("Converting circular structure to JSON".into())),
+            error("Invalid input for tool \"t\":\n  \u{2022} : input cannot be written as JSON: Converting circular structure to JSON")
+        );
+    }
+
+    #[test]
+    fn builtin_input_is_checked_by_the_machine() {
+        let tool = input::tool("file_read").unwrap();
+        let fields: &'static [FieldValue] = Box::leak(Box::new([
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+            FieldValue { ty: JsType::Number, num: 1.5 },
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+        ]));
+        assert_eq!(
+            input(Answer::BuiltinInput(tool, InputView { top: JsType::Object, fields })),
+            error("Invalid input for tool \"t\":\n  \u{2022} path: Required\n  \u{2022} offset: Expected integer, received float")
+        );
+        let valid: &'static [FieldValue] = Box::leak(Box::new([
+            FieldValue { ty: JsType::String, num: 3.0 },
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+        ]));
+        let script = vec![
+            (A::Lookup, Answer::Found),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::CheckInput, Answer::BuiltinInput(tool, InputView { top: JsType::Object, fields: valid })),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::Execute, Answer::Returned { is_error: false }),
+            (A::ParseOutput, Answer::OutputValid),
+            (A::ReadLimit, Answer::LimitFits),
+        ];
+        assert_eq!(drive("file_read", script).1, Action::ReturnResult);
+        assert_eq!(
+            input(Answer::BuiltinInput(tool, InputView { top: JsType::Array, fields: &[] })),
+            error("Invalid input for tool \"t\":\n  \u{2022} : Expected object, received array")
+        );
+    }
+
+    fn executed(answer: Answer<'static>, rest: Vec<(ActionKind, Answer<'static>)>) -> Action<'static> {
+        let mut script = with(happy_until_execute(), vec![(A::Execute, answer)]);
+        script.extend(rest);
+        drive("t", script).1
+    }
+
+    #[test]
+    fn bad_results() {
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::NotObject("number".into())), vec![]),
+            error("Tool \"t\" returned an invalid result: expected an object with a string \"data\", got number")
+        );
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::DataNotString("null".into())), vec![]),
+            error("Tool \"t\" returned an invalid result: \"data\" must be a string, got null")
+        );
+        // A nullish result is a throw (reading `isError`), so its text is limited like one.
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::Nullish("undefined")), vec![(A::ReadLimit, Answer::LimitFits)]),
+            error("Tool \"t\" threw an error: Cannot read properties of undefined (reading 'isError')")
+        );
+    }
+
+    #[test]
+    fn thrown_errors_are_limited_unless_the_limit_cannot_be_read() {
+        assert_eq!(
+            executed(Answer::Threw("kaput".into()), vec![(A::ReadLimit, Answer::LimitFits)]),
+            error("Tool \"t\" threw an error: kaput")
+        );
+        assert_eq!(
+            executed(Answer::Threw("kaput".into()), vec![(A::ReadLimit, Answer::Threw("getter".into()))]),
+            error("Tool \"t\" threw an error: kaput")
+        );
+        assert_eq!(
+            executed(Answer::Threw("kaput".into()), vec![(A::ReadLimit, Answer::Limit(10.0))]),
+            error("Tool \"t\" t")
+        );
+        // 0 or less: no limit.
+        assert_eq!(
+            executed(Answer::Threw("kaput".into()), vec![(A::ReadLimit, Answer::Limit(0.0))]),
+            error("Tool \"t\" threw an error: kaput")
+        );
+        // Reading the result's limit threw: that becomes the error, itself limited.
+        assert_eq!(
+            executed(
+                Answer::Returned { is_error: false },
+                vec![
+                    (A::ParseOutput, Answer::OutputValid),
+                    (A::ReadLimit, Answer::Threw("getter".into())),
+                    (A::ReadLimit, Answer::LimitFits)
+                ]
+            ),
+            error("Tool \"t\" threw an error: getter")
+        );
+        // The output schema threw.
+        assert_eq!(
+            executed(
+                Answer::Returned { is_error: false },
+                vec![(A::ParseOutput, Answer::Threw("schema".into())), (A::ReadLimit, Answer::LimitFits)]
+            ),
+            error("Tool \"t\" threw an error: schema")
+        );
+    }
+
+    #[test]
+    fn output_schema_and_result_limits() {
+        assert_eq!(
+            executed(
+                Answer::Returned { is_error: false },
+                vec![(
+                    A::ParseOutput,
+                    Answer::OutputInvalid(vec![Issue::new("", "String must contain at most 3 character(s)")])
+                )]
+            ),
+            error("Invalid output for tool \"t\":\n  \u{2022} : String must contain at most 3 character(s)")
+        );
+        let limited = |max: f64| {
+            executed(
+                Answer::Returned { is_error: false },
+                vec![(A::ParseOutput, Answer::OutputValid), (A::ReadLimit, Answer::Limit(max))],
+            )
+        };
+        // The driver cuts the result's data it holds.
+        assert_eq!(limited(50.0), Action::ReturnCut { max: 50 });
+        assert_eq!(limited(10.5), Action::ReturnCut { max: 10 });
+        assert_eq!(limited(-1.0), Action::ReturnResult);
+        assert_eq!(limited(f64::NAN), Action::ReturnCut { max: 0 });
+    }
+
+    #[test]
+    fn resume_continues_where_a_driver_left_off() {
+        let mut call = ToolCall::resume("t", Step::LimitError, "Tool \"t\" threw an error: kaput");
+        assert_eq!(call.answer(Answer::Limit(12.0)).unwrap(), Action::ReturnError("Tool \"t\" thr"));
+        let mut call = ToolCall::resume("t", Step::Execute, "");
+        assert_eq!(call.answer(Answer::Returned { is_error: false }).unwrap(), Action::ParseOutput);
+    }
+
+    #[test]
+    fn misuse_is_a_typed_error() {
+        let mut call = ToolCall::new("t");
+        assert_eq!(
+            call.answer(Answer::OutputValid),
+            Err(Misuse { step: Step::Lookup, answer: AnswerKind::OutputValid })
+        );
+        let mut done = ToolCall::resume("t", Step::ReturnResult, "");
+        assert!(done.answer(Answer::Found).is_err());
+        assert_eq!(
+            Misuse { step: Step::Execute, answer: AnswerKind::Found }.to_string(),
+            "the tool executor cannot take FOUND at step Execute"
+        );
+    }
+
+    /// `transition` and `answer` agree: every `To` is where `answer` goes, and every answer
+    /// the table calls invalid is refused.
+    #[test]
+    fn the_table_is_the_machine() {
+        for step in Step::ALL {
+            for kind in AnswerKind::ALL {
+                let sample = match kind {
+                    AnswerKind::Found => Answer::Found,
+                    AnswerKind::Missing => Answer::Missing,
+                    AnswerKind::NotAborted => Answer::NotAborted,
+                    AnswerKind::Aborted => Answer::Aborted,
+                    AnswerKind::InputValid => Answer::InputValid,
+                    AnswerKind::InputInvalid => Answer::InputInvalid(vec![]),
+                    AnswerKind::InputUnreadable => Answer::InputUnreadable(String::new()),
+                    AnswerKind::InputNotJson => Answer::InputNotJson(String::new()),
+                    AnswerKind::BuiltinInput => {
+                        Answer::BuiltinInput(&input::TOOLS[0], InputView { top: JsType::Null, fields: &[] })
+                    }
+                    AnswerKind::Returned => Answer::Returned { is_error: false },
+                    AnswerKind::ReturnedIsError => Answer::Returned { is_error: true },
+                    AnswerKind::BadResult => Answer::BadResult(BadResult::NotObject("number".into())),
+                    AnswerKind::Threw => Answer::Threw(String::new()),
+                    AnswerKind::OutputValid => Answer::OutputValid,
+                    AnswerKind::OutputInvalid => Answer::OutputInvalid(vec![]),
+                    AnswerKind::LimitFits => Answer::LimitFits,
+                    AnswerKind::Limit => Answer::Limit(5.0),
+                };
+                assert_eq!(sample.kind(), kind);
+                let mut call = ToolCall::resume("t", step, "text");
+                let r = call.answer(sample).map(|_| ()).map(|()| call.step());
+                match transition(step, kind) {
+                    Transition::To(next) => assert_eq!(r, Ok(next)),
+                    Transition::Invalid => assert!(r.is_err()),
+                    Transition::Decide => assert!(r.is_ok()),
+                }
+            }
+        }
+        for (i, s) in Step::ALL.iter().enumerate() {
+            assert_eq!(*s as usize, i);
+            assert_eq!(Step::from_code(i as u32), Some(*s));
+        }
+        for (i, k) in AnswerKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+        for (i, k) in ActionKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i);
+        }
+    }
+}

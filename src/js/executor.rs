@@ -1,0 +1,144 @@
+//! napi binding of the ToolExecutor machine (`oma_core::tool::executor`), driven by
+//! `ToolExecutor.execute` in lib/tools.js.
+//!
+//! The JS driver keeps the machine's state itself (the step, and the error text at
+//! `LimitError`) and walks [`executor_protocol`]'s table while answers carry no data: a Zod
+//! tool's call whose every check passes makes no native call. Any other answer goes through
+//! [`executor_answer`], which resumes the machine at that step, feeds the answer and returns
+//! the next step with the text the machine holds.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use serde_json::{json, Map, Value};
+
+use oma_core::kernel::truncate::truncate_tool_output;
+use oma_core::tool::builtin::input::{FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
+use oma_core::tool::executor::{
+    transition, Action, ActionKind, Answer, AnswerKind, BadResult, Issue, Step, ToolCall, Transition,
+};
+
+/// `next` entries that are not a step.
+const DECIDE: i32 = -1;
+const INVALID: i32 = -2;
+
+/// The sub-codes of a `BAD_RESULT` answer (its `num` argument).
+const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
+
+fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Map<String, Value> {
+    all.iter().enumerate().map(|(i, k)| (name(*k).to_string(), json!(i))).collect()
+}
+
+/// The machine's protocol as the JS driver reads it once at load: the codes of actions,
+/// answers and steps, each step's action, and `next[step * answers + answer]`: the next step
+/// for an answer without data, `-1` when the machine must see the answer
+/// ([`executor_answer`]), `-2` when the step does not take it.
+#[napi(catch_unwind)]
+pub fn executor_protocol() -> Value {
+    let steps: Map<String, Value> = Step::ALL.iter().map(|s| (format!("{s:?}"), json!(*s as u8))).collect();
+    let mut next = Vec::with_capacity(Step::ALL.len() * AnswerKind::ALL.len());
+    for step in Step::ALL {
+        for kind in AnswerKind::ALL {
+            next.push(match transition(step, kind) {
+                Transition::To(s) => s as i32,
+                Transition::Decide => DECIDE,
+                Transition::Invalid => INVALID,
+            });
+        }
+    }
+    json!({
+        "actions": names(&ActionKind::ALL, ActionKind::name),
+        "answers": names(&AnswerKind::ALL, AnswerKind::name),
+        "badResults": names(&[0, 1, 2], |i: usize| BAD_RESULT_KINDS[i]),
+        "steps": steps,
+        "stepAction": Step::ALL.iter().map(|s| s.action_kind() as u8).collect::<Vec<_>>(),
+        "next": next,
+        "decide": DECIDE,
+    })
+}
+
+#[napi(object)]
+pub struct ExecutorNext {
+    pub step: u32,
+    /// The error text at `LimitError` / `ReturnError`; the cut `data` at `ReturnCut`.
+    pub data: Option<String>,
+}
+
+fn issues(flat: Option<Vec<String>>) -> Vec<Issue> {
+    let mut out = Vec::new();
+    let mut it = flat.unwrap_or_default().into_iter();
+    while let (Some(path), Some(message)) = (it.next(), it.next()) {
+        out.push(Issue { path, message });
+    }
+    out
+}
+
+fn misuse(what: String) -> Error {
+    Error::new(Status::InvalidArg, format!("oma-kernel: {what}"))
+}
+
+/// The driver's answer at `step` for a call of the tool `name`. Arguments by answer:
+/// `INPUT_INVALID` / `OUTPUT_INVALID`: `issues` as `[path, message, …]`; `INPUT_UNREADABLE`,
+/// `INPUT_NOT_JSON`, `THREW`: `text` is the message; `BAD_RESULT`: `num` is one of
+/// `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
+/// `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
+/// limit and `text` the text being limited (the result's `data`, or the error text the call
+/// holds at `LimitError`).
+#[allow(clippy::too_many_arguments)]
+#[napi(catch_unwind)]
+pub fn executor_answer(
+    name: String,
+    step: u32,
+    kind: u32,
+    text: Option<String>,
+    issues_flat: Option<Vec<String>>,
+    num: Option<f64>,
+    fields: Option<Float64Array>,
+) -> Result<ExecutorNext> {
+    let step = Step::from_code(step).ok_or_else(|| misuse(format!("no executor step {step}")))?;
+    let kind = AnswerKind::from_code(kind).ok_or_else(|| misuse(format!("no executor answer {kind}")))?;
+    let text = text.unwrap_or_default();
+    let mut buf = [FieldValue { ty: JsType::Undefined, num: 0.0 }; MAX_FIELDS];
+    let answer = match kind {
+        AnswerKind::Found => Answer::Found,
+        AnswerKind::Missing => Answer::Missing,
+        AnswerKind::NotAborted => Answer::NotAborted,
+        AnswerKind::Aborted => Answer::Aborted,
+        AnswerKind::InputValid => Answer::InputValid,
+        AnswerKind::InputInvalid => Answer::InputInvalid(issues(issues_flat)),
+        AnswerKind::InputUnreadable => Answer::InputUnreadable(text.clone()),
+        AnswerKind::InputNotJson => Answer::InputNotJson(text.clone()),
+        AnswerKind::BuiltinInput => {
+            let flat = fields.as_deref().unwrap_or(&[]);
+            let tool = flat.first().and_then(|&id| TOOLS.get(id as usize));
+            let view = tool.and_then(|t| InputView::decode(t, &flat[1..], &mut buf));
+            match (tool, view) {
+                (Some(t), Some(v)) => Answer::BuiltinInput(t, v),
+                _ => return Err(misuse("BUILTIN_INPUT needs [tool id, input type, fields…]".into())),
+            }
+        }
+        AnswerKind::Returned => Answer::Returned { is_error: false },
+        AnswerKind::ReturnedIsError => Answer::Returned { is_error: true },
+        AnswerKind::BadResult => Answer::BadResult(match num {
+            Some(0.0) => BadResult::Nullish(if text == "null" { "null" } else { "undefined" }),
+            Some(1.0) => BadResult::NotObject(text.clone()),
+            _ => BadResult::DataNotString(text.clone()),
+        }),
+        AnswerKind::Threw => Answer::Threw(text.clone()),
+        AnswerKind::OutputValid => Answer::OutputValid,
+        AnswerKind::OutputInvalid => Answer::OutputInvalid(issues(issues_flat)),
+        AnswerKind::LimitFits => Answer::LimitFits,
+        AnswerKind::Limit => Answer::Limit(num.unwrap_or(f64::NAN)),
+    };
+    let held = if step == Step::LimitError { text.as_str() } else { "" };
+    let mut call = ToolCall::resume(name, step, held);
+    let cut = match call.answer(answer).map_err(|e| misuse(e.to_string()))? {
+        Action::ReturnCut { max } => Some(max),
+        _ => None,
+    };
+    let data = match (cut, call.step()) {
+        (Some(max), _) => Some(truncate_tool_output(&text, max)),
+        (None, Step::LimitError | Step::ReturnError) => Some(call.text().to_string()),
+        (None, _) => None,
+    };
+    Ok(ExecutorNext { step: call.step() as u32, data })
+}
