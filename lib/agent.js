@@ -22,9 +22,43 @@ function idleState() {
   return { status: STATUSES[IDLE], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
 }
 
-/** The machine's answer to `event` on a path whose steps carry no text (`stream`). */
+// The machine is a pure function of its word and the event (agent.rs keeps no state between
+// calls), so an answer that carries no text is asked for once and remembered: the pairs a
+// process meets are few (setups × phases × flags), and a run without hooks or schema then
+// costs no crossing at all. Bounded all the same.
+const startWords = new Map()
+const stepWords = new Map()
+/** Event codes stay below 2^10 (agent.rs), words below 2^42: the key is exact. */
+const EVENT_SPAN = 1024
+
+/** The first step of a run with `setup`. */
+function start(setup) {
+  let w = startWords.get(setup)
+  if (w === undefined) {
+    w = native.agentStart(setup)
+    startWords.set(setup, w)
+  }
+  return w
+}
+
+/** The machine's answer to `event` (with `text`, the runner's output or a validation error):
+ *  the next step word, or `{ step, text }` for a step that carries a text. */
+function respond(word, event, text) {
+  if (text !== null) return native.agentStep(word, event, text)
+  const key = word * EVENT_SPAN + event
+  let out = stepWords.get(key)
+  if (out === undefined) {
+    out = native.agentStep(word, event, null)
+    if (typeof out !== 'number') return out
+    if (stepWords.size >= 4096) stepWords.clear()
+    stepWords.set(key, out)
+  }
+  return out
+}
+
+/** `respond` on a path whose steps carry no text (`stream`). */
 function step(word, event) {
-  const out = native.agentStep(word, event, null)
+  const out = respond(word, event, null)
   if (typeof out !== 'number') throw new Error('oma-kernel: agent driver got a step with a text on a path without texts')
   return out
 }
@@ -213,7 +247,7 @@ class Agent {
 
   async *stream(prompt, runOptions) {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
-    let word = native.agentStart(setupOf(K.ENTRY_STREAM, this.config, false))
+    let word = start(setupOf(K.ENTRY_STREAM, this.config, false))
     let error
     let dispose = noop
     try {
@@ -345,7 +379,7 @@ class Agent {
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
    *  the result and the history verdict. Never rejects. */
   async _executeRun(entry, messages, callerOptions) {
-    let word = native.agentStart(setupOf(entry, this.config, callerOptions.onTrace))
+    let word = start(setupOf(entry, this.config, callerOptions.onTrace))
     const startMs = Date.now()
     let outgoing = messages
     let runner = null
@@ -435,7 +469,7 @@ class Agent {
           event = K.EV_THREW | (timeout?.aborted ? K.EV_TIMED_OUT : 0)
           text = null
         }
-        const out = native.agentStep(word, event, text)
+        const out = respond(word, event, text)
         if (typeof out === 'number') {
           word = out
         } else {
