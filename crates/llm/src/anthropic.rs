@@ -7,10 +7,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
+use super::reasoning_fallback::Outbound;
+use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
-use oma_core::json::{js_number, json_string, push_json_string, to_js_json, truthy, JsObject};
-use oma_core::kernel::message::{Block, Message, Usage};
+use oma_core::json::{js_number, push_json_string, to_js_json, truthy, JsObject};
+use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 pub const MISSING_AUTH: &str = "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the \"X-Api-Key\" or \"Authorization\" headers to be explicitly omitted";
 
@@ -75,107 +76,92 @@ fn tools_json(opts: &ChatOptions) -> Option<String> {
 }
 
 fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result<String, LlmError> {
-    let preserve = opts.preserve_reasoning();
-    let max_chars = resolve_max_chars(opts.compress_reasoning_text.as_ref());
-    let mut out = String::with_capacity(256 + messages.len() * 128);
-    out.push('[');
-    for (i, m) in messages.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"role\":");
-        out.push_str(&json_string(m.role.as_str()));
-        out.push_str(",\"content\":[");
-        let mut first = true;
-        for b in &m.content {
-            let block = match b {
-                Block::Text { text } => {
-                    let mut p = String::from("{\"type\":\"text\"");
-                    if let Some(t) = text {
-                        p.push_str(",\"text\":");
-                        push_json_string(&mut p, t);
-                    }
-                    p.push('}');
-                    p
-                }
-                Block::ToolUse { id, name, input, .. } => {
-                    let mut p = String::from("{\"type\":\"tool_use\",\"id\":");
-                    push_json_string(&mut p, id);
-                    p.push_str(",\"name\":");
-                    push_json_string(&mut p, name);
-                    p.push_str(",\"input\":");
-                    p.push_str(input.get());
-                    p.push('}');
-                    p
-                }
-                Block::ToolResult { tool_use_id, content, is_error } => {
-                    let mut p = String::from("{\"type\":\"tool_result\",\"tool_use_id\":");
-                    push_json_string(&mut p, tool_use_id);
-                    p.push_str(",\"content\":");
-                    push_json_string(&mut p, content);
-                    if let Some(e) = is_error {
-                        p.push_str(if *e { ",\"is_error\":true" } else { ",\"is_error\":false" });
-                    }
-                    p.push('}');
-                    p
-                }
-                Block::Image { media_type, data } => {
-                    let mut p = String::from("{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
-                    push_json_string(&mut p, media_type);
-                    p.push_str(",\"data\":");
-                    push_json_string(&mut p, data);
-                    p.push_str("}}");
-                    p
-                }
-                Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    let out = outbound(
-                        text,
-                        signature.as_deref(),
-                        redacted_data.as_deref(),
-                        provenance.as_deref(),
-                        name,
-                        true,
-                        preserve,
-                        max_chars,
-                    );
-                    match out {
-                        Outbound::Redacted(d) => {
-                            let mut p = String::from("{\"type\":\"redacted_thinking\",\"data\":");
-                            push_json_string(&mut p, d);
-                            p.push('}');
-                            p
-                        }
-                        Outbound::Signed { text, signature } => {
-                            let mut p = String::from("{\"type\":\"thinking\",\"thinking\":");
-                            push_json_string(&mut p, text);
-                            p.push_str(",\"signature\":");
-                            push_json_string(&mut p, signature);
-                            p.push('}');
-                            p
-                        }
-                        Outbound::Inline(inline) => {
-                            let mut p = String::from("{\"type\":\"text\",\"text\":");
-                            push_json_string(&mut p, &inline);
-                            p.push('}');
-                            p
-                        }
-                        Outbound::Skip => continue,
-                    }
-                }
-                Block::Other(raw) => {
-                    return Err(LlmError::other(format!("Unhandled content block type: {}", raw.get())));
-                }
-            };
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&block);
-        }
-        out.push_str("]}");
+    let mut d = Wire { f: PartList::new(256 + messages.len() * 128, false), echo: Echo::new(opts, name, true) };
+    walk(messages, &mut d)?;
+    Ok(d.f.finish())
+}
+
+/// Anthropic's dialect: typed content blocks, its own thinking echoed as `thinking` /
+/// `redacted_thinking`.
+struct Wire<'n> {
+    f: PartList,
+    echo: Echo<'n>,
+}
+
+impl<'m> Dialect<'m> for Wire<'_> {
+    fn begin(&mut self, role: Role) {
+        self.f.open(match role {
+            Role::User => "{\"role\":\"user\",\"content\":[",
+            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+        });
     }
-    out.push(']');
-    Ok(out)
+
+    fn text(&mut self, text: Option<&str>) {
+        let p = self.f.part();
+        p.push_str("{\"type\":\"text\"");
+        if let Some(t) = text {
+            p.push_str(",\"text\":");
+            push_json_string(p, t);
+        }
+        p.push('}');
+    }
+
+    fn image(&mut self, media_type: &str, data: &str) {
+        let p = self.f.part();
+        p.push_str("{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
+        push_json_string(p, media_type);
+        p.push_str(",\"data\":");
+        push_json_string(p, data);
+        p.push_str("}}");
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
+        let p = self.f.part();
+        p.push_str("{\"type\":\"tool_use\",\"id\":");
+        push_json_string(p, id);
+        p.push_str(",\"name\":");
+        push_json_string(p, name);
+        p.push_str(",\"input\":");
+        p.push_str(input.get());
+        p.push('}');
+    }
+
+    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
+        let p = self.f.part();
+        p.push_str("{\"type\":\"tool_result\",\"tool_use_id\":");
+        push_json_string(p, tool_use_id);
+        p.push_str(",\"content\":");
+        push_json_string(p, content);
+        if let Some(e) = is_error {
+            p.push_str(if e { ",\"is_error\":true" } else { ",\"is_error\":false" });
+        }
+        p.push('}');
+    }
+
+    fn reasoning(&mut self, r: Reasoning<'m>) {
+        match self.echo.of(r) {
+            Outbound::Redacted(d) => {
+                let p = self.f.part();
+                p.push_str("{\"type\":\"redacted_thinking\",\"data\":");
+                push_json_string(p, d);
+                p.push('}');
+            }
+            Outbound::Signed { text, signature } => {
+                let p = self.f.part();
+                p.push_str("{\"type\":\"thinking\",\"thinking\":");
+                push_json_string(p, text);
+                p.push_str(",\"signature\":");
+                push_json_string(p, signature);
+                p.push('}');
+            }
+            Outbound::Inline(inline) => self.text(Some(&inline)),
+            Outbound::Skip => {}
+        }
+    }
+
+    fn end(&mut self) {
+        self.f.close();
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -8,13 +8,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ring::{digest, hmac};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
-use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
+use super::reasoning_fallback::Outbound;
+use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
-use oma_core::kernel::message::{Block, Message, Usage};
+use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 /// The AWS SDK's message when the default chain finds nothing.
 pub const NO_CREDENTIALS: &str = "Could not load credentials from any providers";
@@ -210,100 +212,91 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Res
 }
 
 fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result<String, LlmError> {
-    let preserve = opts.preserve_reasoning();
-    let max_chars = resolve_max_chars(opts.compress_reasoning_text.as_ref());
-    let mut out = String::from("[");
-    for (i, m) in messages.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(if m.role == oma_core::kernel::message::Role::Assistant {
-            "{\"role\":\"assistant\",\"content\":["
-        } else {
-            "{\"role\":\"user\",\"content\":["
+    let mut d = Wire { f: PartList::new(64, false), echo: Echo::new(opts, name, true) };
+    walk(messages, &mut d)?;
+    Ok(d.f.finish())
+}
+
+/// Bedrock Converse's dialect: one-key content blocks (`text`, `image`, `toolUse`, `toolResult`,
+/// `reasoningContent`).
+struct Wire<'n> {
+    f: PartList,
+    echo: Echo<'n>,
+}
+
+impl<'m> Dialect<'m> for Wire<'_> {
+    fn begin(&mut self, role: Role) {
+        self.f.open(match role {
+            Role::User => "{\"role\":\"user\",\"content\":[",
+            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
         });
-        let mut first = true;
-        for b in &m.content {
-            let mut p = String::new();
-            match b {
-                Block::Text { text } => {
-                    p.push_str("{\"text\":");
-                    push_json_string(&mut p, text.as_deref().unwrap_or(""));
-                    p.push('}');
-                }
-                Block::Image { media_type, data } => {
-                    let format = media_type.strip_prefix("image/").unwrap_or(media_type);
-                    p.push_str("{\"image\":{\"format\":");
-                    push_json_string(&mut p, format);
-                    p.push_str(",\"source\":{\"bytes\":");
-                    push_json_string(&mut p, data);
-                    p.push_str("}}}");
-                }
-                Block::ToolUse { id, name: tname, input, .. } => {
-                    p.push_str("{\"toolUse\":{\"toolUseId\":");
-                    push_json_string(&mut p, id);
-                    p.push_str(",\"name\":");
-                    push_json_string(&mut p, tname);
-                    p.push_str(",\"input\":");
-                    p.push_str(input.get());
-                    p.push_str("}}");
-                }
-                Block::ToolResult { tool_use_id, content, is_error } => {
-                    p.push_str("{\"toolResult\":{\"toolUseId\":");
-                    push_json_string(&mut p, tool_use_id);
-                    p.push_str(",\"content\":[{\"text\":");
-                    push_json_string(&mut p, content);
-                    p.push_str("}]");
-                    if *is_error == Some(true) {
-                        p.push_str(",\"status\":\"error\"");
-                    }
-                    p.push_str("}}");
-                }
-                Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    match outbound(
-                        text,
-                        signature.as_deref(),
-                        redacted_data.as_deref(),
-                        provenance.as_deref(),
-                        name,
-                        true,
-                        preserve,
-                        max_chars,
-                    ) {
-                        Outbound::Redacted(d) => {
-                            p.push_str("{\"reasoningContent\":{\"redactedContent\":");
-                            push_json_string(&mut p, d);
-                            p.push_str("}}");
-                        }
-                        Outbound::Signed { text, signature } => {
-                            p.push_str("{\"reasoningContent\":{\"reasoningText\":{\"text\":");
-                            push_json_string(&mut p, text);
-                            p.push_str(",\"signature\":");
-                            push_json_string(&mut p, signature);
-                            p.push_str("}}}");
-                        }
-                        Outbound::Inline(inline) => {
-                            p.push_str("{\"text\":");
-                            push_json_string(&mut p, &inline);
-                            p.push('}');
-                        }
-                        Outbound::Skip => continue,
-                    }
-                }
-                Block::Other(raw) => {
-                    return Err(LlmError::other(format!("Unhandled content block type: {}", raw.get())))
-                }
-            }
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            out.push_str(&p);
-        }
-        out.push_str("]}");
     }
-    out.push(']');
-    Ok(out)
+
+    fn text(&mut self, text: Option<&str>) {
+        let p = self.f.part();
+        p.push_str("{\"text\":");
+        push_json_string(p, text.unwrap_or(""));
+        p.push('}');
+    }
+
+    fn image(&mut self, media_type: &str, data: &str) {
+        let p = self.f.part();
+        let format = media_type.strip_prefix("image/").unwrap_or(media_type);
+        p.push_str("{\"image\":{\"format\":");
+        push_json_string(p, format);
+        p.push_str(",\"source\":{\"bytes\":");
+        push_json_string(p, data);
+        p.push_str("}}}");
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
+        let p = self.f.part();
+        p.push_str("{\"toolUse\":{\"toolUseId\":");
+        push_json_string(p, id);
+        p.push_str(",\"name\":");
+        push_json_string(p, name);
+        p.push_str(",\"input\":");
+        p.push_str(input.get());
+        p.push_str("}}");
+    }
+
+    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
+        let p = self.f.part();
+        p.push_str("{\"toolResult\":{\"toolUseId\":");
+        push_json_string(p, tool_use_id);
+        p.push_str(",\"content\":[{\"text\":");
+        push_json_string(p, content);
+        p.push_str("}]");
+        if is_error == Some(true) {
+            p.push_str(",\"status\":\"error\"");
+        }
+        p.push_str("}}");
+    }
+
+    fn reasoning(&mut self, r: Reasoning<'m>) {
+        match self.echo.of(r) {
+            Outbound::Redacted(d) => {
+                let p = self.f.part();
+                p.push_str("{\"reasoningContent\":{\"redactedContent\":");
+                push_json_string(p, d);
+                p.push_str("}}");
+            }
+            Outbound::Signed { text, signature } => {
+                let p = self.f.part();
+                p.push_str("{\"reasoningContent\":{\"reasoningText\":{\"text\":");
+                push_json_string(p, text);
+                p.push_str(",\"signature\":");
+                push_json_string(p, signature);
+                p.push_str("}}}");
+            }
+            Outbound::Inline(inline) => self.text(Some(&inline)),
+            Outbound::Skip => {}
+        }
+    }
+
+    fn end(&mut self) {
+        self.f.close();
+    }
 }
 
 // ---------------------------------------------------------------------------------------

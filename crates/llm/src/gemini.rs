@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::reasoning_fallback::{outbound, resolve_max_chars, Outbound};
+use super::reasoning_fallback::Outbound;
+use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -57,8 +59,6 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Str
 }
 
 fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String {
-    let preserve = opts.preserve_reasoning();
-    let max_chars = resolve_max_chars(opts.compress_reasoning_text.as_ref());
     // functionResponse needs the function's name; tool_result only carries the call id.
     let mut names: HashMap<&str, &str> = HashMap::new();
     for m in messages {
@@ -68,110 +68,110 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
             }
         }
     }
-    let mut out = String::from("[");
-    let mut first_msg = true;
-    for m in messages {
-        let mut parts: Vec<String> = Vec::new();
-        for b in &m.content {
-            let mut p = String::new();
-            match b {
-                Block::Text { text } => {
-                    p.push_str("{\"text\":");
-                    push_json_string(&mut p, text.as_deref().unwrap_or(""));
-                    p.push('}');
-                }
-                Block::Image { media_type, data } => {
-                    p.push_str("{\"inlineData\":{\"mimeType\":");
-                    push_json_string(&mut p, media_type);
-                    p.push_str(",\"data\":");
-                    push_json_string(&mut p, data);
-                    p.push_str("}}");
-                }
-                Block::ToolUse { id, name: fname, input, signature } => {
-                    p.push_str("{\"functionCall\":{");
-                    // Ids this adapter invented are not Gemini's to see.
-                    if !id.starts_with(GENERATED_ID_PREFIX) {
-                        p.push_str("\"id\":");
-                        push_json_string(&mut p, id);
-                        p.push(',');
-                    }
-                    p.push_str("\"name\":");
-                    push_json_string(&mut p, fname);
-                    p.push_str(",\"args\":");
-                    p.push_str(input.get());
-                    p.push('}');
-                    if let Some(s) = signature {
-                        p.push_str(",\"thoughtSignature\":");
-                        push_json_string(&mut p, s);
-                    }
-                    p.push('}');
-                }
-                Block::ToolResult { tool_use_id, content, is_error } => {
-                    p.push_str("{\"functionResponse\":{");
-                    if !tool_use_id.starts_with(GENERATED_ID_PREFIX) {
-                        p.push_str("\"id\":");
-                        push_json_string(&mut p, tool_use_id);
-                        p.push(',');
-                    }
-                    p.push_str("\"name\":");
-                    push_json_string(&mut p, names.get(tool_use_id.as_str()).copied().unwrap_or(tool_use_id));
-                    p.push_str(if *is_error == Some(true) {
-                        ",\"response\":{\"error\":"
-                    } else {
-                        ",\"response\":{\"output\":"
-                    });
-                    push_json_string(&mut p, content);
-                    p.push_str("}}}");
-                }
-                Block::Reasoning { text, signature, redacted_data, provenance } => {
-                    // Gemini has no redacted form: only a thought signature is echoed.
-                    match outbound(
-                        text,
-                        signature.as_deref(),
-                        redacted_data.as_deref(),
-                        provenance.as_deref(),
-                        name,
-                        false,
-                        preserve,
-                        max_chars,
-                    ) {
-                        Outbound::Signed { text, signature } => {
-                            p.push_str("{\"text\":");
-                            push_json_string(&mut p, text);
-                            p.push_str(",\"thought\":true,\"thoughtSignature\":");
-                            push_json_string(&mut p, signature);
-                            p.push('}');
-                        }
-                        Outbound::Inline(inline) => {
-                            p.push_str("{\"text\":");
-                            push_json_string(&mut p, &inline);
-                            p.push('}');
-                        }
-                        Outbound::Redacted(_) | Outbound::Skip => continue,
-                    }
-                }
-                Block::Other(_) => continue,
-            }
-            parts.push(p);
-        }
-        // Gemini rejects a content with no parts.
-        if parts.is_empty() {
-            continue;
-        }
-        if !first_msg {
-            out.push(',');
-        }
-        first_msg = false;
-        out.push_str(if m.role == Role::Assistant {
-            "{\"role\":\"model\",\"parts\":["
-        } else {
-            "{\"role\":\"user\",\"parts\":["
-        });
-        out.push_str(&parts.join(","));
-        out.push_str("]}");
+    // Gemini rejects a content with no parts.
+    let mut d = Wire { f: PartList::new(64, true), echo: Echo::new(opts, name, false), names };
+    walk(messages, &mut d).expect("Gemini leaves unknown blocks out");
+    d.f.finish()
+}
+
+/// Gemini's dialect: `contents` of `parts`, the model's role `model`, tool results answered by
+/// function name; no redacted reasoning form (only a thought signature is echoed).
+struct Wire<'m, 'n> {
+    f: PartList,
+    echo: Echo<'n>,
+    names: HashMap<&'m str, &'m str>,
+}
+
+impl Wire<'_, '_> {
+    fn text_part(&mut self, text: &str) {
+        let p = self.f.part();
+        p.push_str("{\"text\":");
+        push_json_string(p, text);
+        p.push('}');
     }
-    out.push(']');
-    out
+}
+
+impl<'m> Dialect<'m> for Wire<'m, '_> {
+    fn begin(&mut self, role: Role) {
+        self.f.open(match role {
+            Role::User => "{\"role\":\"user\",\"parts\":[",
+            Role::Assistant => "{\"role\":\"model\",\"parts\":[",
+        });
+    }
+
+    fn text(&mut self, text: Option<&str>) {
+        self.text_part(text.unwrap_or(""));
+    }
+
+    fn image(&mut self, media_type: &str, data: &str) {
+        let p = self.f.part();
+        p.push_str("{\"inlineData\":{\"mimeType\":");
+        push_json_string(p, media_type);
+        p.push_str(",\"data\":");
+        push_json_string(p, data);
+        p.push_str("}}");
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, signature: Option<&str>) {
+        let p = self.f.part();
+        p.push_str("{\"functionCall\":{");
+        // Ids this adapter invented are not Gemini's to see.
+        if !id.starts_with(GENERATED_ID_PREFIX) {
+            p.push_str("\"id\":");
+            push_json_string(p, id);
+            p.push(',');
+        }
+        p.push_str("\"name\":");
+        push_json_string(p, name);
+        p.push_str(",\"args\":");
+        p.push_str(input.get());
+        p.push('}');
+        if let Some(s) = signature {
+            p.push_str(",\"thoughtSignature\":");
+            push_json_string(p, s);
+        }
+        p.push('}');
+    }
+
+    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
+        let name = self.names.get(tool_use_id).copied().unwrap_or(tool_use_id);
+        let p = self.f.part();
+        p.push_str("{\"functionResponse\":{");
+        if !tool_use_id.starts_with(GENERATED_ID_PREFIX) {
+            p.push_str("\"id\":");
+            push_json_string(p, tool_use_id);
+            p.push(',');
+        }
+        p.push_str("\"name\":");
+        push_json_string(p, name);
+        p.push_str(if is_error == Some(true) { ",\"response\":{\"error\":" } else { ",\"response\":{\"output\":" });
+        push_json_string(p, content);
+        p.push_str("}}}");
+    }
+
+    fn reasoning(&mut self, r: Reasoning<'m>) {
+        match self.echo.of(r) {
+            Outbound::Signed { text, signature } => {
+                let p = self.f.part();
+                p.push_str("{\"text\":");
+                push_json_string(p, text);
+                p.push_str(",\"thought\":true,\"thoughtSignature\":");
+                push_json_string(p, signature);
+                p.push('}');
+            }
+            Outbound::Inline(inline) => self.text_part(&inline),
+            Outbound::Redacted(_) | Outbound::Skip => {}
+        }
+    }
+
+    /// Left out.
+    fn other(&mut self, _raw: &RawValue) -> Result<(), LlmError> {
+        Ok(())
+    }
+
+    fn end(&mut self) {
+        self.f.close();
+    }
 }
 
 #[derive(Deserialize)]

@@ -17,6 +17,7 @@ pub mod runtime;
 pub mod sse;
 pub mod text_tools;
 pub mod transport;
+pub mod wire;
 
 use std::collections::HashMap;
 

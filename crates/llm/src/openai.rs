@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
 use super::text_tools::{extract_tool_calls_until, repair_tool_args};
+use super::wire::{walk_message, Dialect, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{json_string, push_json_string, to_js_json, JsObject};
 use oma_core::json::{Scan, Seen};
@@ -51,6 +52,25 @@ pub fn message_list_json(messages: &[Message], system: Option<&Value>, ob: Optio
 struct ListWriter {
     out: String,
     first: bool,
+    /// One message's pieces while it is walked (kept for the next message's).
+    scratch: Scratch,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    /// The assistant's `tool_calls` entries, comma-separated.
+    tool_calls: String,
+    /// The assistant's `content`: its texts and the `<thinking>` fallbacks, in order.
+    content: String,
+    /// Whether the assistant's `content` is sent (a text block, even empty, or a fallback).
+    has_content: bool,
+    /// The provider's own reasoning echoed as `reasoning_content`.
+    echo: String,
+    /// The user's text and image parts, comma-separated.
+    parts: String,
+    /// The user's blocks other than tool results, and whether one was a tool result.
+    rest: usize,
+    had_result: bool,
 }
 
 impl ListWriter {
@@ -63,7 +83,7 @@ impl ListWriter {
     /// grow as large (no reallocation and copy on the way up).
     fn reusing(mut buf: String, system: Option<&Value>) -> ListWriter {
         buf.clear();
-        let mut w = ListWriter { out: buf, first: true };
+        let mut w = ListWriter { out: buf, first: true, scratch: Scratch::default() };
         w.out.push_str("[]");
         if let Some(Value::String(s)) = system {
             if !s.is_empty() {
@@ -92,44 +112,200 @@ impl ListWriter {
     /// `has_tool_use`: whether any message of the whole list has a tool_use block.
     fn message(&mut self, m: &Message, has_tool_use: bool, ob: Option<&Outbound>) {
         self.open();
-        self.entries(m, has_tool_use, ob);
+        walk_message(m, &mut Entries { w: self, role: m.role, has_tool_use, ob, single_text: None })
+            .expect("OpenAI leaves unknown blocks out");
         self.out.push(']');
     }
+}
 
-    fn entries(&mut self, m: &Message, has_tool_use: bool, ob: Option<&Outbound>) {
-        match m.role {
+/// OpenAI's dialect for one message: a user message's tool results become `tool` messages and
+/// the rest one `user` message; an assistant message's texts join into one `content` and its
+/// tool calls into `tool_calls`.
+struct Entries<'w, 'o, 'm> {
+    w: &'w mut ListWriter,
+    role: Role,
+    /// Whether any message of the whole list has a tool_use block.
+    has_tool_use: bool,
+    ob: Option<&'o Outbound<'o>>,
+    /// The user's first non-tool-result block when it is a text (sent as a plain string when it
+    /// is the only one).
+    single_text: Option<Option<&'m str>>,
+}
+
+impl Entries<'_, '_, '_> {
+    fn user_part(&mut self) -> &mut String {
+        let sc = &mut self.w.scratch;
+        if !sc.parts.is_empty() {
+            sc.parts.push(',');
+        }
+        &mut sc.parts
+    }
+
+    /// A user block that is not a tool result.
+    fn rest(&mut self) {
+        self.w.scratch.rest += 1;
+    }
+}
+
+impl<'m> Dialect<'m> for Entries<'_, '_, 'm> {
+    fn begin(&mut self, _role: Role) {
+        let sc = &mut self.w.scratch;
+        sc.tool_calls.clear();
+        sc.content.clear();
+        sc.has_content = false;
+        sc.echo.clear();
+        sc.parts.clear();
+        sc.rest = 0;
+        sc.had_result = false;
+    }
+
+    fn text(&mut self, text: Option<&'m str>) {
+        match self.role {
             Role::Assistant => {
-                if let Some(json) = assistant_json(m, has_tool_use, ob) {
-                    self.sep();
-                    self.out.push_str(&json);
-                }
+                let sc = &mut self.w.scratch;
+                sc.content.push_str(text.unwrap_or(""));
+                sc.has_content = true;
             }
             Role::User => {
-                if m.has_tool_result() {
-                    let mut rest: Vec<&Block> = Vec::new();
-                    for b in &m.content {
-                        if let Block::ToolResult { tool_use_id, content, .. } = b {
-                            self.sep();
-                            self.out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
-                            push_json_string(&mut self.out, tool_use_id);
-                            self.out.push_str(",\"content\":");
-                            push_json_string(&mut self.out, content);
-                            self.out.push('}');
-                        } else {
-                            rest.push(b);
-                        }
-                    }
-                    if !rest.is_empty() {
-                        self.sep();
-                        user_json(&mut self.out, &rest);
-                    }
-                } else {
-                    self.sep();
-                    let all: Vec<&Block> = m.content.iter().collect();
-                    user_json(&mut self.out, &all);
+                if self.w.scratch.rest == 0 {
+                    self.single_text = Some(text);
                 }
+                self.rest();
+                let p = self.user_part();
+                p.push_str("{\"type\":\"text\"");
+                if let Some(t) = text {
+                    p.push_str(",\"text\":");
+                    push_json_string(p, t);
+                }
+                p.push('}');
             }
         }
+    }
+
+    fn image(&mut self, media_type: &str, data: &str) {
+        if self.role == Role::User {
+            self.rest();
+            let p = self.user_part();
+            p.push_str("{\"type\":\"image_url\",\"image_url\":{\"url\":");
+            push_json_string(p, &format!("data:{media_type};base64,{data}"));
+            p.push_str("}}");
+        }
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
+        match self.role {
+            Role::Assistant => {
+                let calls = &mut self.w.scratch.tool_calls;
+                if !calls.is_empty() {
+                    calls.push(',');
+                }
+                calls.push_str("{\"id\":");
+                push_json_string(calls, id);
+                calls.push_str(",\"type\":\"function\",\"function\":{\"name\":");
+                push_json_string(calls, name);
+                calls.push_str(",\"arguments\":");
+                push_json_string(calls, input.get());
+                calls.push_str("}}");
+            }
+            Role::User => self.rest(),
+        }
+    }
+
+    fn tool_result(&mut self, tool_use_id: &str, content: &str, _is_error: Option<bool>) {
+        if self.role == Role::User {
+            self.w.scratch.had_result = true;
+            self.w.sep();
+            let out = &mut self.w.out;
+            out.push_str("{\"role\":\"tool\",\"tool_call_id\":");
+            push_json_string(out, tool_use_id);
+            out.push_str(",\"content\":");
+            push_json_string(out, content);
+            out.push('}');
+        }
+    }
+
+    fn reasoning(&mut self, r: Reasoning<'m>) {
+        if self.role == Role::User {
+            return self.rest();
+        }
+        let Some(ob) = self.ob else { return };
+        let sc = &mut self.w.scratch;
+        if ob.native_echo.is_some() && r.provenance == ob.native_echo {
+            let redacted = matches!(r.redacted_data, Some(d) if !d.is_empty());
+            if !redacted {
+                sc.echo.push_str(r.text);
+            }
+        } else if ob.preserve_as_text {
+            sc.content.push_str(&reasoning_to_inline_text(r.text, r.redacted_data, ob.max_chars));
+        }
+    }
+
+    /// Left out.
+    fn other(&mut self, _raw: &RawValue) -> Result<(), LlmError> {
+        if self.role == Role::User {
+            self.rest();
+        }
+        Ok(())
+    }
+
+    fn end(&mut self) {
+        match self.role {
+            Role::Assistant => self.end_assistant(),
+            Role::User => self.end_user(),
+        }
+    }
+}
+
+impl Entries<'_, '_, '_> {
+    fn end_user(&mut self) {
+        let (rest, had_result) = (self.w.scratch.rest, self.w.scratch.had_result);
+        if had_result && rest == 0 {
+            return;
+        }
+        self.w.sep();
+        let out = &mut self.w.out;
+        out.push_str("{\"role\":\"user\"");
+        match self.single_text {
+            // `content: undefined` disappears from the JSON.
+            Some(None) if rest == 1 => {}
+            Some(Some(t)) if rest == 1 => {
+                out.push_str(",\"content\":");
+                push_json_string(out, t);
+            }
+            _ => {
+                out.push_str(",\"content\":[");
+                out.push_str(&self.w.scratch.parts);
+                out.push(']');
+            }
+        }
+        out.push('}');
+    }
+
+    fn end_assistant(&mut self) {
+        let sc = &self.w.scratch;
+        // Set by a text block, or by a fallback text that is not empty.
+        let has_content = sc.has_content || !sc.content.is_empty();
+        if sc.tool_calls.is_empty() && !has_content {
+            return;
+        }
+        self.w.sep();
+        let (out, sc) = (&mut self.w.out, &self.w.scratch);
+        out.push_str("{\"role\":\"assistant\",\"content\":");
+        if has_content {
+            push_json_string(out, &sc.content);
+        } else {
+            out.push_str("null");
+        }
+        if !sc.tool_calls.is_empty() {
+            out.push_str(",\"tool_calls\":[");
+            out.push_str(&sc.tool_calls);
+            out.push(']');
+        }
+        if self.has_tool_use && !sc.echo.is_empty() {
+            out.push_str(",\"reasoning_content\":");
+            push_json_string(out, &sc.echo);
+        }
+        out.push('}');
     }
 }
 
@@ -177,110 +353,6 @@ impl ListCache {
         self.has_tool_use = has_tool_use;
         &self.list.insert(w).out
     }
-}
-
-fn user_json(out: &mut String, blocks: &[&Block]) {
-    out.push_str("{\"role\":\"user\",\"content\":");
-    if let [Block::Text { text }] = blocks {
-        match text {
-            Some(t) => push_json_string(out, t),
-            // `content: undefined` disappears from the JSON.
-            None => {
-                out.truncate(out.len() - ",\"content\":".len());
-            }
-        }
-        out.push('}');
-        return;
-    }
-    out.push('[');
-    let mut first = true;
-    for b in blocks {
-        let part = match b {
-            Block::Text { text } => {
-                let mut p = String::from("{\"type\":\"text\"");
-                if let Some(t) = text {
-                    p.push_str(",\"text\":");
-                    push_json_string(&mut p, t);
-                }
-                p.push('}');
-                p
-            }
-            Block::Image { media_type, data } => {
-                let mut p = String::from("{\"type\":\"image_url\",\"image_url\":{\"url\":");
-                push_json_string(&mut p, &format!("data:{media_type};base64,{data}"));
-                p.push_str("}}");
-                p
-            }
-            _ => continue,
-        };
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        out.push_str(&part);
-    }
-    out.push_str("]}");
-}
-
-fn assistant_json(m: &Message, has_tool_use: bool, ob: Option<&Outbound>) -> Option<String> {
-    let mut tool_calls = String::new();
-    let mut parts: Vec<String> = Vec::new();
-    let mut pending = String::new();
-    let mut echo = String::new();
-    for b in &m.content {
-        match b {
-            Block::ToolUse { id, name, input, .. } => {
-                tool_calls.push_str(if tool_calls.is_empty() { "[" } else { "," });
-                tool_calls.push_str("{\"id\":");
-                push_json_string(&mut tool_calls, id);
-                tool_calls.push_str(",\"type\":\"function\",\"function\":{\"name\":");
-                push_json_string(&mut tool_calls, name);
-                tool_calls.push_str(",\"arguments\":");
-                push_json_string(&mut tool_calls, input.get());
-                tool_calls.push_str("}}");
-            }
-            Block::Text { text } => {
-                let t = text.as_deref().unwrap_or("");
-                parts.push(std::mem::take(&mut pending) + t);
-            }
-            Block::Reasoning { text, redacted_data, provenance, .. } => {
-                let Some(ob) = ob else { continue };
-                if ob.native_echo.is_some() && provenance.as_deref() == ob.native_echo {
-                    let redacted = matches!(redacted_data, Some(d) if !d.is_empty());
-                    if !redacted && !text.is_empty() {
-                        echo.push_str(text);
-                    }
-                } else if ob.preserve_as_text {
-                    let inline = reasoning_to_inline_text(text, redacted_data.as_deref(), ob.max_chars);
-                    pending.push_str(&inline);
-                }
-            }
-            _ => {}
-        }
-    }
-    if !pending.is_empty() {
-        parts.push(pending);
-    }
-    if tool_calls.is_empty() && parts.is_empty() {
-        return None;
-    }
-    let mut out = String::from("{\"role\":\"assistant\",\"content\":");
-    if parts.is_empty() {
-        out.push_str("null");
-    } else {
-        push_json_string(&mut out, &parts.concat());
-    }
-    if !tool_calls.is_empty() {
-        tool_calls.push(']');
-        out.push_str(",\"tool_calls\":");
-        out.push_str(&tool_calls);
-    }
-    if has_tool_use && !echo.is_empty() {
-        out.push_str(",\"reasoning_content\":");
-        push_json_string(&mut out, &echo);
-    }
-    out.push('}');
-    Some(out)
 }
 
 /// `toOpenAITool(def)` for every tool, or `None` when `options.tools` is absent.
