@@ -83,14 +83,34 @@ function describeInput(id, names, input) {
   return out
 }
 
-/** Each built-in tool's id and field names in the kernel's tables (filled in below). */
+/** Each built-in tool's id and field names in the kernel's tables. */
 const INPUTS = new Map(TABLES.tools.map((t, id) => [t.name, { id, names: t.fields.map((f) => f.name) }]))
+
+/**
+ * The last description the kernel found valid. Its check is a function of the description
+ * alone, so an equal one is valid too: the tool's own check right after the executor's (same
+ * input, same synchronous turn) needs no second native call.
+ */
+let accepted = null
+
+function acceptedAlready(d) {
+  const a = accepted
+  if (a === null || a.length !== d.length) return false
+  for (let i = 0; i < d.length; i++) if (a[i] !== d[i]) return false
+  return true
+}
 
 /** A built-in tool's own check of `input`: its error result, or null when valid. */
 function checkInput(toolName, input) {
   const { id, names } = INPUTS.get(toolName)
-  const text = native.builtinCheckInput(describeInput(id, names, input))
-  return text === null || text === undefined ? null : { data: text, isError: true }
+  const d = describeInput(id, names, input)
+  if (acceptedAlready(d)) return null
+  const text = native.builtinCheckInput(d)
+  if (text === null || text === undefined) {
+    accepted = d
+    return null
+  }
+  return { data: text, isError: true }
 }
 
 /** A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are. */
@@ -114,14 +134,17 @@ function result(r) {
   return { data: r.data, isError: r.isError }
 }
 
+/** The handle of calls without a signal: nothing ever cancels it, so one serves them all. */
+const NEVER_CANCELLED = new native.CancelHandle()
+
 /**
  * Runs `fn(handle)` with a native cancel handle tripped by `signal`. `detectPreAborted`:
  * whether an already-aborted signal counts (bash's listener never sees it, §11.3; the
  * walkers check `signal.aborted` themselves).
  */
 async function withCancel(signal, detectPreAborted, fn) {
+  if (!signal) return fn(NEVER_CANCELLED)
   const handle = new native.CancelHandle()
-  if (!signal) return fn(handle)
   if (detectPreAborted && signal.aborted) handle.cancel()
   const onAbort = () => handle.cancel()
   signal.addEventListener('abort', onAbort, { once: true })
@@ -380,7 +403,12 @@ for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
   const { id, names } = INPUTS.get(tool.name)
   // The executor checks input against this schema with the kernel's check for the tool (Zod
   // 3's texts for the original's schema, never needing zod), not the JSON Schema validator.
-  INPUT_CHECKS.set(json, (input) => describeInput(id, names, input))
+  INPUT_CHECKS.set(json, {
+    describe: (input) => describeInput(id, names, input),
+    accept(d) {
+      accepted = d
+    },
+  })
   Object.defineProperty(tool, NATIVE_INPUT_SCHEMA, { value: json, configurable: true })
   // Redefining keeps the key's place: name, description, inputSchema, execute.
   Object.defineProperty(tool, 'inputSchema', {

@@ -18,7 +18,8 @@ const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
  * The built-in tools' schemas, which the executor checks with the kernel's check for that
  * tool (Zod 3's texts for the original's Zod schema) instead of the generic JSON Schema
  * validator: `describe(input)` gives the description of `input` the check reads
- * (lib/builtin.js, `describeInput`).
+ * (lib/builtin.js, `describeInput`); `accept(description)` tells the tool that the kernel
+ * found it valid.
  */
 const INPUT_CHECKS = new WeakMap()
 

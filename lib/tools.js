@@ -221,7 +221,7 @@ class ToolExecutor {
       let step = S_LOOKUP
       let text
       let name = toolName
-      let tool, result
+      let tool, result, builtin
       let parsed = input
       for (;;) {
         // The answer: its kind and, when the machine must see it, its data.
@@ -237,7 +237,6 @@ class ToolExecutor {
           case A_CHECK_INPUT: {
             name = tool.name
             const schema = toolInputSchema(tool)
-            let describe
             if (isZodSchema(schema)) {
               // A throwing schema rejects execute, as in the original.
               const r = schema.safeParse(input)
@@ -248,10 +247,10 @@ class ToolExecutor {
                 kind = K_INPUT_INVALID
                 issues = zodIssues(r.error.issues)
               }
-            } else if ((describe = INPUT_CHECKS.get(schema)) !== undefined) {
+            } else if ((builtin = INPUT_CHECKS.get(schema)) !== undefined) {
               // A built-in tool: the machine checks the input's description (Zod 3's texts).
               try {
-                fields = describe(input)
+                fields = builtin.describe(input)
                 kind = K_BUILTIN_INPUT
               } catch (e) {
                 kind = K_INPUT_UNREADABLE
@@ -351,6 +350,7 @@ class ToolExecutor {
           const r = native.executorAnswer(`${name}`, step, kind, arg, issues, num, fields)
           next = r.step
           if (r.data !== undefined && r.data !== null) text = r.data
+          else if (kind === K_BUILTIN_INPUT) builtin.accept(fields)
         }
         step = next
       }

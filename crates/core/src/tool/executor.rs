@@ -673,6 +673,54 @@ mod tests {
     }
 
     #[test]
+    fn bad_result_variants_as_the_original_words_them() {
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::Nullish("null")), vec![(A::ReadLimit, Answer::LimitFits)]),
+            error("Tool \"t\" threw an error: Cannot read properties of null (reading 'isError')")
+        );
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::DataNotString("number".into())), vec![]),
+            error("Tool \"t\" returned an invalid result: \"data\" must be a string, got number")
+        );
+        assert_eq!(
+            executed(Answer::BadResult(BadResult::NotObject("function".into())), vec![]),
+            error("Tool \"t\" returned an invalid result: expected an object with a string \"data\", got function")
+        );
+        // An invalid result's text is not limited: the call ends at once.
+        let mut call = ToolCall::resume("t", Step::Execute, "");
+        let end = call.answer(Answer::BadResult(BadResult::NotObject("number".into()))).unwrap();
+        assert!(matches!(end, Action::ReturnError(_)));
+    }
+
+    /// What the JS driver relies on: a call whose every answer is the plain one walks the table
+    /// from lookup to `ReturnResult` without the machine ever reading an answer.
+    #[test]
+    fn the_happy_path_needs_no_decision() {
+        let happy = [
+            AnswerKind::Found,
+            AnswerKind::NotAborted,
+            AnswerKind::InputValid,
+            AnswerKind::NotAborted,
+            AnswerKind::Returned,
+            AnswerKind::OutputValid,
+            AnswerKind::LimitFits,
+        ];
+        let mut step = Step::Lookup;
+        for kind in happy {
+            match transition(step, kind) {
+                Transition::To(next) => step = next,
+                other => panic!("{kind:?} at {step:?}: {other:?}"),
+            }
+        }
+        assert_eq!(step, Step::ReturnResult);
+        // A tool's own error result and a thrown error whose text fits: no decision either,
+        // except rendering the thrown text.
+        assert_eq!(transition(Step::Execute, AnswerKind::ReturnedIsError), Transition::To(Step::LimitResult));
+        assert_eq!(transition(Step::Execute, AnswerKind::Threw), Transition::Decide);
+        assert_eq!(transition(Step::LimitError, AnswerKind::LimitFits), Transition::To(Step::ReturnError));
+    }
+
+    #[test]
     fn thrown_errors_are_limited_unless_the_limit_cannot_be_read() {
         assert_eq!(
             executed(Answer::Threw("kaput".into()), vec![(A::ReadLimit, Answer::LimitFits)]),
