@@ -7,13 +7,23 @@
 //! [`AgentRun::start`], performs the [`Action`] of each [`Step`] and reports what happened with
 //! [`AgentRun::respond`], until [`Action::Finish`]. Nothing else decides.
 //!
-//! The machine is a small `Copy` value: the binding hands it to JS packed with each step in one
-//! number ([`wire::pack`]), so a run keeps no native state and needs no release; a run costs two
-//! crossings when no hook or schema is configured (start, and the runner's result).
+//! Every event kind has one answer per phase; any other event is an [`AgentError`] (a driver
+//! bug), and leaves the machine as it was.
+//!
+//! The machine is a small `Copy` value, and `respond` a pure function of it and the event: the
+//! binding hands it to JS packed with each step in one number ([`wire::pack`]), so a run keeps
+//! no native state and needs no release, and the driver may remember answers that carry no text
+//! (a run without hooks or schema then costs no crossing at steady state).
+//!
+//! A plain run is `start` → `RunRunner` → `RunnerDone` → `Finish`; with everything configured:
+//! `BeforeRun` → `RunRunner` → `Validate` → (`RunRunner` retry → `Validate`) → `AfterRun` →
+//! `Trace` → `Finish`; a throw anywhere → `Trace` of the failed result (with `onTrace`) →
+//! `Finish`.
 //!
 //! Room left on purpose: `Setup::retries` is the number of structured-output retries (one, as
-//! the original; `outputSchemaRetries` will set it), and the entry kind can grow (a run over
-//! `LLMMessage[]`, a beforeRun that returns messages) without changing the sequence.
+//! the original; `outputSchemaRetries` will set it, and a check of the last runner result's
+//! budget and abort flags before a retry belongs in `invalid`), and the entry kind can grow (a
+//! run over `LLMMessage[]`, a beforeRun that returns messages) without changing the sequence.
 
 use std::fmt;
 
@@ -248,8 +258,9 @@ pub enum Phase {
     Trace = 4,
     /// The failed run's trace: whatever it does, the failed result is returned.
     FailedTrace = 5,
-    /// `Finish` was handed out with a result to build: a throw while the driver builds it (a
-    /// runner result it cannot read) fails the run.
+    /// `Finish` was handed out, and a throw still fails the run: while the driver builds the
+    /// result (a runner result it cannot read), or, in `stream`, while it passes on the runner's
+    /// last events.
     Built = 6,
     Done = 7,
 }
@@ -441,7 +452,8 @@ impl AgentRun {
             self.phase = Phase::Trace;
             Action::Trace { build }
         } else {
-            self.phase = if build.is_some() { Phase::Built } else { Phase::Done };
+            let open = build.is_some() || self.setup.entry == Entry::Stream;
+            self.phase = if open { Phase::Built } else { Phase::Done };
             Action::Finish { build, history: self.commit() }
         };
         Step { status: Some(Status::Completed), add_usage: false, action }
@@ -476,9 +488,16 @@ impl History {
 }
 
 /// The packed forms the binding exchanges with the driver, defined here only (the driver reads
-/// the codes from the binding): a setup and an event are `u32` bit sets; a step is the machine
-/// and its step in one integer below 2^53 (a JS number), the step in bits 0–19, which JS reads
-/// with bit operators, the machine above them, which the driver hands back unread.
+/// the codes from the binding, `agentCodes()`, and decodes them in `lib/agent.js`):
+///
+/// | value | layout |
+/// |---|---|
+/// | setup (`u32`) | bits 0–1 the `Entry`, 2 beforeRun, 3 afterRun, 4 outputSchema, 5 onTrace, 6–9 retries |
+/// | event (`u32`) | bits 0–3 the `EventKind`, 4 budgetExceeded, 5 loopDetected, 6 aborted, 7 timed out, 8 the hook changed the prompt, 9 there is a user message; the text (output, error message) is a separate argument |
+/// | step word (a JS number below 2^42) | bits 0–19 the step, bits 20–41 the machine (the driver hands the whole word back with the next event) |
+/// | step | bits 0–3 the action, 4–5 the status to set (0 none), 6 add the usage; `RunRunner`: 7 rewrite the last user message, 8 a retry, 9 report the output; `AfterRun`/`Trace`/`Finish`: 7 build a result, 8 the failed one, 9 success, 10 structured, 11 merged, 12 loopDetected, 13 budgetExceeded, 14 aborted, 15 timedOut; `Finish`: 16–17 the `History` |
+///
+/// A step with a text (`Validate`'s JSON, a retry's feedback) crosses as `{ step, text }`.
 pub mod wire {
     use super::*;
 
@@ -1218,6 +1237,15 @@ mod tests {
         let step = run.respond(Event::RunnerError).unwrap();
         assert_eq!(step, Step { status: Some(Status::Error), add_usage: false, action: Action::PassError });
         assert_eq!(run.phase(), Phase::Runner);
+
+        // A throw after `done` (with afterRun: the result was built before) still fails it.
+        s.after_run = true;
+        let (mut run, _) = AgentRun::start(s);
+        run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        let step = run.respond(Event::AfterRunReturned).unwrap();
+        assert_eq!(step.action, Action::Finish { build: None, history: History::Untouched });
+        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        assert_eq!(step.status, Some(Status::Error));
     }
 
     #[test]
