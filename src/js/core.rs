@@ -11,7 +11,7 @@ use napi_derive::napi;
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools;
-use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
+use oma_core::kernel::message::{blocks_json, parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, Wire};
 use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Response, RunnerConfig};
 use oma_core::kernel::semaphore::{Acquire, Semaphore};
@@ -584,7 +584,7 @@ pub fn run_chat<'e>(
                 match slab.get_mut(id) {
                     Some(r) if r.serial == serial => {
                         // The content's text is made before the content moves into the machine.
-                        let content = serde_json::to_string(&resp.content).expect("content serialises");
+                        let content = blocks_json(&resp.content);
                         let answer = ModelAnswer::Parsed { content: resp.content, usage: resp.usage };
                         r.m.respond(Response::Model(answer)).map_err(|e: DriverError| e.to_string())?;
                         let next = poll_wire(&mut slab, id, false)?;
