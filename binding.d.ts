@@ -108,6 +108,18 @@ export declare function builtinCheckInput(fields: Float64Array): string | null
 
 export declare function builtinCollectFiles(dir: string, glob: string | undefined | null, maxFiles: number | undefined | null, cancel: CancelHandle): Promise<Array<string>>
 
+/** A built-in tool's input field: its JSON Schema property and Zod's extra checks. */
+export interface BuiltinField {
+  name: string
+  type: string
+  description: string
+  required: boolean
+  int: boolean
+  gte?: number
+  gt?: number
+  minLength?: number
+}
+
 export declare function builtinFileEdit(path: string, oldString: string, newString: string, replaceAll: boolean, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
 
 export declare function builtinFileRead(path: string, offset: number | undefined | null, limit: number | undefined | null, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
@@ -135,12 +147,25 @@ export declare function builtinRedactText(text: string): string
 
 export declare function builtinResolvePath(input: string, root: string | undefined | null, processCwd: string, ensureRoot: boolean): Promise<NativeSafePath>
 
-/**
- * The built-in tools' tables, read once by lib/builtin.js: the walkers' skipped directories,
- * the shell's environment allowlist and default timeout, the [`JsType`] names in tag order,
- * and each tool's input fields (the JSON Schema's properties and Zod's extra checks).
- */
-export declare function builtinTables(): any
+export declare function builtinTables(): BuiltinTables
+
+/** The built-in tools' tables, read once by lib/builtin.js. */
+export interface BuiltinTables {
+  /** The walkers' skipped directory names. */
+  skipDirs: Array<string>
+  /** The environment variables bash may inherit. */
+  safeEnvAllowlist: Array<string>
+  defaultTimeoutMs: number
+  /** Zod 3's type names in the order of the tags the input description uses. */
+  jsTypes: Array<string>
+  /** Each tool's input fields; a tool's index is its id. */
+  tools: Array<BuiltinToolInput>
+}
+
+export interface BuiltinToolInput {
+  name: string
+  fields: Array<BuiltinField>
+}
 
 export declare function estimateTokensJson(messagesJson: string): number
 
@@ -161,13 +186,28 @@ export interface ExecutorNext {
   data?: string
 }
 
-/**
- * The machine's protocol as the JS driver reads it once at load: the codes of actions,
- * answers and steps, each step's action, and `next[step * answers + answer]`: the next step
- * for an answer without data, `-1` when the machine must see the answer
- * ([`executor_answer`]), `-2` when the step does not take it.
- */
-export declare function executorProtocol(): any
+export declare function executorProtocol(): ExecutorProtocol
+
+/** The machine's protocol as the JS driver reads it once at load. */
+export interface ExecutorProtocol {
+  /** What each step asks for, by name (`LOOKUP`, `CHECK_ABORT`, …). */
+  actions: Record<string, number>
+  /** The answers' codes by name (`FOUND`, `MISSING`, …). */
+  answers: Record<string, number>
+  /** The sub-codes of a `BAD_RESULT` answer (its `num` argument). */
+  badResults: Record<string, number>
+  /** The steps' codes by name (`Lookup`, `LimitResult`, …). */
+  steps: Record<string, number>
+  /** Each step's action. */
+  stepAction: Array<number>
+  /**
+   * `next[step * answers + answer]`: the next step for an answer without data, `decide`
+   * when the machine must see the answer ([`executor_answer`]), `-2` when the step does not
+   * take it.
+   */
+  next: Array<number>
+  decide: number
+}
 
 export interface Extracted {
   ok: boolean

@@ -388,9 +388,9 @@ function zodInputSchema(z, toolName) {
   for (const f of TABLES.tools[INPUTS.get(toolName).id].fields) {
     let s = z[f.type]()
     if (f.int) s = int(s)
-    if (f.gte !== null) s = s.gte(f.gte)
-    if (f.gt !== null) s = s.gt(f.gt)
-    if (f.minLength !== null) s = s.min(f.minLength)
+    if (f.gte != null) s = s.gte(f.gte)
+    if (f.gt != null) s = s.gt(f.gt)
+    if (f.minLength != null) s = s.min(f.minLength)
     if (!f.required) s = s.optional()
     shape[f.name] = s.describe(f.description)
   }

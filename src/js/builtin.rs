@@ -7,7 +7,6 @@ use std::ptr;
 use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
-use serde_json::{json, Value};
 
 use super::cancel::CancelHandle;
 use oma_core::redaction::{self, Node, Tree, WalkError};
@@ -54,34 +53,69 @@ where
     })
 }
 
-/// The built-in tools' tables, read once by lib/builtin.js: the walkers' skipped directories,
-/// the shell's environment allowlist and default timeout, the [`JsType`] names in tag order,
-/// and each tool's input fields (the JSON Schema's properties and Zod's extra checks).
+/// A built-in tool's input field: its JSON Schema property and Zod's extra checks.
+#[napi(object)]
+pub struct BuiltinField {
+    pub name: String,
+    #[napi(js_name = "type")]
+    pub ty: String,
+    pub description: String,
+    pub required: bool,
+    pub int: bool,
+    pub gte: Option<i32>,
+    pub gt: Option<i32>,
+    pub min_length: Option<u32>,
+}
+
+#[napi(object)]
+pub struct BuiltinToolInput {
+    pub name: String,
+    pub fields: Vec<BuiltinField>,
+}
+
+/// The built-in tools' tables, read once by lib/builtin.js.
+#[napi(object)]
+pub struct BuiltinTables {
+    /// The walkers' skipped directory names.
+    pub skip_dirs: Vec<String>,
+    /// The environment variables bash may inherit.
+    pub safe_env_allowlist: Vec<String>,
+    pub default_timeout_ms: f64,
+    /// Zod 3's type names in the order of the tags the input description uses.
+    pub js_types: Vec<String>,
+    /// Each tool's input fields; a tool's index is its id.
+    pub tools: Vec<BuiltinToolInput>,
+}
+
 #[napi(catch_unwind)]
-pub fn builtin_tables() -> Value {
-    let tools: Vec<Value> = TOOLS
-        .iter()
-        .map(|t| {
-            let fields: Vec<Value> = t
-                .fields
-                .iter()
-                .map(|f| {
-                    json!({
-                        "name": f.name, "type": f.ty.name(), "description": f.description, "required": f.required,
-                        "int": f.int, "gte": f.gte, "gt": f.gt, "minLength": f.min_length,
+pub fn builtin_tables() -> BuiltinTables {
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    BuiltinTables {
+        skip_dirs: strings(&walk::SKIP_DIRS),
+        safe_env_allowlist: strings(&bash::SAFE_ENV_ALLOWLIST),
+        default_timeout_ms: bash::DEFAULT_TIMEOUT_MS as f64,
+        js_types: JsType::ALL.iter().map(|t| t.name().to_string()).collect(),
+        tools: TOOLS
+            .iter()
+            .map(|t| BuiltinToolInput {
+                name: t.tool.to_string(),
+                fields: t
+                    .fields
+                    .iter()
+                    .map(|f| BuiltinField {
+                        name: f.name.to_string(),
+                        ty: f.ty.name().to_string(),
+                        description: f.description.to_string(),
+                        required: f.required,
+                        int: f.int,
+                        gte: f.gte,
+                        gt: f.gt,
+                        min_length: f.min_length,
                     })
-                })
-                .collect();
-            json!({ "name": t.tool, "fields": fields })
-        })
-        .collect();
-    json!({
-        "skipDirs": walk::SKIP_DIRS,
-        "safeEnvAllowlist": bash::SAFE_ENV_ALLOWLIST,
-        "defaultTimeoutMs": bash::DEFAULT_TIMEOUT_MS,
-        "jsTypes": JsType::ALL.iter().map(|t| t.name()).collect::<Vec<_>>(),
-        "tools": tools,
-    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// A built-in tool's own input check (its `execute` called directly): `fields` laid out as the

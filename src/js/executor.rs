@@ -7,9 +7,10 @@
 //! [`executor_answer`], which resumes the machine at that step, feeds the answer and returns
 //! the next step with the text the machine holds.
 
+use std::collections::HashMap;
+
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use serde_json::{json, Map, Value};
 
 use oma_core::kernel::truncate::truncate_tool_output;
 use oma_core::tool::builtin::input::{FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
@@ -21,20 +22,35 @@ use oma_core::tool::executor::{
 const DECIDE: i32 = -1;
 const INVALID: i32 = -2;
 
-/// The sub-codes of a `BAD_RESULT` answer (its `num` argument).
+/// The names of a `BAD_RESULT` answer's sub-codes.
 const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
 
-fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Map<String, Value> {
-    all.iter().enumerate().map(|(i, k)| (name(*k).to_string(), json!(i))).collect()
+fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> HashMap<String, u32> {
+    all.iter().enumerate().map(|(i, k)| (name(*k).to_string(), i as u32)).collect()
 }
 
-/// The machine's protocol as the JS driver reads it once at load: the codes of actions,
-/// answers and steps, each step's action, and `next[step * answers + answer]`: the next step
-/// for an answer without data, `-1` when the machine must see the answer
-/// ([`executor_answer`]), `-2` when the step does not take it.
+/// The machine's protocol as the JS driver reads it once at load.
+#[napi(object)]
+pub struct ExecutorProtocol {
+    /// What each step asks for, by name (`LOOKUP`, `CHECK_ABORT`, …).
+    pub actions: HashMap<String, u32>,
+    /// The answers' codes by name (`FOUND`, `MISSING`, …).
+    pub answers: HashMap<String, u32>,
+    /// The sub-codes of a `BAD_RESULT` answer (its `num` argument).
+    pub bad_results: HashMap<String, u32>,
+    /// The steps' codes by name (`Lookup`, `LimitResult`, …).
+    pub steps: HashMap<String, u32>,
+    /// Each step's action.
+    pub step_action: Vec<u32>,
+    /// `next[step * answers + answer]`: the next step for an answer without data, `decide`
+    /// when the machine must see the answer ([`executor_answer`]), `-2` when the step does not
+    /// take it.
+    pub next: Vec<i32>,
+    pub decide: i32,
+}
+
 #[napi(catch_unwind)]
-pub fn executor_protocol() -> Value {
-    let steps: Map<String, Value> = Step::ALL.iter().map(|s| (format!("{s:?}"), json!(*s as u8))).collect();
+pub fn executor_protocol() -> ExecutorProtocol {
     let mut next = Vec::with_capacity(Step::ALL.len() * AnswerKind::ALL.len());
     for step in Step::ALL {
         for kind in AnswerKind::ALL {
@@ -45,15 +61,15 @@ pub fn executor_protocol() -> Value {
             });
         }
     }
-    json!({
-        "actions": names(&ActionKind::ALL, ActionKind::name),
-        "answers": names(&AnswerKind::ALL, AnswerKind::name),
-        "badResults": names(&[0, 1, 2], |i: usize| BAD_RESULT_KINDS[i]),
-        "steps": steps,
-        "stepAction": Step::ALL.iter().map(|s| s.action_kind() as u8).collect::<Vec<_>>(),
-        "next": next,
-        "decide": DECIDE,
-    })
+    ExecutorProtocol {
+        actions: names(&ActionKind::ALL, ActionKind::name),
+        answers: names(&AnswerKind::ALL, AnswerKind::name),
+        bad_results: names(&[0, 1, 2], |i: usize| BAD_RESULT_KINDS[i]),
+        steps: Step::ALL.iter().map(|s| (format!("{s:?}"), *s as u32)).collect(),
+        step_action: Step::ALL.iter().map(|s| s.action_kind() as u32).collect(),
+        next,
+        decide: DECIDE,
+    }
 }
 
 #[napi(object)]
