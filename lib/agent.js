@@ -10,13 +10,13 @@ const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError, safeString } = require('./errors.js')
 
-/** The machine's wire codes and status names, as the kernel defines them. */
-const K = native.agentCodes()
+/** The machine's wire codes and status names, as the kernel defines them (copied into a
+ *  plain object: the driver reads the codes on every step). */
+const K = Object.freeze({ ...native.agentCodes() })
 const STATUSES = native.agentStatuses()
+const IDLE = STATUSES.indexOf('idle')
 const RUNNING = STATUSES.indexOf('running')
 const ERROR = STATUSES.indexOf('error')
-
-const IDLE = STATUSES.indexOf('idle')
 
 function idleState() {
   return { status: STATUSES[IDLE], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
