@@ -281,16 +281,17 @@ export declare function runnerPlanNames(plan: number): Array<string>
 
 /**
  * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
- * and returns its id for the `run*` functions; release it with `runRelease`. `summary_cache`:
- * the runner's, if it has one.
+ * and returns its id for the `run*` functions; it is released when `Done` is handed out, or by
+ * `runRelease`. `summary_cache`: the runner's, if it has one; `has_on_warning` / `emits_events`:
+ * who watches the run (`Observers`).
  */
-export declare function runnerStart(plan: number, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean): number
+export declare function runnerStart(plan: number, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean, emitsEvents: boolean): number
 
 /**
  * `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
  * block, checked by the driver): no JSON either way.
  */
-export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean): number
+export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean, emitsEvents: boolean): number
 
 /** The warnings of the last `runnerPlan` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>

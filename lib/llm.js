@@ -4,6 +4,7 @@
 // JSON strings, links the AbortSignal, and builds Errors in the caller's realm.
 
 const native = require('./native.js')
+const wire = require('./wire.js')
 const { InvalidMessageError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
@@ -380,23 +381,6 @@ function optionsJson(memo, options) {
   return memo === undefined ? JSON.stringify(pickOptions(options)) : memoJson(memo, pickOptions(options))
 }
 
-/** The content blocks of a compact reply split at U+0001, from field `from` on: `t, text` for a
- *  text block, `u, id, name, input JSON` for a tool_use block (the native side sends JSON
- *  instead for any other block, or when a string holds U+0001). */
-function compactContent(p, from) {
-  const content = []
-  for (let i = from; i < p.length;) {
-    if (p[i] === 't') {
-      content.push({ type: 'text', text: p[i + 1] })
-      i += 2
-    } else {
-      content.push({ type: 'tool_use', id: p[i + 1], name: p[i + 2], input: JSON.parse(p[i + 3]) })
-      i += 4
-    }
-  }
-  return content
-}
-
 class NativeAdapter {
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
@@ -451,15 +435,7 @@ class NativeAdapter {
     } finally {
       unlink()
     }
-    // Usually `in␁out␁id␁model␁stop_reason` and the blocks (see compactContent); otherwise
-    // `[id, model, stop_reason, inputTokens, outputTokens, content]`. Object literals either way:
-    // cheaper than JSON.parse building the response and usage objects.
-    if (json.charCodeAt(0) !== 91 /* [ */) {
-      const p = json.split('\u0001')
-      return { id: p[2], content: compactContent(p, 5), model: p[3], stop_reason: p[4], usage: { input_tokens: +p[0], output_tokens: +p[1] } }
-    }
-    const r = JSON.parse(json)
-    return { id: r[0], content: r[5], model: r[1], stop_reason: r[2], usage: { input_tokens: r[3], output_tokens: r[4] } }
+    return wire.decodeChatReply(json)
   }
 
   async *stream(messages, options) {
@@ -588,7 +564,6 @@ module.exports = {
   messageWire,
   // For the runner's native path (lib/runner.js).
   runOptionsJson,
-  compactContent,
   linkSignal,
   fromNative,
   errorFrom,

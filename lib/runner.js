@@ -364,9 +364,11 @@ class AgentRunner {
     const watch = listenable(signal) ? new AbortWatch(signal) : null
     let id
     try {
+      // run() shows no events: the machine then skips the actions that only emit one.
+      const onWarning = typeof options.onWarning === 'function'
       id = prompt === undefined
-        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), typeof options.onWarning === 'function')
-        : native.runnerStartPrompt(plan, this._summaryCache, prompt, typeof options.onWarning === 'function')
+        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), onWarning, streaming)
+        : native.runnerStartPrompt(plan, this._summaryCache, prompt, onWarning, streaming)
     } catch (e) {
       if (watch !== null) watch.dispose()
       throw e
@@ -522,10 +524,11 @@ class AgentRunner {
             break
           }
           case OP.TEXT:
-            if (streaming) yield { type: 'text', data: action.text }
+            // Produced only for a stream() (see runnerStart).
+            yield { type: 'text', data: action.text }
             break
           case OP.BUDGET_EXCEEDED:
-            if (streaming) yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', action.totalTokens, ro.maxTokenBudget) }
+            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', action.totalTokens, ro.maxTokenBudget) }
             break
           case OP.LOOP_DETECTED: {
             const info = action.info

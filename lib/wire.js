@@ -92,10 +92,51 @@ function respondToolResult(id, index, content, isError, usage) {
   else native.runToolResult(id, index, content, e, usage[0], usage[1])
 }
 
-/** A native adapter's reply (`runChat`): the next action and the response it carries. */
-function decodeModelReply(json) {
-  const r = JSON.parse(json)
-  return { action: decode(r[0]), response: { content: r[3], usage: { input_tokens: r[1], output_tokens: r[2] } } }
+// Replies of the native adapters: fields separated by U+0001 (wire.rs has the layout and the
+// instruction counts that keep it over JSON).
+
+/** A string field: as it is, unless written as its JSON string (it held U+0001 or began with `"`). */
+const field = (s) => (s.charCodeAt(0) === 34 /* " */ ? JSON.parse(s) : s)
+
+/** The blocks of a split reply, from field `from` on. */
+function blocks(p, from) {
+  const content = []
+  for (let i = from; i < p.length;) {
+    switch (p[i]) {
+      case 't':
+        content.push({ type: 'text', text: field(p[i + 1]) })
+        i += 2
+        break
+      case 'u':
+        content.push({ type: 'tool_use', id: field(p[i + 1]), name: field(p[i + 2]), input: JSON.parse(p[i + 3]) })
+        i += 4
+        break
+      case 's':
+        content.push({ type: 'tool_use', id: field(p[i + 1]), name: field(p[i + 2]), input: JSON.parse(p[i + 3]), signature: field(p[i + 4]) })
+        i += 5
+        break
+      case 'j':
+        content.push(JSON.parse(p[i + 1]))
+        i += 2
+        break
+      default:
+        throw new Error(`oma-kernel: unknown block tag in a reply: ${p[i]}`)
+    }
+  }
+  return content
+}
+
+/** A run's reply (`runChat`): the action the machine moved on to and the response it took. */
+function decodeModelReply(reply) {
+  const p = reply.split('\u0001')
+  const next = p[0].charCodeAt(0) === 91 /* [ */ ? p[0] : +p[0]
+  return { action: decode(next), response: { content: blocks(p, 3), usage: { input_tokens: +p[1], output_tokens: +p[2] } } }
+}
+
+/** `adapter.chat`'s reply: the LLMResponse. */
+function decodeChatReply(reply) {
+  const p = reply.split('\u0001')
+  return { id: field(p[2]), content: blocks(p, 5), model: field(p[3]), stop_reason: field(p[4]), usage: { input_tokens: +p[0], output_tokens: +p[1] } }
 }
 
 module.exports = {
@@ -111,4 +152,5 @@ module.exports = {
   respondLoopAction,
   respondToolResult,
   decodeModelReply,
+  decodeChatReply,
 }

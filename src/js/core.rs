@@ -11,9 +11,9 @@ use napi_derive::napi;
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools;
-use oma_core::kernel::message::{blocks_json, parse_messages, Message, Strictness, Usage};
+use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, Wire};
-use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Response, RunnerConfig};
+use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
 use oma_core::kernel::semaphore::{Acquire, Semaphore};
 use oma_core::kernel::{structured_output, tokens, truncate};
 
@@ -98,22 +98,36 @@ pub fn runner_plan_free(id: u32) {
 }
 
 /// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
-/// and returns its id for the `run*` functions; release it with `runRelease`. `summary_cache`:
-/// the runner's, if it has one.
+/// and returns its id for the `run*` functions; it is released when `Done` is handed out, or by
+/// `runRelease`. `summary_cache`: the runner's, if it has one; `has_on_warning` / `emits_events`:
+/// who watches the run (`Observers`).
 #[napi(catch_unwind)]
-pub fn runner_start(plan: u32, summary_cache: Option<u32>, initial_json: String, has_on_warning: bool) -> Result<u32> {
+pub fn runner_start(
+    plan: u32,
+    summary_cache: Option<u32>,
+    initial_json: String,
+    has_on_warning: bool,
+    emits_events: bool,
+) -> Result<u32> {
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-    start(plan, summary_cache, initial, has_on_warning)
+    start(plan, summary_cache, initial, Observers { on_warning: has_on_warning, events: emits_events })
 }
 
 /// `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
 /// block, checked by the driver): no JSON either way.
 #[napi(catch_unwind)]
-pub fn runner_start_prompt(plan: u32, summary_cache: Option<u32>, prompt: String, has_on_warning: bool) -> Result<u32> {
-    start(plan, summary_cache, vec![Message::user_text(prompt)], has_on_warning)
+pub fn runner_start_prompt(
+    plan: u32,
+    summary_cache: Option<u32>,
+    prompt: String,
+    has_on_warning: bool,
+    emits_events: bool,
+) -> Result<u32> {
+    let observers = Observers { on_warning: has_on_warning, events: emits_events };
+    start(plan, summary_cache, vec![Message::user_text(prompt)], observers)
 }
 
-fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, has_on_warning: bool) -> Result<u32> {
+fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, observers: Observers) -> Result<u32> {
     let (cfg, granted) = PLANS
         .with(|s| s.borrow().get(plan).map(|p| (p.cfg.clone(), p.granted.clone())))
         .ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))?;
@@ -123,7 +137,7 @@ fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, has_on_wa
             .ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
         None => Arc::new(Mutex::new(None)),
     };
-    let m = Machine::new(cfg, cache, initial, granted, has_on_warning);
+    let m = Machine::new(cfg, cache, initial, granted, observers);
     Ok(insert_run(Run::new(m)))
 }
 
@@ -583,12 +597,11 @@ pub fn run_chat<'e>(
                 let mut slab = s.borrow_mut();
                 match slab.get_mut(id) {
                     Some(r) if r.serial == serial => {
-                        // The content's text is made before the content moves into the machine.
-                        let content = blocks_json(&resp.content);
+                        // The reply's blocks are written before the content moves into the machine.
+                        let reply = wire::ModelReply::new(resp.usage, &resp.content);
                         let answer = ModelAnswer::Parsed { content: resp.content, usage: resp.usage };
                         r.m.respond(Response::Model(answer)).map_err(|e: DriverError| e.to_string())?;
-                        let next = poll_wire(&mut slab, id, false)?;
-                        Ok(wire::model_reply_json(next, resp.usage, &content))
+                        Ok(reply.with_next(poll_wire(&mut slab, id, false)?))
                     }
                     _ => Err(RELEASED.to_string()),
                 }

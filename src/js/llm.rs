@@ -71,9 +71,9 @@ fn token_of(cancel: Option<&CancelHandle>) -> CancellationToken {
     cancel.map(|c| c.token().child_token()).unwrap_or_default()
 }
 
-/// What an adapter's own `chat` resolves with (see `LlmResponse::chat_reply_json`).
+/// What an adapter's own `chat` resolves with (the layout is `wire::chat_reply`'s).
 fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
-    Ok(r.compact_chat_reply().unwrap_or_else(|| r.chat_reply_json()))
+    Ok(oma_core::kernel::runner::wire::chat_reply(&r.id, &r.model, &r.stop_reason, r.usage, &r.content))
 }
 
 /// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on

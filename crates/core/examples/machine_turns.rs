@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::message::{parse_messages, Strictness, Usage};
-use oma_core::kernel::runner::{ActionKind, Machine, ModelAnswer, Response};
+use oma_core::kernel::runner::{ActionKind, Machine, ModelAnswer, Observers, Response};
 
 fn main() {
     let cfg = Arc::new(runner_config_from_json(r#"{"maxTurns":100000,"loopDetection":{}}"#).unwrap());
@@ -17,7 +17,7 @@ fn main() {
             Arc::new(Mutex::new(None)),
             parse_messages(start, Strictness::Lenient).unwrap(),
             vec!["t0".into()],
-            false,
+            Observers { on_warning: false, events: false },
         );
         let mut resp_t = 0u128;
         let mut next_t = 0u128;

@@ -181,64 +181,6 @@ impl Serialize for LlmResponse {
     }
 }
 
-/// `[next, inputTokens, outputTokens, content]`: what a run's driver reads of a response, with
-/// the machine's next operation `next` (the rest is the machine's); `content_json` is the
-/// content's JSON, written before the content moved into the machine. An array: the driver's
-/// `JSON.parse` builds no objects it does not need.
-pub fn run_reply_json(next: u32, usage: Usage, content_json: &str) -> String {
-    let mut out = serde_json::to_string(&(next, JsNum(usage.input_tokens), JsNum(usage.output_tokens)))
-        .expect("numbers serialise");
-    out.pop();
-    out.reserve(content_json.len() + 2);
-    out.push(',');
-    out.push_str(content_json);
-    out.push(']');
-    out
-}
-
-/// Separates the fields of a compact reply. JSON text never holds it raw, and a reply whose
-/// strings hold it goes as JSON.
-const SEP: char = '\u{1}';
-
-/// `run_reply_json` without its first field (the machine's next op, prefixed by the caller):
-/// `␁in␁out` followed by the blocks (see `push_compact_blocks`), for the usual replies.
-/// `lib/runner.js` splits it and builds the blocks itself, cheaper than `JSON.parse` building
-/// them. `None` when the reply does not fit that form.
-pub fn compact_run_reply(usage: Usage, content: &[Block]) -> Option<String> {
-    let mut out = String::with_capacity(64);
-    push_count(&mut out, usage.input_tokens)?;
-    push_count(&mut out, usage.output_tokens)?;
-    push_compact_blocks(&mut out, content).then_some(out)
-}
-
-/// `␁` and a token count that JS would write as an integer.
-fn push_count(out: &mut String, x: f64) -> Option<()> {
-    if x.fract() != 0.0 || x.abs() >= 9.007_199_254_740_992e15 {
-        return None;
-    }
-    out.push(SEP);
-    out.push_str(&(x as i64).to_string());
-    Some(())
-}
-
-fn push_field(out: &mut String, s: &str) -> bool {
-    out.push(SEP);
-    out.push_str(s);
-    memchr::memchr(1, s.as_bytes()).is_none()
-}
-
-/// Text blocks as `␁t␁<text>`, tool_use blocks without a signature as
-/// `␁u␁<id>␁<name>␁<input JSON>`; `false` for any other block.
-fn push_compact_blocks(out: &mut String, content: &[Block]) -> bool {
-    content.iter().all(|b| match b {
-        Block::Text { text: Some(t) } => push_field(out, "t") && push_field(out, t),
-        Block::ToolUse { id, name, input, signature: None } => {
-            push_field(out, "u") && push_field(out, id) && push_field(out, name) && push_field(out, input.get())
-        }
-        _ => false,
-    })
-}
-
 struct UsageJs(Usage);
 
 impl Serialize for UsageJs {
@@ -269,36 +211,6 @@ impl Serialize for JsNum {
 impl LlmResponse {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("response serialises")
-    }
-
-    /// `[id, model, stop_reason, inputTokens, outputTokens, content]`, from which `lib/llm.js`
-    /// builds the `LLMResponse` with object literals (`JSON.parse` building the two outer
-    /// objects cost more than the rest of the parse).
-    /// `chat_reply_json` as `in␁out␁id␁model␁stop_reason` followed by the blocks (see
-    /// `compact_run_reply`); `None` when the response does not fit that form.
-    pub fn compact_chat_reply(&self) -> Option<String> {
-        let mut out = String::with_capacity(64);
-        push_count(&mut out, self.usage.input_tokens)?;
-        out.remove(0);
-        push_count(&mut out, self.usage.output_tokens)?;
-        let fits = push_field(&mut out, &self.id)
-            && push_field(&mut out, &self.model)
-            && push_field(&mut out, &self.stop_reason)
-            && push_compact_blocks(&mut out, &self.content);
-        fits.then_some(out)
-    }
-
-    pub fn chat_reply_json(&self) -> String {
-        let u = self.usage;
-        serde_json::to_string(&(
-            &self.id,
-            &self.model,
-            &self.stop_reason,
-            JsNum(u.input_tokens),
-            JsNum(u.output_tokens),
-            &self.content,
-        ))
-        .expect("response serialises")
     }
 }
 
@@ -499,51 +411,6 @@ mod tests {
         own.cancel();
         assert!(is_aborted(&own));
         assert_eq!(or_abort(&own, std::future::pending::<()>()).await.unwrap_err().message, "Request was aborted.");
-    }
-
-    #[test]
-    fn compact_replies_carry_text_and_tool_use_only() {
-        let tool = |id: &str| Block::ToolUse {
-            id: id.into(),
-            name: "f".into(),
-            input: RawValue::from_string(r#"{"a":1}"#.into()).unwrap(),
-            signature: None,
-        };
-        let mut r = LlmResponse {
-            id: "x".into(),
-            content: vec![Block::text("hé"), tool("c1"), Block::text("")],
-            model: "m".into(),
-            stop_reason: "tool_use".into(),
-            usage: Usage { input_tokens: 3.0, output_tokens: 12.0 },
-        };
-        assert_eq!(
-            r.compact_chat_reply().unwrap(),
-            "3\u{1}12\u{1}x\u{1}m\u{1}tool_use\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}"
-        );
-        assert_eq!(
-            compact_run_reply(r.usage, &r.content).unwrap(),
-            "\u{1}3\u{1}12\u{1}t\u{1}hé\u{1}u\u{1}c1\u{1}f\u{1}{\"a\":1}\u{1}t\u{1}"
-        );
-        r.content.clear();
-        assert_eq!(r.compact_chat_reply().unwrap(), "3\u{1}12\u{1}x\u{1}m\u{1}tool_use");
-        // Anything else goes as JSON: the separator in a string, other blocks, fractional counts.
-        for content in [
-            vec![Block::text("a\u{1}")],
-            vec![Block::Text { text: None }],
-            vec![Block::Reasoning { text: "r".into(), signature: None, redacted_data: None, provenance: None }],
-            vec![Block::ToolUse {
-                id: "c".into(),
-                name: "f".into(),
-                input: RawValue::from_string("{}".into()).unwrap(),
-                signature: Some("s".into()),
-            }],
-            vec![tool("c\u{1}")],
-        ] {
-            assert_eq!(compact_run_reply(r.usage, &content), None, "{content:?}");
-        }
-        assert_eq!(compact_run_reply(Usage { input_tokens: 0.5, output_tokens: 1.0 }, &[]), None);
-        r.model = "m\u{1}".into();
-        assert_eq!(r.compact_chat_reply(), None);
     }
 
     #[test]

@@ -1119,19 +1119,10 @@ mod tests {
         let body = r#"{"id":"c\u00e9","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"a\"b\n","reasoning_content":"why","tool_calls":[{"id":"t\/1","type":"function","function":{"name":"f\u0031","arguments":"{\"k\":\"v\\u00e9\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#;
         let r = parse_completion(body, None, "p").unwrap();
         assert_eq!(r.id, "cé");
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (1.0, 2.0));
         assert_eq!(
-            crate::run_reply_json(7, r.usage, &serde_json::to_string(&r.content).unwrap()),
-            r#"[7,1,2,[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]]"#
-        );
-        assert_eq!(
-            r.chat_reply_json(),
-            format!(
-                r#"["{}","{}","{}",1,2,{}]"#,
-                r.id,
-                r.model,
-                r.stop_reason,
-                serde_json::to_string(&r.content).unwrap()
-            )
+            serde_json::to_string(&r.content).unwrap(),
+            r#"[{"type":"reasoning","text":"why","provenance":"p"},{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"t/1","name":"f1","input":{"k":"vé"}}]"#
         );
         let r = parse_completion(
             r#"{"choices":[{"message":{"content":[{"type":"text","text":"x"}]},"finish_reason":"stop"}]}"#,
@@ -1139,9 +1130,10 @@ mod tests {
             "p",
         )
         .unwrap();
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (0.0, 0.0));
         assert_eq!(
-            crate::run_reply_json(0, r.usage, &serde_json::to_string(&r.content).unwrap()),
-            r#"[0,0,0,[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]]"#
+            serde_json::to_string(&r.content).unwrap(),
+            r#"[{"type":"text","text":"[{\"type\":\"text\",\"text\":\"x\"}]"}]"#
         );
     }
 

@@ -20,8 +20,8 @@
 //!    `Response::Conversation` / `Response::Summary` (a summary is followed by its `ApplyPlan`);
 //! 2. `CallModel`, which waits for `Response::Model`;
 //! 3. after the answer: `Text` when the turn has text, `BudgetExceeded` when the budget is
-//!    spent, `LoopDetected` when the detector fires (with `awaits_policy`, it waits for
-//!    `Response::LoopAction`);
+//!    spent (both only when the driver emits events, see [`Observers`]), `LoopDetected` when
+//!    the detector fires (with `awaits_policy`, it waits for `Response::LoopAction`);
 //! 4. one of: `ToolRound` (waits for one `Response::ToolResult` per call, in any order),
 //!    `InjectWarning` (the next turn follows), `LoopStopResults` then `Done`,
 //!    `FirstTurnWarning` then `Done`, or `Done`.
@@ -268,6 +268,21 @@ impl<'a> ToolCalls<'a> {
     }
 }
 
+/// Who watches the run: some actions exist only for someone to see them, and are not produced
+/// when nobody does (each would cost the driver a crossing for nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observers {
+    /// The driver has an `onWarning` callback: `FirstTurnWarning` is produced only for it.
+    pub on_warning: bool,
+    /// The driver hands events to a consumer (`stream()`; `run()` keeps only the result):
+    /// `Text` and `BudgetExceeded`, which do nothing but emit an event, are produced only then.
+    pub events: bool,
+}
+
+impl Observers {
+    pub const ALL: Observers = Observers { on_warning: true, events: true };
+}
+
 /// What a finished run produced.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outcome<'a> {
@@ -404,7 +419,7 @@ pub struct Machine {
     loop_warned: bool,
     granted: HashSet<String>,
     tools_offered: usize,
-    has_on_warning: bool,
+    observers: Observers,
     phase: Phase,
     queue: std::collections::VecDeque<ActionKind>,
     // Per-turn state.
@@ -429,7 +444,7 @@ impl Machine {
         cache: Arc<Mutex<Option<SummaryCache>>>,
         initial: Vec<Message>,
         granted: Vec<String>,
-        has_on_warning: bool,
+        observers: Observers,
     ) -> Machine {
         let detector = cfg.loop_detection.as_ref().map(|l| {
             let mut d = LoopDetector::new(l.max_repetitions, l.window);
@@ -467,7 +482,7 @@ impl Machine {
             aborted: false,
             detector,
             loop_warned: false,
-            has_on_warning,
+            observers,
             phase: Phase::TurnStart,
             queue: Default::default(),
             turn_text: String::new(),
@@ -669,6 +684,9 @@ impl Machine {
                                 self.budget_exceeded = true;
                                 self.final_output = self.turn_text.clone();
                                 self.phase = Phase::Finished;
+                                if !self.observers.events {
+                                    return Ok(ActionKind::Done);
+                                }
                                 self.queue.push_back(ActionKind::Done);
                                 return Ok(ActionKind::BudgetExceeded);
                             }
@@ -740,7 +758,7 @@ impl Machine {
                 _ => {}
             }
         }
-        if !self.turn_text.is_empty() {
+        if !self.turn_text.is_empty() && self.observers.events {
             self.queue.push_back(ActionKind::Text);
         }
         if let Some(budget) = self.cfg.max_token_budget {
@@ -748,7 +766,9 @@ impl Machine {
                 self.budget_exceeded = true;
                 self.final_output = self.turn_text.clone();
                 self.pending_break = true;
-                self.queue.push_back(ActionKind::BudgetExceeded);
+                if self.observers.events {
+                    self.queue.push_back(ActionKind::BudgetExceeded);
+                }
             }
         }
         self.inject = None;
@@ -809,7 +829,7 @@ impl Machine {
                 return Some(ActionKind::InjectWarning);
             }
             self.final_output = self.turn_text.clone();
-            if self.turns == 1 && self.tools_offered > 0 && self.has_on_warning {
+            if self.turns == 1 && self.tools_offered > 0 && self.observers.on_warning {
                 let name = self.cfg.agent_name.as_deref().unwrap_or("unknown");
                 self.first_turn_warning = first_turn_warning(name, self.tools_offered);
                 let done = self.finish();
@@ -945,7 +965,7 @@ mod tests {
             Arc::new(Mutex::new(None)),
             parse_messages(initial, Strictness::Lenient).unwrap(),
             granted.iter().map(|s| s.to_string()).collect(),
-            true,
+            Observers::ALL,
         )
     }
     const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go"}]}]"#;
@@ -1198,6 +1218,42 @@ mod tests {
         assert_eq!(ops.iter().filter(|o| **o == ActionKind::LoopDetected).count(), 3);
         assert!(!m.outcome().loop_detected);
         assert_eq!(m.outcome().turns, 4);
+    }
+
+    #[test]
+    fn unobserved_actions_are_not_produced() {
+        let mut cfg = RunnerConfig::default();
+        cfg.max_token_budget = Some(10.0);
+        let quiet = Observers { on_warning: false, events: false };
+        let mut m = Machine::new(
+            Arc::new(cfg),
+            Arc::new(Mutex::new(None)),
+            parse_messages(START, Strictness::Lenient).unwrap(),
+            vec!["a".into()],
+            quiet,
+        );
+        // Text, the budget event and the first-turn warning are skipped; the outcome is the same.
+        assert_eq!(drive(&mut m, &[text_resp("spent", 8, 8)]), vec![ActionKind::CallModel, ActionKind::Done]);
+        let o = m.outcome();
+        assert!(o.budget_exceeded);
+        assert_eq!(o.output, "spent");
+
+        // The post-delegation budget check ends the run the same way.
+        let mut cfg = RunnerConfig::default();
+        cfg.max_token_budget = Some(100.0);
+        let mut m = Machine::new(
+            Arc::new(cfg),
+            Arc::new(Mutex::new(None)),
+            parse_messages(START, Strictness::Lenient).unwrap(),
+            vec!["delegate".into()],
+            quiet,
+        );
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("1", "delegate")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "sub", None, Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }));
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        assert!(m.outcome().budget_exceeded);
     }
 
     #[test]
