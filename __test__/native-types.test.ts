@@ -36,3 +36,30 @@ describe('types of the native binding', () => {
     expect(problems).toEqual([])
   })
 })
+
+describe('constants the binding hands over', () => {
+  test('TOOL_PRESETS and AGENT_FRAMEWORK_DISALLOWED: frozen, one object, the 1.7.0 values', () => {
+    const index = require('../index.js')
+    const wire = require('../lib/wire.js')
+    expect(index.TOOL_PRESETS).toBe(wire.TOOL_PRESETS)
+    expect(index.AGENT_FRAMEWORK_DISALLOWED).toBe(wire.AGENT_FRAMEWORK_DISALLOWED)
+    expect(Object.keys(index.TOOL_PRESETS)).toEqual(['readonly', 'readwrite', 'full'])
+    expect(index.TOOL_PRESETS).toEqual({
+      readonly: ['file_read', 'grep', 'glob'],
+      readwrite: ['file_read', 'file_write', 'file_edit', 'grep', 'glob'],
+      full: ['file_read', 'file_write', 'file_edit', 'grep', 'glob', 'bash'],
+    })
+    expect(Object.isFrozen(index.TOOL_PRESETS)).toBe(true)
+    for (const list of Object.values(index.TOOL_PRESETS)) expect(Object.isFrozen(list)).toBe(true)
+    expect(index.AGENT_FRAMEWORK_DISALLOWED).toEqual([])
+    expect(Object.isFrozen(index.AGENT_FRAMEWORK_DISALLOWED)).toBe(true)
+  })
+
+  test('the action codes are distinct and fit the numeric layout', () => {
+    const { OP } = require('../lib/wire.js')
+    const { kindBits } = JSON.parse(require('../binding.js').wireSpec())
+    const codes = Object.values(OP) as number[]
+    expect(new Set(codes).size).toBe(codes.length)
+    for (const c of codes) expect(c).toBeLessThan(1 << kindBits)
+  })
+})

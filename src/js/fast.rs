@@ -5,9 +5,10 @@
 //! A `#[napi]` function pays for napi-rs's per-call machinery (a native-borrow scope on the
 //! heap, its mutex and thread-local stack, a fresh `String` per string argument): measured
 //! ≈ 105 ns for a call taking and returning a `u32`, against ≈ 30 ns for the bare callback.
-//! At five calls per tool turn that was a tenth of the turn (`runTotals`' array: ≈ 360 ns). These callbacks read their
-//! arguments straight from napi (strings into one reused buffer) and call the same code as
-//! the `#[napi]` exports in `core.rs`; a panic still becomes a JS exception.
+//! At five calls per tool turn that was a tenth of the turn. These callbacks read their
+//! arguments straight from napi (strings into one reused buffer) and call the same code as the
+//! `#[napi]` exports in `core.rs` (`core::run_respond` → `Machine::respond` for every response);
+//! a panic still becomes a JS exception.
 
 use std::cell::RefCell;
 use std::ffi::CString;
