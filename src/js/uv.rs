@@ -471,6 +471,6 @@ fn start(env: sys::napi_env) -> Option<&'static Local> {
 /// polled at once, up to its first wait. Only call where `available` said yes.
 pub fn spawn_local<F: Future<Output = ()> + 'static>(task: impl FnOnce(&'static LocalHttp<UvReactor>) -> F) {
     if let Some(l) = local() {
-        l.exec.spawn(task(&l.http));
+        l.exec.spawn_with(|| task(&l.http));
     }
 }

@@ -111,6 +111,18 @@ impl<R: Reactor> Exec<R> {
 
     /// Runs `fut` on this loop; it is polled at once, up to its first wait.
     pub fn spawn(&self, fut: impl Future<Output = ()> + 'static) {
+        self.spawn_task(Box::pin(fut));
+    }
+
+    /// `spawn` of the future `make` returns, written straight into its task's memory: a
+    /// request's future is kilobytes, and one made first and boxed then is copied once more
+    /// (W5: a few hundred instructions per LLM call).
+    pub fn spawn_with<F: Future<Output = ()> + 'static>(&self, make: impl FnOnce() -> F) {
+        let task: Box<F> = Box::write(Box::new_uninit(), make());
+        self.spawn_task(Box::into_pin(task));
+    }
+
+    fn spawn_task(&self, fut: Task) {
         self.run_woken(|| {
             let task = match self.free.borrow_mut().pop() {
                 Some(id) => id,
@@ -122,7 +134,7 @@ impl<R: Reactor> Exec<R> {
             };
             let waker =
                 Waker::from(Arc::new(TaskWaker::<ExecRemote<R>> { task, exec: self.id, shared: self.shared.clone() }));
-            self.tasks.borrow_mut()[task] = Some((Box::pin(fut), waker));
+            self.tasks.borrow_mut()[task] = Some((fut, waker));
             self.ready.borrow_mut().push_back(task);
         });
     }

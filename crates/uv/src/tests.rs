@@ -474,6 +474,15 @@ fn a_task_spawned_by_a_task_runs_in_the_same_drain() {
 }
 
 #[test]
+fn a_future_made_in_its_task_runs_at_once() {
+    let (exec, _, _) = new_exec();
+    let ran = Rc::new(Cell::new(0));
+    let r = ran.clone();
+    exec.spawn_with(move || async move { r.set(r.get() + 1) });
+    assert_eq!((ran.get(), exec.live_tasks()), (1, 0));
+}
+
+#[test]
 fn one_executor_per_thread() {
     let (exec, _, _) = new_exec();
     assert!(std::panic::catch_unwind(new_exec).is_err());
