@@ -10,9 +10,17 @@ const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError, safeString } = require('./errors.js')
 
-/** The machine's wire codes and status names, as the kernel defines them (copied into a
- *  plain object: the driver reads the codes on every step). */
-const K = Object.freeze({ ...native.agentCodes() })
+// The machine's wire codes and status names, as the kernel defines them (module constants:
+// the driver reads them on every step).
+const {
+  ABORTED, ACTION_MASK, ADD_USAGE, AFTER_RUN, BEFORE_RUN, BUDGET_EXCEEDED, BUILD, ENTRY_PROMPT,
+  ENTRY_RUN, ENTRY_STREAM, EV_ABORTED, EV_AFTER_RUN_RETURNED, EV_BUDGET_EXCEEDED, EV_CHANGED,
+  EV_HAS_USER, EV_HOOK_RETURNED, EV_INVALID, EV_LOOP_DETECTED, EV_RUNNER_DONE, EV_RUNNER_ERROR,
+  EV_THREW, EV_TIMED_OUT, EV_TRACE_EMITTED, EV_VALID, FAILED, FINISH, HISTORY_MASK,
+  HISTORY_ROLLBACK, HISTORY_SHIFT, LOOP_DETECTED, MERGED, REPORT_OUTPUT, RETRY, REWRITE_LAST_USER,
+  RUN_RUNNER, SETUP_AFTER_RUN, SETUP_BEFORE_RUN, SETUP_DEFAULT_RETRIES, SETUP_OUTPUT_SCHEMA,
+  SETUP_TRACE, STATUS_MASK, STATUS_SHIFT, STRUCTURED, SUCCESS, TIMED_OUT, TRACE, VALIDATE
+} = native.agentCodes()
 const STATUSES = native.agentStatuses()
 const IDLE = STATUSES.indexOf('idle')
 const RUNNING = STATUSES.indexOf('running')
@@ -65,15 +73,15 @@ function step(word, event) {
 
 /** A driver error: the machine asked for something this sequence does not perform. */
 function expectAction(word, action) {
-  if ((word & K.ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & K.ACTION_MASK}`)
+  if ((word & ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & ACTION_MASK}`)
 }
 
 function setupOf(entry, config, traced) {
-  let s = entry | K.SETUP_DEFAULT_RETRIES
-  if (config.beforeRun) s |= K.SETUP_BEFORE_RUN
-  if (config.afterRun) s |= K.SETUP_AFTER_RUN
-  if (config.outputSchema) s |= K.SETUP_OUTPUT_SCHEMA
-  if (traced) s |= K.SETUP_TRACE
+  let s = entry | SETUP_DEFAULT_RETRIES
+  if (config.beforeRun) s |= SETUP_BEFORE_RUN
+  if (config.afterRun) s |= SETUP_AFTER_RUN
+  if (config.outputSchema) s |= SETUP_OUTPUT_SCHEMA
+  if (traced) s |= SETUP_TRACE
   return s
 }
 
@@ -97,11 +105,11 @@ function rewriteLastUser(messages, index, prompt) {
 
 /** A runner result's flags as the machine's event bits. */
 function resultEvent(r, timeout) {
-  let ev = K.EV_RUNNER_DONE
-  if (r.budgetExceeded) ev |= K.EV_BUDGET_EXCEEDED
-  if (r.loopDetected) ev |= K.EV_LOOP_DETECTED
-  if (r.aborted) ev |= K.EV_ABORTED
-  if (timeout?.aborted) ev |= K.EV_TIMED_OUT
+  let ev = EV_RUNNER_DONE
+  if (r.budgetExceeded) ev |= EV_BUDGET_EXCEEDED
+  if (r.loopDetected) ev |= EV_LOOP_DETECTED
+  if (r.aborted) ev |= EV_ABORTED
+  if (timeout?.aborted) ev |= EV_TIMED_OUT
   return ev
 }
 
@@ -110,18 +118,18 @@ function resultEvent(r, timeout) {
  * attempts and the feedback messages between them.
  */
 function buildResult(word, attempts, feedbacks, structured, error) {
-  if (word & K.FAILED) {
+  if (word & FAILED) {
     const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
-    if (word & K.TIMED_OUT) {
+    if (word & TIMED_OUT) {
       r.aborted = true
       r.timedOut = true
     }
     return r
   }
-  const success = (word & K.SUCCESS) !== 0
-  const value = word & K.STRUCTURED ? structured : undefined
+  const success = (word & SUCCESS) !== 0
+  const value = word & STRUCTURED ? structured : undefined
   let r
-  if (word & K.MERGED) {
+  if (word & MERGED) {
     const messages = []
     let input = attempts[0].tokenUsage.input_tokens
     let output = attempts[0].tokenUsage.output_tokens
@@ -142,10 +150,10 @@ function buildResult(word, attempts, feedbacks, structured, error) {
     const a = attempts[attempts.length - 1]
     r = { success, output: a.output, messages: a.messages, tokenUsage: a.tokenUsage, toolCalls: a.toolCalls, structured: value }
   }
-  if (word & K.LOOP_DETECTED) r.loopDetected = true
-  if (word & K.BUDGET_EXCEEDED) r.budgetExceeded = true
-  if (word & K.ABORTED) r.aborted = true
-  if (word & K.TIMED_OUT) r.timedOut = true
+  if (word & LOOP_DETECTED) r.loopDetected = true
+  if (word & BUDGET_EXCEEDED) r.budgetExceeded = true
+  if (word & ABORTED) r.aborted = true
+  if (word & TIMED_OUT) r.timedOut = true
   return r
 }
 
@@ -223,7 +231,7 @@ class Agent {
   }
 
   async run(prompt, runOptions) {
-    const r = await this._executeRun(K.ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: prompt }] }], runOptions ?? {})
+    const r = await this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: prompt }] }], runOptions ?? {})
     return r.result
   }
 
@@ -231,8 +239,8 @@ class Agent {
     const userMessage = { role: 'user', content: [{ type: 'text', text: message }] }
     const history = this.messageHistory
     history.push(userMessage)
-    const { result, history: verdict } = await this._executeRun(K.ENTRY_PROMPT, [...history], {})
-    if (verdict === K.HISTORY_ROLLBACK) {
+    const { result, history: verdict } = await this._executeRun(ENTRY_PROMPT, [...history], {})
+    if (verdict === HISTORY_ROLLBACK) {
       restore(history, userMessage)
       return result
     }
@@ -247,7 +255,7 @@ class Agent {
 
   async *stream(prompt, runOptions) {
     const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
-    let word = start(setupOf(K.ENTRY_STREAM, this.config, false))
+    let word = start(setupOf(ENTRY_STREAM, this.config, false))
     let error
     let dispose = noop
     try {
@@ -255,13 +263,13 @@ class Agent {
       // stream's sequence is the machine's too, performed in line: the hook (if any), the
       // runner's events passed on, afterRun (if any) on `done`.
       let outgoing = messages
-      if ((word & K.ACTION_MASK) === K.BEFORE_RUN) {
+      if ((word & ACTION_MASK) === BEFORE_RUN) {
         const hooked = await this._beforeRun(messages)
         word = step(word, hooked.event)
         this._apply(word, error, 0, 0)
-        if (word & K.REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+        if (word & REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
       }
-      expectAction(word, K.RUN_RUNNER)
+      expectAction(word, RUN_RUNNER)
       const runner = await (this.runner ?? this._getRunner())
       const { signal, timeout, dispose: unhook } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
       dispose = unhook
@@ -276,17 +284,17 @@ class Agent {
           word = step(word, resultEvent(data, timeout))
           this._apply(word, error, usageIn, usageOut)
           let r
-          if ((word & K.ACTION_MASK) === K.AFTER_RUN) {
+          if ((word & ACTION_MASK) === AFTER_RUN) {
             r = await this.config.afterRun(buildResult(word, [data], [], undefined, error))
-            word = step(word, K.EV_AFTER_RUN_RETURNED)
+            word = step(word, EV_AFTER_RUN_RETURNED)
             this._apply(word, error, 0, 0)
           }
-          expectAction(word, K.FINISH)
-          if (word & K.BUILD) r = buildResult(word, [data], [], undefined, error)
+          expectAction(word, FINISH)
+          if (word & BUILD) r = buildResult(word, [data], [], undefined, error)
           yield { type: 'done', data: r }
         } else if (event.type === 'error') {
           error = toError(event.data)
-          word = step(word, K.EV_RUNNER_ERROR)
+          word = step(word, EV_RUNNER_ERROR)
           this._apply(word, error, 0, 0)
           yield event
         } else {
@@ -295,7 +303,7 @@ class Agent {
       }
     } catch (err) {
       error = toError(err)
-      word = step(word, K.EV_THREW)
+      word = step(word, EV_THREW)
       this._apply(word, error, 0, 0)
       yield { type: 'error', data: error }
     } finally {
@@ -306,7 +314,7 @@ class Agent {
   /** Performs what every step asks for before its action: the status, and the usage of the
    *  runner result just reported (`usageIn`, `usageOut`). */
   _apply(word, error, usageIn, usageOut) {
-    const status = (word & K.STATUS_MASK) >>> K.STATUS_SHIFT
+    const status = (word & STATUS_MASK) >>> STATUS_SHIFT
     if (status === RUNNING) {
       const { error: _stale, ...rest } = this.state
       this.state = { ...rest, status: STATUSES[status] }
@@ -315,7 +323,7 @@ class Agent {
     } else if (status !== 0) {
       this.state = { ...this.state, status: STATUSES[status] }
     }
-    if (word & K.ADD_USAGE) {
+    if (word & ADD_USAGE) {
       const t = this.state.tokenUsage
       this.state.tokenUsage = { input_tokens: t.input_tokens + usageIn, output_tokens: t.output_tokens + usageOut }
     }
@@ -329,7 +337,7 @@ class Agent {
     const { beforeRun: _b, afterRun: _a, ...agent } = this.config
     const returned = await hook({ prompt: text, agent })
     const prompt = returned.prompt
-    const event = K.EV_HOOK_RETURNED | (prompt !== text ? K.EV_CHANGED : 0) | (index >= 0 ? K.EV_HAS_USER : 0)
+    const event = EV_HOOK_RETURNED | (prompt !== text ? EV_CHANGED : 0) | (index >= 0 ? EV_HAS_USER : 0)
     return { event, index, prompt }
   }
 
@@ -403,14 +411,14 @@ class Agent {
         let text = null
         try {
           this._apply(word, error, usageIn, usageOut)
-          switch (word & K.ACTION_MASK) {
-            case K.BEFORE_RUN:
+          switch (word & ACTION_MASK) {
+            case BEFORE_RUN:
               hooked = await this._beforeRun(messages)
               event = hooked.event
               break
-            case K.RUN_RUNNER: {
+            case RUN_RUNNER: {
               if (runner === null) {
-                if (word & K.REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+                if (word & REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
                 // Always awaited: the model is never called before run() has returned its promise.
                 runner = await (this.runner ?? this._getRunner())
                 options = { ...callerOptions }
@@ -425,7 +433,7 @@ class Agent {
                 if (merged.signal !== undefined) options.abortSignal = merged.signal
               }
               let conversation = outgoing
-              if (word & K.RETRY) {
+              if (word & RETRY) {
                 feedbacks.push({ role: 'user', content: [{ type: 'text', text: given }] })
                 conversation = outgoing.slice()
                 for (let i = 0; i < attempts.length; i++) conversation.push(...attempts[i].messages, feedbacks[i])
@@ -436,37 +444,37 @@ class Agent {
               usageOut = u.output_tokens
               attempts.push(r)
               event = resultEvent(r, timeout)
-              if (word & K.REPORT_OUTPUT) text = String(r.output)
+              if (word & REPORT_OUTPUT) text = String(r.output)
               break
             }
-            case K.VALIDATE:
+            case VALIDATE:
               try {
                 structured = validateOutput(this.config.outputSchema, JSON.parse(given))
-                event = K.EV_VALID
+                event = EV_VALID
               } catch (e) {
-                event = K.EV_INVALID
+                event = EV_INVALID
                 text = isError(e) ? messageOf(e) : safeString(e)
               }
               break
-            case K.AFTER_RUN:
-              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+            case AFTER_RUN:
+              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
               result = await this.config.afterRun(result)
-              event = K.EV_AFTER_RUN_RETURNED
+              event = EV_AFTER_RUN_RETURNED
               break
-            case K.TRACE:
-              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+            case TRACE:
+              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
               this._agentTrace(callerOptions, result, startMs)
-              event = K.EV_TRACE_EMITTED
+              event = EV_TRACE_EMITTED
               break
-            case K.FINISH:
-              if (word & K.BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
-              return { result, history: (word & K.HISTORY_MASK) >>> K.HISTORY_SHIFT }
+            case FINISH:
+              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
+              return { result, history: (word & HISTORY_MASK) >>> HISTORY_SHIFT }
             default:
-              throw new Error(`oma-kernel: unknown agent action ${word & K.ACTION_MASK}`)
+              throw new Error(`oma-kernel: unknown agent action ${word & ACTION_MASK}`)
           }
         } catch (err) {
           error = toError(err)
-          event = K.EV_THREW | (timeout?.aborted ? K.EV_TIMED_OUT : 0)
+          event = EV_THREW | (timeout?.aborted ? EV_TIMED_OUT : 0)
           text = null
         }
         const out = respond(word, event, text)
