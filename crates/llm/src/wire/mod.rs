@@ -4,8 +4,11 @@
 //! provider's `Dialect`, typed: a provider writes only how a text, an image, a tool call, a tool
 //! result or a reasoning block looks on its wire, and where a message begins and ends. The
 //! shared rules live here and in `reasoning_fallback`: which reasoning goes back natively, as a
-//! `<thinking>` text or not at all (`Echo`), what an unknown block type is (`unhandled`), and the
-//! list shape three of the four providers share (`PartList`: `[{…[part,part]},…]`).
+//! `<thinking>` text or not at all (`Echo`), that an unknown block type is an error unless the
+//! provider leaves it out (`Dialect::other`), and the list shape three of the four providers
+//! share (`PartList`: `[{…[part,part]},…]`). OpenAI's dialect (`openai::Entries`) is the one
+//! that reshapes: a user message's tool results become `tool` messages, an assistant message's
+//! texts one `content`.
 
 use serde_json::value::RawValue;
 
