@@ -204,12 +204,18 @@ fn turn(exec: &Exec<PollReactor>, give_up: Instant) {
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
     assert!(n >= 0 || io::Error::last_os_error().kind() == io::ErrorKind::Interrupted, "poll failed");
 
-    // Timers due, one report each (a report may start or stop others).
+    // Timers due, earliest first as libuv runs them, one report each (a report may start or
+    // stop others).
     let now = Instant::now();
     loop {
         let due = {
             let mut st = r.state.borrow_mut();
-            st.timers.iter_mut().flatten().find(|t| t.is_some_and(|(at, _)| at <= now)).and_then(Option::take)
+            st.timers
+                .iter_mut()
+                .flatten()
+                .filter(|t| t.is_some_and(|(at, _)| at <= now))
+                .min_by_key(|t| t.map(|(at, _)| at))
+                .and_then(Option::take)
         };
         let Some((_, target)) = due else { break };
         // SAFETY: the timer was running (started with `target`, not stopped since) and is

@@ -153,7 +153,7 @@ fn a_response_split_across_many_reads() {
         // A few bytes at a time with pauses: each piece arrives on its own.
         for piece in r2.as_bytes().chunks(5) {
             s.write_all(piece).unwrap();
-            thread::sleep(Duration::from_micros(300));
+            thread::sleep(Duration::from_millis(1));
         }
         let _ = read_request(&mut s);
     });
@@ -165,7 +165,9 @@ fn a_response_split_across_many_reads() {
     });
     assert_eq!(got, Ok(body));
     let reports = st.borrow().counts.io_reports;
-    assert!(reports > 20, "only {reports} readiness reports for {} pieces", reply.len() / 5);
+    // Far fewer than the pieces only if the loop's thread was held off for most of the
+    // pauses.
+    assert!(reports > 10, "only {reports} readiness reports for {} pieces", reply.len() / 5);
     assert_eq!(http.idle_connections(), 1);
 }
 
