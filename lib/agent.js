@@ -16,7 +16,7 @@ const {
   ABORTED, ACTION_MASK, ADD_USAGE, AFTER_RUN, BEFORE_RUN, BUDGET_EXCEEDED, BUILD, ENTRY_PROMPT,
   ENTRY_RUN, ENTRY_STREAM, EV_ABORTED, EV_AFTER_RUN_RETURNED, EV_BUDGET_EXCEEDED, EV_CHANGED,
   EV_HAS_USER, EV_HOOK_RETURNED, EV_INVALID, EV_LOOP_DETECTED, EV_RUNNER_DONE, EV_RUNNER_ERROR,
-  EV_THREW, EV_TIMED_OUT, EV_TRACE_EMITTED, EV_VALID, FAILED, FINISH, HISTORY_MASK,
+  EV_THREW, EV_TIMED_OUT, EVENT_SPAN, EV_TRACE_EMITTED, EV_VALID, FAILED, FINISH, HISTORY_MASK,
   HISTORY_ROLLBACK, HISTORY_SHIFT, LOOP_DETECTED, MERGED, REPORT_OUTPUT, RETRY, REWRITE_LAST_USER,
   RUN_RUNNER, SETUP_AFTER_RUN, SETUP_BEFORE_RUN, SETUP_DEFAULT_RETRIES, SETUP_OUTPUT_SCHEMA,
   SETUP_TRACE, STATUS_MASK, STATUS_SHIFT, STRUCTURED, SUCCESS, TIMED_OUT, TRACE, VALIDATE
@@ -36,8 +36,6 @@ function idleState() {
 // costs no crossing at all. Bounded all the same.
 const startWords = new Map()
 const stepWords = new Map()
-/** Event codes stay below 2^10 (agent.rs), words below 2^42: the key is exact. */
-const EVENT_SPAN = 1024
 
 /** The first step of a run with `setup`. */
 function start(setup) {
@@ -53,6 +51,7 @@ function start(setup) {
  *  the next step word, or `{ step, text }` for a step that carries a text. */
 function respond(word, event, text) {
   if (text !== null) return native.agentStep(word, event, text)
+  // Exact: event codes are below EVENT_SPAN, words below 2^42.
   const key = word * EVENT_SPAN + event
   let out = stepWords.get(key)
   if (out === undefined) {

@@ -542,6 +542,9 @@ pub mod wire {
     pub const EV_TIMED_OUT: u32 = 1 << 7;
     pub const EV_CHANGED: u32 = 1 << 8;
     pub const EV_HAS_USER: u32 = 1 << 9;
+    /// Every event code is below this: a driver may key a step word and an event as one number
+    /// (`word * EVENT_SPAN + event`, exact below 2^53).
+    pub const EVENT_SPAN: u32 = 1 << 10;
 
     // Setups: the entry in bits 0–1, the flags, the retries (at most 15) in bits 6–9.
     pub const ENTRY_MASK: u32 = 0x3;
@@ -596,6 +599,7 @@ pub mod wire {
         ("EV_TIMED_OUT", EV_TIMED_OUT),
         ("EV_CHANGED", EV_CHANGED),
         ("EV_HAS_USER", EV_HAS_USER),
+        ("EVENT_SPAN", EVENT_SPAN),
         ("ENTRY_RUN", Entry::Run as u32),
         ("ENTRY_PROMPT", Entry::Prompt as u32),
         ("ENTRY_STREAM", Entry::Stream as u32),
@@ -1326,6 +1330,28 @@ mod tests {
             assert_eq!(seen & bit, 0);
             seen |= bit;
         }
+        let events = [
+            wire::EV_BUDGET_EXCEEDED,
+            wire::EV_LOOP_DETECTED,
+            wire::EV_ABORTED,
+            wire::EV_TIMED_OUT,
+            wire::EV_CHANGED,
+            wire::EV_HAS_USER,
+        ];
+        assert!(events.iter().fold(wire::EVENT_KIND_MASK, |all, bit| all | bit) < wire::EVENT_SPAN);
+        // A word times the span plus an event stays an exact JS number.
+        let setup = Setup {
+            before_run: true,
+            after_run: true,
+            output_schema: true,
+            trace: true,
+            retries: 15,
+            ..setup(Entry::Stream)
+        };
+        let run = AgentRun { setup, phase: Phase::Done, attempts: 16, last: LOOPED, timed_out: true };
+        let word = wire::pack(&run, 0xfffff).unwrap();
+        assert!(word * f64::from(wire::EVENT_SPAN) + f64::from(wire::EVENT_SPAN) < 2f64.powi(53));
+        assert_eq!(wire::unpack(word).unwrap(), run);
         for (i, (name, _)) in wire::CODES.iter().enumerate() {
             assert!(!wire::CODES[..i].iter().any(|(n, _)| n == name), "{name} twice");
         }
