@@ -1,5 +1,5 @@
 // Plain-HTTP endpoints (local model servers) are served from the JS thread's own event loop
-// (src/js/local_http.rs): keep-alive reuse, a connection the server dropped, many calls at
+// (crates/uv/src/http.rs, oma-uv): keep-alive reuse, a connection the server dropped, many calls at
 // once, process exit with idle connections, and worker threads (which keep the I/O thread).
 import * as http from 'http'
 import * as path from 'path'
