@@ -81,49 +81,54 @@ impl Wire {
 
 pub fn encode(action: &Action<'_>) -> Wire {
     let code = action.kind() as u8;
-    let mut out = String::with_capacity(32);
+    if let Action::CallModel { turn } = action {
+        return Wire::Number(code as u32 | turn << KIND_BITS);
+    }
+    // Written in place (no text per field): this runs for most actions of every run.
+    let mut out = String::with_capacity(64);
     out.push('[');
-    out.push_str(&code.to_string());
-    let field = |out: &mut String, json: &str| {
-        out.push(',');
-        out.push_str(json);
-    };
+    push_uint(&mut out, code as u64);
+    let out_ = &mut out;
     match action {
-        Action::CallModel { turn } => return Wire::Number(code as u32 | turn << KIND_BITS),
         Action::Done(o) => {
-            field(&mut out, &string(o.output));
-            field(&mut out, &number(o.usage.input_tokens));
-            field(&mut out, &number(o.usage.output_tokens));
-            field(&mut out, &o.turns.to_string());
-            field(&mut out, boolean(o.budget_exceeded));
-            field(&mut out, boolean(o.loop_detected));
-            field(&mut out, boolean(o.aborted));
+            str_field(out_, o.output);
+            num_field(out_, o.usage.input_tokens);
+            num_field(out_, o.usage.output_tokens);
+            num_field(out_, o.turns as f64);
+            raw_field(out_, boolean(o.budget_exceeded));
+            raw_field(out_, boolean(o.loop_detected));
+            raw_field(out_, boolean(o.aborted));
         }
-        Action::ApplyPlan(plan) => field(&mut out, &context::plan_json(plan)),
-        Action::CustomCompress { estimated_tokens } => field(&mut out, &estimated_tokens.to_string()),
+        Action::ApplyPlan(plan) => raw_field(out_, &context::plan_json(plan)),
+        Action::CustomCompress { estimated_tokens } => num_field(out_, *estimated_tokens as f64),
         Action::Summarize { turn, input_json } => {
-            field(&mut out, &turn.to_string());
-            field(&mut out, input_json);
+            num_field(out_, *turn as f64);
+            raw_field(out_, input_json);
         }
-        Action::Text(text) | Action::FirstTurnWarning(text) => field(&mut out, &string(text)),
-        Action::InjectWarning(text) => field(&mut out, &string(text)),
-        Action::BudgetExceeded { total_tokens } => field(&mut out, &number(*total_tokens)),
+        Action::Text(text) | Action::FirstTurnWarning(text) => str_field(out_, text),
+        Action::InjectWarning(text) => str_field(out_, text),
+        Action::BudgetExceeded { total_tokens } => num_field(out_, *total_tokens),
         Action::LoopDetected { info, awaits_policy } => {
-            field(&mut out, &string(info.kind.as_str()));
-            field(&mut out, &info.repetitions.to_string());
-            field(&mut out, &string(&info.detail));
-            field(&mut out, boolean(*awaits_policy));
+            str_field(out_, info.kind.as_str());
+            num_field(out_, info.repetitions as f64);
+            str_field(out_, &info.detail);
+            raw_field(out_, boolean(*awaits_policy));
         }
         Action::ToolRound { calls, trailing_warning } => {
-            field(&mut out, &trailing_warning.map(string).unwrap_or_else(|| "null".into()));
-            push_calls(&mut out, calls);
+            match trailing_warning {
+                Some(w) => str_field(out_, w),
+                None => raw_field(out_, "null"),
+            }
+            push_calls(out_, calls);
         }
         Action::LoopStopResults { calls, result } => {
-            field(&mut out, &string(result));
+            str_field(out_, result);
             for c in calls.iter() {
-                field(&mut out, &string(c.id));
+                str_field(out_, c.id);
             }
         }
+        // Returned above, before any allocation.
+        Action::CallModel { .. } => {}
     }
     out.push(']');
     Wire::Json(out)
@@ -132,19 +137,30 @@ pub fn encode(action: &Action<'_>) -> Wire {
 fn push_calls(out: &mut String, calls: &ToolCalls<'_>) {
     for c in calls.iter() {
         out.push_str(",[");
-        out.push_str(&string(c.id));
-        out.push(',');
-        out.push_str(&string(c.name));
-        out.push(',');
-        out.push_str(c.input.get());
-        out.push(',');
-        out.push_str(boolean(c.granted));
+        push_json_string(out, c.id);
+        str_field(out, c.name);
+        raw_field(out, c.input.get());
+        raw_field(out, boolean(c.granted));
         if let Some(sig) = c.signature {
-            out.push(',');
-            out.push_str(&string(sig));
+            str_field(out, sig);
         }
         out.push(']');
     }
+}
+
+fn raw_field(out: &mut String, json: &str) {
+    out.push(',');
+    out.push_str(json);
+}
+
+fn str_field(out: &mut String, s: &str) {
+    out.push(',');
+    push_json_string(out, s);
+}
+
+fn num_field(out: &mut String, x: f64) {
+    out.push(',');
+    push_js_number(out, x);
 }
 
 /// Separates the fields of a reply (see the module docs).
@@ -174,7 +190,7 @@ impl ModelReply {
 /// `adapter.chat`'s reply (see the module docs).
 pub fn chat_reply(id: &str, model: &str, stop_reason: &str, usage: Usage, content: &[Block]) -> String {
     let mut out = String::with_capacity(64);
-    out.push_str(&number(usage.input_tokens));
+    push_js_number(&mut out, usage.input_tokens);
     push_number(&mut out, usage.output_tokens);
     push_field(&mut out, id);
     push_field(&mut out, model);
@@ -185,7 +201,7 @@ pub fn chat_reply(id: &str, model: &str, stop_reason: &str, usage: Usage, conten
 
 fn push_number(out: &mut String, x: f64) {
     out.push(SEP);
-    out.push_str(&number(x));
+    push_js_number(out, x);
 }
 
 /// A field as it is, or as its JSON string when it holds the separator or starts with `"`.
@@ -232,23 +248,42 @@ fn push_blocks(out: &mut String, content: &[Block]) {
 /// `[-1, message]` for a refused response; `None` for a driver bug (the binding throws it).
 pub fn encode_rejected(e: &DriverError) -> Option<String> {
     match e {
-        DriverError::Rejected(msg) => Some(format!("[{REJECTED},{}]", string(msg))),
+        DriverError::Rejected(msg) => {
+            let mut out = format!("[{REJECTED}");
+            str_field(&mut out, msg);
+            out.push(']');
+            Some(out)
+        }
         _ => None,
     }
 }
 
-fn string(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serialises")
-}
-
 /// Token counts are finite (the machine counts a non-finite one as 0); integers are written
 /// without a fraction, as JS writes them.
-fn number(x: f64) -> String {
+fn push_js_number(out: &mut String, x: f64) {
     if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
-        (x as i64).to_string()
+        if x < 0.0 {
+            out.push('-');
+        }
+        push_uint(out, x.abs() as u64);
     } else {
-        serde_json::to_string(&x).expect("a finite number serialises")
+        out.push_str(&serde_json::to_string(&x).expect("a finite number serialises"));
     }
+}
+
+/// Decimal digits without an intermediate string.
+fn push_uint(out: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
 }
 
 fn boolean(b: bool) -> &'static str {
