@@ -2,7 +2,7 @@
 //! model text: linear time (the fuzzer's -timeout catches quadratic inputs), no panics.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use oma_llm::text_tools::{extract_tool_calls_from_text, repair_tool_args};
+use oma_llm::text_tool_extractor::{extract_tool_calls_from_text, repair_tool_args};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else { return };

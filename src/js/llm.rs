@@ -417,11 +417,13 @@ pub fn llm_env_vars(provider: String, has_api_key: bool, has_base_url: bool, has
 #[napi(catch_unwind)]
 pub fn extract_tool_calls_from_text_json(text: String, known_tool_names: Vec<String>) -> String {
     let names: Vec<&str> = known_tool_names.iter().map(String::as_str).collect();
-    serde_json::to_string(&oma_llm::text_tools::extract_tool_calls_from_text(&text, &names)).expect("blocks serialise")
+    serde_json::to_string(&oma_llm::text_tool_extractor::extract_tool_calls_from_text(&text, &names))
+        .expect("blocks serialise")
 }
 
 /// `repairToolArgs(raw)` → JSON object text, or `null`.
 #[napi(catch_unwind)]
 pub fn repair_tool_args_json(raw: String) -> Option<String> {
-    oma_llm::text_tools::repair_tool_args(&raw).map(|m| oma_core::json::to_js_json(&serde_json::Value::Object(m)))
+    oma_llm::text_tool_extractor::repair_tool_args(&raw)
+        .map(|m| oma_core::json::to_js_json(&serde_json::Value::Object(m)))
 }

@@ -15,7 +15,7 @@ pub mod providers;
 pub mod reasoning_fallback;
 pub mod runtime;
 pub mod sse;
-pub mod text_tools;
+pub mod text_tool_extractor;
 pub mod transport;
 pub mod wire;
 

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
-use super::text_tools::{extract_tool_calls_until, repair_tool_args};
+use super::text_tool_extractor::{extract_tool_calls_until, repair_tool_args};
 use super::wire::{walk_message, Dialect, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{json_string, push_json_string, to_js_json, JsObject};

@@ -1,4 +1,4 @@
-//! CONTRACT §16: tool calls that local models print as text (Hermes tags, fenced or bare
+//! The text-tool-extractor (the seed's `tool/text-tool-extractor.ts`; CONTRACT §16): tool calls that local models print as text (Hermes tags, fenced or bare
 //! JSON), and `repairToolArgs` for almost-JSON argument strings.
 //!
 //! Deliberate divergence (§21, quirk #38): candidate objects are found with a real JSON
