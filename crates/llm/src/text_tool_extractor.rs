@@ -1,5 +1,6 @@
-//! The text-tool-extractor (the seed's `tool/text-tool-extractor.ts`; CONTRACT §16): tool calls that local models print as text (Hermes tags, fenced or bare
-//! JSON), and `repairToolArgs` for almost-JSON argument strings.
+//! The text-tool-extractor (the seed's `tool/text-tool-extractor.ts`; CONTRACT §16): tool calls
+//! that local models print as text (Hermes tags, fenced or bare JSON), and `repairToolArgs` for
+//! almost-JSON argument strings.
 //!
 //! Deliberate divergence (§21, quirk #38): candidate objects are found with a real JSON
 //! tokenizer started at each `{`, so a stray `"` in the surrounding prose no longer hides
