@@ -123,3 +123,18 @@ test('redactSensitiveObject', () => {
   expect(redactSensitiveObject('Bearer abcdefghij')).toBe('Bearer [redacted]')
   expect(redactSensitiveObject(null)).toBe(null)
 })
+
+test('redactSensitiveObject walks deep values without recursion and refuses a cycle with a clear error', () => {
+  // 9,000 levels: the recursive walk it replaced overflowed the stack a few thousand levels down.
+  let deep: Record<string, unknown> = { password: 'p' }
+  for (let i = 0; i < 9000; i++) deep = { next: deep }
+  let out = redactSensitiveObject(deep) as Record<string, unknown>
+  for (let i = 0; i < 9000; i++) out = out.next as Record<string, unknown>
+  expect(out).toEqual({ password: '[redacted]' })
+
+  const cyclic: Record<string, unknown> = { token: 'abc' }
+  cyclic.self = cyclic
+  expect(() => redactSensitiveObject(cyclic)).toThrow(
+    new RangeError('redactSensitiveObject: the value is nested more than 10000 levels deep or holds a circular reference'),
+  )
+})

@@ -122,6 +122,9 @@ describe('ToolExecutor.execute', () => {
     expect(r.metadata).toBe(meta)
     const perTool = new ToolExecutor(registryWith(tool({ maxOutputChars: 10, execute: async () => ({ data: 'Y'.repeat(40) }) })), { maxToolOutputChars: 1000 })
     expect((await perTool.execute('t', { n: 1 }, ctx)).data).toBe('Y'.repeat(10))
+    // A limit given as a numeric string is read as its number (README, differences).
+    const asText = new ToolExecutor(registryWith(tool({ maxOutputChars: '10' as any, execute: async () => ({ data: 'Y'.repeat(40) }) })))
+    expect((await asText.execute('t', { n: 1 }, ctx)).data).toBe('Y'.repeat(10))
     const same = { data: 'short' }
     const untouched = new ToolExecutor(registryWith(tool({ execute: async () => same })), { maxToolOutputChars: 100 })
     expect(await untouched.execute('t', { n: 1 }, ctx)).toBe(same)

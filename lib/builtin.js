@@ -190,7 +190,13 @@ function makeContainer(isArray) {
 
 /** The kernel's one redaction walk (crates/core/src/redaction.rs) over the JS value. */
 function redactSensitiveObject(value) {
-  return native.builtinRedactObject(value, makeContainer)
+  try {
+    return native.builtinRedactObject(value, makeContainer)
+  } catch (e) {
+    // The addon's RangeError belongs to the main realm; the caller's (Jest's) gets its own.
+    if (e !== null && typeof e === 'object' && e.name === 'RangeError') throw new RangeError(e.message)
+    throw e
+  }
 }
 
 // ---------------------------------------------------------------------------------------
