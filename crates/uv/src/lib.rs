@@ -3,7 +3,7 @@
 //!
 //! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread):
 //! a call with no history took 87 µs of CPU that way and takes ≈45 µs this way on the 2-core
-//! VM (bench/README.md, W5 floor). Here a request's socket is watched by the JS thread's loop
+//! VM (bench/HISTORY.md, the W5 floor). Here a request's socket is watched by the JS thread's loop
 //! itself, timers are the loop's, and the futures run in a small executor on that thread: a
 //! response wakes the thread that waits for it, and nothing else.
 //!

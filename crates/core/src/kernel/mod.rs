@@ -1,5 +1,5 @@
-//! The single-agent kernel in plain Rust: no napi types here, so everything is unit-tested
-//! with `cargo test --no-default-features`.
+//! The single-agent kernel in plain Rust: the sans-IO machines (runner, agent) and the rules
+//! they apply; no napi types here, so everything is unit-tested with `cargo test -p oma-core`.
 
 pub mod agent;
 pub mod config;
