@@ -156,6 +156,8 @@ export interface BuiltinTables {
   /** The environment variables bash may inherit. */
   safeEnvAllowlist: Array<string>
   defaultTimeoutMs: number
+  /** The sandbox root's directory name under the process cwd when a context gives no `cwd`. */
+  defaultWorkspaceDirname: string
   /** Zod 3's type names in the order of the tags the input description uses. */
   jsTypes: Array<string>
   /** Each tool's input fields; a tool's index is its id. */

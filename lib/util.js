@@ -51,7 +51,8 @@ function generateRunId() {
   return crypto.randomUUID()
 }
 
-const DEFAULT_WORKSPACE_DIRNAME = '.agent-workspace'
+// The kernel's (path_safety.rs), read once.
+const DEFAULT_WORKSPACE_DIRNAME = require('./native.js').builtinTables().defaultWorkspaceDirname
 
 let lastCwd = ''
 let lastWorkspace = ''

@@ -81,6 +81,8 @@ pub struct BuiltinTables {
     /// The environment variables bash may inherit.
     pub safe_env_allowlist: Vec<String>,
     pub default_timeout_ms: f64,
+    /// The sandbox root's directory name under the process cwd when a context gives no `cwd`.
+    pub default_workspace_dirname: String,
     /// Zod 3's type names in the order of the tags the input description uses.
     pub js_types: Vec<String>,
     /// Each tool's input fields; a tool's index is its id.
@@ -94,6 +96,7 @@ pub fn builtin_tables() -> BuiltinTables {
         skip_dirs: strings(&walk::SKIP_DIRS),
         safe_env_allowlist: strings(&bash::SAFE_ENV_ALLOWLIST),
         default_timeout_ms: bash::DEFAULT_TIMEOUT_MS as f64,
+        default_workspace_dirname: path_safety::DEFAULT_WORKSPACE_DIRNAME.to_string(),
         js_types: JsType::ALL.iter().map(|t| t.name().to_string()).collect(),
         tools: TOOLS
             .iter()
