@@ -178,14 +178,24 @@ export declare function estimateTokensJson(messagesJson: string): number
  * `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
  * `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
  * limit and `text` the text being limited (the result's `data`, or the error text the call
- * holds at `LimitError`).
+ * holds at `LimitError`); `DECISION`: `num` holds `decisionBits`, `text` the decision's
+ * `action` when it is a string and `issues` `[reason]` when the reason is one.
  */
 export declare function executorAnswer(name: string, step: number, kind: number, text?: string | undefined | null, issuesFlat?: Array<string> | undefined | null, num?: number | undefined | null, fields?: Float64Array | undefined | null): ExecutorNext
 
 export interface ExecutorNext {
   step: number
-  /** The error text at `LimitError` / `ReturnError`; the cut `data` at `ReturnCut`. */
+  /**
+   * The error text at `LimitError` / `AbortAfterRefusal` / `ReturnError`; the cut `data` at
+   * `ReturnCut`.
+   */
   data?: string
+  /**
+   * After a valid gate decision: its `metadata.toolCallGate` (`allow` / `deny` / `suspend`,
+   * and the reason the machine keeps).
+   */
+  gateAction?: string
+  gateReason?: string
 }
 
 export declare function executorProtocol(): ExecutorProtocol
@@ -209,6 +219,8 @@ export interface ExecutorProtocol {
    */
   next: Array<number>
   decide: number
+  /** The bits of a `DECISION` answer (see [`executor_answer`]). */
+  decisionBits: Record<string, number>
 }
 
 export interface Extracted {

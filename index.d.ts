@@ -164,8 +164,43 @@ export interface ToolUseContext {
   readonly abortController?: AbortController
   readonly cwd?: string | null
   readonly metadata?: Readonly<Record<string, unknown>>
+  /** The run's id and task id, when the run has them (told to an `onToolCall` gate). */
+  readonly runId?: string
+  readonly taskId?: string
+  /** Stable model-issued ID for this tool call (the `tool_use` block's id), set by the runner. */
+  readonly toolCallId?: string
 }
-export interface ToolResultMetadata { readonly tokenUsage?: TokenUsage }
+/** What an `onToolCall` gate is told about a call: after input validation, before `execute`. */
+export interface ToolCallContext {
+  readonly toolName: string
+  /** The validated input (what `execute` would get). */
+  readonly input: Record<string, unknown>
+  readonly agentName: string
+  /** Present (and true) only for a tool declared `consequential`. */
+  readonly consequential?: boolean
+  readonly runId?: string
+  readonly taskId?: string
+  readonly toolCallId?: string
+}
+/**
+ * A gate's verdict. `suspend` needs an orchestrated checkpointed task; this kernel runs single
+ * agents, so a `suspend` ends the call with an error result (the tool does not run).
+ */
+export type ToolCallDecision =
+  | { readonly action: 'allow' }
+  | { readonly action: 'deny'; readonly reason?: string }
+  | { readonly action: 'suspend'; readonly reason?: string }
+/** Per-call tool gate: a deny (or a throw, or an invalid decision) gives an error ToolResult, never a throw. */
+export type ToolCallGate = (context: ToolCallContext) => ToolCallDecision | Promise<ToolCallDecision>
+export interface ToolCallGateMetadata {
+  readonly action: ToolCallDecision['action']
+  readonly reason?: string
+}
+export interface ToolResultMetadata {
+  readonly tokenUsage?: TokenUsage
+  /** Per-call gate decision, if an onToolCall hook evaluated this tool call. */
+  readonly toolCallGate?: ToolCallGateMetadata
+}
 export interface ToolResult { readonly data: string; readonly isError?: boolean; readonly metadata?: ToolResultMetadata }
 
 /**
@@ -180,6 +215,11 @@ export interface ToolDefinition<TInput = Record<string, unknown>, TSchema = ZodS
   readonly outputSchema?: ZodSchema<string>
   readonly llmInputSchema?: Record<string, unknown>
   readonly maxOutputChars?: number
+  /**
+   * Marks a tool whose grant permits real side effects (told to an `onToolCall` gate). Never
+   * inferred; set on the built-ins `bash`, `file_write` and `file_edit`.
+   */
+  readonly consequential?: boolean
   execute(input: TInput, context: ToolUseContext): Promise<ToolResult>
 }
 /** Any tool the registry accepts: Zod (either version) or JSON Schema input. */
@@ -193,6 +233,7 @@ export interface DefineToolConfig<TInput, TSchema> {
   outputSchema?: ZodSchemaLike<string>
   llmInputSchema?: Record<string, unknown>
   maxOutputChars?: number
+  consequential?: boolean
   execute: (input: TInput, context: ToolUseContext) => Promise<ToolResult>
 }
 
@@ -225,12 +266,18 @@ export interface ToolExecutorOptions {
   /** Bounds every tool execution through this executor, the runner's included. Default 4. */
   maxConcurrency?: number
   maxToolOutputChars?: number
+  /** Gate for every call through this executor (a per-execution one takes priority). */
+  onToolCall?: ToolCallGate
+}
+export interface ToolExecutorExecutionOptions {
+  /** Per-execution gate override. Takes priority over the constructor option. */
+  readonly onToolCall?: ToolCallGate
 }
 export interface BatchToolCall { readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
 
 export declare class ToolExecutor {
   constructor(registry: ToolRegistry, options?: ToolExecutorOptions)
-  execute(toolName: string, input: Record<string, unknown>, context: ToolUseContext): Promise<ToolResult>
+  execute(toolName: string, input: Record<string, unknown>, context: ToolUseContext, options?: ToolExecutorExecutionOptions): Promise<ToolResult>
   executeBatch(calls: BatchToolCall[], context: ToolUseContext): Promise<Map<string, ToolResult>>
 }
 
@@ -301,6 +348,11 @@ export type SupportedProvider =
 export interface BeforeRunHookContext { readonly prompt: string; readonly agent: AgentConfig }
 
 export interface AgentConfig {
+  /**
+   * Called after a tool's input validates and before it executes; a deny gives an error
+   * ToolResult without throwing. Not {@link RunOptions.onToolCall} (a notification).
+   */
+  readonly onToolCall?: ToolCallGate
   readonly name: string
   readonly model: string
   readonly adapter?: LLMAdapter
@@ -372,7 +424,18 @@ export interface TraceEventBase {
   readonly taskId?: string
 }
 export interface LLMCallTrace extends TraceEventBase { readonly type: 'llm_call'; readonly model: string; readonly phase?: 'turn' | 'summary'; readonly turn: number; readonly tokens: TokenUsage }
-export interface ToolCallTrace extends TraceEventBase { readonly type: 'tool_call'; readonly tool: string; readonly isError: boolean; readonly input: Record<string, unknown>; readonly output: string }
+export interface ToolCallTrace extends TraceEventBase {
+  readonly type: 'tool_call'
+  readonly tool: string
+  readonly isError: boolean
+  readonly input: Record<string, unknown>
+  readonly output: string
+  /** True when an onToolCall gate evaluated this tool invocation. */
+  readonly gated?: boolean
+  readonly gateAction?: ToolCallDecision['action']
+  /** Optional denial/debug reason supplied by the gate (redacted). */
+  readonly gateReason?: string
+}
 export interface AgentTrace extends TraceEventBase { readonly type: 'agent'; readonly turns: number; readonly tokens: TokenUsage; readonly toolCalls: number }
 export interface TaskTrace extends TraceEventBase { readonly type: 'task'; readonly [k: string]: unknown }
 export interface PlanReadyTrace extends TraceEventBase { readonly type: 'plan_ready'; readonly [k: string]: unknown }
@@ -382,6 +445,8 @@ export type TraceEvent = LLMCallTrace | ToolCallTrace | TaskTrace | AgentTrace |
 
 // ---- runner ----------------------------------------------------------------------------------
 export interface RunnerOptions {
+  /** Optional per-call tool gate inherited from agent config (passed per execution). */
+  readonly onToolCall?: ToolCallGate
   readonly model: string
   readonly systemPrompt?: string
   readonly maxTurns?: number

@@ -354,7 +354,7 @@ class Agent {
 
   _newRunner(adapter) {
     const c = this.config
-    return new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, {
+    const ro = {
       model: c.model,
       systemPrompt: c.outputSchema ? structuredSystemPrompt(c.systemPrompt, c.outputSchema) : c.systemPrompt,
       maxTurns: c.maxTurns,
@@ -380,7 +380,10 @@ class Agent {
       compressToolResults: c.compressToolResults,
       preserveReasoningAsText: c.preserveReasoningAsText,
       compressReasoningText: c.compressReasoningText,
-    })
+    }
+    // Upstream copies the gate only when defined.
+    if (c.onToolCall !== undefined) ro.onToolCall = c.onToolCall
+    return new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, ro)
   }
 
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns

@@ -207,6 +207,8 @@ const bashTool = {
   description:
     'Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.',
   inputSchema: inputSchema('bash'),
+  // Upstream 1.13: its grant permits real side effects (told to an onToolCall gate).
+  consequential: true,
   async execute(input, context) {
     const bad = checkInput('bash', input)
     if (bad) return bad
@@ -249,6 +251,7 @@ const fileWriteTool = {
   description:
     'Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.',
   inputSchema: inputSchema('file_write'),
+  consequential: true,
   async execute(input, context) {
     const bad = checkInput('file_write', input)
     if (bad) return bad
@@ -265,6 +268,7 @@ const fileEditTool = {
   description:
     'Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once \u2014 use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.',
   inputSchema: inputSchema('file_edit'),
+  consequential: true,
   async execute(input, context) {
     const bad = checkInput('file_edit', input)
     if (bad) return bad

@@ -278,14 +278,20 @@ function readResult(name, result) {
     const data = result.data
     const isError = result.isError
     const metadata = result.metadata
-    const u = metadata === undefined || metadata === null ? undefined : metadata.tokenUsage
+    const hasMetadata = metadata !== undefined && metadata !== null
+    const u = hasMetadata ? metadata.tokenUsage : undefined
     const usage = u ? [num(u.input_tokens), num(u.output_tokens)] : null
-    return { result, data, isError, usage, text: typeof data === 'string' ? data : safeString(data) }
+    // An onToolCall gate's verdict (the executor's `metadata.toolCallGate`), for the trace.
+    const gate = hasMetadata ? metadata.toolCallGate : undefined
+    return { result, data, isError, usage, text: typeof data === 'string' ? data : safeString(data), gate }
   } catch (err) {
     const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
     return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
   }
 }
+
+/** The per-execution options of a runner without a gate (no object per call). */
+const NO_GATE = Object.freeze({ onToolCall: undefined })
 
 class AgentRunner {
   constructor(adapter, toolRegistry, toolExecutor, options) {
@@ -571,6 +577,9 @@ class AgentRunner {
               cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
             }
             if (options.team !== undefined) context.team = options.team
+            // What an onToolCall gate is told (upstream's ToolUseContext fields).
+            if (options.runId !== undefined) context.runId = options.runId
+            if (options.taskId !== undefined) context.taskId = options.taskId
             const granted = (i) => verdicts[i]
             const done = new Array(calls.length)
             if (calls.length === 1) {
@@ -672,7 +681,11 @@ class AgentRunner {
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      pending = this.toolExecutor.execute(call.name, call.input, context)
+      // Each call's context names the model's tool_use id; the runner's gate is passed per
+      // execution, as upstream (an undefined one leaves the executor's own).
+      const ctx = { ...context, toolCallId: call.id }
+      const gate = this.options.onToolCall
+      pending = this.toolExecutor.execute(call.name, call.input, ctx, gate === undefined ? NO_GATE : { onToolCall: gate })
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
@@ -687,11 +700,18 @@ class AgentRunner {
     const endMs = Date.now()
     if (options.onToolResult) options.onToolResult(call.name, out.result)
     if (onTrace) {
-      emitTrace(onTrace, {
+      const event = {
         type: 'tool_call', ...trace, tool: call.name, isError: out.isError ?? false,
         input: redactInput(call.input), output: native.traceRedactText(out.text),
         startMs, endMs, durationMs: endMs - startMs,
-      })
+      }
+      const gate = out.gate
+      if (gate !== undefined && gate !== null) {
+        event.gated = true
+        event.gateAction = gate.action
+        if (gate.reason) event.gateReason = native.traceRedactText(gate.reason)
+      }
+      emitTrace(onTrace, event)
     }
     out.duration = endMs - startMs
     return out

@@ -14,6 +14,7 @@ function defineTool(config) {
   if (config.outputSchema !== undefined) tool.outputSchema = config.outputSchema
   if (config.llmInputSchema !== undefined) tool.llmInputSchema = config.llmInputSchema
   if (config.maxOutputChars !== undefined) tool.maxOutputChars = config.maxOutputChars
+  if (config.consequential !== undefined) tool.consequential = config.consequential
   tool.execute = config.execute
   return tool
 }
@@ -80,6 +81,10 @@ const NEXT = Int8Array.from(EX.next)
 const ANSWERS = Object.keys(EX.answers).length
 const S_LOOKUP = EX.steps.Lookup
 const S_LIMIT_RESULT = EX.steps.LimitResult
+const S_GATED_LOOKUP = EX.steps.GatedLookup
+const A_CALL_GATE = EX.actions.CALL_GATE
+const K_DECISION = EX.answers.DECISION
+const { OBJECT: D_OBJECT, ACTION_STRING: D_ACTION_STRING, REASON_STRING: D_REASON_STRING, REASON_OTHER: D_REASON_OTHER } = EX.decisionBits
 const { LOOKUP: A_LOOKUP, CHECK_ABORT: A_CHECK_ABORT, CHECK_INPUT: A_CHECK_INPUT, EXECUTE: A_EXECUTE } = EX.actions
 const { PARSE_OUTPUT: A_PARSE_OUTPUT, READ_LIMIT: A_READ_LIMIT, RETURN_RESULT: A_RETURN_RESULT, RETURN_CUT: A_RETURN_CUT } = EX.actions
 const { FOUND: K_FOUND, MISSING: K_MISSING, NOT_ABORTED: K_NOT_ABORTED, ABORTED: K_ABORTED } = EX.answers
@@ -210,7 +215,9 @@ function truncateToolOutput(data, maxChars) {
  * machine (`executorAnswer`).
  */
 class ToolCall {
-  constructor(executor, toolName, input, context) {
+  /** `gate`: the call's `onToolCall` gate, if any; a gated call starts on the machine's gated
+   *  steps, which reach `execute` only through the gate's allow. */
+  constructor(executor, toolName, input, context, gate) {
     this.executor = executor
     this.context = context
     this.input = input
@@ -219,8 +226,49 @@ class ToolCall {
     this.parsed = input
     this.result = undefined
     this.builtin = undefined
-    this.step = S_LOOKUP
+    this.step = gate ? S_GATED_LOOKUP : S_LOOKUP
     this.text = undefined
+    // `metadata.toolCallGate` once the machine read a valid decision.
+    this.verdict = undefined
+  }
+
+  /** The CALL_GATE step: calls the gate with the call's context and describes its decision to
+   *  the machine, which validates it and owns every text. Never throws. */
+  async callGate(gate) {
+    let decision
+    try {
+      const tool = this.tool
+      const context = this.context
+      // Built inside the try, as upstream: a context without `agent` reads as the gate's throw.
+      const ctx = { toolName: tool.name, input: this.parsed, agentName: context.agent.name }
+      if (tool.consequential === true) ctx.consequential = true
+      if (context.runId !== undefined) ctx.runId = context.runId
+      if (context.taskId !== undefined) ctx.taskId = context.taskId
+      if (context.toolCallId !== undefined) ctx.toolCallId = context.toolCallId
+      decision = await gate(ctx)
+    } catch (err) {
+      return this.answer(K_THREW, thrownMessage(err))
+    }
+    let bits = 0, action, reason
+    try {
+      if (decision !== null && typeof decision === 'object') {
+        bits = D_OBJECT
+        const a = decision.action
+        if (typeof a === 'string') {
+          bits |= D_ACTION_STRING
+          action = a
+        }
+        const r = decision.reason
+        if (typeof r === 'string') {
+          bits |= D_REASON_STRING
+          reason = [r]
+        } else if (r !== undefined) bits |= D_REASON_OTHER
+      }
+    } catch (err) {
+      // A decision whose getters throw: the gate's fault, reported as its throw.
+      return this.answer(K_THREW, thrownMessage(err))
+    }
+    this.answer(K_DECISION, action, reason, bits)
   }
 
   /** Performs the synchronous steps until the machine asks to execute or to return; that action. */
@@ -340,38 +388,56 @@ class ToolCall {
     this.step = r.step
     if (r.data !== undefined && r.data !== null) this.text = r.data
     else if (kind === K_BUILTIN_INPUT) this.builtin.accept(fields)
+    if (kind === K_DECISION && typeof r.gateAction === 'string') {
+      this.verdict = typeof r.gateReason === 'string' ? { action: r.gateAction, reason: r.gateReason } : { action: r.gateAction }
+    }
   }
 
   /** The value execute resolves with, once the machine asks to return. */
   end() {
+    const gate = this.verdict
     switch (STEP_ACTION[this.step]) {
       case A_RETURN_RESULT:
-        return this.result
+        return gate === undefined ? this.result : withGate(this.result, gate)
       case A_RETURN_CUT:
-        return { ...this.result, data: this.text }
+        return gate === undefined ? { ...this.result, data: this.text } : withGate({ ...this.result, data: this.text }, gate)
       default: // A_RETURN_ERROR
-        return { data: this.text, isError: true }
+        return gate === undefined ? { data: this.text, isError: true } : { data: this.text, isError: true, metadata: { toolCallGate: gate } }
     }
   }
+}
+
+/** The gate's verdict merged over the tool's own metadata (upstream's shape). */
+function withGate(result, gate) {
+  return { ...result, metadata: { ...result.metadata, toolCallGate: gate } }
 }
 
 class ToolExecutor {
   constructor(registry, options = {}) {
     this.registry = registry
     this.maxToolOutputChars = options.maxToolOutputChars
+    this.onToolCall = options.onToolCall
     // §21: this bound applies to every execution, the runner's included.
     this.semaphore = new Semaphore(options.maxConcurrency ?? 4)
   }
 
-  async execute(toolName, input, context) {
+  /** `options.onToolCall`: a per-execution gate, over the constructor's (upstream's 4th argument;
+   *  an `undefined` one falls back to the constructor's). */
+  async execute(toolName, input, context, options) {
     // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
     // Semaphore.run so that a tool call costs one async layer here, not three.
     const sem = this.semaphore
     const w = sem._take()
     if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
     try {
-      const call = new ToolCall(this, toolName, input, context)
-      if (call.run() === A_EXECUTE) {
+      const gate = (options === undefined || options === null ? undefined : options.onToolCall) ?? this.onToolCall
+      const call = new ToolCall(this, toolName, input, context, gate)
+      let action = call.run()
+      if (action === A_CALL_GATE) {
+        await call.callGate(gate)
+        action = call.run()
+      }
+      if (action === A_EXECUTE) {
         const tool = call.tool
         let kind, arg, num
         try {

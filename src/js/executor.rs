@@ -15,12 +15,16 @@ use napi_derive::napi;
 use oma_core::kernel::truncate::truncate_tool_output;
 use oma_core::tool::builtin::input::{FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
 use oma_core::tool::executor::{
-    transition, Action, ActionKind, Answer, AnswerKind, BadResult, Issue, Step, ToolCall, Transition,
+    transition, Action, ActionKind, Answer, AnswerKind, BadResult, Decision, Issue, Reason, Step, ToolCall, Transition,
 };
 
 /// `next` entries that are not a step.
 const DECIDE: i32 = -1;
 const INVALID: i32 = -2;
+
+/// The bits of a `DECISION` answer's `num`: how the gate's decision looks to the driver.
+const DECISION_BITS: [(&str, u32); 4] =
+    [("OBJECT", 1), ("ACTION_STRING", 2), ("REASON_STRING", 4), ("REASON_OTHER", 8)];
 
 /// The names of a `BAD_RESULT` answer's sub-codes.
 const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
@@ -47,6 +51,8 @@ pub struct ExecutorProtocol {
     /// take it.
     pub next: Vec<i32>,
     pub decide: i32,
+    /// The bits of a `DECISION` answer (see [`executor_answer`]).
+    pub decision_bits: HashMap<String, u32>,
 }
 
 #[napi(catch_unwind)]
@@ -69,14 +75,20 @@ pub fn executor_protocol() -> ExecutorProtocol {
         step_action: Step::ALL.iter().map(|s| s.action_kind() as u32).collect(),
         next,
         decide: DECIDE,
+        decision_bits: DECISION_BITS.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
     }
 }
 
 #[napi(object)]
 pub struct ExecutorNext {
     pub step: u32,
-    /// The error text at `LimitError` / `ReturnError`; the cut `data` at `ReturnCut`.
+    /// The error text at `LimitError` / `AbortAfterRefusal` / `ReturnError`; the cut `data` at
+    /// `ReturnCut`.
     pub data: Option<String>,
+    /// After a valid gate decision: its `metadata.toolCallGate` (`allow` / `deny` / `suspend`,
+    /// and the reason the machine keeps).
+    pub gate_action: Option<String>,
+    pub gate_reason: Option<String>,
 }
 
 fn issues(flat: Option<Vec<String>>) -> Vec<Issue> {
@@ -98,7 +110,8 @@ fn misuse(what: String) -> Error {
 /// `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
 /// `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
 /// limit and `text` the text being limited (the result's `data`, or the error text the call
-/// holds at `LimitError`).
+/// holds at `LimitError`); `DECISION`: `num` holds `decisionBits`, `text` the decision's
+/// `action` when it is a string and `issues` `[reason]` when the reason is one.
 #[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
 pub fn executor_answer(
@@ -144,6 +157,19 @@ pub fn executor_answer(
         AnswerKind::OutputInvalid => Answer::OutputInvalid(issues(issues_flat)),
         AnswerKind::LimitFits => Answer::LimitFits,
         AnswerKind::Limit => Answer::Limit(num.unwrap_or(f64::NAN)),
+        AnswerKind::Decision => {
+            let bits = num.unwrap_or(0.0) as u32;
+            let reason = issues_flat.as_ref().and_then(|r| r.first());
+            Answer::Decision(Decision {
+                object: bits & 1 != 0,
+                action: if bits & 2 != 0 { Some(text.as_str()) } else { None },
+                reason: match (bits & 4 != 0, bits & 8 != 0, reason) {
+                    (true, _, Some(r)) => Reason::Text(r.as_str()),
+                    (_, true, _) => Reason::NotText,
+                    _ => Reason::Absent,
+                },
+            })
+        }
     };
     let held = if step == Step::LimitError { text.as_str() } else { "" };
     let mut call = ToolCall::resume(name, step, held);
@@ -153,8 +179,12 @@ pub fn executor_answer(
     };
     let data = match (cut, call.step()) {
         (Some(max), _) => Some(truncate_tool_output(&text, max)),
-        (None, Step::LimitError | Step::ReturnError) => Some(call.text().to_string()),
+        (None, Step::LimitError | Step::AbortAfterRefusal | Step::ReturnError) => Some(call.text().to_string()),
         (None, _) => None,
     };
-    Ok(ExecutorNext { step: call.step() as u32, data })
+    let (gate_action, gate_reason) = match call.verdict() {
+        Some(v) => (Some(v.action.name().to_string()), v.reason.clone()),
+        None => (None, None),
+    };
+    Ok(ExecutorNext { step: call.step() as u32, data, gate_action, gate_reason })
 }

@@ -1,7 +1,13 @@
 //! The ToolExecutor (CONTRACT §9.2) as a sans-IO machine: the order of the steps of one tool
 //! call and every text the call can end with.
 //!
-//! lookup → abort check → input check → abort check → execute → output check → output limit
+//! lookup → abort check → input check → abort check → [gate → abort check] → execute → output check
+//! → output limit
+//!
+//! A call with an `onToolCall` gate starts at [`Step::GatedLookup`] and walks its own copies of
+//! the steps before the gate, so the table itself has no way from such a call to
+//! [`Step::Execute`] but through an allow the machine read at [`Step::Gate`]: a driver cannot
+//! skip the gate by answering the plain steps.
 //!
 //! The machine asks for one thing at a time ([`Action`]); the driver performs it (the JS shim:
 //! it looks the tool up, reads the abort signal, calls the user's Zod `safeParse` or the
@@ -32,7 +38,7 @@ impl Issue {
 }
 
 /// Where a call is. Each step but the three `Return*` asks the driver for one thing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Step {
     Lookup = 0,
@@ -48,10 +54,21 @@ pub enum Step {
     ReturnResult,
     ReturnCut,
     ReturnError,
+    /// The steps before the gate of a call that has one (see the module doc).
+    GatedLookup,
+    GatedAbortBeforeInput,
+    GatedCheckInput,
+    AbortBeforeGate,
+    /// Call the gate: [`Answer::Decision`], or [`Answer::Threw`] when it threw or rejected.
+    Gate,
+    /// After an allow: the abort check, then `Execute`.
+    AbortAfterGate,
+    /// After a deny or a suspend: the abort check, then the refusal's text the call holds.
+    AbortAfterRefusal,
 }
 
 impl Step {
-    pub const ALL: [Step; 11] = [
+    pub const ALL: [Step; 18] = [
         Step::Lookup,
         Step::AbortBeforeInput,
         Step::CheckInput,
@@ -63,6 +80,13 @@ impl Step {
         Step::ReturnResult,
         Step::ReturnCut,
         Step::ReturnError,
+        Step::GatedLookup,
+        Step::GatedAbortBeforeInput,
+        Step::GatedCheckInput,
+        Step::AbortBeforeGate,
+        Step::Gate,
+        Step::AbortAfterGate,
+        Step::AbortAfterRefusal,
     ];
 
     pub fn from_code(code: u32) -> Option<Step> {
@@ -72,9 +96,15 @@ impl Step {
     /// What the driver does at this step, without the data the machine may hold.
     pub fn action_kind(self) -> ActionKind {
         match self {
-            Step::Lookup => ActionKind::Lookup,
-            Step::AbortBeforeInput | Step::AbortBeforeExecute => ActionKind::CheckAbort,
-            Step::CheckInput => ActionKind::CheckInput,
+            Step::Lookup | Step::GatedLookup => ActionKind::Lookup,
+            Step::AbortBeforeInput
+            | Step::AbortBeforeExecute
+            | Step::GatedAbortBeforeInput
+            | Step::AbortBeforeGate
+            | Step::AbortAfterGate
+            | Step::AbortAfterRefusal => ActionKind::CheckAbort,
+            Step::CheckInput | Step::GatedCheckInput => ActionKind::CheckInput,
+            Step::Gate => ActionKind::CallGate,
             Step::Execute => ActionKind::Execute,
             Step::CheckOutput => ActionKind::ParseOutput,
             Step::LimitResult | Step::LimitError => ActionKind::ReadLimit,
@@ -98,10 +128,11 @@ pub enum ActionKind {
     ReturnResult,
     ReturnCut,
     ReturnError,
+    CallGate,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 9] = [
+    pub const ALL: [ActionKind; 10] = [
         ActionKind::Lookup,
         ActionKind::CheckAbort,
         ActionKind::CheckInput,
@@ -111,6 +142,7 @@ impl ActionKind {
         ActionKind::ReturnResult,
         ActionKind::ReturnCut,
         ActionKind::ReturnError,
+        ActionKind::CallGate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -124,6 +156,7 @@ impl ActionKind {
             ActionKind::ReturnResult => "RETURN_RESULT",
             ActionKind::ReturnCut => "RETURN_CUT",
             ActionKind::ReturnError => "RETURN_ERROR",
+            ActionKind::CallGate => "CALL_GATE",
         }
     }
 }
@@ -154,6 +187,89 @@ pub enum Action<'a> {
     ReturnCut { max: usize },
     /// Resolve with `{ data: this, isError: true }`.
     ReturnError(&'a str),
+    /// Call the `onToolCall` gate (sync or async) with the call's context (`toolName`, the
+    /// checked `input`, `agentName`, `consequential` when true, `runId`, `taskId`, `toolCallId`
+    /// when defined) and describe what it decided ([`Answer::Decision`]) or threw.
+    CallGate,
+}
+
+/// A gate's decision as the driver sees it; the machine validates it (upstream's rules).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision<'a> {
+    /// A non-null object (anything else is an invalid decision).
+    pub object: bool,
+    /// Its `action` when that is a string.
+    pub action: Option<&'a str>,
+    pub reason: Reason<'a>,
+}
+
+/// A decision's `reason`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason<'a> {
+    Absent,
+    Text(&'a str),
+    /// Present (not `undefined`) but not a string: the decision is invalid.
+    NotText,
+}
+
+/// What a valid decision asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GateAction {
+    Allow,
+    Deny,
+    /// Upstream's durable approval (1.14+): only an orchestrated checkpointed task can suspend;
+    /// here the call ends with an error result (see [`suspend_text`]).
+    Suspend,
+}
+
+impl GateAction {
+    pub fn name(self) -> &'static str {
+        match self {
+            GateAction::Allow => "allow",
+            GateAction::Deny => "deny",
+            GateAction::Suspend => "suspend",
+        }
+    }
+}
+
+/// The gate's recorded verdict: the result's `metadata.toolCallGate`. A reason is kept only
+/// for deny and suspend (an allow's reason is dropped, as upstream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub action: GateAction,
+    pub reason: Option<String>,
+}
+
+impl Decision<'_> {
+    /// Upstream's validation: a non-null object whose `action` is one it knows and whose
+    /// `reason`, if present, is a string.
+    pub fn verdict(&self) -> Option<Verdict> {
+        if !self.object {
+            return None;
+        }
+        let action = match self.action? {
+            "allow" => GateAction::Allow,
+            "deny" => GateAction::Deny,
+            "suspend" => GateAction::Suspend,
+            _ => return None,
+        };
+        let reason = match self.reason {
+            Reason::Absent => None,
+            Reason::Text(r) => Some(r),
+            Reason::NotText => return None,
+        };
+        let reason = if action == GateAction::Allow { None } else { reason.map(str::to_string) };
+        Some(Verdict { action, reason })
+    }
+}
+
+/// The text of a gate's `suspend` outside an orchestrated checkpointed task. Upstream's own
+/// text for this case could not be read (its 1.14+ executor is not available); this one is
+/// the kernel's.
+pub fn suspend_text(name: &str) -> String {
+    format!(
+        "Tool \"{name}\" was suspended by onToolCall, but only an orchestrated checkpointed task can suspend a tool call; the call was not executed."
+    )
 }
 
 /// How a tool's result failed the result checks (§9.2 step 7).
@@ -195,6 +311,8 @@ pub enum Answer<'a> {
     LimitFits,
     /// The limit (`maxOutputChars`), shorter than the text.
     Limit(f64),
+    /// What the gate returned (or its promise resolved with).
+    Decision(Decision<'a>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,10 +335,11 @@ pub enum AnswerKind {
     OutputInvalid,
     LimitFits,
     Limit,
+    Decision,
 }
 
 impl AnswerKind {
-    pub const ALL: [AnswerKind; 17] = [
+    pub const ALL: [AnswerKind; 18] = [
         AnswerKind::Found,
         AnswerKind::Missing,
         AnswerKind::NotAborted,
@@ -238,6 +357,7 @@ impl AnswerKind {
         AnswerKind::OutputInvalid,
         AnswerKind::LimitFits,
         AnswerKind::Limit,
+        AnswerKind::Decision,
     ];
 
     pub fn from_code(code: u32) -> Option<AnswerKind> {
@@ -263,6 +383,7 @@ impl AnswerKind {
             AnswerKind::OutputInvalid => "OUTPUT_INVALID",
             AnswerKind::LimitFits => "LIMIT_FITS",
             AnswerKind::Limit => "LIMIT",
+            AnswerKind::Decision => "DECISION",
         }
     }
 }
@@ -287,6 +408,7 @@ impl Answer<'_> {
             Answer::OutputInvalid(_) => AnswerKind::OutputInvalid,
             Answer::LimitFits => AnswerKind::LimitFits,
             Answer::Limit(_) => AnswerKind::Limit,
+            Answer::Decision(_) => AnswerKind::Decision,
         }
     }
 }
@@ -310,12 +432,31 @@ pub fn transition(step: Step, kind: AnswerKind) -> Transition {
     use Transition::{Decide, Invalid, To};
     match (step, kind) {
         (S::Lookup, K::Found) => To(S::AbortBeforeInput),
-        (S::Lookup, K::Missing) => Decide,
+        (S::GatedLookup, K::Found) => To(S::GatedAbortBeforeInput),
+        (S::Lookup | S::GatedLookup, K::Missing) => Decide,
         (S::AbortBeforeInput, K::NotAborted) => To(S::CheckInput),
+        (S::GatedAbortBeforeInput, K::NotAborted) => To(S::GatedCheckInput),
         (S::AbortBeforeExecute, K::NotAborted) => To(S::Execute),
-        (S::AbortBeforeInput | S::AbortBeforeExecute, K::Aborted) => Decide,
+        (S::AbortBeforeGate, K::NotAborted) => To(S::Gate),
+        // Reached only from an allow (`decide`): the one way from a gated call to Execute.
+        (S::AbortAfterGate, K::NotAborted) => To(S::Execute),
+        (S::AbortAfterRefusal, K::NotAborted) => To(S::ReturnError),
+        (
+            S::AbortBeforeInput
+            | S::AbortBeforeExecute
+            | S::GatedAbortBeforeInput
+            | S::AbortBeforeGate
+            | S::AbortAfterGate
+            | S::AbortAfterRefusal,
+            K::Aborted,
+        ) => Decide,
         (S::CheckInput, K::InputValid) => To(S::AbortBeforeExecute),
-        (S::CheckInput, K::InputInvalid | K::InputUnreadable | K::InputNotJson | K::BuiltinInput) => Decide,
+        (S::GatedCheckInput, K::InputValid) => To(S::AbortBeforeGate),
+        (
+            S::CheckInput | S::GatedCheckInput,
+            K::InputInvalid | K::InputUnreadable | K::InputNotJson | K::BuiltinInput,
+        ) => Decide,
+        (S::Gate, K::Decision | K::Threw) => Decide,
         (S::Execute, K::Returned) => To(S::CheckOutput),
         // A result that reports its own error is not checked against the output schema.
         (S::Execute, K::ReturnedIsError) => To(S::LimitResult),
@@ -359,25 +500,38 @@ pub struct ToolCall {
     text: String,
     /// The limit the result's `data` is cut to (step `ReturnCut`).
     cut: usize,
+    /// The gate's verdict, once the machine read a valid decision.
+    verdict: Option<Verdict>,
 }
 
 impl ToolCall {
     pub fn new(name: impl Into<String>) -> ToolCall {
-        ToolCall { name: name.into(), step: Step::Lookup, text: String::new(), cut: 0 }
+        ToolCall { name: name.into(), step: Step::Lookup, text: String::new(), cut: 0, verdict: None }
+    }
+
+    /// A call with an `onToolCall` gate: it cannot reach `Execute` without the gate's allow.
+    pub fn gated(name: impl Into<String>) -> ToolCall {
+        ToolCall { step: Step::GatedLookup, ..ToolCall::new(name) }
     }
 
     /// The machine at `step`, holding `text` (see [`ToolCall::text`]): what a driver that
     /// keeps only these two rebuilds. `name` is the tool's name (the registered tool's own
     /// `name` once found).
     pub fn resume(name: impl Into<String>, step: Step, text: impl Into<String>) -> ToolCall {
-        ToolCall { name: name.into(), step, text: text.into(), cut: 0 }
+        ToolCall { name: name.into(), step, text: text.into(), cut: 0, verdict: None }
+    }
+
+    /// The gate's verdict (the result's `metadata.toolCallGate`), once it decided.
+    pub fn verdict(&self) -> Option<&Verdict> {
+        self.verdict.as_ref()
     }
 
     pub fn step(&self) -> Step {
         self.step
     }
 
-    /// The error text the call holds at `LimitError` and `ReturnError`; empty otherwise.
+    /// The error text the call holds at `LimitError`, `AbortAfterRefusal` and `ReturnError`;
+    /// empty otherwise.
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -393,6 +547,7 @@ impl ToolCall {
             ActionKind::ReturnResult => Action::ReturnResult,
             ActionKind::ReturnCut => Action::ReturnCut { max: self.cut },
             ActionKind::ReturnError => Action::ReturnError(&self.text),
+            ActionKind::CallGate => Action::CallGate,
         }
     }
 
@@ -426,7 +581,34 @@ impl ToolCall {
             }
             Answer::BuiltinInput(tool, view) => match input::check(tool, &view) {
                 Some(issues) => self.fail(invalid_input(name, &issues)),
+                None if self.step == Step::GatedCheckInput => self.step = Step::AbortBeforeGate,
                 None => self.step = Step::AbortBeforeExecute,
+            },
+            // Upstream's texts; the gate's own failures carry no verdict.
+            Answer::Threw(msg) if self.step == Step::Gate => {
+                self.fail(format!("Tool \"{name}\" onToolCall hook threw an error: {msg}"))
+            }
+            Answer::Decision(decision) => match decision.verdict() {
+                None => self.fail(format!("Tool \"{name}\" onToolCall hook returned an invalid onToolCall decision.")),
+                Some(verdict) => {
+                    // Upstream checks the abort signal after a valid decision and before acting
+                    // on it: a deny of an aborted call reads as the abort.
+                    match (verdict.action, verdict.reason.as_deref()) {
+                        (GateAction::Allow, _) => self.step = Step::AbortAfterGate,
+                        (action, reason) => {
+                            self.text = match (action, reason) {
+                                // An empty reason counts as none (upstream tests its truthiness).
+                                (GateAction::Deny, Some(r)) if !r.is_empty() => {
+                                    format!("Tool \"{name}\" denied by onToolCall: {r}")
+                                }
+                                (GateAction::Deny, _) => format!("Tool \"{name}\" denied by onToolCall."),
+                                _ => suspend_text(name),
+                            };
+                            self.step = Step::AbortAfterRefusal;
+                        }
+                    }
+                    self.verdict = Some(verdict);
+                }
             },
             Answer::BadResult(BadResult::Nullish(v)) => {
                 self.threw(&format!("Cannot read properties of {v} (reading 'isError')"))
@@ -525,6 +707,7 @@ mod tests {
                 Action::ReadLimit => Action::ReadLimit,
                 Action::ReturnResult => Action::ReturnResult,
                 Action::ReturnCut { max } => Action::ReturnCut { max: *max },
+                Action::CallGate => Action::CallGate,
                 Action::ReturnError(_) => unreachable!(),
             }
         }
@@ -809,6 +992,171 @@ mod tests {
         );
     }
 
+    const ALLOW: Decision<'static> = Decision { object: true, action: Some("allow"), reason: Reason::Absent };
+
+    fn decision(action: &'static str, reason: Reason<'static>) -> Answer<'static> {
+        Answer::Decision(Decision { object: true, action: Some(action), reason })
+    }
+
+    /// A gated call up to the gate (lookup, abort, input, abort), then `rest`.
+    fn gated(rest: Vec<(ActionKind, Answer<'static>)>) -> (Vec<ActionKind>, Action<'static>, Option<Verdict>) {
+        let mut call = ToolCall::gated("t");
+        let mut seen = Vec::new();
+        let mut script = happy_until_execute();
+        script.extend(rest);
+        for (expect, answer) in script {
+            let kind = call.step().action_kind();
+            assert_eq!(kind, expect, "asked for {kind:?}, the script expected {expect:?}");
+            seen.push(kind);
+            call.answer(answer).unwrap();
+        }
+        let end = match call.action() {
+            Action::ReturnError(t) => Action::ReturnError(Box::leak(t.to_string().into_boxed_str())),
+            other => other.clone_static(),
+        };
+        (seen, end, call.verdict().cloned())
+    }
+
+    fn verdict(action: GateAction, reason: Option<&str>) -> Option<Verdict> {
+        Some(Verdict { action, reason: reason.map(str::to_string) })
+    }
+
+    #[test]
+    fn an_allowed_call_asks_the_gate_then_checks_abort_then_executes() {
+        let (seen, end, v) = gated(vec![
+            (A::CallGate, decision("allow", Reason::Text("dropped"))),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::Execute, Answer::Returned { is_error: false }),
+            (A::ParseOutput, Answer::OutputValid),
+            (A::ReadLimit, Answer::LimitFits),
+        ]);
+        assert_eq!(
+            seen,
+            [
+                A::Lookup,
+                A::CheckAbort,
+                A::CheckInput,
+                A::CheckAbort,
+                A::CallGate,
+                A::CheckAbort,
+                A::Execute,
+                A::ParseOutput,
+                A::ReadLimit
+            ]
+        );
+        assert_eq!(end, Action::ReturnResult);
+        // An allow's reason is dropped.
+        assert_eq!(v, verdict(GateAction::Allow, None));
+        // After an allow, errors keep the verdict (the driver attaches it to every result).
+        let (_, end, v) = gated(vec![
+            (A::CallGate, decision("allow", Reason::Absent)),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::Execute, Answer::Threw("kaput".into())),
+            (A::ReadLimit, Answer::LimitFits),
+        ]);
+        assert_eq!(end, error("Tool \"t\" threw an error: kaput"));
+        assert_eq!(v, verdict(GateAction::Allow, None));
+    }
+
+    #[test]
+    fn denials_use_upstreams_texts_and_keep_the_reason() {
+        let deny = |reason| gated(vec![(A::CallGate, decision("deny", reason)), (A::CheckAbort, Answer::NotAborted)]);
+        let (_, end, v) = deny(Reason::Text("not today"));
+        assert_eq!(end, error("Tool \"t\" denied by onToolCall: not today"));
+        assert_eq!(v, verdict(GateAction::Deny, Some("not today")));
+        let (_, end, v) = deny(Reason::Absent);
+        assert_eq!(end, error("Tool \"t\" denied by onToolCall."));
+        assert_eq!(v, verdict(GateAction::Deny, None));
+        // An empty reason is kept in the verdict but reads as none.
+        let (_, end, v) = deny(Reason::Text(""));
+        assert_eq!(end, error("Tool \"t\" denied by onToolCall."));
+        assert_eq!(v, verdict(GateAction::Deny, Some("")));
+    }
+
+    #[test]
+    fn suspend_outside_a_checkpointed_task_is_refused_with_the_kernels_text() {
+        let (_, end, v) =
+            gated(vec![(A::CallGate, decision("suspend", Reason::Text("ask"))), (A::CheckAbort, Answer::NotAborted)]);
+        assert_eq!(end, error(&suspend_text("t")));
+        assert_eq!(v, verdict(GateAction::Suspend, Some("ask")));
+    }
+
+    #[test]
+    fn a_throwing_gate_and_invalid_decisions_end_without_a_verdict() {
+        let (_, end, v) = gated(vec![(A::CallGate, Answer::Threw("boom".into()))]);
+        assert_eq!(end, error("Tool \"t\" onToolCall hook threw an error: boom"));
+        assert_eq!(v, None);
+        let invalid = error("Tool \"t\" onToolCall hook returned an invalid onToolCall decision.");
+        for d in [
+            Decision { object: false, action: None, reason: Reason::Absent },
+            Decision { object: true, action: None, reason: Reason::Absent },
+            Decision { object: true, action: Some("maybe"), reason: Reason::Absent },
+            Decision { object: true, action: Some("deny"), reason: Reason::NotText },
+            Decision { object: true, action: Some("allow"), reason: Reason::NotText },
+        ] {
+            let (seen, end, v) = gated(vec![(A::CallGate, Answer::Decision(d))]);
+            assert_eq!(seen.len(), 5);
+            assert_eq!(end, invalid);
+            assert_eq!(v, None);
+        }
+    }
+
+    #[test]
+    fn the_abort_check_after_the_gate_wins_over_its_verdict() {
+        for d in [decision("allow", Reason::Absent), decision("deny", Reason::Text("no"))] {
+            let (_, end, v) = gated(vec![(A::CallGate, d), (A::CheckAbort, Answer::Aborted)]);
+            assert_eq!(end, error("Tool \"t\" was aborted before execution began."));
+            assert!(v.is_some());
+        }
+        // The gated copies of the early steps keep their texts.
+        let mut call = ToolCall::gated("nope");
+        call.answer(Answer::Missing).unwrap();
+        assert_eq!(call.action(), Action::ReturnError("Tool \"nope\" is not registered in the ToolRegistry."));
+        let (_, end, _) = gated(vec![]);
+        assert_eq!(end, Action::CallGate);
+        let mut call = ToolCall::resume("t", Step::AbortBeforeGate, "");
+        call.answer(Answer::Aborted).unwrap();
+        assert_eq!(call.action(), Action::ReturnError("Tool \"t\" was aborted before execution began."));
+    }
+
+    /// The native enforcement: from a gated call's first step, no sequence of data-free
+    /// answers reaches `Execute` without passing `Gate`, and `Gate` itself moves on only
+    /// through the machine's reading of a decision.
+    #[test]
+    fn a_gated_call_reaches_execute_only_through_an_allow() {
+        let mut seen = std::collections::HashSet::new();
+        let mut todo = vec![Step::GatedLookup];
+        while let Some(step) = todo.pop() {
+            if !seen.insert(step) {
+                continue;
+            }
+            assert_ne!(step, Step::Execute, "the table leads a gated call to Execute");
+            for kind in AnswerKind::ALL {
+                if let Transition::To(next) = transition(step, kind) {
+                    todo.push(next);
+                }
+            }
+        }
+        assert!(seen.contains(&Step::Gate));
+        assert!(!seen.contains(&Step::AbortAfterGate));
+        // A built-in tool's input checked by the machine keeps the call gated.
+        let tool = input::tool("file_read").unwrap();
+        let valid: &'static [FieldValue] = Box::leak(Box::new([
+            FieldValue { ty: JsType::String, num: 3.0 },
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+            FieldValue { ty: JsType::Undefined, num: 0.0 },
+        ]));
+        let mut call = ToolCall::resume("file_read", Step::GatedCheckInput, "");
+        call.answer(Answer::BuiltinInput(tool, InputView { top: JsType::Object, fields: valid })).unwrap();
+        assert_eq!(call.step(), Step::AbortBeforeGate);
+        // Only an allow leads on to AbortAfterGate.
+        for d in [decision("deny", Reason::Absent), decision("suspend", Reason::Absent)] {
+            let mut call = ToolCall::resume("t", Step::Gate, "");
+            call.answer(d).unwrap();
+            assert_eq!(call.step(), Step::AbortAfterRefusal);
+        }
+    }
+
     /// `transition` and `answer` agree: every `To` is where `answer` goes, and every answer
     /// the table calls invalid is refused.
     #[test]
@@ -835,6 +1183,7 @@ mod tests {
                     AnswerKind::OutputInvalid => Answer::OutputInvalid(vec![]),
                     AnswerKind::LimitFits => Answer::LimitFits,
                     AnswerKind::Limit => Answer::Limit(5.0),
+                    AnswerKind::Decision => Answer::Decision(ALLOW),
                 };
                 assert_eq!(sample.kind(), kind);
                 let mut call = ToolCall::resume("t", step, "text");
