@@ -586,6 +586,8 @@ class AgentRunner {
               // The common case, awaited directly: no Promise.all and no .then() layer. A throw
               // here leaves nothing behind: onToolCall throws before the tool starts, and
               // onToolResult after it settled.
+              // The round's one call owns the round's context: no copy.
+              context.toolCallId = calls[0].id
               const { startMs, pending: p } = this._startBlock(calls[0], granted(0), context, options, watch)
               let result
               if (p === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
@@ -649,7 +651,8 @@ class AgentRunner {
     for (let i = 0; i < calls.length; i++) {
       let started
       try {
-        started = this._startBlock(calls[i], granted(i), context, options, watch)
+        // Each block's own context, naming its tool_use id (tools of a round run concurrently).
+        started = this._startBlock(calls[i], granted(i), { ...context, toolCallId: calls[i].id }, options, watch)
       } catch (err) {
         fail(err)
         continue
@@ -681,11 +684,10 @@ class AgentRunner {
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      // Each call's context names the model's tool_use id; the runner's gate is passed per
-      // execution, as upstream (an undefined one leaves the executor's own).
-      const ctx = { ...context, toolCallId: call.id }
+      // The runner's gate is passed per execution, as upstream (an undefined one leaves the
+      // executor's own).
       const gate = this.options.onToolCall
-      pending = this.toolExecutor.execute(call.name, call.input, ctx, gate === undefined ? NO_GATE : { onToolCall: gate })
+      pending = this.toolExecutor.execute(call.name, call.input, context, gate === undefined ? NO_GATE : { onToolCall: gate })
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
