@@ -380,6 +380,13 @@ export interface AgentConfig {
   readonly extraBody?: Record<string, unknown>
   readonly thinking?: ThinkingConfig
   readonly timeoutMs?: number
+  /**
+   * Maximum wall-clock time in milliseconds for a single LLM call, re-armed fresh for every model
+   * call (each turn and the `summarize` strategy's call). When it passes first, the run fails with
+   * an {@link LLMCallTimeoutError}. Unset or `<= 0`: no per-call deadline. oma-kernel: a JS adapter
+   * that ignores its signal is not waited for, and a native adapter's request is cancelled.
+   */
+  readonly callTimeoutMs?: number
   readonly loopDetection?: LoopDetectionConfig
   readonly maxToolOutputChars?: number
   readonly compressToolResults?: boolean | { readonly minChars?: number }
@@ -473,6 +480,8 @@ export interface RunnerOptions {
   readonly compressToolResults?: boolean | { readonly minChars?: number }
   readonly preserveReasoningAsText?: boolean
   readonly compressReasoningText?: boolean | { readonly minChars?: number }
+  /** Per single `adapter.chat()` call: see {@link AgentConfig.callTimeoutMs}. */
+  readonly callTimeoutMs?: number
 }
 export interface RunOptions {
   readonly onToolCall?: (name: string, input: Record<string, unknown>) => void
@@ -558,6 +567,20 @@ export declare class InvalidMessageError extends Error {
   constructor(message: string)
   readonly code: 'INVALID_MESSAGE'
 }
+/** A single LLM call exceeded `callTimeoutMs` (and the caller's own signal had not fired). */
+export declare class LLMCallTimeoutError extends Error {
+  constructor(timeoutMs: number, agent?: string)
+  readonly code: 'LLM_CALL_TIMEOUT'
+  /** The per-call deadline, in milliseconds, that was exceeded. */
+  readonly timeoutMs: number
+  /** Name of the agent whose call timed out, when known. */
+  readonly agent?: string
+}
+/**
+ * Whether another attempt might succeed: true unless the error is provably terminal (an exhausted
+ * token budget, an invalid message, a cancellation, a 4xx status other than 408/409/429).
+ */
+export declare function isRetryableError(error: unknown): boolean
 export declare function generateRunId(): string
 export declare function estimateTokens(messages: LLMMessage[]): number
 export declare function emitTrace(fn: ((event: TraceEvent) => void | Promise<void>) | undefined, event: TraceEvent): void

@@ -24,6 +24,8 @@ export const {
   truncateToolOutput,
   TokenBudgetExceededError,
   InvalidMessageError,
+  LLMCallTimeoutError,
+  isRetryableError,
   generateRunId,
   estimateTokens,
   emitTrace,

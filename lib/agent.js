@@ -380,6 +380,7 @@ class Agent {
       compressToolResults: c.compressToolResults,
       preserveReasoningAsText: c.preserveReasoningAsText,
       compressReasoningText: c.compressReasoningText,
+      callTimeoutMs: c.callTimeoutMs,
     }
     // Upstream copies the gate only when defined.
     if (c.onToolCall !== undefined) ro.onToolCall = c.onToolCall

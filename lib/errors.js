@@ -21,6 +21,63 @@ class InvalidMessageError extends Error {
   }
 }
 
+/** One model call outlived `callTimeoutMs` (upstream 1.9: name, code, fields and texts are
+ *  upstream's). Raised only when the per-call deadline fired and the caller's signal did not. */
+class LLMCallTimeoutError extends Error {
+  constructor(timeoutMs, agent) {
+    super(agent !== undefined
+      ? `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`
+      : `LLM call exceeded per-call timeout of ${timeoutMs}ms`)
+    this.code = 'LLM_CALL_TIMEOUT'
+    this.name = 'LLMCallTimeoutError'
+    this.timeoutMs = timeoutMs
+    this.agent = agent
+  }
+}
+
+// Errors a retry cannot help (upstream's isRetryableError): a spent budget, a malformed message.
+const TERMINAL = [TokenBudgetExceededError, InvalidMessageError]
+// HTTP statuses of a 4xx error that another attempt may still get past.
+const RETRYABLE_4XX = [408, 409, 429]
+
+/** A caller's cancellation (upstream's isCancellationError): an `AbortError`, or the OpenAI SDK's
+ *  `APIUserAbortError`, whose `name` is plain `Error`. */
+function isCancellationError(error) {
+  if (!isError(error)) return false
+  try {
+    return error.name === 'AbortError' || error.constructor.name === 'APIUserAbortError'
+  } catch {
+    return false
+  }
+}
+
+/** The HTTP status an error carries (`status`, else `statusCode`), if it is a finite number. */
+function statusOf(error) {
+  if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return undefined
+  try {
+    const status = error.status ?? error.statusCode
+    return typeof status === 'number' && Number.isFinite(status) ? status : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Upstream's `isRetryableError` (1.9, with 1.16's cancellation rule): true unless `error` is
+ * provably terminal. Terminal: the classes in TERMINAL, a cancellation, and a 4xx status other
+ * than 408/409/429. A per-call timeout, an error without a status (a network failure) and a 5xx
+ * are retryable.
+ */
+function isRetryableError(error) {
+  for (const Terminal of TERMINAL) if (error instanceof Terminal) return false
+  if (error instanceof LLMCallTimeoutError) return true
+  if (isCancellationError(error)) return false
+  const status = statusOf(error)
+  if (status === undefined) return true
+  if (RETRYABLE_4XX.includes(status)) return true
+  return !(status >= 400 && status < 500)
+}
+
 /** An Error from any realm (the addon's included) is still an Error. Never throws: a revoked
  *  Proxy (whose prototype and tag cannot be read) is not an Error. */
 function isError(x) {
@@ -71,4 +128,6 @@ function toError(err) {
   return new Error(safeString(err))
 }
 
-module.exports = { TokenBudgetExceededError, InvalidMessageError, toError, isError, safeString }
+module.exports = {
+  TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, isRetryableError, toError, isError, safeString,
+}

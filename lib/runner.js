@@ -8,6 +8,7 @@ const { attach, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js'
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
+const { callDeadline, listenable } = require('./deadline.js')
 
 const { OP, REJECTED } = wire
 
@@ -165,11 +166,6 @@ function redactInput(input) {
   let json
   try { json = JSON.stringify(input) } catch { return {} }
   return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
-}
-
-/** Whether `signal` can tell the driver about an abort (a caller may pass any object). */
-function listenable(signal) {
-  return signal !== undefined && signal !== null && typeof signal.addEventListener === 'function'
 }
 
 /** How long an aborted run still waits for a JS adapter or callback that ignores the signal:
@@ -368,6 +364,8 @@ class AgentRunner {
     const prompt = promptOf(conv)
     // The run's one abort listener (disposed when the run ends, whichever way).
     const watch = listenable(signal) ? new AbortWatch(signal) : null
+    // Read once per run: unset (the default) leaves every model call exactly as without it.
+    const callTimeoutMs = ro.callTimeoutMs
     let id
     try {
       // run() shows no events: the machine then skips the actions that only emit one.
@@ -435,7 +433,11 @@ class AgentRunner {
           case OP.SUMMARIZE: {
             const model = ro.contextStrategy.summaryModel ?? ro.model
             const startMs = Date.now()
-            const summary = await settleOrAbandon(this.adapter.chat(action.messages, { ...chatOptions, model, tools: undefined }), watch, requestAborted)
+            const summaryOptions = { ...chatOptions, model, tools: undefined }
+            const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
+            const summary = await settleOrAbandon(deadline === null
+              ? this.adapter.chat(action.messages, summaryOptions)
+              : deadline.chat(this.adapter, action.messages, summaryOptions), watch, requestAborted)
             const endMs = Date.now()
             const err = wire.respondSummary(id, responseJson(summary))
             if (err !== undefined) throw new Error(err)
@@ -462,7 +464,9 @@ class AgentRunner {
                 nativeOptions = llm.runOptionsJson(chatOptions)
                 first = true
               }
-              const [cancel, unlink] = llm.linkSignal(signal)
+              // Under a deadline, its signal (the caller's merged with it) cancels the request.
+              const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
+              const [cancel, unlink] = llm.linkSignal(deadline === null ? signal : deadline.signal)
               try {
                 if (options.streamDeltas === true) {
                   const s = native.runStream(id, nativeAdapter, nativeOptions, cancel)
@@ -507,12 +511,18 @@ class AgentRunner {
                   pending = reply.action
                   response = reply.response
                 }
+              } catch (e) {
+                throw deadline === null ? e : deadline.error(e)
               } finally {
                 unlink()
+                if (deadline !== null) deadline.clear()
               }
             } else {
               // A JS adapter may ignore the signal: the run does not wait for it past an abort.
-              response = await settleOrAbandon(this.adapter.chat(conv, chatOptions), watch, requestAborted)
+              const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
+              response = await settleOrAbandon(deadline === null
+                ? this.adapter.chat(conv, chatOptions)
+                : deadline.chat(this.adapter, conv, chatOptions), watch, requestAborted)
               const a = respond(id, response)
               pending = a.action
               content = a.content
