@@ -205,6 +205,20 @@ describe('ToolExecutor onToolCall: context and configuration', () => {
     expect(await executor.execute('bash', { command: 'ls' }, ctx)).toBe(result)
   })
 
+  test('no gate: the happy path makes no native call; a gate adds one (its decision)', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    const native = require('../lib/native.js')
+    const spy = jest.spyOn(native, 'executorAnswer')
+    try {
+      await setup().executor.execute('bash', { command: 'ls' }, ctx)
+      expect(spy).toHaveBeenCalledTimes(0)
+      await setup(() => ({ action: 'allow' })).executor.execute('bash', { command: 'ls' }, ctx)
+      expect(spy).toHaveBeenCalledTimes(1)
+    } finally {
+      spy.mockRestore()
+    }
+  })
+
   test('defineTool copies consequential only when defined; the built-ins that have it', () => {
     const base = { name: 'x', description: 'd', inputSchema: z.object({}), execute: async () => ({ data: '' }) }
     expect('consequential' in defineTool(base)).toBe(false)
