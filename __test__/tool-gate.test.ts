@@ -309,7 +309,11 @@ describe('the gate under a runner and an Agent', () => {
   test('without a gate anywhere the trace has no gate fields; a throwing gate leaves none either', async () => {
     for (const onToolCall of [undefined, () => { throw new Error('x') }]) {
       const registry = new ToolRegistry()
-      registry.register(defineTool({ name: 'probe', description: 'd', inputSchema: z.object({}), execute: async () => ({ data: 'ok' }) }))
+      const ids: unknown[] = []
+      registry.register(defineTool({
+        name: 'probe', description: 'd', inputSchema: z.object({}),
+        execute: async (_i: unknown, c: ToolUseContext) => { ids.push(c.toolCallId); return { data: 'ok' } },
+      }))
       const replies = [resp([{ type: 'tool_use', id: 'p', name: 'probe', input: {} }]), resp([{ type: 'text', text: 'done' }])]
       let i = 0
       const adapter = { name: 'mock', chat: async () => replies[i++] }
@@ -321,6 +325,8 @@ describe('the gate under a runner and an Agent', () => {
       const t = traces.find((e) => e.type === 'tool_call') as any
       expect('gated' in t || 'gateAction' in t || 'gateReason' in t).toBe(false)
       expect(r.toolCalls[0].output).toBe(onToolCall === undefined ? 'ok' : 'Tool "probe" onToolCall hook threw an error: x')
+      // A round's one call: the tool sees its tool_use id too.
+      expect(ids).toEqual(onToolCall === undefined ? ['p'] : [])
     }
   })
 })
