@@ -57,7 +57,33 @@ function runner(adapter: LLMAdapter, opts: Partial<RunnerOptions> = {}) {
 }
 
 /** The timers this process holds (Node counts every active setTimeout as one `Timeout`). */
-const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+/**
+ * The deadlines armed while `body` runs that were never cleared. Only timers of the deadline's
+ * length count: a process-wide count of active timers also sees other tests' sockets and the
+ * run's 100 ms abandon timer, and flaked under load.
+ */
+async function unclearedDeadlines(ms: number, body: () => Promise<void>): Promise<number> {
+  const realSet = global.setTimeout
+  const realClear = global.clearTimeout
+  const live = new Set<unknown>()
+  const set = jest.spyOn(global, 'setTimeout').mockImplementation(((fn: (...a: unknown[]) => void, delay?: number, ...args: unknown[]) => {
+    const handle = realSet(fn, delay, ...args)
+    if (delay === ms) live.add(handle)
+    return handle
+  }) as typeof setTimeout)
+  const clear = jest.spyOn(global, 'clearTimeout').mockImplementation(((handle: Parameters<typeof clearTimeout>[0]) => {
+    live.delete(handle)
+    realClear(handle)
+  }) as typeof clearTimeout)
+  try {
+    await body()
+  } finally {
+    set.mockRestore()
+    clear.mockRestore()
+  }
+  for (const h of live) realClear(h as Parameters<typeof clearTimeout>[0])
+  return live.size
+}
 
 describe('LLMCallTimeoutError (upstream texts)', () => {
   test('name, code, fields and message with an agent', () => {
@@ -324,27 +350,31 @@ describe('callTimeoutMs with a native adapter (a real server on 127.0.0.1 that n
 
 describe('no timers left behind', () => {
   test('many calls under a long deadline: every timer is cleared when its call settles', async () => {
-    const before = timers()
-    const { adapter } = scripted([() => resp([text('ok')])])
-    const r = runner(adapter, { callTimeoutMs: 600_000 })
-    for (let i = 0; i < 200; i++) await r.run([user('go')])
-    // Failures too: an adapter that throws, synchronously or not.
-    const sync: LLMAdapter = { name: 'sync', chat() { throw new Error('sync') }, async *stream() {} }
-    await expect(runner(sync, { callTimeoutMs: 600_000 }).run([user('go')])).rejects.toThrow('sync')
-    const { adapter: failing } = scripted([async () => { throw new Error('async') }])
-    await expect(runner(failing, { callTimeoutMs: 600_000 }).run([user('go')])).rejects.toThrow('async')
-    expect(timers()).toBe(before)
+    let armed = 0
+    const left = await unclearedDeadlines(600_000, async () => {
+      const { adapter } = scripted([() => { armed++; return resp([text('ok')]) }])
+      const r = runner(adapter, { callTimeoutMs: 600_000 })
+      for (let i = 0; i < 200; i++) await r.run([user('go')])
+      // Failures too: an adapter that throws, synchronously or not.
+      const sync: LLMAdapter = { name: 'sync', chat() { throw new Error('sync') }, async *stream() {} }
+      await expect(runner(sync, { callTimeoutMs: 600_000 }).run([user('go')])).rejects.toThrow('sync')
+      const { adapter: failing } = scripted([async () => { throw new Error('async') }])
+      await expect(runner(failing, { callTimeoutMs: 600_000 }).run([user('go')])).rejects.toThrow('async')
+    })
+    expect(armed).toBe(200)
+    expect(left).toBe(0)
   })
 
   test('a caller abort clears the deadline at once', async () => {
-    const before = timers()
     const controller = new AbortController()
-    const { adapter } = scripted([(o) => new Promise((_, reject) => {
-      o.abortSignal!.addEventListener('abort', () => reject(new Error('stopped')))
-      setTimeout(() => controller.abort(), 5)
-    })])
-    await expect(runner(adapter, { callTimeoutMs: 600_000 }).run([user('go')], { abortSignal: controller.signal })).rejects.toThrow('stopped')
-    expect(timers()).toBe(before)
+    const left = await unclearedDeadlines(600_000, async () => {
+      const { adapter } = scripted([(o) => new Promise((_, reject) => {
+        o.abortSignal!.addEventListener('abort', () => reject(new Error('stopped')))
+        setTimeout(() => controller.abort(), 5)
+      })])
+      await expect(runner(adapter, { callTimeoutMs: 600_000 }).run([user('go')], { abortSignal: controller.signal })).rejects.toThrow('stopped')
+    })
+    expect(left).toBe(0)
   })
 
   test('a process whose runs used long deadlines exits as soon as the runs are done', () => {
