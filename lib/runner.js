@@ -286,6 +286,18 @@ function readResult(name, result) {
   }
 }
 
+/** A block's own tool context: the round's fields and its tool_use id, written as a literal.
+ *  An object spread per block cost ≈ 1.5 µs per tool call (W1 16×10: 13.4× instead of 19× the
+ *  ai SDK's time, session 8). */
+function blockContext(c, id) {
+  const b = { agent: c.agent, abortSignal: c.abortSignal, cwd: c.cwd }
+  if (c.team !== undefined) b.team = c.team
+  if (c.runId !== undefined) b.runId = c.runId
+  if (c.taskId !== undefined) b.taskId = c.taskId
+  b.toolCallId = id
+  return b
+}
+
 /** The per-execution options of a runner without a gate (no object per call). */
 const NO_GATE = Object.freeze({ onToolCall: undefined })
 
@@ -662,7 +674,7 @@ class AgentRunner {
       let started
       try {
         // Each block's own context, naming its tool_use id (tools of a round run concurrently).
-        started = this._startBlock(calls[i], granted(i), { ...context, toolCallId: calls[i].id }, options, watch)
+        started = this._startBlock(calls[i], granted(i), blockContext(context, calls[i].id), options, watch)
       } catch (err) {
         fail(err)
         continue
