@@ -681,7 +681,14 @@ mod tests {
     /// A scripted driver: answers in order; records each action the machine asked for and
     /// checks it against the script. Ends with the final action.
     fn drive(name: &str, script: Vec<(ActionKind, Answer<'static>)>) -> (Vec<ActionKind>, Action<'static>) {
-        let mut call = ToolCall::new(name);
+        drive_call(&mut ToolCall::new(name), script)
+    }
+
+    /// `drive` on a call the test made (a gated one keeps its verdict for the test to read).
+    fn drive_call(
+        call: &mut ToolCall,
+        script: Vec<(ActionKind, Answer<'static>)>,
+    ) -> (Vec<ActionKind>, Action<'static>) {
         let mut seen = Vec::new();
         for (expect, answer) in script {
             let kind = call.step().action_kind();
@@ -1001,19 +1008,9 @@ mod tests {
     /// A gated call up to the gate (lookup, abort, input, abort), then `rest`.
     fn gated(rest: Vec<(ActionKind, Answer<'static>)>) -> (Vec<ActionKind>, Action<'static>, Option<Verdict>) {
         let mut call = ToolCall::gated("t");
-        let mut seen = Vec::new();
         let mut script = happy_until_execute();
         script.extend(rest);
-        for (expect, answer) in script {
-            let kind = call.step().action_kind();
-            assert_eq!(kind, expect, "asked for {kind:?}, the script expected {expect:?}");
-            seen.push(kind);
-            call.answer(answer).unwrap();
-        }
-        let end = match call.action() {
-            Action::ReturnError(t) => Action::ReturnError(Box::leak(t.to_string().into_boxed_str())),
-            other => other.clone_static(),
-        };
+        let (seen, end) = drive_call(&mut call, script);
         (seen, end, call.verdict().cloned())
     }
 
