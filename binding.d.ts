@@ -268,6 +268,15 @@ export declare function notGrantedText(tool: string): string
  */
 export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
 
+export declare function registryRefusal(kind: string, name?: string | undefined | null, detail?: string | undefined | null): RegistryRefusal
+
+/** The error `register` throws for the refusal named `kind` (a [`Refusal::name`]). */
+export interface RegistryRefusal {
+  /** `true`: a `TypeError`; `false`: an `Error`. */
+  typeError: boolean
+  message: string
+}
+
 /** `repairToolArgs(raw)` → JSON object text, or `null`. */
 export declare function repairToolArgsJson(raw: string): string | null
 

@@ -870,6 +870,7 @@ module.exports.kernelVersion = nativeBinding.kernelVersion
 module.exports.llmEnvVars = nativeBinding.llmEnvVars
 module.exports.notGrantedText = nativeBinding.notGrantedText
 module.exports.outputValidationMessage = nativeBinding.outputValidationMessage
+module.exports.registryRefusal = nativeBinding.registryRefusal
 module.exports.repairToolArgsJson = nativeBinding.repairToolArgsJson
 module.exports.runChat = nativeBinding.runChat
 module.exports.runnerPlan = nativeBinding.runnerPlan

@@ -40,7 +40,15 @@ describe('defineTool and ToolRegistry', () => {
     expect(() => r.register({ name: 'x', description: 'd', inputSchema: z.object({}) } as any)).toThrow('ToolRegistry: tool "x" must have an "execute" function')
     expect(() => r.register({ name: 'x', description: 'd', execute: async () => ({ data: '' }) } as any)).toThrow('ToolRegistry: tool "x" must have an "inputSchema"')
     expect(() => r.register({ name: 'x', description: 'd', inputSchema: { type: 'nope' }, execute: async () => ({ data: '' }) } as any)).toThrow(/ToolRegistry: tool "x" has an invalid inputSchema/)
-    expect(r.list()).toEqual([])
+    expect(() => r.register(null as any)).toThrow(new TypeError('ToolRegistry: a tool must be an object with name, description, inputSchema and execute'))
+    // Shape errors are TypeErrors; 1.7.0's duplicate is a plain Error (CONTRACT §8.2).
+    expect(() => r.register({ name: 'x', description: 'd' } as any)).toThrow(TypeError)
+    r.register(tool())
+    let dup: unknown
+    try { r.register(tool()) } catch (e) { dup = e }
+    expect(dup).toBeInstanceOf(Error)
+    expect(dup).not.toBeInstanceOf(TypeError)
+    expect(r.list().map((t) => t.name)).toEqual(['t'])
   })
 
   test('toToolDefs / toLLMTools', () => {

@@ -94,6 +94,12 @@ const { RETURNED_IS_ERROR: K_RETURNED_IS_ERROR, BAD_RESULT: K_BAD_RESULT, THREW:
 const { OUTPUT_VALID: K_OUTPUT_VALID, OUTPUT_INVALID: K_OUTPUT_INVALID, LIMIT_FITS: K_LIMIT_FITS, LIMIT: K_LIMIT } = EX.answers
 const { NULLISH: BAD_NULLISH, NOT_OBJECT: BAD_NOT_OBJECT, DATA_NOT_STRING: BAD_DATA_NOT_STRING } = EX.badResults
 
+/** The error `ToolRegistry.register` throws for a refusal (see registry.rs for the kinds). */
+function refusal(kind, name, detail) {
+  const r = native.registryRefusal(kind, name, detail)
+  return r.typeError ? new TypeError(r.message) : new Error(r.message)
+}
+
 class ToolRegistry {
   constructor() {
     this._tools = new Map()
@@ -104,30 +110,22 @@ class ToolRegistry {
   }
 
   register(tool, options) {
-    if (tool === null || typeof tool !== 'object') {
-      throw new TypeError('ToolRegistry: a tool must be an object with name, description, inputSchema and execute')
-    }
-    if (typeof tool.name !== 'string' || tool.name === '') {
-      throw new TypeError('ToolRegistry: a tool must have a non-empty string "name"')
-    }
-    if (typeof tool.execute !== 'function') {
-      throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "execute" function`)
-    }
+    // The checks' order and texts are the kernel's (crates/core/src/tool/registry.rs); this
+    // reads the facts off the user's object and asks for the error only when one fails.
+    if (tool === null || typeof tool !== 'object') throw refusal('NOT_OBJECT')
+    if (typeof tool.name !== 'string' || tool.name === '') throw refusal('NO_NAME')
+    if (typeof tool.execute !== 'function') throw refusal('NO_EXECUTE', tool.name)
     // A built-in tool's JSON Schema, not its lazily built Zod view (lib/schema.js).
     const schema = toolInputSchema(tool)
-    if (schema === null || typeof schema !== 'object') {
-      throw new TypeError(`ToolRegistry: tool "${tool.name}" must have an "inputSchema" (a Zod schema or a JSON Schema object)`)
-    }
-    if (this._tools.has(tool.name)) {
-      throw new Error(`ToolRegistry: a tool named "${tool.name}" is already registered. Use a unique name or deregister the existing one first.`)
-    }
+    if (schema === null || typeof schema !== 'object') throw refusal('NO_INPUT_SCHEMA', tool.name)
+    if (this._tools.has(tool.name)) throw refusal('DUPLICATE', tool.name)
     if (!isZodSchema(schema) && !INPUT_CHECKS.has(schema) && !validators.has(schema)) {
       // Plain JSON Schema: compiled once, validated natively.
       let v
       try {
         v = new native.JsonSchemaValidator(JSON.stringify(schema))
       } catch (e) {
-        throw new TypeError(`ToolRegistry: tool "${tool.name}" has an invalid inputSchema: ${e.message}`)
+        throw refusal('INVALID_INPUT_SCHEMA', tool.name, e.message)
       }
       validators.set(schema, v)
     }

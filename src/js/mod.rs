@@ -7,6 +7,7 @@ pub mod core;
 pub mod executor;
 pub mod fast;
 pub mod llm;
+pub mod registry;
 pub mod uv;
 
 #[napi_derive::napi(catch_unwind)]

@@ -1,0 +1,26 @@
+//! napi binding of the ToolRegistry's rules (`oma_core::tool::registry`). lib/tools.js reads
+//! the facts off the user's tool object and calls this only when a check failed, so a
+//! registration that passes makes no native call for its checks.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use oma_core::tool::registry::Refusal;
+
+/// The error `register` throws for the refusal named `kind` (a [`Refusal::name`]).
+#[napi(object)]
+pub struct RegistryRefusal {
+    /// `true`: a `TypeError`; `false`: an `Error`.
+    pub type_error: bool,
+    pub message: String,
+}
+
+#[napi(catch_unwind)]
+pub fn registry_refusal(kind: String, name: Option<String>, detail: Option<String>) -> Result<RegistryRefusal> {
+    let refusal = Refusal::from_name(&kind)
+        .ok_or_else(|| Error::new(Status::InvalidArg, format!("registryRefusal: unknown refusal {kind:?}")))?;
+    Ok(RegistryRefusal {
+        type_error: refusal.is_type_error(),
+        message: refusal.message(name.as_deref().unwrap_or(""), detail.as_deref().unwrap_or("")),
+    })
+}
