@@ -221,22 +221,8 @@ impl Block {
     }
 }
 
-/// `JSON.stringify(blocks)` (a response's content for the driver, on every call).
-pub fn blocks_json(blocks: &[Block]) -> String {
-    let mut out = String::with_capacity(64);
-    out.push('[');
-    for (i, b) in blocks.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        b.write_json(&mut out);
-    }
-    out.push(']');
-    out
-}
-
 /// Through `write_json` (one definition of the JSON shape), for callers that serialise blocks
-/// with serde (a response in an adapter's reply); the per-call paths write `blocks_json`.
+/// with serde (a response in an adapter's reply, a list of blocks in a test).
 impl Serialize for Block {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut out = String::new();
@@ -768,12 +754,11 @@ mod tests {
     }
 
     #[test]
-    fn blocks_json_is_what_serde_writes_through_write_json() {
+    fn serde_writes_blocks_through_write_json() {
         let json = r#"[{"type":"text","text":"a\"b\n"},{"type":"tool_use","id":"1","name":"f","input":{"x":[1]},"signature":"s"},{"type":"reasoning","text":"r","redactedData":"d"},{"type":"tool_result","tool_use_id":"1","content":"c","is_error":true},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}},{"type":"text"},{"type":"odd","k":1}]"#;
         let blocks = parse_content_str(json, Strictness::Lenient).unwrap();
-        assert_eq!(blocks_json(&blocks), json);
         assert_eq!(serde_json::to_string(&blocks).unwrap(), json);
-        assert_eq!(blocks_json(&[]), "[]");
+        assert_eq!(serde_json::to_string(&Vec::<Block>::new()).unwrap(), "[]");
     }
 
     #[test]
