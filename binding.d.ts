@@ -178,7 +178,7 @@ export declare function estimateTokensJson(messagesJson: string): number
  * `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
  * `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
  * limit and `text` the text being limited (the result's `data`, or the error text the call
- * holds at `LimitError`); `DECISION`: `num` holds `decisionBits`, `text` the decision's
+ * holds at `LimitError`); `TIMED_OUT`: `num` is the call's timeout in ms; `DECISION`: `num` holds `decisionBits`, `text` the decision's
  * `action` when it is a string and `issues` `[reason]` when the reason is one.
  */
 export declare function executorAnswer(name: string, step: number, kind: number, text?: string | undefined | null, issuesFlat?: Array<string> | undefined | null, num?: number | undefined | null, fields?: Float64Array | undefined | null): ExecutorNext
@@ -356,6 +356,12 @@ export declare function summaryCacheFree(id: number): void
  * runners with that strategy allocate one.
  */
 export declare function summaryCacheNew(): number
+
+/**
+ * The text of a per-tool timeout setting that is not a number of milliseconds (the JS driver
+ * checks the value and throws; this is called only then).
+ */
+export declare function toolTimeoutInvalid(setting: string, got: string): string
 
 /** `JSON.stringify(input)` in, redacted JSON out. */
 export declare function traceRedactJson(json: string): string

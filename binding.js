@@ -889,6 +889,7 @@ module.exports.structuredInstruction = nativeBinding.structuredInstruction
 module.exports.structuredSystemPrompt = nativeBinding.structuredSystemPrompt
 module.exports.summaryCacheFree = nativeBinding.summaryCacheFree
 module.exports.summaryCacheNew = nativeBinding.summaryCacheNew
+module.exports.toolTimeoutInvalid = nativeBinding.toolTimeoutInvalid
 module.exports.traceRedactJson = nativeBinding.traceRedactJson
 module.exports.traceRedactText = nativeBinding.traceRedactText
 module.exports.truncateToolOutput = nativeBinding.truncateToolOutput

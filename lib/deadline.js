@@ -143,4 +143,4 @@ function callDeadline(value, base, agent) {
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
 }
 
-module.exports = { callDeadline, listenable }
+module.exports = { callDeadline, listenable, MAX_TIMER_MS }

@@ -8,6 +8,7 @@ const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
 const { attach } = require('./util.js')
+const { ToolDeadline, TIMED_OUT, timeoutMs, toolSetting } = require('./tool-deadline.js')
 
 function defineTool(config) {
   const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }
@@ -15,6 +16,10 @@ function defineTool(config) {
   if (config.llmInputSchema !== undefined) tool.llmInputSchema = config.llmInputSchema
   if (config.maxOutputChars !== undefined) tool.maxOutputChars = config.maxOutputChars
   if (config.consequential !== undefined) tool.consequential = config.consequential
+  if (config.timeoutMs !== undefined) {
+    timeoutMs(config.timeoutMs, toolSetting(config.name))
+    tool.timeoutMs = config.timeoutMs
+  }
   tool.execute = config.execute
   return tool
 }
@@ -93,6 +98,9 @@ const { INPUT_NOT_JSON: K_INPUT_NOT_JSON, BUILTIN_INPUT: K_BUILTIN_INPUT, RETURN
 const { RETURNED_IS_ERROR: K_RETURNED_IS_ERROR, BAD_RESULT: K_BAD_RESULT, THREW: K_THREW } = EX.answers
 const { OUTPUT_VALID: K_OUTPUT_VALID, OUTPUT_INVALID: K_OUTPUT_INVALID, LIMIT_FITS: K_LIMIT_FITS, LIMIT: K_LIMIT } = EX.answers
 const { NULLISH: BAD_NULLISH, NOT_OBJECT: BAD_NOT_OBJECT, DATA_NOT_STRING: BAD_DATA_NOT_STRING } = EX.badResults
+const K_TIMED_OUT = EX.answers.TIMED_OUT
+const EXECUTOR_SETTING = 'ToolExecutorOptions.toolTimeoutMs'
+const EXECUTION_SETTING = 'ToolExecutorExecutionOptions.toolTimeoutMs'
 
 /** The error `ToolRegistry.register` throws for a refusal (see registry.rs for the kinds). */
 function refusal(kind, name, detail) {
@@ -129,6 +137,9 @@ class ToolRegistry {
       }
       validators.set(schema, v)
     }
+    // Not one of the registry's refusals but the executor's setting check (tool-deadline.js):
+    // a bad per-tool timeout is reported here rather than at the tool's first call.
+    timeoutMs(tool.timeoutMs, toolSetting(tool.name))
     this._tools.set(tool.name, tool)
     const runtime = options !== undefined && options !== null && options.runtimeAdded === true
     if (runtime) this._runtime.add(tool.name)
@@ -415,12 +426,17 @@ class ToolExecutor {
     this.registry = registry
     this.maxToolOutputChars = options.maxToolOutputChars
     this.onToolCall = options.onToolCall
+    // The default timeout of every call through this executor (a per-execution one and a
+    // tool's own `timeoutMs` take priority); checked here, read per call.
+    timeoutMs(options.toolTimeoutMs, EXECUTOR_SETTING)
+    this.toolTimeoutMs = options.toolTimeoutMs
     // §21: this bound applies to every execution, the runner's included.
     this.semaphore = new Semaphore(options.maxConcurrency ?? 4)
   }
 
   /** `options.onToolCall`: a per-execution gate, over the constructor's (upstream's 4th argument;
-   *  an `undefined` one falls back to the constructor's). */
+   *  an `undefined` one falls back to the constructor's). `options.toolTimeoutMs` likewise, under
+   *  the tool's own `timeoutMs`. */
   async execute(toolName, input, context, options) {
     // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
     // Semaphore.run so that a tool call costs one async layer here, not three.
@@ -437,11 +453,32 @@ class ToolExecutor {
       }
       if (action === A_EXECUTE) {
         const tool = call.tool
+        // The call's timeout: the tool's own, else the execution's, else the executor's. Unset
+        // (the default), the call below is exactly the untimed one: no timer, no signal, no copy.
+        let limit = tool.timeoutMs
+        let setting
+        if (limit === undefined || limit === null) {
+          limit = options === undefined || options === null ? undefined : options.toolTimeoutMs
+          if (limit === undefined || limit === null) {
+            limit = this.toolTimeoutMs
+            setting = EXECUTOR_SETTING
+          } else setting = EXECUTION_SETTING
+        } else setting = toolSetting(tool.name)
+        const ms = limit === undefined || limit === null ? 0 : timeoutMs(limit, setting)
+        let deadline = null
         let kind, arg, num
         try {
-          const result = await tool.execute(call.parsed, context)
+          let result
+          if (ms === 0) result = await tool.execute(call.parsed, context)
+          else {
+            deadline = new ToolDeadline(ms, context === undefined || context === null ? undefined : context.abortSignal)
+            result = await deadline.run(tool, call.parsed, context)
+          }
           call.result = result
-          if (result === undefined || result === null) {
+          if (result === TIMED_OUT) {
+            kind = K_TIMED_OUT
+            num = ms
+          } else if (result === undefined || result === null) {
             kind = K_BAD_RESULT
             num = BAD_NULLISH
             arg = String(result)
@@ -461,6 +498,8 @@ class ToolExecutor {
           arg = thrownMessage(err)
         }
         call.answer(kind, arg, undefined, num, undefined)
+        // The tool learns of its timeout once the machine worded it (the signal's reason).
+        if (kind === K_TIMED_OUT) deadline.expire(call.text)
         call.run()
       }
       return call.end()

@@ -15,7 +15,8 @@ use napi_derive::napi;
 use oma_core::kernel::truncate::truncate_tool_output;
 use oma_core::tool::builtin::input::{FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
 use oma_core::tool::executor::{
-    transition, Action, ActionKind, Answer, AnswerKind, BadResult, Decision, Issue, Reason, Step, ToolCall, Transition,
+    invalid_timeout_text, transition, Action, ActionKind, Answer, AnswerKind, BadResult, Decision, Issue, Reason, Step,
+    ToolCall, Transition,
 };
 
 /// `next` entries that are not a step.
@@ -110,7 +111,7 @@ fn misuse(what: String) -> Error {
 /// `badResults`, `text` the type received; `BUILTIN_INPUT`: `fields` is
 /// `[tool id, input type, field type, field value, …]` (lib/builtin.js); `LIMIT`: `num` is the
 /// limit and `text` the text being limited (the result's `data`, or the error text the call
-/// holds at `LimitError`); `DECISION`: `num` holds `decisionBits`, `text` the decision's
+/// holds at `LimitError`); `TIMED_OUT`: `num` is the call's timeout in ms; `DECISION`: `num` holds `decisionBits`, `text` the decision's
 /// `action` when it is a string and `issues` `[reason]` when the reason is one.
 #[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
@@ -170,6 +171,7 @@ pub fn executor_answer(
                 },
             })
         }
+        AnswerKind::TimedOut => Answer::TimedOut(num.unwrap_or(f64::NAN)),
     };
     let held = if step == Step::LimitError { text.as_str() } else { "" };
     let mut call = ToolCall::resume(name, step, held);
@@ -187,4 +189,11 @@ pub fn executor_answer(
         None => (None, None),
     };
     Ok(ExecutorNext { step: call.step() as u32, data, gate_action, gate_reason })
+}
+
+/// The text of a per-tool timeout setting that is not a number of milliseconds (the JS driver
+/// checks the value and throws; this is called only then).
+#[napi(catch_unwind)]
+pub fn tool_timeout_invalid(setting: String, got: String) -> String {
+    invalid_timeout_text(&setting, &got)
 }

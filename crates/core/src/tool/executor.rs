@@ -4,6 +4,10 @@
 //! lookup → abort check → input check → abort check → [gate → abort check] → execute → output check
 //! → output limit
 //!
+//! A call with a timeout (`ToolDefinition.timeoutMs`, or the executor's / runner's
+//! `toolTimeoutMs`) may end `execute` with [`Answer::TimedOut`]: the driver's timer, not the
+//! tool, decided the outcome, and the call's error text is [`timed_out_text`].
+//!
 //! A call with an `onToolCall` gate starts at [`Step::GatedLookup`] and walks its own copies of
 //! the steps before the gate, so the table itself has no way from such a call to
 //! [`Step::Execute`] but through an allow the machine read at [`Step::Gate`]: a driver cannot
@@ -21,6 +25,7 @@
 //! on without any data is [`transition`] (the JS driver walks that table on the happy path
 //! without calling the machine); every other answer goes through [`ToolCall::answer`].
 
+use crate::json::js_number;
 use crate::kernel::truncate::truncate_tool_output;
 use crate::tool::builtin::input::{self, InputView, ToolInput};
 
@@ -172,7 +177,9 @@ pub enum Action<'a> {
     /// is the input `execute` gets), the native JSON Schema validator, or, for a built-in
     /// tool, a description of the input ([`Answer::BuiltinInput`]) that the machine checks.
     CheckInput,
-    /// Call `execute(input, context)` and await it; classify what it returned or threw.
+    /// Call `execute(input, context)` and await it; classify what it returned or threw. With a
+    /// timeout, the tool gets a signal that also aborts when it passes, and the driver answers
+    /// [`Answer::TimedOut`] at once then, whether or not `execute` ever settles.
     Execute,
     /// Parse the result's `data` with the tool's output schema, if it has one.
     ParseOutput,
@@ -272,6 +279,19 @@ pub fn suspend_text(name: &str) -> String {
     )
 }
 
+/// The result text of a call whose timeout passed before `execute` settled (beyond upstream,
+/// which has no per-tool timeout). `ms` is written as JS writes the number.
+pub fn timed_out_text(name: &str, ms: f64) -> String {
+    format!("Tool \"{name}\" timed out after {}ms.", js_number(ms))
+}
+
+/// The error of a per-tool timeout setting that is not a number of milliseconds. `setting`
+/// names where it was given (`ToolExecutorOptions.toolTimeoutMs`, `tool "x" timeoutMs`, …),
+/// `got` describes the value.
+pub fn invalid_timeout_text(setting: &str, got: &str) -> String {
+    format!("{setting} must be a number of milliseconds (unset, 0 or less: no timeout), got {got}")
+}
+
 /// How a tool's result failed the result checks (§9.2 step 7).
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadResult {
@@ -313,6 +333,9 @@ pub enum Answer<'a> {
     Limit(f64),
     /// What the gate returned (or its promise resolved with).
     Decision(Decision<'a>),
+    /// The call's timeout (in ms) passed before `execute` settled: the driver aborted the
+    /// tool's signal and does not wait for it.
+    TimedOut(f64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,10 +359,11 @@ pub enum AnswerKind {
     LimitFits,
     Limit,
     Decision,
+    TimedOut,
 }
 
 impl AnswerKind {
-    pub const ALL: [AnswerKind; 18] = [
+    pub const ALL: [AnswerKind; 19] = [
         AnswerKind::Found,
         AnswerKind::Missing,
         AnswerKind::NotAborted,
@@ -358,6 +382,7 @@ impl AnswerKind {
         AnswerKind::LimitFits,
         AnswerKind::Limit,
         AnswerKind::Decision,
+        AnswerKind::TimedOut,
     ];
 
     pub fn from_code(code: u32) -> Option<AnswerKind> {
@@ -384,6 +409,7 @@ impl AnswerKind {
             AnswerKind::LimitFits => "LIMIT_FITS",
             AnswerKind::Limit => "LIMIT",
             AnswerKind::Decision => "DECISION",
+            AnswerKind::TimedOut => "TIMED_OUT",
         }
     }
 }
@@ -409,6 +435,7 @@ impl Answer<'_> {
             Answer::LimitFits => AnswerKind::LimitFits,
             Answer::Limit(_) => AnswerKind::Limit,
             Answer::Decision(_) => AnswerKind::Decision,
+            Answer::TimedOut(_) => AnswerKind::TimedOut,
         }
     }
 }
@@ -461,6 +488,8 @@ pub fn transition(step: Step, kind: AnswerKind) -> Transition {
         // A result that reports its own error is not checked against the output schema.
         (S::Execute, K::ReturnedIsError) => To(S::LimitResult),
         (S::Execute, K::BadResult) => Decide,
+        // Only while `execute` is awaited: the timeout covers the tool, not the gate's wait.
+        (S::Execute, K::TimedOut) => Decide,
         (S::CheckOutput, K::OutputValid) => To(S::LimitResult),
         (S::CheckOutput, K::OutputInvalid) => Decide,
         // The original wraps everything after `execute` starts in one try: whatever throws
@@ -620,6 +649,11 @@ impl ToolCall {
                 self.fail(format!("Tool \"{name}\" returned an invalid result: \"data\" must be a string, got {t}"))
             }
             Answer::Threw(msg) => self.threw(&msg),
+            // Limited like a thrown error's text: both are the kernel's words about the call.
+            Answer::TimedOut(ms) => {
+                self.text = timed_out_text(&self.name, ms);
+                self.step = Step::LimitError;
+            }
             Answer::OutputInvalid(issues) => {
                 self.fail(format!("Invalid output for tool \"{name}\":\n{}", issue_lines(&issues)))
             }
@@ -999,6 +1033,47 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_timeout_ends_the_call_with_the_kernels_text_limited_like_a_throw() {
+        assert_eq!(
+            executed(Answer::TimedOut(5000.0), vec![(A::ReadLimit, Answer::LimitFits)]),
+            error("Tool \"t\" timed out after 5000ms.")
+        );
+        // The number as JS writes it (a fraction, an exponent).
+        assert_eq!(timed_out_text("t", 0.5), "Tool \"t\" timed out after 0.5ms.");
+        assert_eq!(timed_out_text("t", 1e21), "Tool \"t\" timed out after 1e+21ms.");
+        assert_eq!(
+            executed(Answer::TimedOut(200.0), vec![(A::ReadLimit, Answer::Limit(12.0))]),
+            error("Tool \"t\" tim")
+        );
+        assert_eq!(
+            executed(Answer::TimedOut(200.0), vec![(A::ReadLimit, Answer::Threw("getter".into()))]),
+            error("Tool \"t\" timed out after 200ms.")
+        );
+        // Only while execute is awaited: never at the gate (its wait is not covered) nor later.
+        for step in Step::ALL {
+            let expected = if step == Step::Execute { Transition::Decide } else { Transition::Invalid };
+            assert_eq!(transition(step, AnswerKind::TimedOut), expected, "{step:?}");
+        }
+        assert_eq!(
+            invalid_timeout_text("AgentConfig.toolTimeoutMs", "NaN"),
+            "AgentConfig.toolTimeoutMs must be a number of milliseconds (unset, 0 or less: no timeout), got NaN"
+        );
+    }
+
+    #[test]
+    fn a_timed_out_call_after_an_allow_keeps_the_verdict() {
+        let (seen, end, v) = gated(vec![
+            (A::CallGate, decision("allow", Reason::Absent)),
+            (A::CheckAbort, Answer::NotAborted),
+            (A::Execute, Answer::TimedOut(50.0)),
+            (A::ReadLimit, Answer::LimitFits),
+        ]);
+        assert_eq!(seen.last(), Some(&A::ReadLimit));
+        assert_eq!(end, error("Tool \"t\" timed out after 50ms."));
+        assert_eq!(v, verdict(GateAction::Allow, None));
+    }
+
     const ALLOW: Decision<'static> = Decision { object: true, action: Some("allow"), reason: Reason::Absent };
 
     fn decision(action: &'static str, reason: Reason<'static>) -> Answer<'static> {
@@ -1181,6 +1256,7 @@ mod tests {
                     AnswerKind::LimitFits => Answer::LimitFits,
                     AnswerKind::Limit => Answer::Limit(5.0),
                     AnswerKind::Decision => Answer::Decision(ALLOW),
+                    AnswerKind::TimedOut => Answer::TimedOut(5.0),
                 };
                 assert_eq!(sample.kind(), kind);
                 let mut call = ToolCall::resume("t", step, "text");
