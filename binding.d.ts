@@ -46,6 +46,17 @@ export declare class LoopDetectorCore {
   recordText(text: string): LoopInfoOut | null
 }
 
+/** A normalised egress policy (upstream's `normalizeEgressPolicy`), for `NativeLlmAdapter.create`. */
+export declare class NativeEgressPolicy {
+  /**
+   * The policy from what `lib/llm.js` read of the user's value (`oma_llm::egress::PolicyObject`):
+   * `is_object` is false for null, a primitive or an array. Throws the `invalid-policy` error.
+   */
+  static normalize(isObject: boolean, mode: string | undefined | null, keys: Array<string>, allowedOrigins?: Array<string | undefined | null> | undefined | null): NativeEgressPolicy
+  get mode(): string
+  get allowedOrigins(): Array<string>
+}
+
 /**
  * A native adapter handle. The JS adapter object carries it under
  * `Symbol.for('oma-kernel.native-adapter')`; Rust code takes `&NativeLlmAdapter` and calls
@@ -54,9 +65,9 @@ export declare class LoopDetectorCore {
 export declare class NativeLlmAdapter {
   /**
    * `createAdapter` minus the JS parts. `env_json` is a snapshot of the relevant
-   * `process.env` entries (see `llmEnvVars`).
+   * `process.env` entries (see `llmEnvVars`); `egress` the normalised egress policy.
    */
-  static create(provider: string, apiKey: string | undefined | null, baseUrl: string | undefined | null, region: string | undefined | null, envJson: string): NativeLlmAdapter
+  static create(provider: string, apiKey: string | undefined | null, baseUrl: string | undefined | null, region: string | undefined | null, envJson: string, egress?: NativeEgressPolicy | undefined | null): NativeLlmAdapter
   get name(): string
   get echoesReasoning(): string
   /** The record of what one adapter object sends (see `ChatHistory::chat`). */
@@ -168,6 +179,12 @@ export interface BuiltinToolInput {
   name: string
   fields: Array<BuiltinField>
 }
+
+/** The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy. */
+export declare function egressAdapterUnsupported(provider: string): string
+
+/** `EgressPolicyError.code` by `reason`, for the JS class. */
+export declare function egressCodes(): Record<string, string>
 
 export declare function estimateTokensJson(messagesJson: string): number
 

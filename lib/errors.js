@@ -35,8 +35,26 @@ class LLMCallTimeoutError extends Error {
   }
 }
 
-// Errors a retry cannot help (upstream's isRetryableError): a spent budget, a malformed message.
-const TERMINAL = [TokenBudgetExceededError, InvalidMessageError]
+/** `EgressPolicyError.code` by reason (the table is the kernel's, crates/llm/src/egress.rs). */
+const EGRESS_CODES = new Map(Object.entries(require('./native.js').egressCodes()))
+
+/** A framework-owned LLM request refused by an egress policy, or a policy that is invalid or
+ *  cannot be enforced (upstream 1.16: the constructor, fields and codes are upstream's; any
+ *  other reason gets the `unsupported` code, as there). */
+class EgressPolicyError extends Error {
+  constructor(reason, message, provider, origin) {
+    super(message)
+    this.reason = reason
+    this.provider = provider
+    this.origin = origin
+    this.name = 'EgressPolicyError'
+    this.code = EGRESS_CODES.get(reason) ?? EGRESS_CODES.get('unsupported')
+  }
+}
+
+// Errors a retry cannot help (upstream's isRetryableError): a spent budget, a malformed message,
+// a refused or invalid egress policy.
+const TERMINAL = [TokenBudgetExceededError, InvalidMessageError, EgressPolicyError]
 // HTTP statuses of a 4xx error that another attempt may still get past.
 const RETRYABLE_4XX = [408, 409, 429]
 
@@ -129,5 +147,6 @@ function toError(err) {
 }
 
 module.exports = {
-  TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, isRetryableError, toError, isError, safeString,
+  TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, EgressPolicyError, isRetryableError, toError, isError,
+  safeString,
 }

@@ -5,7 +5,7 @@
 
 const native = require('./native.js')
 const wire = require('./wire.js')
-const { InvalidMessageError, toError } = require('./errors.js')
+const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
@@ -67,6 +67,10 @@ function assertValidMessages(messages, from = 0) {
 }
 
 function errorFrom(data) {
+  if (data.kind === 'egress') {
+    const r = data.egress
+    return new EgressPolicyError(r.reason, data.message, r.provider, r.origin)
+  }
   const e = data.kind === 'invalid_message' ? new InvalidMessageError(data.message) : new Error(data.message)
   if (data.status !== undefined) e.status = data.status
   return e
@@ -477,21 +481,27 @@ class NativeAdapter {
   }
 }
 
-/** `createAdapter(provider, apiKey?, baseURL?, region?)` (§14). */
-async function createAdapter(provider, apiKey, baseURL, region) {
-  return newAdapter(provider, apiKey, baseURL, region)
+/** `createAdapter(provider, apiKey?, baseURL?, region?, egressPolicy?)` (§14; the policy is
+ *  upstream 1.16's). */
+async function createAdapter(provider, apiKey, baseURL, region, egressPolicy) {
+  return newAdapter(provider, apiKey, baseURL, region, egressPolicy)
 }
 
-/** `createAdapter`'s work, synchronously (an Agent's first run calls it without the extra
- *  promise hops). */
-function newAdapter(provider, apiKey, baseURL, region) {
-  // Through the JS global console: callers spy on it (CONTRACT §18.4).
+/** Through the JS global console: callers spy on it (CONTRACT §18.4). */
+function warnIgnoredBaseURL(provider, baseURL) {
   if (provider === 'bedrock' && baseURL) {
     console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
   }
   if (provider === 'copilot' && baseURL) {
     console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
   }
+}
+
+/** `createAdapter`'s work, synchronously (an Agent's first run calls it without the extra
+ *  promise hops). */
+function newAdapter(provider, apiKey, baseURL, region, egressPolicy) {
+  if (egressPolicy !== undefined) return policyAdapter(provider, apiKey, baseURL, region, egressPolicy)
+  warnIgnoredBaseURL(provider, baseURL)
   const name = String(provider)
   const env = envSnapshot(name, apiKey, baseURL, region)
   // The last configuration first: agents built per request repeat the same one.
@@ -520,6 +530,85 @@ function newAdapter(provider, apiKey, baseURL, region) {
 
 /** `newAdapter`'s last configuration and handle (see there). */
 let lastHandle = null
+
+/** `newAdapter` under an egress policy: the kernel checks the provider's targets before the
+ *  adapter exists (a refusal makes no I/O), then every request the adapter sends. The policy's
+ *  verdict comes first, as upstream, so a refused configuration warns of nothing. */
+function policyAdapter(provider, apiKey, baseURL, region, egressPolicy) {
+  const policy = nativePolicy(normalizeEgressPolicy(egressPolicy))
+  const name = String(provider)
+  const env = envSnapshot(name, apiKey, baseURL, region)
+  const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env, policy.mode, policy.allowedOrigins])
+  let h = handles.get(key)
+  if (h === undefined) {
+    try {
+      const handle = native.NativeLlmAdapter.create(name, apiKey ?? null, baseURL ?? null, region ?? null, JSON.stringify(env), policy)
+      h = { handle, name: handle.name, echoes: handle.echoesReasoning }
+    } catch (e) {
+      const err = fromNative(e)
+      if (!(err instanceof EgressPolicyError)) warnIgnoredBaseURL(provider, baseURL)
+      throw err
+    }
+    if (handles.size >= 64) handles.clear()
+    handles.set(key, h)
+  }
+  warnIgnoredBaseURL(provider, baseURL)
+  return new NativeAdapter(h.handle, h.name, h.echoes)
+}
+
+/** Normalised policy object → its native policy (`normalizeEgressPolicy` made both). */
+const nativePolicies = new WeakMap()
+
+function nativePolicy(normalized) {
+  return nativePolicies.get(normalized)
+}
+
+/**
+ * Upstream's `normalizeEgressPolicy`: `undefined` stays undefined; otherwise a frozen copy
+ * (`{ mode: 'offline' }`, or `{ mode: 'allowlist', allowedOrigins }` with the origins in
+ * `URL.origin` form, de-duplicated and sorted), or an `EgressPolicyError` (`invalid-policy`).
+ * The checks and texts are the kernel's: this reads what they look at and nothing else (the
+ * value's kind, `mode`, its own enumerable keys, `allowedOrigins` and its entries). A policy
+ * this returned is returned as it is.
+ */
+function normalizeEgressPolicy(policy) {
+  if (policy === undefined) return undefined
+  if (nativePolicies.has(policy)) return policy
+  const isObject = policy !== null && typeof policy === 'object' && !Array.isArray(policy)
+  let mode = null
+  let keys = []
+  let origins = null
+  if (isObject) {
+    const m = policy.mode
+    if (typeof m === 'string') mode = m
+    keys = Object.keys(policy)
+    const list = policy.allowedOrigins
+    if (Array.isArray(list)) {
+      origins = new Array(list.length)
+      for (let i = 0; i < list.length; i++) {
+        const v = list[i]
+        origins[i] = typeof v === 'string' ? v : null
+      }
+    }
+  }
+  let p
+  try {
+    p = native.NativeEgressPolicy.normalize(isObject, mode, keys, origins)
+  } catch (e) {
+    throw fromNative(e)
+  }
+  const out = p.mode === 'offline'
+    ? Object.freeze({ mode: 'offline' })
+    : Object.freeze({ mode: 'allowlist', allowedOrigins: Object.freeze(p.allowedOrigins) })
+  nativePolicies.set(out, p)
+  return out
+}
+
+/** Upstream's refusal of a user's own adapter (`AgentConfig.adapter`) under a policy: its
+ *  requests are not the kernel's to check. */
+function unsupportedAdapterError(adapter) {
+  return errorFrom(JSON.parse(native.egressAdapterUnsupported(String(adapter.name))))
+}
 
 /** Whether two environment snapshots (`envSnapshot`) hold the same variables and values. */
 function sameEnv(a, b) {
@@ -557,6 +646,8 @@ const runOptionsJson = (options) => optionsJson(runOptionsMemo, options)
 module.exports = {
   createAdapter,
   newAdapter,
+  normalizeEgressPolicy,
+  unsupportedAdapterError,
   memoJson,
   // Pinned against each other by the tests.
   tailWire,

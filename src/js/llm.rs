@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::cancel::CancelHandle;
 use oma_core::kernel::history::History;
 use oma_core::kernel::message::{parse_messages, Block, Message, Strictness};
+use oma_llm::egress::{EgressPolicy, PolicyObject};
 use oma_llm::{Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
 /// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
@@ -172,7 +173,7 @@ impl NativeLlmAdapter {
 #[napi]
 impl NativeLlmAdapter {
     /// `createAdapter` minus the JS parts. `env_json` is a snapshot of the relevant
-    /// `process.env` entries (see `llmEnvVars`).
+    /// `process.env` entries (see `llmEnvVars`); `egress` the normalised egress policy.
     #[napi(factory, catch_unwind)]
     pub fn create(
         provider: String,
@@ -180,11 +181,19 @@ impl NativeLlmAdapter {
         base_url: Option<String>,
         region: Option<String>,
         env_json: String,
+        egress: Option<&NativeEgressPolicy>,
     ) -> Result<NativeLlmAdapter> {
         let env: oma_llm::Env = serde_json::from_str(&env_json)
             .map_err(|e| js_err(LlmError::other(format!("invalid env snapshot: {e}"))))?;
-        let a = oma_llm::create_adapter(&provider, api_key.as_deref(), base_url.as_deref(), region.as_deref(), &env)
-            .map_err(js_err)?;
+        let a = oma_llm::create_adapter_with(
+            &provider,
+            api_key.as_deref(),
+            base_url.as_deref(),
+            region.as_deref(),
+            &env,
+            egress.map(|p| &p.inner),
+        )
+        .map_err(js_err)?;
         Ok(NativeLlmAdapter { inner: Arc::new(a) })
     }
 
@@ -403,6 +412,54 @@ impl NativeLlmStream {
     pub fn close(&self) {
         self.cancel.cancel();
     }
+}
+
+/// A normalised egress policy (upstream's `normalizeEgressPolicy`), for `NativeLlmAdapter.create`.
+#[napi]
+pub struct NativeEgressPolicy {
+    inner: EgressPolicy,
+}
+
+#[napi]
+impl NativeEgressPolicy {
+    /// The policy from what `lib/llm.js` read of the user's value (`oma_llm::egress::PolicyObject`):
+    /// `is_object` is false for null, a primitive or an array. Throws the `invalid-policy` error.
+    #[napi(factory, catch_unwind)]
+    pub fn normalize(
+        is_object: bool,
+        mode: Option<String>,
+        keys: Vec<String>,
+        allowed_origins: Option<Vec<Option<String>>>,
+    ) -> Result<NativeEgressPolicy> {
+        let object = is_object.then(|| PolicyObject {
+            mode: mode.as_deref(),
+            keys: &keys,
+            allowed_origins: allowed_origins.as_deref(),
+        });
+        Ok(NativeEgressPolicy { inner: EgressPolicy::normalize(object).map_err(js_err)? })
+    }
+
+    #[napi(getter, catch_unwind)]
+    pub fn mode(&self) -> String {
+        self.inner.mode().to_string()
+    }
+
+    #[napi(getter, catch_unwind)]
+    pub fn allowed_origins(&self) -> Vec<String> {
+        self.inner.allowed_origins().to_vec()
+    }
+}
+
+/// The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy.
+#[napi(catch_unwind)]
+pub fn egress_adapter_unsupported(provider: String) -> String {
+    oma_llm::egress::unsupported(&provider, oma_llm::egress::CUSTOM_ADAPTER_DETAIL).to_json()
+}
+
+/// `EgressPolicyError.code` by `reason`, for the JS class.
+#[napi(catch_unwind)]
+pub fn egress_codes() -> std::collections::HashMap<String, String> {
+    oma_llm::egress::Reason::ALL.iter().map(|r| (r.as_str().to_string(), r.code().to_string())).collect()
 }
 
 /// The environment variables `createAdapter(provider)` reads; JS snapshots them from

@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod egress;
 pub mod gemini;
 pub mod http1;
 pub mod limits;
@@ -29,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use oma_core::kernel::message::{Block, Usage};
 
-pub use providers::{create_adapter, Adapter, EchoesReasoning};
+pub use providers::{create_adapter, create_adapter_with, Adapter, EchoesReasoning};
 
 /// `LLMToolDef`.
 #[derive(Debug, Clone, Deserialize)]
@@ -225,6 +226,8 @@ pub enum ErrorKind {
     Connection,
     Timeout,
     Aborted,
+    /// `EgressPolicyError` (`LlmError::egress` holds its reason, provider and origin).
+    Egress,
     /// Everything else (configuration, unhandled block types, unparseable bodies, …).
     Other,
 }
@@ -235,20 +238,23 @@ pub struct LlmError {
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// For `ErrorKind::Egress`. Boxed: every call's `Result` carries an `LlmError`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<Box<egress::Refusal>>,
 }
 
 impl LlmError {
     pub fn other(message: impl Into<String>) -> Self {
-        LlmError { kind: ErrorKind::Other, message: message.into(), status: None }
+        LlmError { kind: ErrorKind::Other, message: message.into(), status: None, egress: None }
     }
     pub fn aborted() -> Self {
-        LlmError { kind: ErrorKind::Aborted, message: "Request was aborted.".into(), status: None }
+        LlmError { kind: ErrorKind::Aborted, message: "Request was aborted.".into(), status: None, egress: None }
     }
     pub fn connection() -> Self {
-        LlmError { kind: ErrorKind::Connection, message: "Connection error.".into(), status: None }
+        LlmError { kind: ErrorKind::Connection, message: "Connection error.".into(), status: None, egress: None }
     }
     pub fn timeout() -> Self {
-        LlmError { kind: ErrorKind::Timeout, message: "Request timed out.".into(), status: None }
+        LlmError { kind: ErrorKind::Timeout, message: "Request timed out.".into(), status: None, egress: None }
     }
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("error serialises")

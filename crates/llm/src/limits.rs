@@ -69,6 +69,7 @@ pub fn cross_origin_redirect(status: u16, from: &reqwest::Url, to: &reqwest::Url
             origin_text(to)
         ),
         status: Some(status),
+        egress: None,
     }
 }
 
@@ -78,5 +79,6 @@ pub fn too_many_redirects(status: u16) -> LlmError {
         kind: ErrorKind::Api,
         message: format!("{status} too many redirects (more than {MAX_REDIRECTS})"),
         status: Some(status),
+        egress: None,
     }
 }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::bedrock::{self, Credentials, FrameDecoder};
+use super::egress::{self, Egress, EgressPolicy};
 use super::limits::{self, MAX_RESPONSE_BYTES};
 use super::sse::{SseEvent, SseParser};
 use super::transport::{self, ErrorStyle, Http, HttpRequest, HttpResponse, ReqwestHttp, TransportConfig};
@@ -208,6 +209,116 @@ const BEDROCK_ENV: &[&str] = &[
     "USERPROFILE",
 ];
 
+/// Copilot's chat endpoint until its token exchange names another (`endpoints.api`).
+const COPILOT_API_BASE: &str = "https://api.githubcopilot.com";
+
+// Where each provider's requests go, as its adapter resolves it: one definition, used to build
+// the adapter and to check an egress policy before the adapter exists.
+
+/// `baseURL`, else `OPENAI_BASE_URL`; empty counts as unset.
+fn openai_base(base_url: Option<&str>, env: &Env) -> String {
+    base_url
+        .map(str::to_string)
+        .or_else(|| env_get(env, "OPENAI_BASE_URL"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://api.openai.com/v1".into())
+}
+
+/// `baseURL`, else `ANTHROPIC_BASE_URL`; empty counts as unset.
+fn anthropic_base(base_url: Option<&str>, env: &Env) -> String {
+    base_url
+        .map(str::to_string)
+        .or_else(|| env_get(env, "ANTHROPIC_BASE_URL"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://api.anthropic.com".into())
+}
+
+/// `baseURL`, else `AZURE_OPENAI_ENDPOINT`; there is no default.
+fn azure_endpoint(base_url: Option<&str>, env: &Env) -> Option<String> {
+    base_url.map(str::to_string).or_else(|| env_get(env, "AZURE_OPENAI_ENDPOINT"))
+}
+
+fn bedrock_region(region: Option<&str>, env: &Env) -> String {
+    region.map(str::to_string).or_else(|| env_get(env, "AWS_REGION")).unwrap_or_else(|| "us-east-1".into())
+}
+
+/// `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` / `AWS_ENDPOINT_URL` (the AWS SDKs' own endpoint
+/// overrides), else the region's endpoint; `baseURL` is ignored (the JS shim warns).
+fn bedrock_endpoint(region: &str, env: &Env) -> String {
+    env_get(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
+        .or_else(|| env_get(env, "AWS_ENDPOINT_URL"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"))
+}
+
+/// GitHub's API host for Copilot's token exchange: `GITHUB_API_URL` is GitHub's own convention
+/// for it (GitHub Enterprise).
+fn github_api(env: &Env) -> String {
+    env_get(env, "GITHUB_API_URL").filter(|s| !s.is_empty()).unwrap_or_else(|| "https://api.github.com".into())
+}
+
+/// The original ignores `baseURL` for gemini; GOOGLE_GEMINI_BASE_URL is the @google/genai
+/// override and lets tests point at a local server.
+fn gemini_base(env: &Env) -> String {
+    env_get(env, "GOOGLE_GEMINI_BASE_URL")
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into())
+}
+
+/// `baseURL`, else the preset's base URL variable, else its default.
+fn preset_base(base_env: Option<&str>, default_base: &str, base_url: Option<&str>, env: &Env) -> String {
+    base_url
+        .map(str::to_string)
+        .or_else(|| base_env.and_then(|e| env_get(env, e)))
+        .unwrap_or_else(|| default_base.to_string())
+}
+
+/// The URLs `provider`'s adapter will send to, for an egress policy to check before it is made.
+/// Copilot: its chat endpoint and the token exchange's host. azure-openai without an endpoint
+/// is `unresolved-target`; so is an unknown provider without `baseURL` (upstream's order: the
+/// policy's verdict comes before any other error of the configuration).
+fn egress_targets(
+    provider: &str,
+    base_url: Option<&str>,
+    region: Option<&str>,
+    env: &Env,
+) -> Result<Vec<String>, LlmError> {
+    Ok(match provider {
+        "openai" => vec![openai_base(base_url, env)],
+        "anthropic" => vec![anthropic_base(base_url, env)],
+        "azure-openai" => vec![azure_endpoint(base_url, env).ok_or_else(|| egress::unresolved(provider))?],
+        "bedrock" => vec![bedrock_endpoint(&bedrock_region(region, env), env)],
+        "copilot" => vec![COPILOT_API_BASE.to_string(), github_api(env)],
+        "gemini" => vec![gemini_base(env)],
+        other => match PRESETS.iter().find(|p| p.0 == other) {
+            Some(&(_, _, base_env, default_base, _)) => vec![preset_base(base_env, default_base, base_url, env)],
+            None => vec![base_url.ok_or_else(|| egress::unresolved(provider))?.to_string()],
+        },
+    })
+}
+
+/// `createAdapter(provider, apiKey?, baseURL?, region?, egressPolicy?)`: with a policy, every
+/// target the adapter would use is checked first (no I/O on a refusal), and the adapter checks
+/// each request it sends, refuses redirects, and ignores proxies (`transport::direct_client`).
+/// Without one, exactly `create_adapter`.
+pub fn create_adapter_with(
+    provider: &str,
+    api_key: Option<&str>,
+    base_url: Option<&str>,
+    region: Option<&str>,
+    env: &Env,
+    egress: Option<&EgressPolicy>,
+) -> Result<Adapter, LlmError> {
+    let Some(policy) = egress else { return create_adapter(provider, api_key, base_url, region, env) };
+    for target in egress_targets(provider, base_url, region, env)? {
+        policy.check(&target, provider)?;
+    }
+    let mut a = create_adapter(provider, api_key, base_url, region, env)?;
+    a.client = transport::direct_client()?;
+    a.transport.egress = Some(Arc::new(Egress { policy: policy.clone(), provider: a.name.clone() }));
+    Ok(a)
+}
+
 /// `createAdapter(provider, apiKey?, baseURL?, region?)`; `env` stands for `process.env`.
 /// The `Err` message is the one the original throws (names the variable to set).
 pub fn create_adapter(
@@ -233,21 +344,12 @@ pub fn create_adapter(
     };
     match provider {
         "openai" => {
-            let base = base_url
-                .map(str::to_string)
-                .or_else(|| env_get(env, "OPENAI_BASE_URL"))
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "https://api.openai.com/v1".into());
-            openai_like("openai", api_key.map(str::to_string), base, EchoesReasoning::Never)
+            openai_like("openai", api_key.map(str::to_string), openai_base(base_url, env), EchoesReasoning::Never)
         }
         "anthropic" => {
             let key = api_key.map(str::to_string).or_else(|| env_get(env, "ANTHROPIC_API_KEY"));
             let token = env_get(env, "ANTHROPIC_AUTH_TOKEN");
-            let base = base_url
-                .map(str::to_string)
-                .or_else(|| env_get(env, "ANTHROPIC_BASE_URL"))
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "https://api.anthropic.com".into());
+            let base = anthropic_base(base_url, env);
             let mut headers = Vec::new();
             if let Some(k) = &key {
                 headers.push(("x-api-key", k.clone()));
@@ -274,10 +376,7 @@ pub fn create_adapter(
                 .map(str::to_string)
                 .or_else(|| env_get(env, "AZURE_OPENAI_API_KEY"))
                 .ok_or_else(|| LlmError::other(AZURE_MISSING_KEY))?;
-            let endpoint = base_url
-                .map(str::to_string)
-                .or_else(|| env_get(env, "AZURE_OPENAI_ENDPOINT"))
-                .ok_or_else(|| LlmError::other(AZURE_MISSING_ENDPOINT))?;
+            let endpoint = azure_endpoint(base_url, env).ok_or_else(|| LlmError::other(AZURE_MISSING_ENDPOINT))?;
             Ok(Adapter {
                 name: "azure-openai".into(),
                 echoes: EchoesReasoning::Never,
@@ -298,14 +397,8 @@ pub fn create_adapter(
             })
         }
         "bedrock" => {
-            // `baseURL` is ignored (the JS shim warns); AWS_ENDPOINT_URL_BEDROCK_RUNTIME /
-            // AWS_ENDPOINT_URL are the AWS SDKs' own endpoint overrides.
-            let region =
-                region.map(str::to_string).or_else(|| env_get(env, "AWS_REGION")).unwrap_or_else(|| "us-east-1".into());
-            let endpoint = env_get(env, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME")
-                .or_else(|| env_get(env, "AWS_ENDPOINT_URL"))
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("https://bedrock-runtime.{region}.amazonaws.com"));
+            let region = bedrock_region(region, env);
+            let endpoint = bedrock_endpoint(&region, env);
             Ok(Adapter {
                 name: "bedrock".into(),
                 echoes: EchoesReasoning::OwnIssued,
@@ -323,18 +416,15 @@ pub fn create_adapter(
             })
         }
         "copilot" => {
-            // `baseURL` is ignored (the JS shim warns). GITHUB_API_URL is GitHub's own
-            // convention for the API host (GitHub Enterprise); the chat endpoint comes from the
-            // token exchange's `endpoints.api`.
+            // `baseURL` is ignored (the JS shim warns); the chat endpoint comes from the token
+            // exchange's `endpoints.api`.
             let gh = api_key
                 .map(str::to_string)
                 .or_else(|| env_get(env, "GITHUB_COPILOT_TOKEN"))
                 .or_else(|| env_get(env, "GITHUB_TOKEN"))
                 .filter(|t| !t.is_empty())
                 .ok_or_else(|| LlmError::other(COPILOT_NO_TOKEN))?;
-            let github_api = env_get(env, "GITHUB_API_URL")
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "https://api.github.com".into());
+            let github_api = github_api(env);
             Ok(Adapter {
                 name: "copilot".into(),
                 echoes: EchoesReasoning::Never,
@@ -343,7 +433,7 @@ pub fn create_adapter(
                     github_api: trim_slash(&github_api),
                     session: Arc::new(tokio::sync::Mutex::new(None)),
                 },
-                base_url: "https://api.githubcopilot.com".into(),
+                base_url: COPILOT_API_BASE.into(),
                 headers: vec![
                     ("content-type", "application/json".into()),
                     ("accept", "application/json".into()),
@@ -357,16 +447,12 @@ pub fn create_adapter(
             })
         }
         "gemini" => {
-            // The original ignores `baseURL` for gemini; GOOGLE_GEMINI_BASE_URL is the
-            // @google/genai override and lets tests point at a local server.
             let key = api_key
                 .map(str::to_string)
                 .or_else(|| env_get(env, "GEMINI_API_KEY"))
                 .or_else(|| env_get(env, "GOOGLE_API_KEY"))
                 .ok_or_else(|| LlmError::other(GEMINI_MISSING_KEY))?;
-            let base = env_get(env, "GOOGLE_GEMINI_BASE_URL")
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
+            let base = gemini_base(env);
             Ok(Adapter {
                 name: "gemini".into(),
                 echoes: EchoesReasoning::OwnIssued,
@@ -386,11 +472,7 @@ pub fn create_adapter(
         other => {
             if let Some(&(name, key_env, base_env, default_base, echoes)) = PRESETS.iter().find(|p| p.0 == other) {
                 let key = api_key.map(str::to_string).or_else(|| env_get(env, key_env));
-                let base = base_url
-                    .map(str::to_string)
-                    .or_else(|| base_env.and_then(|e| env_get(env, e)))
-                    .unwrap_or_else(|| default_base.to_string());
-                return openai_like(name, key, base, echoes);
+                return openai_like(name, key, preset_base(base_env, default_base, base_url, env), echoes);
             }
             Err(LlmError::other(format!("Unsupported LLM provider: {other}")))
         }
@@ -828,6 +910,114 @@ mod tests {
             create_adapter("gemini", None, None, None, &env(&[("GOOGLE_API_KEY", "g")])).unwrap().headers[0].1,
             "g"
         );
+    }
+
+    #[test]
+    fn an_egress_policy_checks_every_target_before_the_adapter_exists() {
+        let offline = EgressPolicy::Offline;
+        let allow = |o: &str| EgressPolicy::Allowlist(vec![o.to_string()]);
+        let e = env(&[("OPENAI_API_KEY", "k")]);
+        // Each provider's own endpoint (defaults, variables, baseURL) is what is checked.
+        let mut cases: Vec<(&str, Option<&str>, Env, &str)> = vec![
+            ("openai", None, e.clone(), "https://api.openai.com"),
+            ("anthropic", None, env(&[]), "https://api.anthropic.com"),
+            (
+                "azure-openai",
+                Some("https://r.openai.azure.com/"),
+                env(&[("AZURE_OPENAI_API_KEY", "k")]),
+                "https://r.openai.azure.com",
+            ),
+            ("gemini", None, env(&[("GEMINI_API_KEY", "k")]), "https://generativelanguage.googleapis.com"),
+            ("bedrock", None, env(&[("AWS_REGION", "eu-west-3")]), "https://bedrock-runtime.eu-west-3.amazonaws.com"),
+            (
+                "openai",
+                None,
+                env(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", "https://o.test/v1")]),
+                "https://o.test",
+            ),
+            (
+                "openai",
+                Some("https://explicit.test/v1"),
+                env(&[("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", "http://localhost:1/v1")]),
+                "https://explicit.test",
+            ),
+            (
+                "gemini",
+                None,
+                env(&[("GEMINI_API_KEY", "k"), ("GOOGLE_GEMINI_BASE_URL", "https://g.test")]),
+                "https://g.test",
+            ),
+            (
+                "bedrock",
+                Some("http://ignored.test"),
+                env(&[("AWS_ENDPOINT_URL", "https://b.test:8443")]),
+                "https://b.test:8443",
+            ),
+        ];
+        for p in PRESETS {
+            cases.push((p.0, None, e.clone(), p.3.trim_end_matches("/v1").trim_end_matches("/api/v3")));
+        }
+        for (provider, base, env, origin) in cases {
+            let a = create_adapter_with(provider, None, base, None, &env, Some(&allow(origin))).unwrap();
+            assert_eq!(
+                a.transport.egress.as_ref().map(|g| (g.provider.as_str(), g.policy.clone())),
+                Some((a.name(), allow(origin)))
+            );
+            let err = create_adapter_with(provider, None, base, None, &env, Some(&offline)).unwrap_err();
+            assert_eq!(
+                (err.message.as_str(), err.egress.as_ref().and_then(|r| r.origin.as_deref())),
+                (
+                    format!("Egress policy denied framework-owned provider \"{provider}\" request to {origin}.")
+                        .as_str(),
+                    Some(origin)
+                ),
+                "{provider}"
+            );
+        }
+        // Copilot: its chat endpoint and the token exchange's host, both.
+        let gh = env(&[("GITHUB_TOKEN", "t")]);
+        let both = EgressPolicy::Allowlist(vec!["https://api.github.com".into(), COPILOT_API_BASE.into()]);
+        assert!(create_adapter_with("copilot", None, None, None, &gh, Some(&both)).is_ok());
+        assert_eq!(
+            create_adapter_with("copilot", None, None, None, &gh, Some(&allow(COPILOT_API_BASE))).unwrap_err().message,
+            "Egress policy denied framework-owned provider \"copilot\" request to https://api.github.com."
+        );
+        // The policy's verdict comes before the configuration's other errors.
+        let none = env(&[]);
+        let unresolved = "Egress policy cannot resolve provider \"azure-openai\" target: set AgentConfig.baseURL or the provider-specific endpoint environment variable.";
+        let err = create_adapter_with("azure-openai", None, None, None, &none, Some(&offline)).unwrap_err();
+        assert_eq!(
+            (err.message.as_str(), err.egress.map(|r| r.reason)),
+            (unresolved, Some(egress::Reason::UnresolvedTarget))
+        );
+        assert_eq!(
+            create_adapter_with("qiniu", None, None, None, &none, Some(&offline)).unwrap_err().message,
+            "Egress policy denied framework-owned provider \"qiniu\" request to https://api.qnaigc.com."
+        );
+        assert_eq!(
+            create_adapter_with("qiniu", None, Some("http://127.0.0.1:9"), None, &none, Some(&offline))
+                .unwrap_err()
+                .message,
+            OPENAI_MISSING_KEY
+        );
+        assert!(create_adapter_with("nope", None, None, None, &none, Some(&offline))
+            .unwrap_err()
+            .message
+            .starts_with("Egress policy cannot resolve provider \"nope\" target"));
+        assert_eq!(
+            create_adapter_with("nope", None, Some("https://x.test"), None, &none, Some(&offline)).unwrap_err().message,
+            "Egress policy denied framework-owned provider \"nope\" request to https://x.test."
+        );
+        assert_eq!(
+            create_adapter_with("nope", None, Some("http://localhost"), None, &none, Some(&offline))
+                .unwrap_err()
+                .message,
+            "Unsupported LLM provider: nope"
+        );
+        // No policy: exactly create_adapter.
+        let a = create_adapter_with("openai", None, None, None, &e, None).unwrap();
+        assert_eq!(fingerprint(&a), fingerprint(&create_adapter("openai", None, None, None, &e).unwrap()));
+        assert!(a.transport.egress.is_none());
     }
 
     /// The Rust fast path end to end: kernel messages in, `LlmResponse` out, on the LLM I/O

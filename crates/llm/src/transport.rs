@@ -4,7 +4,7 @@
 //! timeout per attempt, immediate abort, and the SDKs' error texts.
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -12,19 +12,23 @@ use reqwest::{Client, Response};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::egress::{self, Egress};
 use super::limits::{self, MAX_ERROR_BODY_BYTES, MAX_REDIRECTS};
 use super::{ErrorKind, LlmError};
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TransportConfig {
     /// Per attempt, until the response headers arrive (as the SDKs' fetch timeout).
     pub timeout: Duration,
     pub max_retries: u32,
+    /// The adapter's egress policy: every request is checked against it before it is sent, and
+    /// no redirect is followed. `None` (no policy): one null test per attempt.
+    pub egress: Option<Arc<Egress>>,
 }
 
 impl Default for TransportConfig {
     fn default() -> Self {
-        TransportConfig { timeout: Duration::from_millis(600_000), max_retries: 2 }
+        TransportConfig { timeout: Duration::from_millis(600_000), max_retries: 2, egress: None }
     }
 }
 
@@ -50,22 +54,36 @@ pub struct HttpRequest {
 }
 
 static CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
+static DIRECT_CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
 
 /// Builds a client on rustls with the ring provider.
 pub fn build_client() -> Result<Client, String> {
+    client_builder().build().map_err(|e| format!("could not create the HTTP client: {e}"))
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     // Several crates may race to install a provider; any installed one is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Redirects are `send`'s (`redirect`), the same rule on both HTTP stacks: reqwest's own
     // policy would follow them to any origin, keeping headers such as `x-api-key`.
-    Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("could not create the HTTP client: {e}"))
+    Client::builder().redirect(reqwest::redirect::Policy::none())
 }
 
 /// The process-wide client (one connection pool per process).
 pub fn client() -> Result<Client, LlmError> {
     CLIENT.get_or_init(build_client).clone().map_err(LlmError::other)
+}
+
+/// The process-wide client of adapters under an egress policy: it ignores the proxy variables
+/// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`), since a proxy is a host the policy did not allow
+/// and the checked origin would not be where the bytes go. Its own pool, made on first use.
+pub fn direct_client() -> Result<Client, LlmError> {
+    DIRECT_CLIENT
+        .get_or_init(|| {
+            client_builder().no_proxy().build().map_err(|e| format!("could not create the HTTP client: {e}"))
+        })
+        .clone()
+        .map_err(LlmError::other)
 }
 
 /// Why one attempt got no response.
@@ -203,11 +221,7 @@ fn redirect(
     location: Option<&str>,
     hops: usize,
 ) -> Option<Result<HttpRequest, LlmError>> {
-    if !matches!(status, 301 | 302 | 303 | 307 | 308) {
-        return None;
-    }
-    let from = reqwest::Url::parse(&req.url).ok()?;
-    let to = from.join(location?).ok()?;
+    let (from, to) = redirect_target(req, status, location)?;
     if to.origin() != from.origin() {
         return Some(Err(limits::cross_origin_redirect(status, &from, &to)));
     }
@@ -225,7 +239,20 @@ fn redirect(
     }))
 }
 
-/// Sends with retries; `Ok` only for a 2xx response (its body not yet read).
+/// Where a response would redirect `req` to (`from`, `to`): a 301, 302, 303, 307 or 308 with
+/// a `Location` that resolves against the request's URL.
+fn redirect_target(req: &HttpRequest, status: u16, location: Option<&str>) -> Option<(reqwest::Url, reqwest::Url)> {
+    if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let from = reqwest::Url::parse(&req.url).ok()?;
+    let to = from.join(location?).ok()?;
+    Some((from, to))
+}
+
+/// Sends with retries; `Ok` only for a 2xx response (its body not yet read). Under an egress
+/// policy (`cfg.egress`) each request is checked before it is sent (every attempt and redirect
+/// hop) and every redirect is the call's error (`egress::redirect_refused`).
 pub async fn send<H: Http>(
     http: &H,
     req: &HttpRequest,
@@ -243,6 +270,9 @@ pub async fn send<H: Http>(
             return Err(LlmError::aborted());
         }
         let cur = hop.as_ref().unwrap_or(req);
+        if let Some(policy) = &cfg.egress {
+            policy.check(&cur.url)?;
+        }
         let outcome = tokio::select! {
             biased;
             _ = super::cancelled(cancel) => return Err(LlmError::aborted()),
@@ -259,6 +289,11 @@ pub async fn send<H: Http>(
                     return Ok(resp);
                 }
                 if (300..400).contains(&status) {
+                    if cfg.egress.is_some() {
+                        if let Some((from, to)) = redirect_target(cur, status, resp.header("location")) {
+                            return Err(egress::redirect_refused(status, &from, &to));
+                        }
+                    }
                     match redirect(cur, status, resp.header("location"), hops) {
                         Some(Ok(next)) => {
                             drop(resp);
@@ -293,7 +328,7 @@ pub async fn send<H: Http>(
                         format!("{status} status code (error body larger than {MAX_ERROR_BODY_BYTES} bytes, not read)")
                     }
                 };
-                return Err(LlmError { kind: ErrorKind::Api, message, status: Some(status) });
+                return Err(LlmError { kind: ErrorKind::Api, message, status: Some(status), egress: None });
             }
         };
         if retries_left == 0 {
@@ -587,7 +622,7 @@ mod tests {
             }
         });
         let c = build_client().unwrap();
-        let cfg = TransportConfig { timeout: Duration::from_millis(50), max_retries: 0 };
+        let cfg = TransportConfig { timeout: Duration::from_millis(50), max_retries: 0, egress: None };
         let err =
             send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!((err.kind, err.message.as_str()), (ErrorKind::Timeout, "Request timed out."));
@@ -609,7 +644,7 @@ mod tests {
         let url = format!("http://{}/x", l.local_addr().unwrap());
         drop(l);
         let c = build_client().unwrap();
-        let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0 };
+        let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0, egress: None };
         let err =
             send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
         assert_eq!(err.message, "Connection error.");
@@ -681,7 +716,7 @@ mod tests {
     #[tokio::test]
     async fn redirects_stay_within_the_origin() {
         let c = build_client().unwrap();
-        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 2 };
+        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 2, egress: None };
         // Another origin (same host, another port) records whatever reaches it.
         let (other, other_seen) = recording(|_| R200.to_string()).await;
         for status in [301, 302, 303, 307, 308] {
@@ -804,12 +839,138 @@ mod tests {
         assert!(r(M::POST, 307, "http://[bad").is_none());
     }
 
+    fn under_policy(policy: egress::EgressPolicy) -> TransportConfig {
+        TransportConfig {
+            timeout: Duration::from_secs(10),
+            max_retries: 2,
+            egress: Some(Arc::new(Egress { policy, provider: "openai".into() })),
+        }
+    }
+
+    /// A listener on 127.0.0.1 that records the peer address of every connection it accepts.
+    async fn accepting() -> (String, tokio::sync::mpsc::UnboundedReceiver<std::net::SocketAddr>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, peer)) = l.accept().await {
+                let _ = tx.send(peer);
+                held.push(s);
+            }
+        });
+        (base, rx)
+    }
+
+    #[tokio::test]
+    async fn under_an_egress_policy_a_denied_request_never_connects() {
+        let c = build_client().unwrap();
+        let (allowed, seen) = recording(|_| R200.to_string()).await;
+        let (denied, mut accepted) = accepting().await;
+        let cfg = under_policy(egress::EgressPolicy::Allowlist(vec![allowed.clone()]));
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{denied}/v1/x")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("Egress policy denied framework-owned provider \"openai\" request to {denied}.")
+        );
+        assert_eq!((err.kind, err.status), (ErrorKind::Egress, None));
+        assert_eq!(
+            err.egress.as_deref(),
+            Some(&egress::Refusal {
+                reason: egress::Reason::Denied,
+                provider: Some("openai".into()),
+                origin: Some(denied.clone())
+            })
+        );
+        // A probe connects after the call returned: had the call connected, the listener would
+        // have accepted that connection first.
+        let probe = tokio::net::TcpStream::connect(denied.trim_start_matches("http://")).await.unwrap();
+        assert_eq!(accepted.recv().await, Some(probe.local_addr().unwrap()));
+        // The allowed origin is reached as usual, with any path.
+        let resp = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{allowed}/v1/x?y=1")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(resp.text().await.unwrap(), "ok");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        // Offline: loopback only; the allowed server is on 127.0.0.1, so it is reached.
+        let offline = under_policy(egress::EgressPolicy::Offline);
+        assert!(send(&ReqwestHttp(&c), &secret_req(&allowed), ErrorStyle::OpenAi, &offline, &CancellationToken::new())
+            .await
+            .is_ok());
+        // A URL the policy cannot read is refused with upstream's text, before any attempt.
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req("http://u:p@127.0.0.1:1/"),
+            ErrorStyle::OpenAi,
+            &offline,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.message, "Invalid egress policy: request URL must not contain credentials.");
+    }
+
+    #[tokio::test]
+    async fn under_an_egress_policy_no_redirect_is_followed() {
+        let c = build_client().unwrap();
+        let (other, other_seen) = recording(|_| R200.to_string()).await;
+        let target = format!("{other}/stolen");
+        let (base, seen) = recording(move |line| {
+            if line.starts_with("POST /same ") {
+                redirect_to(307, "/moved")
+            } else {
+                redirect_to(302, &target)
+            }
+        })
+        .await;
+        // Both origins allowed: the redirect is still refused, within the origin or not.
+        let cfg = under_policy(egress::EgressPolicy::Allowlist(vec![base.clone(), other.clone()]));
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{base}/same")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!((err.kind, err.status), (ErrorKind::Api, Some(307)));
+        assert_eq!(err.message, format!("307 redirect refused under the egress policy: {base} → {base} (no redirect is followed while an egress policy is set; set the base URL to the new location to use it)"));
+        let err = send(
+            &ReqwestHttp(&c),
+            &secret_req(&format!("{base}/away")),
+            ErrorStyle::OpenAi,
+            &cfg,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.message, format!("302 redirect refused under the egress policy: {base} → {other} (no redirect is followed while an egress policy is set; set the base URL to the new location to use it)"));
+        // One request each (not retried), nothing at the other origin.
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        assert!(other_seen.lock().unwrap().is_empty());
+    }
+
     #[tokio::test]
     async fn bodies_are_read_up_to_their_limit() {
         let c = build_client().unwrap();
-        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 0 };
+        let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 0, egress: None };
         let call = |url: String| {
-            let c = c.clone();
+            let (c, cfg) = (c.clone(), cfg.clone());
             async move {
                 send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap()
             }

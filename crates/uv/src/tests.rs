@@ -71,7 +71,7 @@ fn post(url: &str) -> HttpRequest {
 }
 
 fn cfg(timeout_ms: u64, max_retries: u32) -> TransportConfig {
-    TransportConfig { timeout: Duration::from_millis(timeout_ms), max_retries }
+    TransportConfig { timeout: Duration::from_millis(timeout_ms), max_retries, egress: None }
 }
 
 /// `send` and the whole body as text.
