@@ -220,6 +220,14 @@ export interface ToolDefinition<TInput = Record<string, unknown>, TSchema = ZodS
    * inferred; set on the built-ins `bash`, `file_write` and `file_edit`.
    */
   readonly consequential?: boolean
+  /**
+   * oma-kernel: this tool's own timeout in milliseconds, over the `toolTimeoutMs` default (0 or
+   * less: none, even when a default is set). When it passes before `execute` settles, the tool's
+   * `abortSignal` aborts (reason: a `TimeoutError` DOMException) and the call resolves at once with
+   * `{ data: 'Tool "<name>" timed out after <ms>ms.', isError: true }`. Covers `execute` only, not
+   * an `onToolCall` gate's wait.
+   */
+  readonly timeoutMs?: number
   execute(input: TInput, context: ToolUseContext): Promise<ToolResult>
 }
 /** Any tool the registry accepts: Zod (either version) or JSON Schema input. */
@@ -234,6 +242,8 @@ export interface DefineToolConfig<TInput, TSchema> {
   llmInputSchema?: Record<string, unknown>
   maxOutputChars?: number
   consequential?: boolean
+  /** See {@link ToolDefinition.timeoutMs}. */
+  timeoutMs?: number
   execute: (input: TInput, context: ToolUseContext) => Promise<ToolResult>
 }
 
@@ -268,10 +278,18 @@ export interface ToolExecutorOptions {
   maxToolOutputChars?: number
   /** Gate for every call through this executor (a per-execution one takes priority). */
   onToolCall?: ToolCallGate
+  /**
+   * oma-kernel: default timeout in milliseconds of every call through this executor (a
+   * per-execution one and a tool's own {@link ToolDefinition.timeoutMs} take priority). Unset,
+   * 0 or less: none.
+   */
+  toolTimeoutMs?: number
 }
 export interface ToolExecutorExecutionOptions {
   /** Per-execution gate override. Takes priority over the constructor option. */
   readonly onToolCall?: ToolCallGate
+  /** oma-kernel: per-execution default tool timeout, over the constructor's (not over the tool's own). */
+  readonly toolTimeoutMs?: number
 }
 export interface BatchToolCall { readonly id: string; readonly name: string; readonly input: Record<string, unknown> }
 
@@ -387,6 +405,12 @@ export interface AgentConfig {
    * that ignores its signal is not waited for, and a native adapter's request is cancelled.
    */
   readonly callTimeoutMs?: number
+  /**
+   * oma-kernel: default timeout in milliseconds for each tool call of this agent's runs (a tool's
+   * own {@link ToolDefinition.timeoutMs} wins). A timed-out call ends with an error result the
+   * model sees, and the run goes on. Unset, 0 or less: none.
+   */
+  readonly toolTimeoutMs?: number
   readonly loopDetection?: LoopDetectionConfig
   readonly maxToolOutputChars?: number
   readonly compressToolResults?: boolean | { readonly minChars?: number }
@@ -482,6 +506,8 @@ export interface RunnerOptions {
   readonly compressReasoningText?: boolean | { readonly minChars?: number }
   /** Per single `adapter.chat()` call: see {@link AgentConfig.callTimeoutMs}. */
   readonly callTimeoutMs?: number
+  /** Default per-tool-call timeout, passed per execution: see {@link AgentConfig.toolTimeoutMs}. */
+  readonly toolTimeoutMs?: number
 }
 export interface RunOptions {
   readonly onToolCall?: (name: string, input: Record<string, unknown>) => void

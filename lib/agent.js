@@ -9,6 +9,7 @@ const { newAdapter } = require('./llm.js')
 const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { toError, isError, safeString } = require('./errors.js')
+const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 
 // The machine's wire codes and status names, as the kernel defines them (module constants:
 // the driver reads them on every step).
@@ -199,6 +200,7 @@ class Agent {
       disallowedTools: config.disallowedTools,
     }, ctorOptionsMemo))
     if (err) throw new Error(err)
+    checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')
   }
 
   getState() {
@@ -381,6 +383,7 @@ class Agent {
       preserveReasoningAsText: c.preserveReasoningAsText,
       compressReasoningText: c.compressReasoningText,
       callTimeoutMs: c.callTimeoutMs,
+      toolTimeoutMs: c.toolTimeoutMs,
     }
     // Upstream copies the gate only when defined.
     if (c.onToolCall !== undefined) ro.onToolCall = c.onToolCall

@@ -9,6 +9,7 @@ const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
 const { callDeadline, listenable } = require('./deadline.js')
+const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 
 const { OP, REJECTED } = wire
 
@@ -298,8 +299,8 @@ function blockContext(c, id) {
   return b
 }
 
-/** The per-execution options of a runner without a gate (no object per call). */
-const NO_GATE = Object.freeze({ onToolCall: undefined })
+/** The per-execution options of a runner without a gate or a tool timeout (no object per call). */
+const NO_GATE = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined })
 
 class AgentRunner {
   constructor(adapter, toolRegistry, toolExecutor, options) {
@@ -313,6 +314,8 @@ class AgentRunner {
     this._json = coreOptionsJson(this.options, runnerOptionsMemo)
     const err = validateOptions(this._json)
     if (err) throw new Error(err)
+    // Passed per execution (the executor times the calls): checked here, not at the first call.
+    checkToolTimeout(this.options.toolTimeoutMs, 'RunnerOptions.toolTimeoutMs')
     this._summaryCache = undefined
     if (this.options.contextStrategy?.type === 'summarize') {
       this._summaryCache = native.summaryCacheNew()
@@ -707,9 +710,13 @@ class AgentRunner {
     let pending
     try {
       // The runner's gate is passed per execution, as upstream (an undefined one leaves the
-      // executor's own).
+      // executor's own); its default tool timeout likewise.
       const gate = this.options.onToolCall
-      pending = this.toolExecutor.execute(call.name, call.input, context, gate === undefined ? NO_GATE : { onToolCall: gate })
+      const toolTimeoutMs = this.options.toolTimeoutMs
+      pending = this.toolExecutor.execute(
+        call.name, call.input, context,
+        gate === undefined && toolTimeoutMs === undefined ? NO_GATE : { onToolCall: gate, toolTimeoutMs },
+      )
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
