@@ -184,6 +184,25 @@ describe('ToolExecutor: a timeout ends a hung tool', () => {
     // It exited on its own: the hung promise keeps nothing alive, and no timer was left armed.
     expect(out.status).toBe(0)
   })
+
+  test('after the caller\'s abort, a long timeout no longer keeps the process alive', () => {
+    // The tool ignores the abort; the 10-minute timer still bounds it but must not hold the
+    // process: the child exits by itself well before spawnSync's limit, or is killed (status null).
+    const script = `
+      const { ToolRegistry, ToolExecutor, defineTool } = require(${JSON.stringify(path.join(__dirname, '..'))})
+      const { z } = require('zod')
+      const reg = new ToolRegistry()
+      reg.register(defineTool({ name: 'deaf', description: 'd', inputSchema: z.object({}), timeoutMs: 600000,
+        execute: (_i, c) => new Promise(() => { c.abortSignal.addEventListener('abort', () => console.log('told')) }) }))
+      const ac = new AbortController()
+      new ToolExecutor(reg).execute('deaf', {}, { agent: { name: 'a' }, abortSignal: ac.signal })
+      setImmediate(() => ac.abort())
+    `
+    const out = spawnSync(process.execPath, ['--unhandled-rejections=throw', '-e', script], { encoding: 'utf8', timeout: 20_000, cwd: path.join(__dirname, '..') })
+    expect(out.stderr).toBe('')
+    expect(out.stdout).toBe('told\n')
+    expect(out.status).toBe(0)
+  })
 })
 
 describe('runs: the round goes on and the history stays replayable', () => {

@@ -10,6 +10,11 @@ const { listenable, MAX_TIMER_MS } = require('./deadline.js')
 /** What `ToolDeadline.run` resolves with when the timeout passed first. */
 const TIMED_OUT = Symbol('oma-kernel tool timeout')
 
+/** A timer handle made weak (a fake timer without `unref` is left as it is). */
+function unref(timer) {
+  if (timer !== null && typeof timer === 'object' && typeof timer.unref === 'function') timer.unref()
+}
+
 /** How the error names a value that is not a number of milliseconds. */
 function shown(value) {
   if (typeof value === 'string') return JSON.stringify(value)
@@ -38,7 +43,9 @@ const toolSetting = (name) => `timeoutMs of tool "${name}"`
  * driver expires the deadline (`expire`) after `run` resolved with TIMED_OUT. The timer is ref'd
  * on purpose: while a tool is pending it is what ends the call, so the process must not exit
  * before it fires; it is cleared as soon as `execute` settles. A caller's abort does not clear
- * it: a tool that ignores its signal is still bounded by its timeout.
+ * it (a tool that ignores its signal is still bounded by its timeout) but unrefs it: the caller
+ * gave up on the call, and a long timeout must not keep the process alive for a tool nobody
+ * waits for (a run answers an aborted tool at once).
  */
 class ToolDeadline {
   constructor(ms, base) {
@@ -47,12 +54,17 @@ class ToolDeadline {
     this.timer = null
     this.onBaseAbort = null
     this.resolve = null // the pending run's resolve, until the call settles or times out
+    this.weak = false // the caller aborted: the timer no longer holds the process
     this.controller = new AbortController()
     this.signal = this.controller.signal
-    if (base !== undefined && base !== null && base.aborted === true) this.controller.abort(base.reason)
-    else if (listenable(base)) {
+    if (base !== undefined && base !== null && base.aborted === true) {
+      this.weak = true
+      this.controller.abort(base.reason)
+    } else if (listenable(base)) {
       this.onBaseAbort = () => {
         this.onBaseAbort = null
+        this.weak = true
+        if (this.timer !== null) unref(this.timer)
         this.controller.abort(base.reason)
       }
       base.addEventListener('abort', this.onBaseAbort, { once: true })
@@ -64,6 +76,7 @@ class ToolDeadline {
       if (remaining > MAX_TIMER_MS) this.arm(remaining - MAX_TIMER_MS)
       else this.fire()
     }, Math.min(remaining, MAX_TIMER_MS))
+    if (this.weak) unref(this.timer)
   }
 
   fire() {
