@@ -363,7 +363,43 @@ export type SupportedProvider =
   | 'anthropic' | 'azure-openai' | 'bedrock' | 'copilot' | 'deepseek' | 'doubao' | 'grok' | 'hunyuan'
   | 'minimax' | 'mimo' | 'openai' | 'gemini' | 'qiniu'
 
-export interface BeforeRunHookContext { readonly prompt: string; readonly agent: AgentConfig }
+/**
+ * What `Agent.run()` and `Agent.stream()` take (upstream 1.15): a string is one user text message
+ * (as in 1.7); a message list starts a fresh run with caller-owned conversation history. A list is
+ * checked (an {@link InvalidMessageError} otherwise: `run()` rejects, `stream()` throws at the
+ * call) and deep-copied, so changing it afterwards does not change the run.
+ */
+export type AgentRunInput = string | readonly LLMMessage[]
+/**
+ * What `Agent.prompt()` takes (upstream 1.15): a string, or content blocks (text, images, …)
+ * appended to the conversation as exactly one new user message (checked and copied as a list is).
+ */
+export type AgentPromptInput = string | readonly ContentBlock[]
+export interface BeforeRunHookContext {
+  /** The text blocks of the latest user message, concatenated (`''` without one). */
+  readonly prompt: string
+  /**
+   * A deep copy of the complete list of messages the run is about to send (upstream 1.15). Always
+   * set by this kernel; optional in the type so that code typed against 1.7's context (which has
+   * only `prompt` and `agent`) still compiles.
+   */
+  readonly messages?: readonly LLMMessage[]
+  readonly agent: AgentConfig
+}
+/** What `beforeRun` returns (upstream 1.15). */
+export interface BeforeRunHookResult {
+  /**
+   * When it differs from the context's prompt, it replaces the latest user message's text. Must be
+   * a string once the run's messages are the caller's (a message-list or block input, or
+   * `messages` returned here); else, as in 1.7, it is sent as is.
+   */
+  readonly prompt: string
+  /** Replaces the whole message list (checked and copied as a `run()` input is). */
+  readonly messages?: readonly LLMMessage[]
+  /** Informational: changes to it are ignored. */
+  readonly agent: AgentConfig
+}
+
 
 export interface AgentConfig {
   /**
@@ -417,8 +453,14 @@ export interface AgentConfig {
   readonly preserveReasoningAsText?: boolean
   readonly compressReasoningText?: boolean | { readonly minChars?: number }
   readonly outputSchema?: ZodSchema
-  readonly beforeRun?: (context: BeforeRunHookContext) => BeforeRunHookContext | Promise<BeforeRunHookContext>
+  readonly beforeRun?: (context: BeforeRunHookContext) => BeforeRunHookResult | Promise<BeforeRunHookResult>
   readonly afterRun?: (result: AgentRunResult) => AgentRunResult | Promise<AgentRunResult>
+  /**
+   * The conversation `prompt()` continues (upstream 1.15): checked (an {@link InvalidMessageError}
+   * from the constructor otherwise) and deep-copied when the Agent is constructed. `reset()` empties
+   * the history as before; `getHistory()` stays 1.7's shallow copy.
+   */
+  readonly history?: readonly LLMMessage[]
 }
 
 export interface AgentState {
@@ -565,13 +607,13 @@ export declare class Agent {
   runner: AgentRunner | null
   /** Internal, test-visible (CONTRACT §19.2): the persistent history `prompt()` reads and appends to. */
   messageHistory: LLMMessage[]
-  run(prompt: string, runOptions?: Partial<RunOptions>): Promise<AgentRunResult>
-  prompt(message: string): Promise<AgentRunResult>
+  run(input: AgentRunInput, runOptions?: Partial<RunOptions>): Promise<AgentRunResult>
+  prompt(input: AgentPromptInput): Promise<AgentRunResult>
   /** With `streamDeltas: true`, `text_delta` events too (native adapters). */
-  stream(prompt: string, runOptions: Partial<RunOptions> & { readonly streamDeltas: true }): AsyncGenerator<StreamEventWithDeltas>
+  stream(input: AgentRunInput, runOptions: Partial<RunOptions> & { readonly streamDeltas: true }): AsyncGenerator<StreamEventWithDeltas>
   /** The original's event sequence. */
-  stream(prompt: string, runOptions?: Partial<RunOptions> & { readonly streamDeltas?: false }): AsyncGenerator<StreamEvent>
-  stream(prompt: string, runOptions?: Partial<RunOptions>): AsyncGenerator<StreamEventWithDeltas>
+  stream(input: AgentRunInput, runOptions?: Partial<RunOptions> & { readonly streamDeltas?: false }): AsyncGenerator<StreamEvent>
+  stream(input: AgentRunInput, runOptions?: Partial<RunOptions>): AsyncGenerator<StreamEventWithDeltas>
   getState(): AgentState
   getHistory(): LLMMessage[]
   reset(): void

@@ -5,10 +5,10 @@
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
 const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
-const { newAdapter } = require('./llm.js')
+const { newAdapter, assertValidMessages } = require('./llm.js')
 const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
-const { toError, isError, safeString } = require('./errors.js')
+const { InvalidMessageError, toError, isError, safeString } = require('./errors.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 
 // The machine's wire codes and status names, as the kernel defines them (module constants:
@@ -85,22 +85,116 @@ function setupOf(entry, config, traced) {
   return s
 }
 
-function textOfLastUser(messages) {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i].role === 'user') {
-      return { index: i, text: messages[i].content.filter((b) => b.type === 'text').map((b) => b.text).join('') }
-    }
+// Richer inputs (upstream 1.15). An array given to run()/stream() is the run's whole
+// conversation, one given to prompt() the content of its one new user message; both are checked
+// with the adapters' own check (§15.1, the same texts as upstream's) and copied, so the run never
+// sees what the caller does to them afterwards. Any other value keeps 1.7's meaning (the text of
+// one user message, unchecked), where upstream rejects it. Upstream's texts for what §15.1 does
+// not cover:
+const NOT_CLONEABLE = 'messages must contain cloneable structured data (strings, arrays, and plain data objects)'
+const PROMPT_NOT_STRING = 'beforeRun.prompt must be a string'
+
+/** A deep copy of checked messages (structuredClone, as upstream; what it cannot copy, say a
+ *  function inside a block, is the caller's InvalidMessageError). */
+function copyMessages(messages) {
+  try {
+    return structuredClone(messages)
+  } catch {
+    throw new InvalidMessageError(NOT_CLONEABLE)
   }
-  return { index: -1, text: '' }
 }
 
-/** The outgoing messages with the last user message rewritten as the machine describes it
- *  (`Conversation::Outgoing`): the hook's prompt first, the old non-text blocks after it. */
-function rewriteLastUser(messages, index, prompt) {
+/** The run's messages for `run(input)` / `stream(input)`; `null` for 1.7's string input. */
+function runInput(input) {
+  if (!Array.isArray(input)) return null
+  assertValidMessages(input)
+  return copyMessages(input)
+}
+
+/** The one user message `prompt(input)` appends. */
+function promptInput(input) {
+  if (!Array.isArray(input)) return { role: 'user', content: [{ type: 'text', text: input }] }
+  // Checked as upstream checks it: as the content of message 0 of a one-message list.
+  const wrapped = [{ role: 'user', content: input }]
+  assertValidMessages(wrapped)
+  return copyMessages(wrapped)[0]
+}
+
+function lastUserIndex(messages) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role === 'user') return i
+  }
+  return -1
+}
+
+/** The text blocks of the message at `index` (the last user message), joined; `''` without one. */
+function textAt(messages, index) {
+  if (index < 0) return ''
+  return messages[index].content.filter((b) => b.type === 'text').map((b) => b.text).join('')
+}
+
+/**
+ * The outgoing messages with the last user message rewritten as the machine describes it
+ * (`Conversation::Outgoing`), in one of two layouts. 1.7's (§4.4), for a string input whose hook
+ * kept the messages: the hook's prompt first, then the old non-text blocks. Upstream 1.15's, once
+ * the messages are the caller's (a message-list or block input, or messages the hook returned):
+ * the first text block becomes the prompt where it stands, the other text blocks go, the non-text
+ * blocks keep their places; without a text block the prompt comes first. The two agree on every
+ * message a string input makes.
+ */
+function rewriteLastUser(messages, index, prompt, inPlace) {
   const out = messages.slice()
-  const old = out[index]
-  out[index] = { role: 'user', content: [{ type: 'text', text: prompt }, ...old.content.filter((b) => b.type !== 'text')] }
+  const old = out[index].content
+  let content
+  if (inPlace) {
+    content = []
+    let placed = false
+    for (const b of old) {
+      if (b.type !== 'text') {
+        content.push(b)
+      } else if (!placed) {
+        content.push({ type: 'text', text: prompt })
+        placed = true
+      }
+    }
+    if (!placed) content.unshift({ type: 'text', text: prompt })
+  } else {
+    content = [{ type: 'text', text: prompt }, ...old.filter((b) => b.type !== 'text')]
+  }
+  out[index] = { role: 'user', content }
   return out
+}
+
+/** Whether `copy` (handed to beforeRun) still holds what `held` (a structured clone taken
+ *  before the hook ran) holds: own enumerable keys and primitive values, through arrays and
+ *  plain objects. Anything else (a Date, a Map) counts as changed; so does a structure too deep
+ *  to walk. */
+function unchanged(copy, held) {
+  try {
+    return sameData(copy, held)
+  } catch {
+    return false
+  }
+}
+
+function sameData(a, b) {
+  if (a === null || typeof a !== 'object') return Object.is(a, b)
+  if (b === null || typeof b !== 'object') return false
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false
+    return true
+  }
+  // A plain object of any realm (structuredClone's copies are its own realm's, Jest's sandbox
+  // aside): its prototype is the last before null.
+  const proto = Object.getPrototypeOf(a)
+  if (Array.isArray(b) || (proto !== null && Object.getPrototypeOf(proto) !== null)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  for (const k of keys) {
+    if (!Object.prototype.propertyIsEnumerable.call(b, k) || !sameData(a[k], b[k])) return false
+  }
+  return true
 }
 
 /** A runner result's flags as the machine's event bits. */
@@ -159,6 +253,12 @@ function buildResult(word, attempts, feedbacks, structured, error) {
 
 function noop() {}
 
+/** The run's outgoing messages after beforeRun (`hooked`), for the step `word` that runs them. */
+function outgoingOf(word, hooked) {
+  if (!(word & REWRITE_LAST_USER)) return hooked.messages
+  return rewriteLastUser(hooked.messages, hooked.index, hooked.prompt, hooked.inPlace)
+}
+
 /** One signal for the run: the caller's, a per-call timeout, or both merged (§4.3). `dispose`
  *  unhooks the merge once the run is over: a caller's long-lived signal would otherwise keep
  *  one listener (and its controller) per run that used it. */
@@ -201,6 +301,11 @@ class Agent {
     }, ctorOptionsMemo))
     if (err) throw new Error(err)
     checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')
+    // Upstream 1.15: a seeded conversation is checked and copied here, once.
+    if (config.history !== undefined) {
+      assertValidMessages(config.history)
+      this.messageHistory = copyMessages(config.history)
+    }
   }
 
   getState() {
@@ -231,16 +336,20 @@ class Agent {
     }
   }
 
-  async run(prompt, runOptions) {
-    const r = await this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: prompt }] }], runOptions ?? {})
+  async run(input, runOptions) {
+    // A bad message list rejects here, before the run starts (upstream: outside its try).
+    const messages = runInput(input)
+    const r = messages === null
+      ? await this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions ?? {}, false)
+      : await this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
     return r.result
   }
 
-  async prompt(message) {
-    const userMessage = { role: 'user', content: [{ type: 'text', text: message }] }
+  async prompt(input) {
+    const userMessage = promptInput(input)
     const history = this.messageHistory
     history.push(userMessage)
-    const { result, history: verdict } = await this._executeRun(ENTRY_PROMPT, [...history], {})
+    const { result, history: verdict } = await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input))
     if (verdict === HISTORY_ROLLBACK) {
       restore(history, userMessage)
       return result
@@ -254,8 +363,16 @@ class Agent {
     return result
   }
 
-  async *stream(prompt, runOptions) {
-    const messages = [{ role: 'user', content: [{ type: 'text', text: prompt }] }]
+  /** A plain method, as upstream's since 1.15: the input is checked and copied at the call (a
+   *  bad message list throws there), the run itself starts on the first `next()`. */
+  stream(input, runOptions) {
+    const messages = runInput(input)
+    return messages === null
+      ? this._stream([{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions, false)
+      : this._stream(messages, runOptions, true)
+  }
+
+  async *_stream(messages, runOptions, callerMessages) {
     let word = start(setupOf(ENTRY_STREAM, this.config, false))
     let error
     let dispose = noop
@@ -265,10 +382,10 @@ class Agent {
       // runner's events passed on, afterRun (if any) on `done`.
       let outgoing = messages
       if ((word & ACTION_MASK) === BEFORE_RUN) {
-        const hooked = await this._beforeRun(messages)
+        const hooked = await this._beforeRun(messages, callerMessages)
         word = step(word, hooked.event)
         this._apply(word, error, 0, 0)
-        if (word & REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+        outgoing = outgoingOf(word, hooked)
       }
       expectAction(word, RUN_RUNNER)
       const runner = await (this.runner ?? this._getRunner())
@@ -330,16 +447,38 @@ class Agent {
     }
   }
 
-  /** Awaits beforeRun (§4.4) on the run's messages: the machine's event for its answer, with
-   *  what a rewrite needs. */
-  async _beforeRun(messages) {
+  /**
+   * Awaits beforeRun (§4.4, upstream 1.15) on the run's messages: the machine's event for its
+   * answer, with what the outgoing messages need. The context has a copy of the messages; the
+   * hook may return others, which replace them (checked and copied as an input is). A returned
+   * copy that is still what it was given replaces nothing, so a 1.7 hook that returns its
+   * context keeps 1.7's message objects. A prompt that is not a string is upstream's error once
+   * the messages are the caller's (`callerMessages`, or replaced); with a string input and kept
+   * messages it is sent as is (1.7, §20.1 #8).
+   */
+  async _beforeRun(messages, callerMessages) {
     const hook = this.config.beforeRun
-    const { index, text } = textOfLastUser(messages)
+    const index = lastUserIndex(messages)
+    const text = textAt(messages, index)
     const { beforeRun: _b, afterRun: _a, ...agent } = this.config
-    const returned = await hook({ prompt: text, agent })
+    const given = copyMessages(messages)
+    // What `given` holds now, to tell a hook that changed it in place from one that returns its
+    // context unchanged (the run's own messages may change meanwhile: they are the caller's).
+    const held = structuredClone(given)
+    const returned = await hook({ prompt: text, messages: given, agent })
     const prompt = returned.prompt
-    const event = EV_HOOK_RETURNED | (prompt !== text ? EV_CHANGED : 0) | (index >= 0 ? EV_HAS_USER : 0)
-    return { event, index, prompt }
+    const next = returned.messages
+    const replaced = next !== undefined && !(next === given && unchanged(given, held))
+    if ((callerMessages || replaced) && typeof prompt !== 'string') throw new InvalidMessageError(PROMPT_NOT_STRING)
+    let outgoing = messages
+    let at = index
+    if (replaced) {
+      assertValidMessages(next)
+      outgoing = copyMessages(next)
+      at = lastUserIndex(outgoing)
+    }
+    const event = EV_HOOK_RETURNED | (prompt !== text ? EV_CHANGED : 0) | (at >= 0 ? EV_HAS_USER : 0)
+    return { event, messages: outgoing, index: at, prompt, inPlace: callerMessages || replaced }
   }
 
   /** Creates the runner on the first run (callers use `this.runner` when it is set, and await
@@ -392,7 +531,7 @@ class Agent {
 
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
    *  the result and the history verdict. Never rejects. */
-  async _executeRun(entry, messages, callerOptions) {
+  async _executeRun(entry, messages, callerOptions, callerMessages) {
     let word = start(setupOf(entry, this.config, callerOptions.onTrace))
     const startMs = Date.now()
     let outgoing = messages
@@ -419,12 +558,12 @@ class Agent {
           this._apply(word, error, usageIn, usageOut)
           switch (word & ACTION_MASK) {
             case BEFORE_RUN:
-              hooked = await this._beforeRun(messages)
+              hooked = await this._beforeRun(messages, callerMessages)
               event = hooked.event
               break
             case RUN_RUNNER: {
               if (runner === null) {
-                if (word & REWRITE_LAST_USER) outgoing = rewriteLastUser(messages, hooked.index, hooked.prompt)
+                if (hooked !== null) outgoing = outgoingOf(word, hooked)
                 // Always awaited: the model is never called before run() has returned its promise.
                 runner = await (this.runner ?? this._getRunner())
                 options = { ...callerOptions }

@@ -20,6 +20,7 @@ import {
   BUILT_IN_TOOLS,
   TokenBudgetExceededError,
   InvalidMessageError,
+  LLMCallTimeoutError,
   buildStructuredOutputInstruction,
   extractJSON,
 } from '@oma-kernel/core'
@@ -177,4 +178,37 @@ test('errors: instanceof holds for the ESM class, the CommonJS class and Error',
   const failed = await agentOver(new MockAdapter([])).run('x')
   assert.equal(failed.success, false)
   assert.equal(failed.output, 'MockAdapter: no scripted reply for call 1')
+})
+
+test('InvalidMessageError from a run input: rejected at the await, instanceof across both entries', async () => {
+  const adapter = new MockAdapter([text('seen')])
+  const agent = agentOver(adapter)
+  const err = await agent.run([{ role: 'user', content: 'not blocks' }]).then(() => assert.fail('expected a rejection'), (e) => e)
+  assert.ok(err instanceof InvalidMessageError)
+  assert.ok(err instanceof cjs.InvalidMessageError)
+  assert.ok(err instanceof Error)
+  assert.equal(err.name, 'InvalidMessageError')
+  assert.equal(err.code, 'INVALID_MESSAGE')
+  assert.equal(err.message, 'messages[0].content must be a ContentBlock[], got string')
+  assert.equal(adapter.calls.length, 0)
+  // A valid list and a block prompt reach the adapter as given.
+  const image = { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }
+  const r = await agent.prompt([{ type: 'text', text: 'look' }, image])
+  assert.equal(r.output, 'seen')
+  assert.deepEqual(adapter.calls[0].messages, [{ role: 'user', content: [{ type: 'text', text: 'look' }, image] }])
+})
+
+test('LLMCallTimeoutError from a never-settling adapter: instanceof across both entries', async () => {
+  const never = { name: 'never', chat: () => new Promise(() => {}) }
+  const agent = agentOver(never, { callTimeoutMs: 30 })
+  const r = await agent.run('x')
+  assert.equal(r.success, false)
+  assert.equal(r.output, 'Agent "esm" LLM call exceeded per-call timeout of 30ms')
+  const err = agent.getState().error
+  assert.ok(err instanceof LLMCallTimeoutError)
+  assert.ok(err instanceof cjs.LLMCallTimeoutError)
+  assert.ok(err instanceof Error)
+  assert.equal(err.code, 'LLM_CALL_TIMEOUT')
+  assert.equal(err.timeoutMs, 30)
+  assert.ok(new cjs.LLMCallTimeoutError(1) instanceof LLMCallTimeoutError)
 })

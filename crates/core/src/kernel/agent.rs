@@ -22,8 +22,13 @@
 //!
 //! Room left on purpose: `Setup::retries` is the number of structured-output retries (one, as
 //! the original; `outputSchemaRetries` will set it, and a check of the last runner result's
-//! budget and abort flags before a retry belongs in `invalid`), and the entry kind can grow (a
-//! run over `LLMMessage[]`, a beforeRun that returns messages) without changing the sequence.
+//! budget and abort flags before a retry belongs in `invalid`).
+//!
+//! Richer inputs (upstream 1.15) did not change the sequence: a run over a caller's message list
+//! (or `prompt()` with content blocks) is checked and copied by the driver before `start`, so a
+//! bad input rejects the call and never reaches the machine; a beforeRun that returns messages
+//! replaces the run's messages before the driver reports [`Event::HookReturned`], whose
+//! `has_user` then reads the new list.
 
 use std::fmt;
 
@@ -140,10 +145,15 @@ pub enum History {
 /// The messages a runner run is given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Conversation {
-    /// The run's messages. With `rewrite_last_user`, the last user message is replaced by a new
-    /// one, `{ role: 'user', content: [{ type: 'text', text: <the hook's returned prompt> },
-    /// …the old message's non-text blocks in order] }`: its text blocks collapse into one, first
-    /// (§4.4). These are "the outgoing messages" of the run from then on.
+    /// The run's messages (those beforeRun returned, when it returned some). With
+    /// `rewrite_last_user`, the last user message is replaced by a new one, `{ role: 'user',
+    /// content }`, whose text blocks collapse into one with the hook's returned prompt. Where that
+    /// block goes depends on whose messages they are. A string input whose hook kept the messages
+    /// (1.7, §4.4): first, then the old non-text blocks in order. A caller's list or blocks, or
+    /// messages the hook returned (upstream 1.15): where the first text block stood, the other
+    /// text blocks removed, the non-text blocks in their places; first when there was no text
+    /// block. The two agree on every message a string input makes. These are "the outgoing
+    /// messages" of the run from then on.
     Outgoing { rewrite_last_user: bool },
     /// A structured-output retry: the outgoing messages, then each attempt's messages followed
     /// by its feedback message, `{ role: 'user', content: [{ type: 'text', text: feedback }] }`
@@ -154,9 +164,12 @@ pub enum Conversation {
 /// What the driver does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Await `config.beforeRun({ prompt, agent })`: `prompt` the concatenated text of the text
-    /// blocks of the last user message (`''` without one), `agent` a copy of the config without
-    /// the two hooks. Report [`Event::HookReturned`] or [`Event::Threw`].
+    /// Await `config.beforeRun({ prompt, messages, agent })`: `prompt` the concatenated text of
+    /// the text blocks of the last user message (`''` without one), `messages` a deep copy of the
+    /// run's messages (upstream 1.15), `agent` a copy of the config without the two hooks. Report
+    /// [`Event::HookReturned`], or [`Event::Threw`] (the hook threw, or returned messages that
+    /// fail the input check, or a prompt that is not a string for messages that are the
+    /// caller's).
     BeforeRun,
     /// Await the runner on `conversation` with the run's options (the first time: obtain the
     /// runner and build the options, §4.1, §4.3); `stream` iterates `runner.stream` and passes
@@ -193,7 +206,7 @@ pub struct Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event<'a> {
     /// beforeRun returned a context. `changed`: its `prompt` is not (`!==`) the prompt it was
-    /// given; `has_user`: the messages have a user message to rewrite.
+    /// given; `has_user`: the messages (those it returned, if any) have a user message to rewrite.
     HookReturned {
         changed: bool,
         has_user: bool,
