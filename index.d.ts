@@ -400,8 +400,29 @@ export interface BeforeRunHookResult {
   readonly agent: AgentConfig
 }
 
+/**
+ * Which origins the kernel's own LLM requests may go to (upstream 1.16):
+ * - `'offline'`: loopback only (`localhost`, `*.localhost`, `127.0.0.0/8`, `[::1]`, by the URL's
+ *   literal host; no DNS);
+ * - `'allowlist'`: exactly the listed origins, e.g. `https://api.openai.com` or
+ *   `http://127.0.0.1:11434` (no credentials, path, query or fragment; a port other than the
+ *   default is part of the origin).
+ * Every request of a native adapter (each retry and redirect hop; Bedrock, Gemini and Copilot's
+ * token exchange included) is checked before it is sent, and no redirect is followed. It does not
+ * cover tools, callbacks, a custom `adapter` (refused as `unsupported` under a policy) or anything
+ * else the application runs.
+ */
+export type EgressPolicy =
+  | { readonly mode: 'offline' }
+  | { readonly mode: 'allowlist'; readonly allowedOrigins: readonly string[] }
 
 export interface AgentConfig {
+  /**
+   * Framework-owned LLM egress restriction (upstream 1.16): checked when the Agent is constructed
+   * (an invalid policy throws an {@link EgressPolicyError}) and kept as a frozen normalised copy;
+   * a refused run is a failed result whose output is the error's message.
+   */
+  readonly egressPolicy?: EgressPolicy
   /**
    * Called after a tool's input validates and before it executes; a deny gives an error
    * ToolResult without throwing. Not {@link RunOptions.onToolCall} (a notification).
@@ -644,9 +665,23 @@ export declare class LLMCallTimeoutError extends Error {
   /** Name of the agent whose call timed out, when known. */
   readonly agent?: string
 }
+export type EgressPolicyErrorReason = 'invalid-policy' | 'denied' | 'unsupported' | 'unresolved-target'
+/**
+ * A kernel-owned LLM request refused by an {@link EgressPolicy}, or a policy that is invalid or
+ * cannot be enforced (upstream 1.16). `code`: `INVALID_EGRESS_POLICY`, `EGRESS_POLICY_DENIED`,
+ * `EGRESS_POLICY_UNSUPPORTED`, `EGRESS_POLICY_TARGET_UNRESOLVED`. Never retryable.
+ */
+export declare class EgressPolicyError extends Error {
+  constructor(reason: EgressPolicyErrorReason, message: string, provider?: string, origin?: string)
+  readonly code: string
+  readonly reason: EgressPolicyErrorReason
+  readonly provider?: string
+  readonly origin?: string
+}
 /**
  * Whether another attempt might succeed: true unless the error is provably terminal (an exhausted
- * token budget, an invalid message, a cancellation, a 4xx status other than 408/409/429).
+ * token budget, an invalid message, an egress policy error, a cancellation, a 4xx status other
+ * than 408/409/429).
  */
 export declare function isRetryableError(error: unknown): boolean
 export declare function generateRunId(): string

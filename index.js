@@ -6,7 +6,7 @@ const { AgentRunner, TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED } = require('./lib
 const { LoopDetector, estimateTokens } = require('./lib/loop.js')
 const { buildStructuredOutputInstruction, extractJSON, validateOutput } = require('./lib/structured.js')
 const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema } = require('./lib/tools.js')
-const { TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, isRetryableError } = require('./lib/errors.js')
+const { TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, EgressPolicyError, isRetryableError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
 const {
@@ -38,6 +38,7 @@ module.exports = {
   TokenBudgetExceededError,
   InvalidMessageError,
   LLMCallTimeoutError,
+  EgressPolicyError,
   isRetryableError,
   generateRunId,
   estimateTokens,

@@ -25,6 +25,7 @@ export const {
   TokenBudgetExceededError,
   InvalidMessageError,
   LLMCallTimeoutError,
+  EgressPolicyError,
   isRetryableError,
   generateRunId,
   estimateTokens,

@@ -3,11 +3,13 @@
 import type {
   TextBlock, ReasoningBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ContentBlock, LLMMessage, TokenUsage,
   LLMResponse, LLMToolDef, ThinkingConfig, LLMChatOptions, LLMStreamOptions, StreamEvent, LLMAdapter, SupportedProvider,
+  EgressPolicy,
 } from '../index'
 
 export type {
   TextBlock, ReasoningBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ContentBlock, LLMMessage, TokenUsage,
   LLMResponse, LLMToolDef, ThinkingConfig, LLMChatOptions, LLMStreamOptions, StreamEvent, LLMAdapter, SupportedProvider,
+  EgressPolicy,
 }
 
 /** A native adapter object; its Rust handle is under `NATIVE_ADAPTER`. */
@@ -21,8 +23,19 @@ export declare class NativeAdapter implements LLMAdapter {
 /** `Symbol.for('oma-kernel.native-adapter')`. */
 export declare const NATIVE_ADAPTER: unique symbol
 
-/** Creates a native adapter; unknown provider → `Error('Unsupported LLM provider: <provider>')`. */
-export declare function createAdapter(provider: SupportedProvider, apiKey?: string, baseURL?: string, region?: string): Promise<NativeAdapter>
+/**
+ * Creates a native adapter; unknown provider → `Error('Unsupported LLM provider: <provider>')`.
+ * With `egressPolicy` (upstream 1.16), the provider's endpoints are checked before the adapter
+ * exists and every request it sends afterwards; a refusal or an invalid policy rejects with an
+ * {@link EgressPolicyError}.
+ */
+export declare function createAdapter(
+  provider: SupportedProvider,
+  apiKey?: string,
+  baseURL?: string,
+  region?: string,
+  egressPolicy?: EgressPolicy,
+): Promise<NativeAdapter>
 export declare function extractToolCallsFromText(text: string, knownToolNames: string[]): ToolUseBlock[]
 export declare function repairToolArgs(raw: string): Record<string, unknown> | null
 export declare function assertValidMessages(messages: unknown): void
