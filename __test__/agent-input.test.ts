@@ -311,6 +311,25 @@ describe('beforeRun with messages (upstream 1.15)', () => {
     expect(await notList.agent.run('x')).toStrictEqual(FAILED('messages must be an array, got string'))
   })
 
+  test('a history structuredClone cannot copy: a string input runs as in 1.7, a block input fails the run', async () => {
+    // A JS adapter's block with a function in it stays the adapter's object in the history.
+    const odd = { type: 'text', text: 'r1', render: () => 'r1' } as unknown as ContentBlock
+    const adapter = new MockAdapter([{ ...textReply('x'), content: [odd] }, textReply('r2'), textReply('never')])
+    const seen: BeforeRunHookContext[] = []
+    const { agent } = setup({ beforeRun: (ctx) => (seen.push(ctx), { ...ctx, prompt: ctx.prompt + '!' }) }, adapter)
+    await agent.prompt('one')
+    const r = await agent.prompt('two')
+    expect(r.success).toBe(true)
+    expect(seen[1].messages![1].content[0]).toBe(odd)
+    expect(adapter.calls[1].messages[2]).toStrictEqual(userText('two!'))
+    expect(adapter.calls[1].messages[1].content[0]).toBe(odd)
+
+    const failed = await agent.prompt([{ type: 'text', text: 'three' }])
+    expect(failed).toStrictEqual(FAILED(NOT_CLONEABLE))
+    expect(agent.getState().error).toBeInstanceOf(InvalidMessageError)
+    expect(adapter.calls).toHaveLength(2)
+  })
+
   describe('a changed prompt rewrites the latest user message (upstream\'s layout for caller messages)', () => {
     const rewrite = async (last: ContentBlock[], prompt = 'NEW', input?: LLMMessage[]) => {
       const contexts: BeforeRunHookContext[] = []

@@ -177,6 +177,13 @@ function unchanged(copy, held) {
   }
 }
 
+/** The same objects in the same order. */
+function sameItems(a, b) {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
 function sameData(a, b) {
   if (a === null || typeof a !== 'object') return Object.is(a, b)
   if (b === null || typeof b !== 'object') return false
@@ -461,14 +468,24 @@ class Agent {
     const index = lastUserIndex(messages)
     const text = textAt(messages, index)
     const { beforeRun: _b, afterRun: _a, ...agent } = this.config
-    const given = copyMessages(messages)
+    let given
     // What `given` holds now, to tell a hook that changed it in place from one that returns its
     // context unchanged (the run's own messages may change meanwhile: they are the caller's).
-    const held = structuredClone(given)
+    let held
+    try {
+      given = structuredClone(messages)
+      held = structuredClone(given)
+    } catch {
+      if (callerMessages) throw new InvalidMessageError(NOT_CLONEABLE)
+      // A string input over a history structuredClone cannot copy (a JS adapter's block with a
+      // function in it) ran in 1.7: its hook gets a new array of the run's own messages instead.
+      given = messages.slice()
+      held = null
+    }
     const returned = await hook({ prompt: text, messages: given, agent })
     const prompt = returned.prompt
     const next = returned.messages
-    const replaced = next !== undefined && !(next === given && unchanged(given, held))
+    const replaced = next !== undefined && !(next === given && (held === null ? sameItems(given, messages) : unchanged(given, held)))
     if ((callerMessages || replaced) && typeof prompt !== 'string') throw new InvalidMessageError(PROMPT_NOT_STRING)
     let outgoing = messages
     let at = index
