@@ -6,6 +6,7 @@
 const native = require('./native.js')
 const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
+const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
 const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { InvalidMessageError, toError, isError, safeString } = require('./errors.js')
@@ -293,7 +294,8 @@ const ctorOptionsMemo = {}
 class Agent {
   constructor(config, toolRegistry, toolExecutor) {
     this.name = config.name
-    this.config = config
+    // An egress policy is checked here and kept as its frozen normalised copy (upstream 1.16).
+    this.config = config.egressPolicy === undefined ? config : { ...config, egressPolicy: normalizeEgressPolicy(config.egressPolicy) }
     this.toolRegistry = toolRegistry
     this.toolExecutor = toolExecutor
     this.runner = null
@@ -504,7 +506,9 @@ class Agent {
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {
-      adapter = newAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region)
+      adapter = newAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region, c.egressPolicy)
+    } else if (c.egressPolicy !== undefined) {
+      throw unsupportedAdapterError(adapter)
     }
     this.runner = this._newRunner(adapter)
     return this.runner

@@ -212,3 +212,18 @@ test('LLMCallTimeoutError from a never-settling adapter: instanceof across both 
   assert.equal(err.timeoutMs, 30)
   assert.ok(new cjs.LLMCallTimeoutError(1) instanceof LLMCallTimeoutError)
 })
+
+test('EgressPolicyError from createAdapter and from a run: instanceof across both entries', async () => {
+  const { EgressPolicyError, createAdapter, isRetryableError } = core
+  assert.equal(EgressPolicyError, cjs.EgressPolicyError)
+  const denied = await createAdapter('openai', 'k', 'https://api.openai.com/v1', undefined, { mode: 'offline' }).catch((e) => e)
+  assert.ok(denied instanceof EgressPolicyError && denied instanceof cjs.EgressPolicyError && denied instanceof Error)
+  assert.equal(denied.message, 'Egress policy denied framework-owned provider "openai" request to https://api.openai.com.')
+  assert.deepEqual([denied.name, denied.reason, denied.code, denied.provider, denied.origin], ['EgressPolicyError', 'denied', 'EGRESS_POLICY_DENIED', 'openai', 'https://api.openai.com'])
+  assert.equal(isRetryableError(denied), false)
+  const agent = agentOver(new MockAdapter([text('never sent')]), { egressPolicy: { mode: 'offline' } })
+  const r = await agent.run('x')
+  assert.equal(r.success, false)
+  assert.equal(r.output, 'Egress policy cannot enforce provider "mock": custom and AI SDK adapters do not expose an enforceable request transport or target contract to OMA.')
+  assert.ok(agent.getState().error instanceof EgressPolicyError)
+})
