@@ -30,58 +30,126 @@ function deadlineMs(value) {
 }
 
 /**
- * One model call's deadline: `signal` aborts when the caller's signal (`base`) does or when the
- * deadline passes, whichever is first. The timer is ref'd on purpose: while a call is pending it
- * is what ends it, so the process must not exit before it fires; it is cleared as soon as the
- * call settles or the caller aborts (the caller's abort then decides the outcome), so nothing
- * outlives the call.
+ * A deadline on one call of the user's code (a model call, a tool's execute): `signal` aborts when
+ * the caller's signal (`base`) does or when the subclass aborts it at the deadline; `race` settles
+ * with the call, or as `fire` decides the moment the deadline passes, whether or not the user's
+ * code honours its signal. The timer is ref'd on purpose: while a call is pending it is what ends
+ * it, so the process must not exit before it fires; it is cleared as soon as the call settles.
+ * Subclasses say what the caller's abort does to the timer (`onBaseAbort`) and what the deadline
+ * does to the pending call (`fire`).
  */
-class CallDeadline {
-  constructor(ms, base, agent) {
+class Deadline {
+  constructor(ms, base) {
     this.ms = ms
     this.base = base
-    this.agent = agent
-    this.timedOut = false
     this.timer = null
-    this.onBaseAbort = null
-    // The pending JS call's reject: the deadline ends it at once, whether or not the adapter
-    // honours its signal.
-    this.reject = null
+    this.baseListener = null
+    // The pending call's settle functions, until it settles or the deadline ends it.
+    this.pending = null
     this.controller = new AbortController()
     this.signal = this.controller.signal
-    if (base !== undefined && base !== null && base.aborted === true) {
+    if (this.baseAborted()) {
       this.controller.abort(base.reason)
-      return
-    }
-    if (listenable(base)) {
-      this.onBaseAbort = () => {
-        this.clear()
+    } else if (listenable(base)) {
+      this.baseListener = () => {
+        this.baseListener = null
+        this.onBaseAbort()
         this.controller.abort(base.reason)
       }
-      base.addEventListener('abort', this.onBaseAbort, { once: true })
+      base.addEventListener('abort', this.baseListener, { once: true })
     }
-    this.arm(ms)
   }
 
   arm(remaining) {
     this.timer = setTimeout(() => {
       if (remaining > MAX_TIMER_MS) this.arm(remaining - MAX_TIMER_MS)
-      else this.fire()
+      else {
+        this.timer = null
+        const pending = this.pending
+        this.clear()
+        this.fire(pending)
+      }
     }, Math.min(remaining, MAX_TIMER_MS))
-  }
-
-  fire() {
-    this.timer = null
-    this.timedOut = true
-    const reject = this.reject
-    this.clear()
-    if (reject !== null && !this.baseAborted()) reject(this.timeoutError())
-    // The same reason `AbortSignal.timeout` gives, for an adapter that reads it.
-    this.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
   }
 
   baseAborted() {
     return this.base !== undefined && this.base !== null && this.base.aborted === true
+  }
+
+  stopTimer() {
+    if (this.timer !== null) {
+      clearTimeout(this.timer)
+      this.timer = null
+    }
+  }
+
+  /** Stops the timer and the watch on the caller's signal, and forgets the pending call (its own
+   *  outcome no longer settles anything); idempotent. */
+  clear() {
+    this.stopTimer()
+    if (this.baseListener !== null) {
+      this.base.removeEventListener('abort', this.baseListener)
+      this.baseListener = null
+    }
+    this.pending = null
+  }
+
+  /**
+   * Calls `start()` (the user's function, handed this deadline's signal by the caller) and settles
+   * with its outcome (a failure through `failure`), unless the deadline ends the call first: a call
+   * that never settles is then left behind with handlers attached, so its late outcome is never
+   * unhandled.
+   */
+  race(start, failure) {
+    let value
+    try {
+      value = start()
+    } catch (err) {
+      this.clear()
+      throw failure(err)
+    }
+    return new Promise((resolve, reject) => {
+      const pending = { resolve, reject }
+      this.pending = pending
+      attach(
+        value,
+        (v) => {
+          if (this.pending !== pending) return // the deadline ended the call already
+          this.clear()
+          resolve(v)
+        },
+        (err) => {
+          if (this.pending !== pending) return
+          this.clear()
+          reject(failure(err))
+        },
+      )
+    })
+  }
+}
+
+/**
+ * One model call's deadline (`callTimeoutMs`). The caller's abort stops the timer (the caller's
+ * abort then decides the outcome), so nothing outlives the call.
+ */
+class CallDeadline extends Deadline {
+  constructor(ms, base, agent) {
+    super(ms, base)
+    this.agent = agent
+    this.timedOut = false
+    if (!this.signal.aborted) this.arm(ms)
+  }
+
+  onBaseAbort() {
+    // The call still settles with its own outcome (an adapter that honours the abort rejects).
+    this.stopTimer()
+  }
+
+  fire(pending) {
+    this.timedOut = true
+    if (pending !== null && !this.baseAborted()) pending.reject(this.timeoutError())
+    // The same reason `AbortSignal.timeout` gives, for an adapter that reads it.
+    this.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
   }
 
   timeoutError() {
@@ -94,46 +162,10 @@ class CallDeadline {
     return this.timedOut && !this.baseAborted() ? this.timeoutError() : err
   }
 
-  /** Stops the timer and the watch on the caller's signal; idempotent. */
-  clear() {
-    if (this.timer !== null) {
-      clearTimeout(this.timer)
-      this.timer = null
-    }
-    if (this.onBaseAbort !== null) {
-      this.base.removeEventListener('abort', this.onBaseAbort)
-      this.onBaseAbort = null
-    }
-    this.reject = null
-  }
-
-  /**
-   * `adapter.chat(messages, options)` with this deadline's signal in the options. Settles with the
-   * call, or rejects with LLMCallTimeoutError the moment the deadline passes: an adapter that never
-   * settles is left behind with handlers attached, so its late outcome is never unhandled.
-   */
+  /** `adapter.chat(messages, options)` with this deadline's signal in the options; rejects with
+   *  LLMCallTimeoutError the moment the deadline passes. */
   chat(adapter, messages, options) {
-    let value
-    try {
-      value = adapter.chat(messages, { ...options, abortSignal: this.signal })
-    } catch (err) {
-      this.clear()
-      throw this.error(err)
-    }
-    return new Promise((resolve, reject) => {
-      this.reject = reject
-      attach(
-        value,
-        (v) => {
-          this.clear()
-          resolve(v)
-        },
-        (err) => {
-          this.clear()
-          reject(this.error(err))
-        },
-      )
-    })
+    return this.race(() => adapter.chat(messages, { ...options, abortSignal: this.signal }), (err) => this.error(err))
   }
 }
 
@@ -143,4 +175,4 @@ function callDeadline(value, base, agent) {
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
 }
 
-module.exports = { callDeadline, listenable, MAX_TIMER_MS }
+module.exports = { callDeadline, Deadline, listenable, MAX_TIMER_MS }
