@@ -108,6 +108,15 @@ export interface AgentStepText {
 /** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
 export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>
 
+/**
+ * `builtinBash`'s spawn, kill and capture, returning the raw parts instead of the layout
+ * (`LocalShellExecutor.exec`). Same arguments.
+ */
+export declare function builtinBashExec(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeShellResult>
+
+/** bash's output layout (then redaction) for a `ShellExecutor`'s result. */
+export declare function builtinBashFormat(stdout: string, stderr: string, exitCode: number): string
+
 export declare function builtinCheckDelegation(hasRunner: boolean, caller: string, target: string, agents: Array<string>, chain: Array<string>, depth: number, maxDepth: number, availableSlots?: number | undefined | null): string | null
 
 /**
@@ -157,6 +166,12 @@ export declare function builtinRedactObject(value: unknown, make: (isArray: bool
 export declare function builtinRedactText(text: string): string
 
 export declare function builtinResolvePath(input: string, root: string | undefined | null, processCwd: string, ensureRoot: boolean): Promise<NativeSafePath>
+
+/**
+ * The error for an `exec` result bash cannot lay out: `field` `null` when the value is not an
+ * object, `got` the JS type found.
+ */
+export declare function builtinShellInvalidResult(field: string | undefined | null, got: string): string
 
 export declare function builtinTables(): BuiltinTables
 
@@ -270,6 +285,13 @@ export interface NativeSafePath {
   path?: string
   root?: string
   error?: string
+}
+
+/** What `LocalShellExecutor.exec` resolves with (upstream 1.16's `ShellExecResult`). */
+export interface NativeShellResult {
+  stdout: string
+  stderr: string
+  exitCode: number
 }
 
 export interface NativeToolResult {

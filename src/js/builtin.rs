@@ -454,6 +454,21 @@ pub fn builtin_grep<'env>(
     })
 }
 
+/// `[name, value]` pairs of the host environment (the allowlisted names) as Rust pairs.
+fn env_pairs(host_env: Vec<Vec<String>>) -> Vec<(String, String)> {
+    host_env
+        .into_iter()
+        .filter_map(|mut kv| {
+            if kv.len() == 2 {
+                let v = kv.pop()?;
+                Some((kv.pop()?, v))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// `env`: `[name, value]` pairs of the host environment (the allowlisted names).
 #[napi(catch_unwind)]
 pub fn builtin_bash<'env>(
@@ -465,20 +480,51 @@ pub fn builtin_bash<'env>(
     cancel: &CancelHandle,
 ) -> Result<PromiseRaw<'env, NativeToolResult>> {
     let token = cancel.token();
-    let host: Vec<(String, String)> = host_env
-        .into_iter()
-        .filter_map(|mut kv| {
-            if kv.len() == 2 {
-                let v = kv.pop()?;
-                Some((kv.pop()?, v))
-            } else {
-                None
-            }
-        })
-        .collect();
+    let host = env_pairs(host_env);
     blocking(env, move || {
         let input = bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: host };
         let o = bash::run_bash(&input, &|| token.is_cancelled());
         NativeToolResult { is_error: o.exit_code != 0, data: o.data }
     })
+}
+
+/// What `LocalShellExecutor.exec` resolves with (upstream 1.16's `ShellExecResult`).
+#[napi(object)]
+pub struct NativeShellResult {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+}
+
+/// `builtinBash`'s spawn, kill and capture, returning the raw parts instead of the layout
+/// (`LocalShellExecutor.exec`). Same arguments.
+#[napi(catch_unwind)]
+pub fn builtin_bash_exec<'env>(
+    env: &'env Env,
+    command: String,
+    timeout_ms: f64,
+    cwd: Option<String>,
+    host_env: Vec<Vec<String>>,
+    cancel: &CancelHandle,
+) -> Result<PromiseRaw<'env, NativeShellResult>> {
+    let token = cancel.token();
+    let host = env_pairs(host_env);
+    blocking(env, move || {
+        let input = bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: host };
+        let r = bash::exec_bash(&input, &|| token.is_cancelled());
+        NativeShellResult { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code }
+    })
+}
+
+/// bash's output layout (then redaction) for a `ShellExecutor`'s result.
+#[napi(catch_unwind)]
+pub fn builtin_bash_format(stdout: String, stderr: String, exit_code: f64) -> String {
+    bash::format_exec_result(&stdout, &stderr, exit_code)
+}
+
+/// The error for an `exec` result bash cannot lay out: `field` `null` when the value is not an
+/// object, `got` the JS type found.
+#[napi(catch_unwind)]
+pub fn builtin_shell_invalid_result(field: Option<String>, got: String) -> String {
+    bash::invalid_exec_result(field.as_deref(), &got)
 }

@@ -21,6 +21,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use crate::json::js_number;
 use crate::redaction::{is_sensitive_name, redact_sensitive_text};
 
 /// Variables the shell may inherit (§11.3), before the sensitive-name filter.
@@ -53,6 +54,16 @@ pub struct BashOutcome {
     pub exit_code: i32,
 }
 
+/// A command's raw parts, before the layout: what a `ShellExecutor`'s `exec` resolves with
+/// (upstream 1.16). `stderr` holds the spawn error's text when the command could not start
+/// (exit code 127).
+#[derive(Debug, PartialEq)]
+pub struct BashRaw {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+}
+
 /// The environment handed to bash: allowlisted, not sensitive, defined.
 pub fn safe_env(host: &[(String, String)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -69,6 +80,17 @@ pub fn safe_env(host: &[(String, String)]) -> Vec<(String, String)> {
 
 /// §11.3 output layout, then redaction.
 pub fn format_output(stdout: &str, stderr: &str, code: i32) -> String {
+    layout(stdout, stderr, code == 0, &code.to_string())
+}
+
+/// The same layout for a `ShellExecutor`'s result, whose exit code is any JS number (written
+/// as JS writes it, as upstream's template literal does).
+pub fn format_exec_result(stdout: &str, stderr: &str, code: f64) -> String {
+    layout(stdout, stderr, code == 0.0, &js_number(code))
+}
+
+/// The rule itself: `ok` is whether the exit code is 0, `code` its text.
+fn layout(stdout: &str, stderr: &str, ok: bool, code: &str) -> String {
     let mut parts: Vec<String> = Vec::new();
     if !stdout.is_empty() {
         parts.push(stdout.to_string());
@@ -77,18 +99,32 @@ pub fn format_output(stdout: &str, stderr: &str, code: i32) -> String {
         parts.push(if stdout.is_empty() { stderr.to_string() } else { format!("--- stderr ---\n{stderr}") });
     }
     let text = if parts.is_empty() {
-        if code == 0 {
+        if ok {
             "(command completed with no output)".to_string()
         } else {
             format!("(command exited with code {code}, no output)")
         }
     } else {
-        if code != 0 {
+        if !ok {
             parts.push(format!("\n(exit code: {code})"));
         }
         parts.join("\n")
     };
     redact_sensitive_text(&text)
+}
+
+/// A `ShellExecutor`'s `exec` resolved with something bash cannot lay out: `field` names the
+/// member that is wrong (`None`: the value itself is not an object), `got` its JS type.
+pub fn invalid_exec_result(field: Option<&str>, got: &str) -> String {
+    match field {
+        None => format!(
+            "ShellExecutor.exec resolved with an invalid result: expected {{ stdout: string, stderr: string, exitCode: number }}, got {got}"
+        ),
+        Some(f) => {
+            let want = if f == "exitCode" { "a number" } else { "a string" };
+            format!("ShellExecutor.exec resolved with an invalid result: {f} must be {want}, got {got}")
+        }
+    }
 }
 
 fn errno_code(errno: i32) -> &'static str {
@@ -108,9 +144,9 @@ fn errno_code(errno: i32) -> &'static str {
     }
 }
 
-fn spawn_error(errno: i32) -> BashOutcome {
-    let stderr = format!("spawn bash {}", errno_code(errno));
-    BashOutcome { data: format_output("", &stderr, 127), exit_code: 127 }
+/// Node's text for a spawn that failed (`spawn bash ENOENT`), exit code 127.
+fn spawn_error(errno: i32) -> BashRaw {
+    BashRaw { stdout: String::new(), stderr: format!("spawn bash {}", errno_code(errno)), exit_code: 127 }
 }
 
 /// `bash` looked up like libuv does: in the child's PATH, or `/usr/bin:/bin` without one.
@@ -414,9 +450,16 @@ fn read_some(fd: RawFd, buf: &mut [u8]) -> isize {
     unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
 }
 
-/// Runs the command. `cancelled` is polled (the abort signal); it returns promptly after a
-/// timeout or abort even if some process outside the tree holds the pipes.
+/// Runs the command and lays its output out (the `bash` tool's result).
 pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome {
+    let r = exec_bash(input, cancelled);
+    BashOutcome { data: format_output(&r.stdout, &r.stderr, r.exit_code), exit_code: r.exit_code }
+}
+
+/// Runs the command and returns its raw parts (`LocalShellExecutor.exec`). `cancelled` is
+/// polled (the abort signal); it returns promptly after a timeout or abort even if some
+/// process outside the tree holds the pipes.
+pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
     let env = safe_env(&input.env);
     let Some(bash) = find_bash(&env) else { return spawn_error(libc::ENOENT) };
     let Ok(cmd) = CString::new(input.command.as_str()) else { return spawn_error(libc::EINVAL) };
@@ -570,7 +613,7 @@ pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome 
         _ if aborted => 130,
         _ => 1,
     };
-    BashOutcome { data: format_output(&out.text(), &err.text(), code), exit_code: code }
+    BashRaw { stdout: out.text(), stderr: err.text(), exit_code: code }
 }
 
 #[cfg(test)]
@@ -592,6 +635,73 @@ mod tests {
         assert_eq!(format_output("", "spawn bash ENOENT", 127), "spawn bash ENOENT\n\n(exit code: 127)");
         assert_eq!(format_output("", "", 124), "(command exited with code 124, no output)");
         assert_eq!(format_output("", "", 0), "(command completed with no output)");
+    }
+
+    #[test]
+    fn an_executor_result_takes_the_same_layout() {
+        for (out, err, code) in [("out\n", "err\n", 0), ("", "err\n", 3), ("", "", 124), ("", "", 0), ("x", "", 130)] {
+            assert_eq!(format_exec_result(out, err, code as f64), format_output(out, err, code));
+        }
+        // Any JS number, written as JS writes it; -0 is 0.
+        assert_eq!(format_exec_result("", "", 1.5), "(command exited with code 1.5, no output)");
+        assert_eq!(format_exec_result("", "", f64::NAN), "(command exited with code NaN, no output)");
+        assert_eq!(format_exec_result("", "", -0.0), "(command completed with no output)");
+        // Redacted like the tool's own output.
+        assert_eq!(
+            format_exec_result("OPENAI_API_KEY=sk-abc\n", "", 0.0),
+            format_output("OPENAI_API_KEY=sk-abc\n", "", 0)
+        );
+        assert!(!format_exec_result("OPENAI_API_KEY=sk-abcdefghijklmnop\n", "", 0.0).contains("sk-abcdefghijklmnop"));
+    }
+
+    #[test]
+    fn invalid_results_name_what_is_wrong() {
+        assert_eq!(
+            invalid_exec_result(None, "null"),
+            "ShellExecutor.exec resolved with an invalid result: expected { stdout: string, stderr: string, exitCode: number }, got null"
+        );
+        assert_eq!(
+            invalid_exec_result(Some("stdout"), "undefined"),
+            "ShellExecutor.exec resolved with an invalid result: stdout must be a string, got undefined"
+        );
+        assert_eq!(
+            invalid_exec_result(Some("exitCode"), "string"),
+            "ShellExecutor.exec resolved with an invalid result: exitCode must be a number, got string"
+        );
+    }
+
+    #[test]
+    fn raw_parts() {
+        let raw = |cmd: &str, cwd: Option<&str>, timeout_ms: u64| {
+            exec_bash(
+                &BashInput { command: cmd.into(), timeout_ms, cwd: cwd.map(Into::into), env: host_env() },
+                &|| false,
+            )
+        };
+        assert_eq!(
+            raw("printf out; printf err >&2; exit 3", None, 10_000),
+            BashRaw { stdout: "out".into(), stderr: "err".into(), exit_code: 3 }
+        );
+        assert_eq!(
+            raw("pwd", Some("/"), 10_000),
+            BashRaw { stdout: "/\n".into(), stderr: String::new(), exit_code: 0 }
+        );
+        assert_eq!(
+            raw("true", Some("/nonexistent/dir"), 10_000),
+            BashRaw { stdout: String::new(), stderr: "spawn bash ENOENT".into(), exit_code: 127 }
+        );
+        // Output before the kill is kept; the code is the timeout's.
+        assert_eq!(
+            raw("printf early; sleep 5", None, 300),
+            BashRaw { stdout: "early".into(), stderr: String::new(), exit_code: 124 }
+        );
+        // Not redacted: the layout (format_output) redacts, the raw parts are the command's.
+        assert_eq!(raw("printf PWD=x", None, 10_000).stdout, "PWD=x");
+        let aborted = exec_bash(
+            &BashInput { command: "sleep 5".into(), timeout_ms: 10_000, cwd: None, env: host_env() },
+            &|| true,
+        );
+        assert_eq!(aborted.exit_code, 130);
     }
 
     #[test]
