@@ -1,0 +1,444 @@
+//! Linux: Landlock through the `landlock` crate (parent side only), the rest as plain syscalls.
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, Scope, ABI,
+};
+
+use crate::{missing_parts, ApplyError, Error, Network, Policy, Step};
+
+/// The kernel's Landlock ABI version: 0 when Landlock is missing or disabled.
+pub fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the version query takes no attribute pointer.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        0
+    } else {
+        v as i32
+    }
+}
+
+fn abi_of(v: i32) -> ABI {
+    match v {
+        i32::MIN..=0 => ABI::Unsupported,
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        6 => ABI::V6,
+        7 => ABI::V7,
+        8 => ABI::V8,
+        // V9 adds the pathname unix socket rule; later ABIs add nothing the policy asks for.
+        _ => ABI::V9,
+    }
+}
+
+/// Which limit a prepared rlimit is (the resource type differs between libcs, so the child
+/// matches on this instead of storing it).
+#[derive(Clone, Copy, Debug)]
+enum Res {
+    Cpu,
+    As,
+    Fsize,
+    Nofile,
+    Nproc,
+}
+
+/// Everything the child needs, built by [`crate::prepare`]. Shared between concurrent commands:
+/// `landlock_restrict_self` copies the ruleset into the new domain, so one ruleset serves many.
+pub struct Prepared {
+    ruleset: Option<OwnedFd>,
+    filter: Vec<libc::sock_filter>,
+    rlimits: Vec<(Res, libc::rlimit)>,
+    drop_caps: bool,
+    cap_last: libc::c_ulong,
+    abi: i32,
+    not_enforced: Vec<String>,
+}
+
+// SAFETY: the fields are plain data and an owned descriptor; nothing is mutated after prepare.
+unsafe impl Send for Prepared {}
+// SAFETY: as above; the child reads them through a shared reference.
+unsafe impl Sync for Prepared {}
+
+impl Prepared {
+    /// The Landlock ruleset descriptor the child must keep open until [`apply_in_child`]
+    /// (close-on-exec, so the command never holds it).
+    pub fn ruleset_fd(&self) -> Option<RawFd> {
+        self.ruleset.as_ref().map(|fd| fd.as_raw_fd())
+    }
+
+    /// Parts of the policy this kernel cannot enforce (only with `required: false`).
+    pub fn not_enforced(&self) -> &[String] {
+        &self.not_enforced
+    }
+
+    /// The Landlock ABI the ruleset was built for (0: none).
+    pub fn landlock_abi(&self) -> i32 {
+        self.abi
+    }
+}
+
+fn seccomp_available() -> Result<(), String> {
+    if socket_filter().is_none() {
+        return Err(format!(
+            "the seccomp socket filter is not available on this architecture ({})",
+            std::env::consts::ARCH
+        ));
+    }
+    // SAFETY: a query without arguments.
+    let r = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    if r < 0 {
+        return Err("seccomp is not available on this kernel (built without CONFIG_SECCOMP)".to_string());
+    }
+    Ok(())
+}
+
+fn has_capabilities() -> bool {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header { version: 0x2008_0522, pid: 0 };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget with a v3 header and two data slots.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) };
+    // Unknown: drop anyway (the drop ignores what the kernel does not have).
+    r != 0 || d.iter().any(|x| x.effective | x.permitted | x.inheritable != 0)
+}
+
+fn cap_last() -> libc::c_ulong {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(63)
+}
+
+fn rlimits(policy: &Policy, uid: u32) -> Result<Vec<(Res, libc::rlimit)>, Error> {
+    let l = &policy.limits;
+    let mut out = Vec::new();
+    let mut add = |res: Res, raw, soft: Option<u64>, hard_extra: u64, name: &str| -> Result<(), Error> {
+        let Some(soft) = soft else { return Ok(()) };
+        let hard = soft.saturating_add(hard_extra);
+        let mut cur = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: reading a limit into a local.
+        if unsafe { libc::getrlimit(raw, &mut cur) } == 0
+            && uid != 0
+            && cur.rlim_max != libc::RLIM_INFINITY
+            && hard as libc::rlim_t > cur.rlim_max
+        {
+            return Err(Error::Limit(format!(
+                "The confined shell's {name} limit ({soft}) is above this process's hard limit ({}).",
+                cur.rlim_max
+            )));
+        }
+        out.push((res, libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t }));
+        Ok(())
+    };
+    // CPU: SIGXCPU at the soft limit, SIGKILL a second later for a process that ignores it.
+    add(Res::Cpu, libc::RLIMIT_CPU, l.cpu_seconds, 1, "CPU time")?;
+    add(Res::As, libc::RLIMIT_AS, l.address_space_bytes, 0, "address space")?;
+    add(Res::Fsize, libc::RLIMIT_FSIZE, l.file_size_bytes, 0, "file size")?;
+    add(Res::Nofile, libc::RLIMIT_NOFILE, l.open_files, 0, "open files")?;
+    add(Res::Nproc, libc::RLIMIT_NPROC, l.processes, 0, "process")?;
+    Ok(out)
+}
+
+fn must_exist(p: &Path, what: &str) -> Result<std::fs::Metadata, Error> {
+    std::fs::metadata(p)
+        .map_err(|e| Error::Path(format!("The confined shell's {what} {} cannot be used: {e}.", p.display())))
+}
+
+fn ruleset(policy: &Policy, abi: ABI) -> Result<Option<OwnedFd>, Error> {
+    if abi == ABI::Unsupported {
+        return Ok(None);
+    }
+    let os = |e: landlock::RulesetError| Error::Os(format!("The confined shell's Landlock ruleset failed: {e}."));
+    let all = AccessFs::from_all(abi);
+    let read = AccessFs::from_read(abi);
+    let file = AccessFs::from_file(abi);
+    let mut rs = Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all).map_err(os)?;
+    if policy.network == Network::Deny && abi >= ABI::V4 {
+        rs = rs.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(os)?;
+    }
+    if abi >= ABI::V6 {
+        rs = rs.scope(Scope::Signal | Scope::AbstractUnixSocket).map_err(os)?;
+    }
+    let mut created = rs.create().map_err(os)?;
+    let rule = |created: &mut landlock::RulesetCreated,
+                path: &Path,
+                access: BitFlags<AccessFs>,
+                skip_missing: bool|
+     -> Result<(), Error> {
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(_) if skip_missing => return Ok(()),
+            Err(e) => return Err(Error::Path(format!("The confined shell cannot use {}: {e}.", path.display()))),
+        };
+        let access = if meta.is_dir() { access } else { access & file };
+        let fd = match PathFd::new(path) {
+            Ok(fd) => fd,
+            Err(_) if skip_missing => return Ok(()),
+            Err(e) => return Err(Error::Path(format!("The confined shell cannot open {}: {e}.", path.display()))),
+        };
+        (&mut *created).add_rule(PathBeneath::new(fd, access)).map_err(os)?;
+        Ok(())
+    };
+    for p in crate::DEFAULT_READ_DIRS.iter().chain(crate::DEFAULT_READ_FILES) {
+        rule(&mut created, Path::new(p), read, true)?;
+    }
+    // Read, write and truncate on the devices that are sinks and sources (no create/remove:
+    // those are directory rights).
+    for p in crate::DEFAULT_DEVICES {
+        rule(&mut created, Path::new(p), all, true)?;
+    }
+    for p in &policy.read_paths {
+        rule(&mut created, p, read, false)?;
+    }
+    for p in [&policy.root, &policy.temp_dir].into_iter().chain(&policy.write_paths) {
+        rule(&mut created, p, all, false)?;
+    }
+    Ok(created.into())
+}
+
+pub(crate) fn prepare(policy: &Policy) -> Result<Prepared, Error> {
+    for (p, what) in [(&policy.root, "sandbox root"), (&policy.temp_dir, "temp dir")] {
+        if !must_exist(p, what)?.is_dir() {
+            return Err(Error::Path(format!("The confined shell's {what} {} is not a directory.", p.display())));
+        }
+    }
+    for p in &policy.read_paths {
+        must_exist(p, "read path")?;
+    }
+    for p in &policy.write_paths {
+        must_exist(p, "write path")?;
+    }
+    let abi_num = landlock_abi();
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let seccomp = seccomp_available();
+    let missing = missing_parts(abi_num, policy, seccomp.clone(), uid);
+    if policy.required && !missing.is_empty() {
+        return Err(Error::Missing(missing));
+    }
+    let rlimits = rlimits(policy, uid)?;
+    let ruleset = ruleset(policy, abi_of(abi_num))?;
+    let filter = if policy.network == Network::Deny && seccomp.is_ok() { socket_filter() } else { None };
+    Ok(Prepared {
+        ruleset,
+        filter: filter.unwrap_or_default(),
+        rlimits,
+        drop_caps: has_capabilities(),
+        cap_last: cap_last(),
+        abi: abi_num,
+        not_enforced: missing,
+    })
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// Applies the prepared confinement to the calling process.
+///
+/// `ruleset_fd` is where the Landlock ruleset descriptor is in this process (the caller may
+/// have moved it: a helper that closes its inherited descriptors keeps this one), or `None`
+/// for [`Prepared::ruleset_fd`].
+///
+/// # Safety
+///
+/// Meant for a freshly forked child of a possibly multi-threaded process, right before
+/// `execve`: it only makes async-signal-safe system calls on data prepared in the parent and
+/// allocates nothing. It changes the calling process irreversibly (limits, capabilities,
+/// Landlock domain, seccomp filter); never call it in a process that must stay unconfined.
+pub unsafe fn apply_in_child(p: &Prepared, ruleset_fd: Option<RawFd>) -> Result<(), ApplyError> {
+    let fail = |step| Err(ApplyError { step, errno: errno() });
+    for (res, lim) in &p.rlimits {
+        let raw = match res {
+            Res::Cpu => libc::RLIMIT_CPU,
+            Res::As => libc::RLIMIT_AS,
+            Res::Fsize => libc::RLIMIT_FSIZE,
+            Res::Nofile => libc::RLIMIT_NOFILE,
+            Res::Nproc => libc::RLIMIT_NPROC,
+        };
+        if libc::setrlimit(raw, lim) != 0 {
+            return fail(Step::Rlimit);
+        }
+    }
+    if p.drop_caps {
+        // The bounding set first (it needs CAP_SETPCAP, which the capset below removes): an
+        // execve by uid 0 would otherwise get the bounding set back as permitted capabilities.
+        for cap in 0..=p.cap_last {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno() != libc::EINVAL {
+                return fail(Step::Capabilities);
+            }
+        }
+        const PR_CAP_AMBIENT: libc::c_int = 47;
+        const PR_CAP_AMBIENT_CLEAR_ALL: libc::c_ulong = 4;
+        // EINVAL: a kernel before ambient capabilities (4.3) has none to clear.
+        if libc::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno() != libc::EINVAL {
+            return fail(Step::Capabilities);
+        }
+        let header: [u32; 2] = [0x2008_0522, 0];
+        let data = [0u32; 6];
+        if libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) != 0 {
+            return fail(Step::Capabilities);
+        }
+    }
+    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+        return fail(Step::NoNewPrivs);
+    }
+    if let Some(fd) = ruleset_fd.or(p.ruleset_fd()) {
+        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+            return fail(Step::Landlock);
+        }
+    }
+    if !p.filter.is_empty() {
+        let prog = libc::sock_fprog { len: p.filter.len() as libc::c_ushort, filter: p.filter.as_ptr() as *mut _ };
+        if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0u32, &prog as *const libc::sock_fprog) != 0
+        {
+            return fail(Step::Seccomp);
+        }
+    }
+    Ok(())
+}
+
+// ---- the seccomp program ------------------------------------------------------------------
+
+/// `struct seccomp_data` offsets: nr, arch, args[0] (its low word: little-endian targets only).
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+const OFF_ARG0: u32 = 16;
+
+#[derive(Clone, Copy)]
+enum Ins {
+    Ld(u32),
+    /// Jump to the label when the accumulator equals the value, else fall through.
+    Jeq(u32, u8),
+    Ret(u32),
+    Label(u8),
+}
+
+fn assemble(prog: &[Ins]) -> Vec<libc::sock_filter> {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JEQ_K: u16 = 0x15;
+    const BPF_RET_K: u16 = 0x06;
+    let mut labels = [0usize; 16];
+    let mut pc = 0;
+    for i in prog {
+        match i {
+            Ins::Label(l) => labels[*l as usize] = pc,
+            _ => pc += 1,
+        }
+    }
+    let mut out = Vec::with_capacity(pc);
+    for i in prog {
+        let f = |code, jt, k| libc::sock_filter { code, jt, jf: 0, k };
+        match *i {
+            Ins::Label(_) => continue,
+            Ins::Ld(off) => out.push(f(BPF_LD_W_ABS, 0, off)),
+            Ins::Jeq(k, l) => {
+                let jt = labels[l as usize] - (out.len() + 1);
+                out.push(f(BPF_JEQ_K, u8::try_from(jt).expect("short program"), k));
+            }
+            Ins::Ret(v) => out.push(f(BPF_RET_K, 0, v)),
+        }
+    }
+    out
+}
+
+struct ArchNumbers {
+    audit: u32,
+    socket: u32,
+    io_uring_setup: u32,
+    /// i386's multiplexer: its `SYS_SOCKET` call cannot be inspected (the domain is in
+    /// memory), so every socket it would create is refused.
+    socketcall: Option<u32>,
+    /// x32 calls carry this bit on x86_64's audit arch.
+    x32_bit: Option<u32>,
+}
+
+#[cfg(target_arch = "x86_64")]
+const ARCHES: Option<[ArchNumbers; 2]> = Some([
+    ArchNumbers { audit: 0xC000_003E, socket: 41, io_uring_setup: 425, socketcall: None, x32_bit: Some(0x4000_0000) },
+    ArchNumbers { audit: 0x4000_0003, socket: 359, io_uring_setup: 425, socketcall: Some(102), x32_bit: None },
+]);
+#[cfg(target_arch = "aarch64")]
+const ARCHES: Option<[ArchNumbers; 2]> = Some([
+    ArchNumbers { audit: 0xC000_00B7, socket: 198, io_uring_setup: 425, socketcall: None, x32_bit: None },
+    ArchNumbers { audit: 0x4000_0028, socket: 281, io_uring_setup: 425, socketcall: None, x32_bit: None },
+]);
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const ARCHES: Option<[ArchNumbers; 2]> = None;
+
+/// The network-deny filter: `socket()` of a family other than AF_UNIX → EACCES,
+/// `io_uring_setup` → ENOSYS, everything else allowed; every answer is an errno, never a kill
+/// (a call from an architecture the kernel should not even offer gets ENOSYS).
+pub(crate) fn socket_filter() -> Option<Vec<libc::sock_filter>> {
+    let arches = ARCHES?;
+    let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & 0xffff);
+    const NATIVE: u8 = 0;
+    const COMPAT: u8 = 1;
+    const DOMAIN: u8 = 2;
+    const SOCKETCALL: u8 = 3;
+    const DENY: u8 = 4;
+    const ALLOW: u8 = 5;
+    const NOSYS: u8 = 6;
+    let mut p = vec![
+        Ins::Ld(OFF_ARCH),
+        Ins::Jeq(arches[0].audit, NATIVE),
+        Ins::Jeq(arches[1].audit, COMPAT),
+        Ins::Ret(errno(libc::ENOSYS)),
+    ];
+    for (label, a) in [(NATIVE, &arches[0]), (COMPAT, &arches[1])] {
+        p.push(Ins::Label(label));
+        p.push(Ins::Ld(OFF_NR));
+        p.push(Ins::Jeq(a.socket, DOMAIN));
+        p.push(Ins::Jeq(a.io_uring_setup, NOSYS));
+        if let Some(bit) = a.x32_bit {
+            p.push(Ins::Jeq(a.socket | bit, DOMAIN));
+            p.push(Ins::Jeq(a.io_uring_setup | bit, NOSYS));
+        }
+        if let Some(nr) = a.socketcall {
+            p.push(Ins::Jeq(nr, SOCKETCALL));
+        }
+        p.push(Ins::Ret(libc::SECCOMP_RET_ALLOW));
+    }
+    const SYS_SOCKET: u32 = 1;
+    p.extend([
+        Ins::Label(SOCKETCALL),
+        Ins::Ld(OFF_ARG0),
+        Ins::Jeq(SYS_SOCKET, DENY),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(DOMAIN),
+        Ins::Ld(OFF_ARG0),
+        Ins::Jeq(libc::AF_UNIX as u32, ALLOW),
+        Ins::Label(DENY),
+        Ins::Ret(errno(libc::EACCES)),
+        Ins::Label(ALLOW),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(NOSYS),
+        Ins::Ret(errno(libc::ENOSYS)),
+    ]);
+    Some(assemble(&p))
+}
+
+#[cfg(test)]
+mod tests;
