@@ -22,6 +22,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::json::js_number;
+use oma_confine::Prepared;
+
 use crate::redaction::{is_sensitive_name, redact_sensitive_text};
 
 /// Variables the shell may inherit (§11.3), before the sensitive-name filter.
@@ -29,6 +31,15 @@ pub const SAFE_ENV_ALLOWLIST: [&str; 11] =
     ["HOME", "LANG", "LC_ALL", "LOGNAME", "PATH", "SHELL", "TEMP", "TERM", "TMP", "TMPDIR", "USER"];
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// The message of the `AggregateError` a run's shell executor lease rejects with when its
+/// `start()` failed and the `dispose()` that followed failed too (upstream 1.16).
+pub const START_CLEANUP_FAILED: &str = "Shell executor start failed and cleanup also failed.";
+
+/// The process warning's prefix (the error's message follows) when a shell executor's `dispose()`
+/// failed where no run result could carry it: a run that had already failed with its own error,
+/// or a stream its consumer stopped reading.
+pub const DISPOSE_FAILED_UNREPORTED: &str = "oma-kernel: a shell executor's dispose() failed after its run ended: ";
 
 /// Output kept in memory per stream; the rest is read and dropped so the command is not
 /// blocked on a full pipe.
@@ -140,6 +151,8 @@ fn errno_code(errno: i32) -> &'static str {
         libc::E2BIG => "E2BIG",
         libc::ELOOP => "ELOOP",
         libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOSYS => "ENOSYS",
+        libc::EMFILE => "EMFILE",
         _ => "EIO",
     }
 }
@@ -243,6 +256,7 @@ unsafe fn helper_main(
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
     cwd: Option<&CString>,
+    confine: Option<&Prepared>,
 ) -> ! {
     reset_signals();
     #[cfg(all(target_os = "linux", not(feature = "portable")))]
@@ -257,7 +271,11 @@ unsafe fn helper_main(
     // 0..3 cannot clobber one another.
     let hi = |fd: RawFd| libc::fcntl(fd, libc::F_DUPFD, 10);
     let (a, b, c, s) = (hi(devnull), hi(out_w), hi(err_w), hi(status_w));
-    if a < 0 || b < 0 || c < 0 || s < 0 {
+    // The confinement's Landlock ruleset goes to 4, kept open for bash's child; it is
+    // close-on-exec there, so the command never holds it (with it, a command could add rules
+    // to the ruleset the next commands are confined by).
+    let ruleset = confine.and_then(|p| p.ruleset_fd()).map_or(-1, hi);
+    if a < 0 || b < 0 || c < 0 || s < 0 || (confine.is_some_and(|p| p.ruleset_fd().is_some()) && ruleset < 0) {
         libc::_exit(126);
     }
     libc::dup2(a, 0);
@@ -265,7 +283,13 @@ unsafe fn helper_main(
     libc::dup2(c, 2);
     libc::dup2(s, 3);
     let status_fd = 3;
-    close_fds_from(4);
+    if ruleset >= 0 {
+        libc::dup2(ruleset, RULESET_FD);
+        libc::fcntl(RULESET_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        close_fds_from(RULESET_FD + 1);
+    } else {
+        close_fds_from(4);
+    }
     libc::fcntl(status_fd, libc::F_SETFD, libc::FD_CLOEXEC);
     let child = libc::fork();
     if child == 0 {
@@ -276,6 +300,16 @@ unsafe fn helper_main(
         if let Some(dir) = cwd {
             if libc::chdir(dir.as_ptr()) != 0 {
                 write_record(status_fd, b'E', errno());
+                libc::_exit(127);
+            }
+        }
+        // Only bash and what it starts are confined. The helper stays outside the domain: it
+        // runs no user code, and being outside is what keeps the command from signalling or
+        // tracing its reaper (Landlock's scopes), so the kill-tree guarantee holds.
+        if let Some(p) = confine {
+            let fd = if ruleset >= 0 { Some(RULESET_FD) } else { None };
+            if let Err(e) = oma_confine::apply_in_child(p, fd) {
+                write_record(status_fd, b'C', e.pack());
                 libc::_exit(127);
             }
         }
@@ -460,13 +494,28 @@ pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome 
 /// polled (the abort signal); it returns promptly after a timeout or abort even if some
 /// process outside the tree holds the pipes.
 pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
+    exec_bash_with(input, None, cancelled).raw
+}
+
+/// A command's raw parts and how bash ended, for the confined shell's notes.
+pub struct Exec {
+    pub raw: BashRaw,
+    /// The signal that ended bash, when one did.
+    pub signal: Option<i32>,
+}
+
+/// [`exec_bash`], optionally confined: `confine` is applied in bash's process after the
+/// `chdir`, before `execve` (`oma_confine::apply_in_child`). `input.env` is used as given
+/// after the allowlist (the confined shell adds its TMPDIR first).
+pub fn exec_bash_with(input: &BashInput, confine: Option<&Prepared>, cancelled: &dyn Fn() -> bool) -> Exec {
+    let done = |raw| Exec { raw, signal: None };
     let env = safe_env(&input.env);
-    let Some(bash) = find_bash(&env) else { return spawn_error(libc::ENOENT) };
-    let Ok(cmd) = CString::new(input.command.as_str()) else { return spawn_error(libc::EINVAL) };
+    let Some(bash) = find_bash(&env) else { return done(spawn_error(libc::ENOENT)) };
+    let Ok(cmd) = CString::new(input.command.as_str()) else { return done(spawn_error(libc::EINVAL)) };
     let cwd = match &input.cwd {
         Some(c) => match CString::new(c.as_str()) {
             Ok(c) => Some(c),
-            Err(_) => return spawn_error(libc::EINVAL),
+            Err(_) => return done(spawn_error(libc::EINVAL)),
         },
         None => None,
     };
@@ -482,7 +531,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
         Ok((OwnedFd::from(devnull), pipe_cloexec()?, pipe_cloexec()?, pipe_cloexec()?))
     })();
     let Ok((devnull, (out_r, out_w), (err_r, err_w), (status_r, status_w))) = pipes else {
-        return spawn_error(libc::EMFILE);
+        return done(spawn_error(libc::EMFILE));
     };
 
     // SAFETY: the child only runs `helper_main`, which makes async-signal-safe calls on
@@ -499,6 +548,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
                 &argv,
                 &envp,
                 cwd.as_ref(),
+                confine,
             )
         }
     }
@@ -510,7 +560,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
         unsafe { libc::setpgid(helper, helper) };
     }
     if helper < 0 {
-        return spawn_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN));
+        return done(spawn_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN)));
     }
 
     let start = Instant::now();
@@ -521,6 +571,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
     let mut status_eof = false;
     let mut exit_status: Option<i32> = None;
     let mut spawn_errno: Option<i32> = None;
+    let mut confine_error: Option<i32> = None;
     let mut timed_out = false;
     let mut aborted = false;
     let mut killed_at: Option<Instant> = None;
@@ -528,7 +579,10 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
 
     loop {
         // Done: bash exited (or failed to start) and both pipes are closed.
-        if (exit_status.is_some() || spawn_errno.is_some() || status_eof) && out.eof && err.eof {
+        if (exit_status.is_some() || spawn_errno.is_some() || confine_error.is_some() || status_eof)
+            && out.eof
+            && err.eof
+        {
             break;
         }
         if killed_at.is_some_and(|t| t.elapsed() >= DRAIN_GRACE) {
@@ -579,6 +633,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
                     let v = i32::from_ne_bytes([status_buf[1], status_buf[2], status_buf[3], status_buf[4]]);
                     match status_buf[0] {
                         b'E' => spawn_errno = spawn_errno.or(Some(v)),
+                        b'C' => confine_error = confine_error.or(Some(v)),
                         _ => exit_status = Some(v),
                     }
                     status_buf.drain(..5);
@@ -589,7 +644,7 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
         }
     }
 
-    if killed_at.is_some() || spawn_errno.is_some() {
+    if killed_at.is_some() || spawn_errno.is_some() || confine_error.is_some() {
         // Everything is dead or dying; the helper exits once it has reaped it all. A helper
         // that lingers (cannot happen short of a stopped helper) is killed outright.
         kill_tree(helper);
@@ -605,7 +660,10 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
     }
 
     if let Some(e) = spawn_errno {
-        return spawn_error(e);
+        return done(spawn_error(e));
+    }
+    if let Some(e) = confine_error {
+        return done(confine_failed(e));
     }
     let code = match exit_status {
         Some(st) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st),
@@ -613,7 +671,25 @@ pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
         _ if aborted => 130,
         _ => 1,
     };
-    BashRaw { stdout: out.text(), stderr: err.text(), exit_code: code }
+    let signal = exit_status.filter(|st| libc::WIFSIGNALED(*st)).map(|st| libc::WTERMSIG(st));
+    Exec { raw: BashRaw { stdout: out.text(), stderr: err.text(), exit_code: code }, signal }
+}
+
+/// Where the helper puts the Landlock ruleset for bash's child (0..3 are stdio and status).
+const RULESET_FD: RawFd = 4;
+
+/// bash's process could not be confined (a step of `apply_in_child` failed): a startup
+/// failure, so 127 with the reason in stderr. The command never ran.
+fn confine_failed(packed: i32) -> BashRaw {
+    let stderr = match oma_confine::ApplyError::unpack(packed) {
+        Some(e) => format!(
+            "The confined shell could not confine the command: {} failed ({}).",
+            e.step.name(),
+            errno_code(e.errno)
+        ),
+        None => "The confined shell could not confine the command.".to_string(),
+    };
+    BashRaw { stdout: String::new(), stderr, exit_code: 127 }
 }
 
 #[cfg(test)]

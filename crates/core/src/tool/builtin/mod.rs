@@ -2,6 +2,7 @@
 //! `ToolDefinition` objects wrap these.
 
 pub mod bash;
+pub mod confined;
 pub mod delegate;
 pub mod file_edit;
 pub mod file_read;

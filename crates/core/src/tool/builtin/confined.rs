@@ -1,0 +1,400 @@
+//! The confined shell (`ConfinedShellExecutor`, issue 14): its options and their checks, the
+//! per-executor temp dir, where a command runs, and the texts a user sees. The operating
+//! system's part (Landlock, seccomp, rlimits) is oma-confine's; the spawn, kill and capture
+//! are bash's (`bash::exec_bash_with`).
+//!
+//! The root a command is confined to is the agent's filesystem sandbox root (`sandboxRoot` in
+//! the exec options, which bash sets from the tool context's `cwd`), never a path the model
+//! chooses: the command runs there, and `cwd` may only name a directory inside it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::bash::{self, BashInput, BashRaw, Exec};
+use super::path_safety::{self, SandboxSpec};
+
+pub use oma_confine::{Limits, Network, Prepared};
+
+pub const OPTION_NAMES: [&str; 5] = ["network", "readPaths", "writePaths", "limits", "required"];
+pub const LIMIT_NAMES: [&str; 5] = ["cpuSeconds", "addressSpaceBytes", "fileSizeBytes", "openFiles", "processes"];
+
+/// Prepared policies kept per executor, one per sandbox root (agents sharing an executor may
+/// have different roots); the oldest is dropped past this.
+const CACHED_ROOTS: usize = 8;
+
+/// The constructor's error class for a bad option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    Type,
+    Range,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Type => "TypeError",
+            ErrorClass::Range => "RangeError",
+        }
+    }
+}
+
+/// The checked options. Defaults: network denied, required, no resource limit (the command's
+/// wall-clock timeout and the kill of its whole tree bound it already; a CPU or address-space
+/// limit by default would break long builds and JIT runtimes that reserve large address
+/// ranges, and the kernel does not apply a process limit to root).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub network: Network,
+    pub read_paths: Vec<String>,
+    pub write_paths: Vec<String>,
+    pub limits: Limits,
+    pub required: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            network: Network::Deny,
+            read_paths: vec![],
+            write_paths: vec![],
+            limits: Limits::default(),
+            required: true,
+        }
+    }
+}
+
+/// A JS value as `lib/confined-shell.js` describes it: `{ t: typeof-like tag, v: value }`
+/// (tags `undefined`, `null`, `boolean`, `number` — `v` a string for NaN and ±Infinity —,
+/// `string`, `array`, `object`, and bare `function`, `symbol`, `bigint`).
+fn tag(d: &Value) -> &str {
+    d.get("t").and_then(Value::as_str).unwrap_or("undefined")
+}
+
+/// How a value is named in an error: a string quoted, a number as written, else its type.
+fn got(d: &Value) -> String {
+    match (tag(d), d.get("v")) {
+        ("string", Some(v)) => v.to_string(),
+        ("number", Some(Value::String(s))) => s.clone(),
+        ("number", Some(v)) => js_number(v.as_f64().unwrap_or(f64::NAN)),
+        ("boolean", Some(v)) => v.to_string(),
+        ("array", _) => "an array".to_string(),
+        ("object", _) => "an object".to_string(),
+        (t, _) => t.to_string(),
+    }
+}
+
+fn js_number(n: f64) -> String {
+    crate::json::js_number(n)
+}
+
+type CheckError = (ErrorClass, String);
+
+fn type_err(msg: String) -> CheckError {
+    (ErrorClass::Type, msg)
+}
+
+fn paths(name: &str, d: &Value) -> Result<Vec<String>, CheckError> {
+    match tag(d) {
+        "undefined" => Ok(vec![]),
+        "array" => {
+            let items = d.get("v").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let s = item.get("v").and_then(Value::as_str).filter(|_| tag(item) == "string");
+                match s {
+                    Some(p) if p.starts_with('/') && !p.contains('\0') => out.push(p.to_string()),
+                    _ => {
+                        return Err(type_err(format!(
+                            "ConfinedShellExecutor option \"{name}[{i}]\" must be an absolute path (got {}).",
+                            got(item)
+                        )))
+                    }
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(type_err(format!(
+            "ConfinedShellExecutor option \"{name}\" must be an array of absolute paths (got {}).",
+            got(d)
+        ))),
+    }
+}
+
+fn limits(d: &Value) -> Result<Limits, CheckError> {
+    let mut out = Limits::default();
+    match tag(d) {
+        "undefined" => return Ok(out),
+        "object" => {}
+        _ => {
+            return Err(type_err(format!(
+                "ConfinedShellExecutor option \"limits\" must be an object (got {}).",
+                got(d)
+            )))
+        }
+    }
+    let Some(fields) = d.get("v").and_then(Value::as_object) else { return Ok(out) };
+    for (k, v) in fields {
+        let slot = match k.as_str() {
+            "cpuSeconds" => &mut out.cpu_seconds,
+            "addressSpaceBytes" => &mut out.address_space_bytes,
+            "fileSizeBytes" => &mut out.file_size_bytes,
+            "openFiles" => &mut out.open_files,
+            "processes" => &mut out.processes,
+            _ => {
+                return Err(type_err(format!(
+                    "Unknown ConfinedShellExecutor limit \"{k}\" (known: {}).",
+                    LIMIT_NAMES.join(", ")
+                )))
+            }
+        };
+        match tag(v) {
+            "undefined" => continue,
+            "number" => {}
+            _ => {
+                return Err(type_err(format!("ConfinedShellExecutor limit \"{k}\" must be a number (got {}).", got(v))))
+            }
+        }
+        let n = v.get("v").and_then(Value::as_f64).unwrap_or(f64::NAN);
+        if !((1.0..=9_007_199_254_740_991.0).contains(&n) && n.fract() == 0.0) {
+            return Err((
+                ErrorClass::Range,
+                format!("ConfinedShellExecutor limit \"{k}\" must be a positive integer (got {}).", got(v)),
+            ));
+        }
+        *slot = Some(n as u64);
+    }
+    Ok(out)
+}
+
+/// `new ConfinedShellExecutor(options)`'s checks, in the order of the fields.
+pub fn check_options(d: &Value) -> Result<Options, CheckError> {
+    let mut o = Options::default();
+    match tag(d) {
+        "undefined" => return Ok(o),
+        "object" => {}
+        _ => return Err(type_err(format!("ConfinedShellExecutor options must be an object (got {}).", got(d)))),
+    }
+    let Some(fields) = d.get("v").and_then(Value::as_object) else { return Ok(o) };
+    if let Some(k) = fields.keys().find(|k| !OPTION_NAMES.contains(&k.as_str())) {
+        return Err(type_err(format!(
+            "Unknown ConfinedShellExecutor option \"{k}\" (known: {}).",
+            OPTION_NAMES.join(", ")
+        )));
+    }
+    let field = |name: &str| fields.get(name).cloned().unwrap_or(Value::Null);
+    let network = field("network");
+    match (tag(&network), network.get("v").and_then(Value::as_str)) {
+        ("undefined", _) => {}
+        ("string", Some("deny")) => o.network = Network::Deny,
+        ("string", Some("allow")) => o.network = Network::Allow,
+        _ => {
+            return Err(type_err(format!(
+                "ConfinedShellExecutor option \"network\" must be 'deny' or 'allow' (got {}).",
+                got(&network)
+            )))
+        }
+    }
+    o.read_paths = paths("readPaths", &field("readPaths"))?;
+    o.write_paths = paths("writePaths", &field("writePaths"))?;
+    o.limits = limits(&field("limits"))?;
+    let required = field("required");
+    match (tag(&required), required.get("v").and_then(Value::as_bool)) {
+        ("undefined", _) => {}
+        ("boolean", Some(b)) => o.required = b,
+        _ => {
+            return Err(type_err(format!(
+                "ConfinedShellExecutor option \"required\" must be a boolean (got {}).",
+                got(&required)
+            )))
+        }
+    }
+    Ok(o)
+}
+
+/// The exec refusal when there is no sandbox root to confine to.
+pub const NO_SANDBOX_ROOT: &str = "The confined shell needs the agent's filesystem sandbox: commands run in its root and may write only there. This call has no sandbox root (the agent has AgentConfig.cwd: null, or exec was called without ShellExecOptions.sandboxRoot); give the agent a cwd, or use another shell executor.";
+
+pub fn cpu_limit_text(seconds: u64) -> String {
+    format!("Command exceeded its CPU time limit ({seconds} s).")
+}
+
+pub fn file_size_limit_text(bytes: u64) -> String {
+    format!("Command exceeded its file size limit ({bytes} bytes).")
+}
+
+pub fn process_limit_text(n: u64) -> String {
+    format!("Command reached its process limit ({n} processes): a fork failed.")
+}
+
+pub fn open_files_limit_text(n: u64) -> String {
+    format!("Command reached its open files limit ({n}).")
+}
+
+pub fn address_space_limit_text(bytes: u64) -> String {
+    format!("Command likely exceeded its address space limit ({bytes} bytes): an allocation failed.")
+}
+
+/// The note for a limit the command hit, from how it ended. The kernel ends a process at the
+/// CPU and file-size limits with SIGXCPU / SIGXFSZ (bash reports a child's as 128 + signal);
+/// the other limits make a call fail, which the program reports in its own words.
+pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
+    let code = e.raw.exit_code;
+    if code == 124 || code == 130 {
+        return None;
+    }
+    let by = |sig: i32| e.signal == Some(sig) || code == 128 + sig;
+    let err = &e.raw.stderr;
+    // bash names a child's signal with strsignal's text, and goes on with the script.
+    if let Some(s) = limits.cpu_seconds.filter(|_| by(libc::SIGXCPU) || err.contains("CPU time limit exceeded")) {
+        return Some(cpu_limit_text(s));
+    }
+    if let Some(b) = limits.file_size_bytes.filter(|_| by(libc::SIGXFSZ) || err.contains("File size limit exceeded")) {
+        return Some(file_size_limit_text(b));
+    }
+    if code == 0 {
+        return None;
+    }
+    if let Some(n) =
+        limits.processes.filter(|_| err.contains("fork: ") && err.contains("Resource temporarily unavailable"))
+    {
+        return Some(process_limit_text(n));
+    }
+    if let Some(n) = limits.open_files.filter(|_| err.contains("Too many open files")) {
+        return Some(open_files_limit_text(n));
+    }
+    let lower = err.to_ascii_lowercase();
+    let alloc = ["cannot allocate memory", "out of memory", "memory exhausted", "memoryerror", "bad_alloc"]
+        .iter()
+        .any(|m| lower.contains(m));
+    if let Some(b) =
+        limits.address_space_bytes.filter(|_| alloc || by(libc::SIGSEGV) || by(libc::SIGABRT) || by(libc::SIGBUS))
+    {
+        return Some(address_space_limit_text(b));
+    }
+    None
+}
+
+/// One `exec` of the confined shell.
+pub struct ExecRequest {
+    pub command: String,
+    pub timeout_ms: u64,
+    /// `ShellExecOptions.cwd`: a directory inside the sandbox root (relative: to the root).
+    pub cwd: Option<String>,
+    /// `ShellExecOptions.sandboxRoot` (relative: to the process cwd).
+    pub sandbox_root: Option<String>,
+    pub process_cwd: String,
+    /// The host environment (the allowlist applies as for every bash).
+    pub env: Vec<(String, String)>,
+}
+
+pub struct ExecResult {
+    pub raw: BashRaw,
+    /// Parts of the policy the kernel did not enforce (`required: false` only).
+    pub missing: Vec<String>,
+    pub landlock_abi: i32,
+}
+
+/// A started confined shell: its options, private temp dir and prepared policies.
+pub struct ConfinedShell {
+    options: Options,
+    temp_dir: PathBuf,
+    prepared: Mutex<Vec<(String, Arc<Prepared>)>>,
+}
+
+fn new_temp_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    loop {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("oma-confined-{}-{seq}-{nanos:x}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            r => return r.map(|_| p),
+        }
+    }
+}
+
+impl ConfinedShell {
+    /// `start()`: refuses off Linux, creates the private temp dir.
+    pub fn start(options: Options) -> Result<ConfinedShell, String> {
+        if !cfg!(target_os = "linux") {
+            return Err(oma_confine::unsupported_text(std::env::consts::OS));
+        }
+        let temp_dir = new_temp_dir().map_err(|e| format!("The confined shell could not create its temp dir: {e}."))?;
+        Ok(ConfinedShell { options, temp_dir, prepared: Mutex::new(Vec::new()) })
+    }
+
+    pub fn temp_dir(&self) -> &std::path::Path {
+        &self.temp_dir
+    }
+
+    fn prepared_for(&self, real_root: &str) -> Result<Arc<Prepared>, String> {
+        let mut cache = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = cache.iter().find(|(r, _)| r == real_root) {
+            return Ok(p.clone());
+        }
+        let policy = oma_confine::Policy {
+            root: real_root.into(),
+            temp_dir: self.temp_dir.clone(),
+            read_paths: self.options.read_paths.iter().map(PathBuf::from).collect(),
+            write_paths: self.options.write_paths.iter().map(PathBuf::from).collect(),
+            network: self.options.network,
+            limits: self.options.limits,
+            required: self.options.required,
+        };
+        let p = Arc::new(oma_confine::prepare(&policy).map_err(|e| e.to_string())?);
+        if cache.len() >= CACHED_ROOTS {
+            cache.remove(0);
+        }
+        cache.push((real_root.to_string(), p.clone()));
+        Ok(p)
+    }
+
+    /// Runs a command confined. `Err`: nothing ran (no sandbox root, a cwd outside it, a
+    /// policy the kernel cannot enforce with `required`).
+    pub fn exec(&self, req: ExecRequest, cancelled: &dyn Fn() -> bool) -> Result<ExecResult, String> {
+        let Some(root) = &req.sandbox_root else { return Err(NO_SANDBOX_ROOT.to_string()) };
+        let root = path_safety::resolve(&req.process_cwd, root);
+        let cwd = match &req.cwd {
+            Some(c) => path_safety::resolve(&root, c),
+            None => root.clone(),
+        };
+        let spec = SandboxSpec { root: Some(root), process_cwd: req.process_cwd.clone() };
+        let resolved = path_safety::resolve_path_within_cwd(&cwd, &spec, true)?;
+        let prepared = self.prepared_for(&resolved.root)?;
+        let tmp = self.temp_dir.to_string_lossy().into_owned();
+        let mut env: Vec<(String, String)> =
+            req.env.into_iter().filter(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP")).collect();
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            env.push((k.to_string(), tmp.clone()));
+        }
+        let input = BashInput { command: req.command, timeout_ms: req.timeout_ms, cwd: Some(resolved.path), env };
+        let mut e = bash::exec_bash_with(&input, Some(&prepared), cancelled);
+        if let Some(note) = limit_note(&self.options.limits, &e) {
+            let err = &mut e.raw.stderr;
+            if !err.is_empty() && !err.ends_with('\n') {
+                err.push('\n');
+            }
+            err.push_str(&note);
+        }
+        Ok(ExecResult { raw: e.raw, missing: prepared.not_enforced().to_vec(), landlock_abi: prepared.landlock_abi() })
+    }
+
+    /// `dispose()`: removes the temp dir and what the commands left in it.
+    pub fn dispose(&self) -> Result<(), String> {
+        match std::fs::remove_dir_all(&self.temp_dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => {
+                Err(format!("The confined shell could not remove its temp dir {}: {e}.", self.temp_dir.display()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

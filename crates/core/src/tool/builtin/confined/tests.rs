@@ -1,0 +1,213 @@
+use serde_json::json;
+
+use super::*;
+use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+
+fn s(v: &str) -> Value {
+    json!({ "t": "string", "v": v })
+}
+fn n(v: f64) -> Value {
+    json!({ "t": "number", "v": v })
+}
+fn obj(fields: Value) -> Value {
+    json!({ "t": "object", "v": fields })
+}
+fn err(d: Value) -> (ErrorClass, String) {
+    check_options(&d).unwrap_err()
+}
+
+#[test]
+fn options_default_and_parse() {
+    assert_eq!(check_options(&json!({ "t": "undefined" })).unwrap(), Options::default());
+    let o = check_options(&obj(json!({
+        "network": s("allow"),
+        "readPaths": { "t": "array", "v": [s("/opt/tools")] },
+        "writePaths": { "t": "array", "v": [] },
+        "limits": obj(json!({ "cpuSeconds": n(10.0), "processes": { "t": "undefined" } })),
+        "required": { "t": "boolean", "v": false },
+    })))
+    .unwrap();
+    assert_eq!(o.network, Network::Allow);
+    assert_eq!(o.read_paths, ["/opt/tools"]);
+    assert_eq!(o.limits, Limits { cpu_seconds: Some(10), ..Limits::default() });
+    assert!(!o.required);
+}
+
+#[test]
+fn bad_options_have_clear_texts() {
+    let t = ErrorClass::Type;
+    assert_eq!(err(s("x")), (t, "ConfinedShellExecutor options must be an object (got \"x\").".into()));
+    assert_eq!(
+        err(obj(json!({ "netwrok": s("deny") }))),
+        (t, "Unknown ConfinedShellExecutor option \"netwrok\" (known: network, readPaths, writePaths, limits, required).".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "network": s("none") }))),
+        (t, "ConfinedShellExecutor option \"network\" must be 'deny' or 'allow' (got \"none\").".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "readPaths": s("/usr") }))),
+        (t, "ConfinedShellExecutor option \"readPaths\" must be an array of absolute paths (got \"/usr\").".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "writePaths": { "t": "array", "v": [s("/ok"), s("rel")] } }))),
+        (t, "ConfinedShellExecutor option \"writePaths[1]\" must be an absolute path (got \"rel\").".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "limits": n(3.0) }))),
+        (t, "ConfinedShellExecutor option \"limits\" must be an object (got 3).".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "limits": obj(json!({ "cpu": n(3.0) })) }))),
+        (t, "Unknown ConfinedShellExecutor limit \"cpu\" (known: cpuSeconds, addressSpaceBytes, fileSizeBytes, openFiles, processes).".into())
+    );
+    assert_eq!(
+        err(obj(json!({ "limits": obj(json!({ "openFiles": s("64") })) }))),
+        (t, "ConfinedShellExecutor limit \"openFiles\" must be a number (got \"64\").".into())
+    );
+    for (bad, shown) in [(json!({ "t": "number", "v": "NaN" }), "NaN"), (n(0.0), "0"), (n(1.5), "1.5"), (n(-3.0), "-3")]
+    {
+        assert_eq!(
+            err(obj(json!({ "limits": obj(json!({ "processes": bad })) }))),
+            (
+                ErrorClass::Range,
+                format!("ConfinedShellExecutor limit \"processes\" must be a positive integer (got {shown}).")
+            )
+        );
+    }
+    assert_eq!(
+        err(obj(json!({ "required": s("yes") }))),
+        (t, "ConfinedShellExecutor option \"required\" must be a boolean (got \"yes\").".into())
+    );
+}
+
+fn landlock() -> bool {
+    let abi = oma_confine::landlock_abi();
+    if abi < oma_confine::REQUIRED_LANDLOCK_ABI {
+        eprintln!("skipped: Landlock ABI {abi} on this kernel");
+        return false;
+    }
+    true
+}
+
+fn req(cmd: &str, root: &str, cwd: Option<&str>) -> ExecRequest {
+    ExecRequest {
+        command: cmd.into(),
+        timeout_ms: 20_000,
+        cwd: cwd.map(Into::into),
+        sandbox_root: Some(root.into()),
+        process_cwd: "/".into(),
+        env: std::env::vars().collect(),
+    }
+}
+
+#[test]
+fn commands_run_in_the_root_with_a_private_tmp() {
+    if !landlock() {
+        return;
+    }
+    let base = tmp_dir("confined-run");
+    let root = format!("{base}/root");
+    std::fs::create_dir_all(format!("{root}/sub")).unwrap();
+    std::fs::write(format!("{base}/secret"), "s3cret").unwrap();
+    let shell = ConfinedShell::start(Options::default()).unwrap();
+    let tmp = shell.temp_dir().to_string_lossy().into_owned();
+    let r = shell
+        .exec(req("pwd; echo $TMPDIR; echo x > $TMPDIR/t && cat $TMPDIR/t; echo y > f", &root, None), &|| false)
+        .unwrap();
+    assert_eq!(r.raw.stdout, format!("{root}\n{tmp}\nx\n"), "{}", r.raw.stderr);
+    assert!(r.missing.is_empty());
+    assert!(std::path::Path::new(&format!("{root}/f")).exists());
+    // cwd: inside the root (relative to it) is fine; outside is the sandbox's refusal.
+    let r = shell.exec(req("pwd", &root, Some("sub")), &|| false).unwrap();
+    assert_eq!(r.raw.stdout, format!("{root}/sub\n"));
+    let e = shell.exec(req("pwd", &root, Some("/etc")), &|| false).err().unwrap();
+    assert_eq!(e, path_safety::outside_error("/etc", &root));
+    let e = shell.exec(req("pwd", &root, Some("../")), &|| false).err().unwrap();
+    assert_eq!(e, path_safety::outside_error(&base, &root));
+    let e = shell.exec(ExecRequest { sandbox_root: None, ..req("pwd", &root, None) }, &|| false).err().unwrap();
+    assert_eq!(e, NO_SANDBOX_ROOT);
+    // Outside the root and the temp dir: refused.
+    let r = shell
+        .exec(req(&format!("cat {base}/secret; echo z > {base}/new; cat /proc/$PPID/environ"), &root, None), &|| false)
+        .unwrap();
+    assert!(!r.raw.stdout.contains("s3cret"), "{}", r.raw.stdout);
+    assert_eq!(r.raw.stderr.matches("Permission denied").count(), 3, "{}", r.raw.stderr);
+    assert!(!std::path::Path::new(&format!("{base}/new")).exists());
+    shell.dispose().unwrap();
+    assert!(!std::path::Path::new(&tmp).exists());
+    rm_rf(&base);
+}
+
+#[test]
+fn limits_give_clear_results() {
+    let base = tmp_dir("confined-limits");
+    let limits = Limits { cpu_seconds: Some(1), file_size_bytes: Some(1024), ..Limits::default() };
+    let shell = ConfinedShell::start(Options { limits, required: false, ..Options::default() }).unwrap();
+    let r = shell.exec(req("while :; do :; done", &base, None), &|| false).unwrap();
+    assert_eq!(r.raw.stderr, cpu_limit_text(1));
+    assert_eq!(r.raw.exit_code, 1);
+    let r = shell.exec(req("head -c 5000 /dev/zero > big; echo after", &base, None), &|| false).unwrap();
+    assert!(r.raw.stderr.ends_with(&format!("\n{}", file_size_limit_text(1024))), "{}", r.raw.stderr);
+    assert_eq!((r.raw.stdout.as_str(), r.raw.exit_code), ("after\n", 0));
+    assert_eq!(std::fs::metadata(format!("{base}/big")).unwrap().len(), 1024);
+    let r = shell.exec(req("head -c 5000 /dev/zero > big2", &base, None), &|| false).unwrap();
+    assert!(r.raw.stderr.ends_with(&file_size_limit_text(1024)), "{}", r.raw.stderr);
+    assert_ne!(r.raw.exit_code, 0);
+    shell.dispose().unwrap();
+    rm_rf(&base);
+}
+
+#[test]
+fn a_timeout_still_kills_the_whole_tree() {
+    let base = tmp_dir("confined-timeout");
+    let shell = ConfinedShell::start(Options { required: false, ..Options::default() }).unwrap();
+    let marker = format!("sleep 9.{}", std::process::id());
+    let r = shell
+        .exec(
+            ExecRequest { timeout_ms: 300, ..req(&format!("({marker} &); setsid {marker} & {marker}"), &base, None) },
+            &|| false,
+        )
+        .unwrap();
+    assert_eq!(r.raw.exit_code, 124);
+    let alive = || {
+        let out = std::process::Command::new("ps").args(["-A", "-o", "args="]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().any(|l| l.trim() == marker)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!alive(), "{marker} survived");
+    shell.dispose().unwrap();
+    rm_rf(&base);
+}
+
+#[test]
+fn notes_need_the_limit_and_the_sign() {
+    let raw = |stderr: &str, code| BashRaw { stdout: String::new(), stderr: stderr.into(), exit_code: code };
+    let all = Limits {
+        cpu_seconds: Some(10),
+        address_space_bytes: Some(1 << 30),
+        file_size_bytes: Some(4096),
+        open_files: Some(32),
+        processes: Some(50),
+    };
+    let note = |l: &Limits, stderr: &str, code, signal| limit_note(l, &Exec { raw: raw(stderr, code), signal });
+    assert_eq!(note(&all, "", 1, Some(libc::SIGXCPU)), Some(cpu_limit_text(10)));
+    assert_eq!(note(&all, "", 152, None), Some(cpu_limit_text(10)));
+    assert_eq!(note(&Limits::default(), "", 152, None), None);
+    assert_eq!(note(&all, "", 153, None), Some(file_size_limit_text(4096)));
+    assert_eq!(
+        note(&all, "bash: fork: retry: Resource temporarily unavailable\n", 254, None),
+        Some(process_limit_text(50))
+    );
+    assert_eq!(note(&all, "cat: x: Too many open files\n", 1, None), Some(open_files_limit_text(32)));
+    assert_eq!(note(&all, "python: MemoryError\n", 1, None), Some(address_space_limit_text(1 << 30)));
+    assert_eq!(note(&all, "", 124, Some(libc::SIGXCPU)), None);
+    assert_eq!(note(&all, "plain failure", 2, None), None);
+    assert_eq!(
+        note(&all, "bash: line 1: 7 File size limit exceeded head\n", 0, None),
+        Some(file_size_limit_text(4096))
+    );
+}
