@@ -182,6 +182,10 @@ export interface BuiltinTables {
   /** The environment variables bash may inherit. */
   safeEnvAllowlist: Array<string>
   defaultTimeoutMs: number
+  /** A shell executor's lease: the message when `start()` and then `dispose()` failed. */
+  shellStartCleanupFailed: string
+  /** The warning's prefix for a dispose failure no run result can carry. */
+  shellDisposeFailedUnreported: string
   /** The sandbox root's directory name under the process cwd when a context gives no `cwd`. */
   defaultWorkspaceDirname: string
   /** Zod 3's type names in the order of the tags the input description uses. */

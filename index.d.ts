@@ -169,6 +169,61 @@ export interface ToolUseContext {
   readonly taskId?: string
   /** Stable model-issued ID for this tool call (the `tool_use` block's id), set by the runner. */
   readonly toolCallId?: string
+  /**
+   * Where `bash` runs its commands (upstream 1.16). Runs set it from
+   * {@link AgentConfig.shellExecutor} / {@link RunnerOptions.shellExecutor} (leased for the run);
+   * without one, `bash` uses the host shell. Whoever calls `bashTool.execute()` with an executor
+   * of their own owns its `start` / `dispose`.
+   */
+  readonly shellExecutor?: ShellExecutor
+}
+
+// ---- shell executor (upstream 1.16) ----------------------------------------------------------
+/** One command's options, as `bash` hands them to {@link ShellExecutor.exec}. */
+export interface ShellExecOptions {
+  /** The bash input's `cwd`, to be read inside the executor's own environment. */
+  readonly cwd?: string
+  /** The executor must stop the command after this many milliseconds. */
+  readonly timeoutMs: number
+  /** When it aborts, the executor must stop the command. */
+  readonly abortSignal?: AbortSignal
+  /**
+   * oma-kernel (additive): the filesystem sandbox root of the tool context running the command
+   * (`AgentConfig.cwd`, by default `<process.cwd()>/.agent-workspace`); `null` when the context
+   * disables the sandbox (`cwd: null`). Upstream's executors ignore it; a confining executor
+   * confines the command to it. Absent when an executor is called directly.
+   */
+  readonly sandboxRoot?: string | null
+}
+/** What one command gave. */
+export interface ShellExecResult {
+  readonly stdout: string
+  readonly stderr: string
+  /** The command's exit code; by convention 124 after a timeout, 130 after an abort, 127 when it could not start. */
+  readonly exitCode: number
+}
+/**
+ * Runs the commands of the `bash` built-in (upstream 1.16): on the host, in a container, on a
+ * remote sandbox. One instance is a reusable session: runs that use it call `start()` once
+ * before their first command (shared by overlapping runs) and `dispose()` after the last of
+ * them ends. `exec` may be called concurrently; an executor that cannot run two commands at
+ * once must queue them itself.
+ */
+export interface ShellExecutor {
+  /** Acquire what the session needs (a remote sandbox, a container). */
+  start?(): Promise<void>
+  /** Run one bash command to its end. */
+  exec(command: string, options: ShellExecOptions): Promise<ShellExecResult>
+  /** Release the session, stopping any command a timeout or abort left running. */
+  dispose?(): Promise<void>
+}
+/**
+ * The host's shell as a {@link ShellExecutor}: the `bash` built-in's own native spawn (the whole
+ * process tree killed on timeout and abort, the environment allowlist, 10 MiB kept per stream).
+ * Not a sandbox: commands run with the Node process's permissions.
+ */
+export declare class LocalShellExecutor implements ShellExecutor {
+  exec(command: string, options: ShellExecOptions): Promise<ShellExecResult>
 }
 /** What an `onToolCall` gate is told about a call: after input validation, before `execute`. */
 export interface ToolCallContext {
@@ -418,6 +473,12 @@ export type EgressPolicy =
 
 export interface AgentConfig {
   /**
+   * Where this agent's `bash` runs its commands (upstream 1.16); the host shell when unset. It
+   * grants nothing (`bash` must still be granted), and it is started lazily, on the first
+   * command of a run, after the grant check and the `onToolCall` gate.
+   */
+  readonly shellExecutor?: ShellExecutor
+  /**
    * Framework-owned LLM egress restriction (upstream 1.16): checked when the Agent is constructed
    * (an invalid policy throws an {@link EgressPolicyError}) and kept as a frozen normalised copy;
    * a refused run is a failed result whose output is the error's message.
@@ -539,6 +600,8 @@ export type TraceEvent = LLMCallTrace | ToolCallTrace | TaskTrace | AgentTrace |
 
 // ---- runner ----------------------------------------------------------------------------------
 export interface RunnerOptions {
+  /** The run's shell executor: see {@link AgentConfig.shellExecutor}. */
+  readonly shellExecutor?: ShellExecutor
   /** Optional per-call tool gate inherited from agent config (passed per execution). */
   readonly onToolCall?: ToolCallGate
   readonly model: string

@@ -10,7 +10,7 @@ const { TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, Egre
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
 const {
-  bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool,
+  LocalShellExecutor, bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool,
   BUILT_IN_TOOLS, ALL_BUILT_IN_TOOLS_WITH_DELEGATE, registerBuiltInTools,
   resolvePathWithinCwd, collectFiles, SKIP_DIRS, matchesGlob,
   isSensitiveName, redactSensitiveText, redactSensitiveObject,
@@ -67,4 +67,5 @@ module.exports = {
   isSensitiveName,
   redactSensitiveText,
   redactSensitiveObject,
+  LocalShellExecutor,
 }

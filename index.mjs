@@ -54,6 +54,7 @@ export const {
   isSensitiveName,
   redactSensitiveText,
   redactSensitiveObject,
+  LocalShellExecutor,
 } = core
 
 // `import core from '@oma-kernel/core'` keeps working as it did when the package was CJS-only.

@@ -338,11 +338,15 @@ class Agent {
   }
   buildToolContext(abortSignal) {
     const sp = this.config.systemPrompt
-    return {
+    const context = {
       agent: { name: this.name, role: sp === undefined ? 'assistant' : sp.slice(0, 60), model: this.config.model },
       abortSignal,
       cwd: this.config.cwd === undefined ? defaultWorkspaceDir() : this.config.cwd,
     }
+    // Upstream 1.16: the executor itself (a caller running bash with this context owns its
+    // lifecycle; runs lease it, see lib/shell.js).
+    if (this.config.shellExecutor !== undefined) context.shellExecutor = this.config.shellExecutor
+    return context
   }
 
   async run(input, runOptions) {
@@ -547,6 +551,8 @@ class Agent {
     }
     // Upstream copies the gate only when defined.
     if (c.onToolCall !== undefined) ro.onToolCall = c.onToolCall
+    // Likewise the shell executor (upstream 1.16); it grants nothing: bash must still be granted.
+    if (c.shellExecutor !== undefined) ro.shellExecutor = c.shellExecutor
     return new AgentRunner(adapter, this.toolRegistry, this.toolExecutor, ro)
   }
 

@@ -8,6 +8,7 @@ const path = require('path')
 const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
+const { executeWithBackstop, shellResult, failureText } = require('./shell.js')
 
 // The kernel's tables (src/js/builtin.rs), read once.
 const TABLES = native.builtinTables()
@@ -202,6 +203,64 @@ function redactSensitiveObject(value) {
 // ---------------------------------------------------------------------------------------
 // The tools
 
+/** A timer delay as Node's setTimeout reads it: anything outside 1..2^31-1 (NaN included) is 1 ms. */
+function timerDelay(ms) {
+  const delay = Number(ms)
+  return delay >= 1 && delay <= TIMEOUT_MAX ? delay : 1
+}
+
+/** The allowlisted host variables as `[name, value]` pairs, built fresh at each call from
+ *  process.env (tests mutate it between calls); the kernel drops the sensitive names. */
+function hostEnv() {
+  const env = []
+  for (const k of SAFE_ENV_ALLOWLIST) {
+    const v = process.env[k]
+    if (v !== undefined) env.push([k, String(v)])
+  }
+  return env
+}
+
+/**
+ * The host's shell behind upstream 1.16's ShellExecutor interface: the bash tool's own native
+ * spawn (the process tree killed on timeout and abort, the environment allowlist, 10 MiB kept
+ * per stream), returning the raw parts instead of the tool's layout. `exitCode` is 124 after a
+ * timeout and 130 after an abort (unless bash exited by itself first), 127 when the command could
+ * not start (the spawn error's text in `stderr`, e.g. `spawn bash ENOENT` for a missing cwd). A
+ * signal already aborted gives 130 without starting anything. Not a sandbox: the command runs with
+ * the Node process's permissions; `sandboxRoot` is ignored.
+ */
+class LocalShellExecutor {
+  async exec(command, options) {
+    const signal = options.abortSignal
+    if (signal !== undefined && signal !== null && signal.aborted === true) return { stdout: '', stderr: '', exitCode: 130 }
+    const r = await withCancel(signal, false, (h) => native.builtinBashExec(command, timerDelay(options.timeoutMs), options.cwd ?? null, hostEnv(), h))
+    return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode }
+  }
+}
+
+/**
+ * bash through a ToolUseContext's `shellExecutor` (upstream 1.16): a LocalShellExecutor is called
+ * directly with the caller's signal; any other executor through the backstop (lib/shell.js). An
+ * exec that rejects (or resolves with no readable result) gives 127 with its message in stderr.
+ * The result takes the tool's one output layout, redacted (the kernel's `format_exec_result`).
+ * The executor also gets `sandboxRoot`: the context's filesystem sandbox root (`null` when the
+ * sandbox is disabled), which a confining executor needs and upstream's executors ignore.
+ */
+async function bashThrough(executor, input, context) {
+  const timeoutMs = input.timeout ?? DEFAULT_TIMEOUT_MS
+  const root = sandboxRoot(context)
+  const signal = context.abortSignal
+  let r
+  try {
+    r = executor instanceof LocalShellExecutor
+      ? shellResult(await executor.exec(input.command, { cwd: input.cwd, timeoutMs, abortSignal: signal, sandboxRoot: root }))
+      : await executeWithBackstop(executor, input.command, { cwd: input.cwd, timeoutMs, sandboxRoot: root }, signal, timerDelay(timeoutMs))
+  } catch (error) {
+    r = { stdout: '', stderr: failureText(error), exitCode: 127 }
+  }
+  return { data: native.builtinBashFormat(r.stdout, r.stderr, r.exitCode), isError: r.exitCode !== 0 }
+}
+
 const bashTool = {
   name: 'bash',
   description:
@@ -212,15 +271,13 @@ const bashTool = {
   async execute(input, context) {
     const bad = checkInput('bash', input)
     if (bad) return bad
+    // Upstream 1.16: `context.shellExecutor ?? LocalShellExecutor`. Without one, the tool's own
+    // native path (the layout made natively, no extra crossing), exactly as before the seam.
+    const executor = context ? context.shellExecutor : undefined
+    if (executor !== undefined && executor !== null) return bashThrough(executor, input, context)
     // Node's setTimeout: anything outside 1..2^31-1 (NaN included) fires after 1 ms.
-    let delay = Number(input.timeout ?? DEFAULT_TIMEOUT_MS)
-    if (!(delay >= 1 && delay <= TIMEOUT_MAX)) delay = 1
-    // Built fresh at each call from process.env (tests mutate it between calls).
-    const env = []
-    for (const k of SAFE_ENV_ALLOWLIST) {
-      const v = process.env[k]
-      if (v !== undefined) env.push([k, String(v)])
-    }
+    const delay = timerDelay(input.timeout ?? DEFAULT_TIMEOUT_MS)
+    const env = hostEnv()
     const signal = context ? context.abortSignal : undefined
     try {
       return result(await withCancel(signal, false, (h) => native.builtinBash(input.command, delay, input.cwd ?? null, env, h)))
@@ -442,6 +499,7 @@ function registerBuiltInTools(registry, options) {
 }
 
 module.exports = {
+  LocalShellExecutor,
   bashTool,
   fileReadTool,
   fileWriteTool,

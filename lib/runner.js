@@ -10,6 +10,7 @@ const llm = require('./llm.js')
 const wire = require('./wire.js')
 const { callDeadline, listenable } = require('./deadline.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
+const { RunScopedShellExecutor, releaseUnreported } = require('./shell.js')
 
 const { OP, REJECTED } = wire
 
@@ -124,6 +125,8 @@ function resolution(json, list) {
 
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
+// A stream dropped without return() also ends its run's shell executor lease.
+const shellLeases = new FinalizationRegistry((shell) => { releaseUnreported(shell) })
 const num = (v) => (typeof v === 'number' ? v : 0)
 
 /** The driver's view of one answer: `content` is read once (the mirror keeps that very
@@ -293,6 +296,7 @@ function readResult(name, result) {
 function blockContext(c, id) {
   const b = { agent: c.agent, abortSignal: c.abortSignal, cwd: c.cwd }
   if (c.team !== undefined) b.team = c.team
+  if (c.shellExecutor !== undefined) b.shellExecutor = c.shellExecutor
   if (c.runId !== undefined) b.runId = c.runId
   if (c.taskId !== undefined) b.taskId = c.taskId
   b.toolCallId = id
@@ -381,6 +385,10 @@ class AgentRunner {
     const watch = listenable(signal) ? new AbortWatch(signal) : null
     // Read once per run: unset (the default) leaves every model call exactly as without it.
     const callTimeoutMs = ro.callTimeoutMs
+    // A configured shell executor, as this run's tools see it: leased by the run's first command
+    // and released when the run ends, whichever way (lib/shell.js). Unset: nothing is made.
+    const shell = ro.shellExecutor === undefined || ro.shellExecutor === null ? null : new RunScopedShellExecutor(ro.shellExecutor)
+    let shellReleased = false
     let id
     try {
       // run() shows no events: the machine then skips the actions that only emit one.
@@ -397,6 +405,7 @@ class AgentRunner {
     // A generator dropped without return() never reaches `finally`: free its run on GC.
     const lease = streaming ? {} : null
     if (lease) runLeases.register(lease, id, lease)
+    if (lease && shell !== null) shellLeases.register(lease, shell, lease)
     // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
     const nh = this.adapter ? this.adapter[llm.NATIVE_ADAPTER] : undefined
     const nativeAdapter = nh && this.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
@@ -430,6 +439,12 @@ class AgentRunner {
             if (action.loopDetected) result.loopDetected = true
             if (action.budgetExceeded) result.budgetExceeded = true
             if (action.aborted) result.aborted = true
+            if (shell !== null) {
+              // Before the result: a dispose that fails makes the run fail (the error below).
+              shellReleased = true
+              if (lease) shellLeases.unregister(lease)
+              await shell.release()
+            }
             yield { type: 'done', data: result }
             return
           }
@@ -602,6 +617,7 @@ class AgentRunner {
               cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
             }
             if (options.team !== undefined) context.team = options.team
+            if (shell !== null) context.shellExecutor = shell
             // What an onToolCall gate is told (upstream's ToolUseContext fields).
             if (options.runId !== undefined) context.runId = options.runId
             if (options.taskId !== undefined) context.taskId = options.taskId
@@ -650,12 +666,24 @@ class AgentRunner {
         }
       }
     } catch (err) {
+      if (shell !== null && !shellReleased) {
+        // The run fails with its own error; the executor is disposed before that is reported.
+        shellReleased = true
+        if (lease) shellLeases.unregister(lease)
+        await releaseUnreported(shell)
+      }
       yield { type: 'error', data: toError(err) }
     } finally {
       if (watch !== null) watch.dispose()
       if (!released) {
         if (lease) runLeases.unregister(lease)
         native.runRelease(id)
+      }
+      // A stream whose consumer stopped early (return() at a yield).
+      if (shell !== null && !shellReleased) {
+        shellReleased = true
+        if (lease) shellLeases.unregister(lease)
+        await releaseUnreported(shell)
       }
     }
   }

@@ -81,6 +81,10 @@ pub struct BuiltinTables {
     /// The environment variables bash may inherit.
     pub safe_env_allowlist: Vec<String>,
     pub default_timeout_ms: f64,
+    /// A shell executor's lease: the message when `start()` and then `dispose()` failed.
+    pub shell_start_cleanup_failed: String,
+    /// The warning's prefix for a dispose failure no run result can carry.
+    pub shell_dispose_failed_unreported: String,
     /// The sandbox root's directory name under the process cwd when a context gives no `cwd`.
     pub default_workspace_dirname: String,
     /// Zod 3's type names in the order of the tags the input description uses.
@@ -96,6 +100,8 @@ pub fn builtin_tables() -> BuiltinTables {
         skip_dirs: strings(&walk::SKIP_DIRS),
         safe_env_allowlist: strings(&bash::SAFE_ENV_ALLOWLIST),
         default_timeout_ms: bash::DEFAULT_TIMEOUT_MS as f64,
+        shell_start_cleanup_failed: bash::START_CLEANUP_FAILED.to_string(),
+        shell_dispose_failed_unreported: bash::DISPOSE_FAILED_UNREPORTED.to_string(),
         default_workspace_dirname: path_safety::DEFAULT_WORKSPACE_DIRNAME.to_string(),
         js_types: JsType::ALL.iter().map(|t| t.name().to_string()).collect(),
         tools: TOOLS
