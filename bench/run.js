@@ -438,7 +438,12 @@ async function main() {
   if (argv.includes('--json')) console.log(JSON.stringify({ rows, w2: w2res }, null, 1))
 }
 
-main().catch((e) => {
-  console.error(e && e.stack ? e.stack : e)
-  process.exit(1)
-})
+// bench/w1-instructions.js runs the two sides one at a time under callgrind.
+module.exports = { SIDES }
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e && e.stack ? e.stack : e)
+    process.exit(1)
+  })
+}

@@ -1,0 +1,97 @@
+'use strict'
+// W1 in instructions instead of seconds: instructions per tool call of one side of W1 (the
+// kernel or the AI SDK, the same runs as bench/run.js), counted by valgrind's callgrind over
+// every thread of the process. Wall time on this 2-vCPU VM moves ±15 % from run to run (see
+// bench/README.md); the count repeats to within about 1 %, so it tells builds apart and gives
+// a ratio to the AI SDK that does not depend on the machine's load.
+//
+//   node bench/w1-instructions.js [kernel|ai|both] [K] [T] [warm-up tool calls] [measured tool calls]
+//
+// Defaults: both 16 10 48000 9600 (whole runs of K×T tool calls each; a short window would
+// count a major GC or two against few calls). V8 runs with `--single-threaded`, so its optimising compiler
+// works on the main thread during the warm-up instead of lagging behind on background threads
+// into the measured window (under valgrind it otherwise still compiles thousands of runs later;
+// bench/w5-instructions.js shows that effect). Needs `valgrind` and a release build.
+const { spawn, spawnSync } = require('child_process')
+const fs = require('fs')
+const os = require('os')
+const path = require('path')
+
+async function child(side, K, T, warm, runs) {
+  const { SIDES } = require('./run.js')
+  const run = SIDES[side]
+  if (!run) throw new Error(`unknown side ${side}`)
+  // callgrind_control needs the guest running to take a command: an idle timer keeps it so.
+  const toggle = (what) => new Promise((resolve) => {
+    const keepAwake = setInterval(() => {}, 1)
+    spawn('callgrind_control', ['-i', what, String(process.pid)], { stdio: 'ignore' }).on('exit', () => {
+      clearInterval(keepAwake)
+      resolve()
+    })
+  })
+  for (let i = 0; i < warm; i++) await run(K, T)
+  await toggle('on')
+  for (let i = 0; i < runs; i++) await run(K, T)
+  await toggle('off')
+  process.send({ calls: runs * K * T })
+}
+
+function measure(side, K, T, warm, runs) {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'w1-cg-')), 'callgrind.out')
+  const vg = spawn('valgrind', [
+    '-q', '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${out}`,
+    process.execPath, '--single-threaded', __filename, '--child', side, String(K), String(T), String(warm), String(runs),
+  ], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  return new Promise((resolve, reject) => {
+    let calls = null
+    vg.once('message', (m) => { calls = m.calls })
+    vg.once('exit', (code) => {
+      if (calls === null) return reject(new Error(`valgrind exited with ${code} before reporting`))
+      const totals = /^totals: (\d+)/m.exec(fs.readFileSync(out, 'utf8'))
+      if (!totals) return reject(new Error(`no totals in ${out}`))
+      resolve({ perCall: Number(totals[1]) / calls, compilePerCall: compiled(out) / calls, out })
+    })
+  })
+}
+
+/**
+ * Instructions spent in V8's optimising compiler (inclusive), from callgrind_annotate. A function
+ * called once per run (the Agent's driver) becomes hot only after thousands of runs, so its one
+ * optimisation can fall in the measured window whatever the warm-up: the count is given with and
+ * without it.
+ */
+function compiled(out) {
+  const r = spawnSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', out], { encoding: 'utf8', maxBuffer: 1 << 28 })
+  const line = (r.stdout || '').split('\n').find((l) => l.includes('v8::internal::Compiler::CompileOptimized('))
+  return line ? Number(/^\s*([\d,]+)/.exec(line)[1].replace(/,/g, '')) : 0
+}
+
+async function main() {
+  const [which = 'both', k = '16', t = '10', warmCalls = '48000', calls = '9600'] = process.argv.slice(2)
+  const K = Number(k)
+  const T = Number(t)
+  const warm = Math.ceil(Number(warmCalls) / (K * T))
+  const runs = Math.ceil(Number(calls) / (K * T))
+  if (spawnSync('valgrind', ['--version']).status !== 0) throw new Error('valgrind is not installed')
+  const sides = which === 'both' ? ['kernel', 'ai'] : [which]
+  const got = {}
+  for (const side of sides) {
+    got[side] = await measure(side, K, T, warm, runs)
+    const g = got[side]
+    console.log(`${side} W1 ${K}×${T}: ${Math.round(g.perCall)} instructions per tool call, ` +
+      `${Math.round(g.perCall - g.compilePerCall)} without V8's optimising compiler (${g.out})`)
+  }
+  if (got.kernel && got.ai) {
+    const net = (g) => g.perCall - g.compilePerCall
+    console.log(`ai/kernel: ${(got.ai.perCall / got.kernel.perCall).toFixed(1)}× (without the compiler: ${(net(got.ai) / net(got.kernel)).toFixed(1)}×)`)
+  }
+}
+
+const at = process.argv.indexOf('--child')
+const entry = at >= 0
+  ? child(process.argv[at + 1], ...process.argv.slice(at + 2, at + 6).map(Number))
+  : main()
+entry.catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
