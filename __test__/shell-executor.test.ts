@@ -616,6 +616,37 @@ describe('the run-scoped lifecycle', () => {
     expect(events).toEqual(['start', 'exec:first', 'dispose'])
   })
 
+  test('a stream dropped without return() releases its lease when it is collected', () => {
+    // A child with --expose-gc: the generator is left suspended after its tool_result and dropped.
+    const script = `
+      const { Agent, ToolRegistry, ToolExecutor, registerBuiltInTools } = require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})
+      const events = []
+      const executor = {
+        async start() { events.push('start') },
+        async exec(c) { events.push('exec:' + c); return { stdout: c, stderr: '', exitCode: 0 } },
+        async dispose() { events.push('dispose') },
+      }
+      const usage = { input_tokens: 1, output_tokens: 1 }
+      const replies = [
+        { id: 'r', model: 'm', stop_reason: 'tool_use', usage, content: [{ type: 'tool_use', id: 't1', name: 'bash', input: { command: 'first' } }] },
+        { id: 'r', model: 'm', stop_reason: 'end_turn', usage, content: [{ type: 'text', text: 'done' }] },
+      ]
+      let i = 0
+      const registry = new ToolRegistry()
+      registerBuiltInTools(registry)
+      const agent = new Agent({ name: 'a', model: 'm', tools: ['bash'], shellExecutor: executor, adapter: { name: 'mock', chat: async () => replies[i++] } }, registry, new ToolExecutor(registry))
+      ;(async () => {
+        let it = agent.stream('x')
+        for (;;) { const { value } = await it.next(); if (value.type === 'tool_result') break }
+        it = null
+        for (let k = 0; k < 200 && !events.includes('dispose'); k++) { global.gc(); await new Promise((r) => setTimeout(r, 10)) }
+        process.stdout.write(JSON.stringify(events))
+      })()
+    `
+    const out = require('child_process').execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 20_000 })
+    expect(JSON.parse(out)).toEqual(['start', 'exec:first', 'dispose'])
+  })
+
   test('a dispose failure no result can carry is a process warning', async () => {
     const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined)
     try {
