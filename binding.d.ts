@@ -84,6 +84,18 @@ export declare class NativeLlmStream {
   close(): void
 }
 
+/** A connected MCP server (`connectMCPTools`' client). */
+export declare class NativeMcpClient {
+  /** `[{ name, rawName, description, inputSchema }]` as JSON. */
+  get toolsJson(): string
+  /** `tools/call`; `key` (unique per client) names the call for `cancel`. Never rejects. */
+  callTool(key: number, rawName: string, argumentsJson: string): Promise<NativeMcpResult>
+  /** Gives up on call `key`; `reason` is `String(signal.reason)`. */
+  cancel(key: number, reason: string): void
+  /** Ends the server and its process group. */
+  disconnect(): Promise<undefined>
+}
+
 /** The agent wire's codes by name (read once by `lib/agent.js`). */
 export declare function agentCodes(): Record<string, number>
 
@@ -282,6 +294,24 @@ export interface LoopInfoOut {
   kind: string
   repetitions: number
   detail: string
+}
+
+/** The failed-call text, for a call the glue does not send (its signal was already aborted). */
+export declare function mcpCallFailed(rawName: string, message: string): string
+
+/**
+ * Spawns the server, runs the handshake and lists its tools. Rejects with the original's
+ * error (the child already ended).
+ */
+export declare function mcpConnect(configJson: string): Promise<NativeMcpClient>
+
+/** The variables a server inherits from `process.env` by default (read by the glue at load). */
+export declare function mcpDefaultEnvVars(): Array<string>
+
+/** A finished `tools/call`: the tool's text and whether it is an error. */
+export interface NativeMcpResult {
+  data: string
+  isError: boolean
 }
 
 export interface NativeSafePath {

@@ -7,6 +7,7 @@ pub mod core;
 pub mod executor;
 pub mod fast;
 pub mod llm;
+pub mod mcp;
 pub mod registry;
 pub mod uv;
 

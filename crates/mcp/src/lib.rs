@@ -16,10 +16,12 @@
 //!
 //! ## Layout
 //!
+//! - [`config`]: `ConnectMCPToolsConfig` checked, with its defaults.
 //! - [`rules`]: names, the duplicate error, descriptions, schemas, result-to-text, the texts.
 //! - [`session`]: the JSON-RPC session machine (no I/O, no clock).
 //! - [`stdio`]: the child process transport and the task that drives a session over it.
 
+pub mod config;
 pub mod rules;
 pub mod session;
 pub mod stdio;

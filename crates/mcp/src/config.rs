@@ -1,0 +1,121 @@
+//! `ConnectMCPToolsConfig` as the JS glue hands it over (one JSON object), checked with clear
+//! errors and split into the transport's and the session's settings. Defaults are `rules`'.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::rules;
+use crate::session::Config;
+use crate::stdio::{inheritable, Spawn};
+
+/// The longest `requestTimeoutMs` (Node's timer limit; the original's `setTimeout` fired at
+/// once for longer ones).
+pub const MAX_REQUEST_TIMEOUT_MS: f64 = 2_147_483_647.0;
+
+fn err(field: &str, what: &str) -> String {
+    format!("connectMCPTools: {field} must be {what}")
+}
+
+fn opt_string(o: &Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match o.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(err(field, "a string")),
+    }
+}
+
+fn pairs(o: &Map<String, Value>, field: &str) -> Result<Vec<(String, Option<String>)>, String> {
+    let Some(v) = o.get(field) else { return Ok(Vec::new()) };
+    let bad = || err(field, "an object of strings");
+    let mut out = Vec::new();
+    for p in v.as_array().ok_or_else(bad)? {
+        match p.as_array().map(Vec::as_slice) {
+            Some([Value::String(k), Value::String(v)]) => out.push((k.clone(), Some(v.clone()))),
+            Some([Value::String(k), Value::Null]) => out.push((k.clone(), None)),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
+}
+
+/// Parses the glue's JSON: `command`, `args`, `env` and `defaultEnv` as `[name, value|null]`
+/// pairs (`null`: the config's `undefined`), `cwd`, `namePrefix`, `requestTimeoutMs`,
+/// `clientName`, `clientVersion`.
+pub fn parse(json: &str) -> Result<(Spawn, Config), String> {
+    let v: Value = serde_json::from_str(json).map_err(|_| "connectMCPTools: config must be an object".to_string())?;
+    let o = v.as_object().ok_or_else(|| "connectMCPTools: config must be an object".to_string())?;
+    let command = match o.get("command") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        _ => return Err(err("command", "a non-empty string")),
+    };
+    let args = match o.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| err("args", "an array of strings"))?,
+        Some(_) => return Err(err("args", "an array of strings")),
+    };
+    let default_env =
+        pairs(o, "defaultEnv")?.into_iter().filter_map(|(k, v)| v.filter(|v| inheritable(v)).map(|v| (k, v))).collect();
+    let timeout = match o.get("requestTimeoutMs") {
+        None | Some(Value::Null) => rules::DEFAULT_REQUEST_TIMEOUT_MS as f64,
+        Some(Value::Number(n)) => n
+            .as_f64()
+            .filter(|t| *t > 0.0 && *t <= MAX_REQUEST_TIMEOUT_MS)
+            .ok_or_else(|| err("requestTimeoutMs", "a number of milliseconds from 1 to 2147483647"))?,
+        Some(_) => return Err(err("requestTimeoutMs", "a number of milliseconds from 1 to 2147483647")),
+    };
+    let spawn = Spawn { command, args, default_env, env: pairs(o, "env")?, cwd: opt_string(o, "cwd")? };
+    let config = Config {
+        client_name: opt_string(o, "clientName")?.unwrap_or_else(|| rules::DEFAULT_CLIENT_NAME.into()),
+        client_version: opt_string(o, "clientVersion")?.unwrap_or_else(|| rules::DEFAULT_CLIENT_VERSION.into()),
+        name_prefix: opt_string(o, "namePrefix")?,
+        request_timeout: Duration::from_secs_f64(timeout.ceil() / 1000.0),
+    };
+    Ok((spawn, config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_errors() {
+        let (s, c) =
+            parse(r#"{"command":"srv","defaultEnv":[["PATH","/bin"],["SHELL","() { x; }"]],"env":[["A",null]]}"#)
+                .unwrap();
+        assert_eq!((s.command.as_str(), s.args.len(), s.cwd), ("srv", 0, None));
+        assert_eq!(s.default_env, vec![("PATH".to_string(), "/bin".to_string())]);
+        assert_eq!(s.env, vec![("A".to_string(), None)]);
+        assert_eq!((c.client_name.as_str(), c.client_version.as_str()), ("open-multi-agent", "0.0.0"));
+        assert_eq!(c.request_timeout, Duration::from_millis(60_000));
+        assert_eq!(c.name_prefix, None);
+        let (_, c) =
+            parse(r#"{"command":"s","requestTimeoutMs":1.5,"namePrefix":"p","clientName":"n","clientVersion":"v"}"#)
+                .unwrap();
+        assert_eq!(
+            (c.request_timeout, c.name_prefix.as_deref(), c.client_name.as_str()),
+            (Duration::from_millis(2), Some("p"), "n")
+        );
+        for (json, msg) in [
+            ("[]", "connectMCPTools: config must be an object"),
+            (r#"{"command":""}"#, "connectMCPTools: command must be a non-empty string"),
+            (r#"{"command":"s","args":[1]}"#, "connectMCPTools: args must be an array of strings"),
+            (r#"{"command":"s","env":[["A",1]]}"#, "connectMCPTools: env must be an object of strings"),
+            (r#"{"command":"s","cwd":3}"#, "connectMCPTools: cwd must be a string"),
+            (
+                r#"{"command":"s","requestTimeoutMs":0}"#,
+                "connectMCPTools: requestTimeoutMs must be a number of milliseconds from 1 to 2147483647",
+            ),
+            (
+                r#"{"command":"s","requestTimeoutMs":3e9}"#,
+                "connectMCPTools: requestTimeoutMs must be a number of milliseconds from 1 to 2147483647",
+            ),
+        ] {
+            assert_eq!(parse(json).err().as_deref(), Some(msg), "{json}");
+        }
+    }
+}

@@ -1,0 +1,128 @@
+'use strict'
+// The MCP bridge's glue (`connectMCPTools`, CONTRACT §17). The client is native
+// (crates/mcp: the session, the stdio transport, every rule and text; src/js/mcp.rs converts):
+// this file reads the user's config values, wires each call's AbortSignal to a native cancel,
+// and builds the ToolDefinition objects in the caller's realm. No @modelcontextprotocol/sdk.
+const native = require('./native.js')
+const { defineTool } = require('./tools.js')
+
+// The SDK's default environment allowlist, from the native table; read from `process.env`
+// at connect time (a worker's process.env is its own).
+const DEFAULT_ENV_VARS = native.mcpDefaultEnvVars()
+
+/** `{ name: value | undefined }` as `[name, value | null]` pairs (`undefined` removes). */
+function envPairs(env) {
+  if (env === undefined || env === null) return undefined
+  // Not an object: handed over as is, for the native check's error.
+  if (typeof env !== 'object') return env
+  return Object.entries(env).map(([k, v]) => [k, v === undefined ? null : v])
+}
+
+function defaultEnv() {
+  const pairs = []
+  for (const k of DEFAULT_ENV_VARS) {
+    const v = process.env[k]
+    if (v !== undefined) pairs.push([k, v])
+  }
+  return pairs
+}
+
+/** A number JSON would turn into `null` (NaN, ±Infinity) is sent as text so the check refuses it. */
+function jsonNumber(v) {
+  return typeof v === 'number' && !Number.isFinite(v) ? String(v) : v
+}
+
+function reasonText(reason) {
+  try {
+    return String(reason)
+  } catch {
+    return 'AbortError'
+  }
+}
+
+function thrownMessage(e) {
+  if (e instanceof Error) return e.message
+  try {
+    return String(e)
+  } catch {
+    return 'Error'
+  }
+}
+
+/**
+ * The schema the registry validates input with: the server's, when the native validator can
+ * compile it; otherwise `{}` (any input, as the original's `z.any()`), so one odd schema does
+ * not make the tool unusable. The model sees the server's schema either way.
+ */
+function validationSchema(schema) {
+  try {
+    new native.JsonSchemaValidator(JSON.stringify(schema))
+    return schema
+  } catch {
+    return {}
+  }
+}
+
+function mcpTool(client, spec, nextKey) {
+  const rawName = spec.rawName
+  return defineTool({
+    name: spec.name,
+    description: spec.description,
+    inputSchema: validationSchema(spec.inputSchema),
+    llmInputSchema: spec.inputSchema,
+    execute: async (input, context) => {
+      const signal = context !== null && typeof context === 'object' ? context.abortSignal : undefined
+      // The SDK refuses an aborted signal before sending, with the reason's own message.
+      if (signal && signal.aborted) return { data: native.mcpCallFailed(rawName, thrownMessage(signal.reason)), isError: true }
+      let args
+      try {
+        args = JSON.stringify(input === undefined ? {} : input)
+      } catch (e) {
+        return { data: native.mcpCallFailed(rawName, thrownMessage(e)), isError: true }
+      }
+      const key = nextKey()
+      const pending = client.callTool(key, rawName, args)
+      if (!signal) return pending
+      const onAbort = () => client.cancel(key, reasonText(signal.reason))
+      signal.addEventListener('abort', onAbort, { once: true })
+      try {
+        const r = await pending
+        return { data: r.data, isError: r.isError }
+      } finally {
+        signal.removeEventListener('abort', onAbort)
+      }
+    },
+  })
+}
+
+async function connectMCPTools(config) {
+  if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
+  const json = JSON.stringify({
+    command: config.command,
+    args: config.args,
+    env: envPairs(config.env),
+    defaultEnv: defaultEnv(),
+    cwd: config.cwd,
+    namePrefix: config.namePrefix,
+    requestTimeoutMs: jsonNumber(config.requestTimeoutMs),
+    clientName: config.clientName,
+    clientVersion: config.clientVersion,
+  })
+  // Rejects with the original's error (spawn, timeout, duplicate names, …); the server is
+  // already ended then.
+  const client = await native.mcpConnect(json)
+  let key = 0
+  const nextKey = () => {
+    key = (key + 1) >>> 0
+    return key
+  }
+  const tools = JSON.parse(client.toolsJson).map((spec) => mcpTool(client, spec, nextKey))
+  return {
+    tools,
+    disconnect: async () => {
+      await client.disconnect()
+    },
+  }
+}
+
+module.exports = { connectMCPTools }

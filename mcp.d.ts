@@ -1,0 +1,41 @@
+// Types of @oma-kernel/core/mcp (the MCP bridge), as @open-multi-agent/core/mcp declares them.
+import type { ToolDefinition } from './index.js'
+
+export interface ConnectMCPToolsConfig {
+  /** The server's executable (stdio transport). */
+  command: string
+  /** Default `[]`. */
+  args?: string[]
+  /**
+   * Set over the default environment (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER` from
+   * `process.env`, as the MCP SDK's stdio transport); an `undefined` value removes a variable.
+   */
+  env?: Record<string, string | undefined>
+  cwd?: string
+  /**
+   * Optional segment prepended to MCP tool names for the framework tool (and LLM) name.
+   * Example: prefix `github` + MCP tool `search_issues` → `github_search_issues`.
+   */
+  namePrefix?: string
+  /** Timeout (ms) for connect, each `tools/list` page and each call. Defaults to 60000. */
+  requestTimeoutMs?: number
+  /** Client metadata sent to the MCP server (defaults `open-multi-agent`, `0.0.0`). */
+  clientName?: string
+  clientVersion?: string
+}
+
+export interface ConnectedMCPTools {
+  /**
+   * One tool per server tool. `inputSchema` is the server's JSON Schema (input is validated
+   * natively against it); `llmInputSchema` the same object.
+   */
+  tools: ToolDefinition<Record<string, unknown>, any>[]
+  /** Ends the server and its process group. */
+  disconnect: () => Promise<void>
+}
+
+/**
+ * Connects to an MCP server over stdio and converts its tools into ToolDefinitions (register
+ * them, e.g. with `agent.addTool`, as runtime tools).
+ */
+export declare function connectMCPTools(config: ConnectMCPToolsConfig): Promise<ConnectedMCPTools>
