@@ -32,6 +32,19 @@ export declare class ChatHistory {
   chat(keep: number, tailJson: string, longAt?: Array<number> | undefined | null, long?: Array<string> | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
 }
 
+/** A started confined shell (one per `start()`; `dispose()` removes its temp dir). */
+export declare class ConfinedShell {
+  /** `options`: the description `confinedShellCheck` accepted. Throws off Linux. */
+  constructor(options: string)
+  get tempDir(): string
+  /**
+   * Rejects when nothing ran (no sandbox root, a cwd outside it, a policy the kernel cannot
+   * enforce with `required`). `host_env`: `[name, value]` pairs of the allowlisted names.
+   */
+  exec(command: string, timeoutMs: number, cwd: string | undefined | null, sandboxRoot: string | undefined | null, processCwd: string, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeConfinedResult>
+  dispose(): void
+}
+
 export declare class JsonSchemaValidator {
   /** Compiles `schema_json`; throws with the compiler's message for an invalid schema. */
   constructor(schemaJson: string)
@@ -211,6 +224,20 @@ export interface BuiltinToolInput {
   fields: Array<BuiltinField>
 }
 
+/** `null`, or `[errorClassName, message]` for options the constructor refuses. */
+export declare function confinedShellCheck(options: string): Array<string> | null
+
+export declare function confinedShellProbe(): ConfinedShellProbe
+
+/** `ConfinedShellExecutor.probe()`. */
+export interface ConfinedShellProbe {
+  platform: string
+  landlockAbi: number
+  requiredLandlockAbi: number
+}
+
+export declare function confinedShellWarning(missing: Array<string>): string
+
 /** The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy. */
 export declare function egressAdapterUnsupported(provider: string): string
 
@@ -307,6 +334,14 @@ export declare function mcpConnect(configJson: string): Promise<NativeMcpClient>
 
 /** The variables a server inherits from `process.env` by default (read by the glue at load). */
 export declare function mcpDefaultEnvVars(): Array<string>
+
+export interface NativeConfinedResult {
+  stdout: string
+  stderr: string
+  exitCode: number
+  missing: Array<string>
+  landlockAbi: number
+}
 
 /** A finished `tools/call`: the tool's text and whether it is an error. */
 export interface NativeMcpResult {

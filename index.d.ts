@@ -225,6 +225,76 @@ export interface ShellExecutor {
 export declare class LocalShellExecutor implements ShellExecutor {
   exec(command: string, options: ShellExecOptions): Promise<ShellExecResult>
 }
+/** Resource limits of a {@link ConfinedShellExecutor}'s commands (each a positive integer; none by default). */
+export interface ConfinedShellLimits {
+  /** CPU seconds per process (RLIMIT_CPU): SIGXCPU, then SIGKILL a second later. */
+  readonly cpuSeconds?: number
+  /** Address space per process in bytes (RLIMIT_AS): allocations beyond it fail. */
+  readonly addressSpaceBytes?: number
+  /** Largest file a process may write, in bytes (RLIMIT_FSIZE): SIGXFSZ beyond it. */
+  readonly fileSizeBytes?: number
+  /** Open descriptors per process (RLIMIT_NOFILE). */
+  readonly openFiles?: number
+  /** Processes of the user (RLIMIT_NPROC); Linux does not apply it to root. */
+  readonly processes?: number
+}
+export interface ConfinedShellExecutorOptions {
+  /** `'deny'` (default): no socket but AF_UNIX, no TCP bind/connect. `'allow'` lifts both. */
+  readonly network?: 'deny' | 'allow'
+  /** Absolute paths the commands may also read (and execute from). */
+  readonly readPaths?: readonly string[]
+  /** Absolute paths the commands may also write. */
+  readonly writePaths?: readonly string[]
+  readonly limits?: ConfinedShellLimits
+  /**
+   * `true` (default): a host that cannot enforce every part of the policy fails each command
+   * with an error naming what is missing. `false`: run with what the kernel enforces, warn once,
+   * and say so in each result's `confinement`.
+   */
+  readonly required?: boolean
+}
+/** How a {@link ConfinedShellExecutor}'s command was confined. */
+export interface ShellConfinement {
+  /** Every part of the policy was enforced. */
+  readonly enforced: boolean
+  /** What the kernel could not enforce (only with `required: false`). */
+  readonly missing: readonly string[]
+  /** The Landlock ABI the rules were built for (0: none). */
+  readonly landlockAbi: number
+}
+/** A {@link ShellExecResult} with the confinement it ran under (additive). */
+export interface ConfinedShellExecResult extends ShellExecResult {
+  readonly confinement: ShellConfinement
+}
+/** What the host offers the confined shell ({@link ConfinedShellExecutor.probe}). */
+export interface ConfinedShellProbe {
+  /** Node's `process.platform` spelling of the OS (`linux`, `macos`, …). */
+  readonly platform: string
+  /** The kernel's Landlock ABI (0: Landlock missing or disabled). */
+  readonly landlockAbi: number
+  /** The ABI the default `required: true` needs. */
+  readonly requiredLandlockAbi: number
+}
+/**
+ * bash confined on Linux, in-process (no container, no external binary): a command may write
+ * only in the agent's filesystem sandbox root (the exec options' `sandboxRoot`, which `bash` sets
+ * from the agent's `cwd`) and a private temp dir (`TMPDIR`), read only the system's read-only
+ * locations, the root and `readPaths`, reach no network by default, and cannot signal, trace or
+ * read the environment of processes outside its own tree (Landlock, seccomp, no_new_privs, no
+ * capabilities, optional rlimits). It runs in the sandbox root; `cwd` may only name a directory
+ * inside it. Rejects an exec without a sandbox root (`AgentConfig.cwd: null`), and on other
+ * platforms. Options are checked at construction (TypeError / RangeError).
+ */
+export declare class ConfinedShellExecutor implements ShellExecutor {
+  constructor(options?: ConfinedShellExecutorOptions)
+  /** Creates the private temp dir. */
+  start(): Promise<void>
+  exec(command: string, options: ShellExecOptions): Promise<ConfinedShellExecResult>
+  /** Ends the commands still running and removes the temp dir. */
+  dispose(): Promise<void>
+  /** The host's Landlock ABI and platform, without starting anything. */
+  static probe(): ConfinedShellProbe
+}
 /** What an `onToolCall` gate is told about a call: after input validation, before `execute`. */
 export interface ToolCallContext {
   readonly toolName: string

@@ -15,6 +15,7 @@ const {
   resolvePathWithinCwd, collectFiles, SKIP_DIRS, matchesGlob,
   isSensitiveName, redactSensitiveText, redactSensitiveObject,
 } = require('./lib/builtin.js')
+const { ConfinedShellExecutor } = require('./lib/confined-shell.js')
 
 // One object literal of identifier shorthands only: Node's CommonJS export detection
 // (cjs-module-lexer) then sees every name, so `import { X } from './index.js'` works too.
@@ -68,4 +69,5 @@ module.exports = {
   redactSensitiveText,
   redactSensitiveObject,
   LocalShellExecutor,
+  ConfinedShellExecutor,
 }

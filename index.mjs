@@ -55,6 +55,7 @@ export const {
   redactSensitiveText,
   redactSensitiveObject,
   LocalShellExecutor,
+  ConfinedShellExecutor,
 } = core
 
 // `import core from '@oma-kernel/core'` keeps working as it did when the package was CJS-only.

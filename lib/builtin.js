@@ -519,4 +519,7 @@ module.exports = {
   isSensitiveName,
   redactSensitiveText,
   redactSensitiveObject,
+  // For the other native shells (lib/confined-shell.js), not the public entry.
+  hostEnv,
+  timerDelay,
 }

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod builtin;
 pub mod cancel;
+pub mod confined;
 pub mod core;
 pub mod executor;
 pub mod fast;

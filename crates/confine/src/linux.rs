@@ -285,8 +285,14 @@ pub unsafe fn apply_in_child(p: &Prepared, ruleset_fd: Option<RawFd>) -> Result<
     if p.drop_caps {
         // The bounding set first (it needs CAP_SETPCAP, which the capset below removes): an
         // execve by uid 0 would otherwise get the bounding set back as permitted capabilities.
+        // A process that is no longer root (it changed its uid after the fork) cannot drop the
+        // bounding set (EPERM) and needs not: with no_new_privs, an execve by a non-root uid
+        // gains no capability from it.
         for cap in 0..=p.cap_last {
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno() != libc::EINVAL {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0
+                && errno() != libc::EINVAL
+                && !(errno() == libc::EPERM && libc::getuid() != 0)
+            {
                 return fail(Step::Capabilities);
             }
         }

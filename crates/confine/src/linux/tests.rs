@@ -321,6 +321,47 @@ fn the_process_limit_is_missing_for_root_and_applied_otherwise() {
         policy.required = false;
         let p = prepare(&policy).unwrap();
         assert!(p.not_enforced().iter().any(|s| s.contains("RLIMIT_NPROC")));
+        // The limit itself is set: a child that drops to `nobody` before the confinement (as a
+        // non-root user's shell would be) cannot fork past it.
+        const NOBODY: u32 = 65534;
+        // SAFETY: the child makes only system calls, then _exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                if libc::setgid(NOBODY) != 0 || libc::setuid(NOBODY) != 0 {
+                    libc::_exit(240);
+                }
+                if apply_in_child(&p, None).is_err() {
+                    libc::_exit(241);
+                }
+                let mut kids = [0 as libc::pid_t; 64];
+                let mut n = 0;
+                let mut result = 0;
+                while n < kids.len() {
+                    let k = libc::fork();
+                    if k == 0 {
+                        libc::sleep(30);
+                        libc::_exit(0);
+                    }
+                    if k < 0 {
+                        result = errno_now();
+                        break;
+                    }
+                    kids[n] = k;
+                    n += 1;
+                }
+                for k in &kids[..n] {
+                    libc::kill(*k, libc::SIGKILL);
+                    libc::waitpid(*k, std::ptr::null_mut(), 0);
+                }
+                // The count of children it made, above the errno.
+                libc::_exit(if result == libc::EAGAIN && n < 16 { 0 } else { 100 + result.min(99) });
+            }
+        }
+        let mut st = 0;
+        // SAFETY: our own child.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        assert_eq!(libc::WEXITSTATUS(st), 0, "a fork loop as nobody under a 16-process limit: {st:#x}");
     } else {
         let p = Arc::new(prepare(&policy).unwrap());
         let o = sh(p, &d.root, "ulimit -u");

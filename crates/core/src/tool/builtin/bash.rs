@@ -223,6 +223,17 @@ unsafe fn close_fds_from(low: RawFd) {
     }
 }
 
+/// Closes the descriptors `low..high` (between fork and exec).
+unsafe fn close_fds_between(low: RawFd, high: RawFd) {
+    #[cfg(all(target_os = "linux", not(feature = "portable")))]
+    if high > low && libc::syscall(libc::SYS_close_range, low as u32, (high - 1) as u32, 0u32) == 0 {
+        return;
+    }
+    for fd in low..high {
+        libc::close(fd);
+    }
+}
+
 /// Status records from the helper: `E` + errno (spawn failure) or `X` + wait status.
 fn write_record(fd: RawFd, tag: u8, value: i32) {
     let v = value.to_ne_bytes();
@@ -271,9 +282,11 @@ unsafe fn helper_main(
     // 0..3 cannot clobber one another.
     let hi = |fd: RawFd| libc::fcntl(fd, libc::F_DUPFD, 10);
     let (a, b, c, s) = (hi(devnull), hi(out_w), hi(err_w), hi(status_w));
-    // The confinement's Landlock ruleset goes to 4, kept open for bash's child; it is
-    // close-on-exec there, so the command never holds it (with it, a command could add rules
-    // to the ruleset the next commands are confined by).
+    // The confinement's Landlock ruleset stays where `hi` put it (10 or above), open for bash's
+    // child and close-on-exec there, so the command never holds it (with it, a command could
+    // add rules to the ruleset later commands are confined by). Not on a fixed low number:
+    // libuv's fork handler closes and reopens its signal-lock pipe in every forked child, on the
+    // numbers it had in the parent (4 and 5 in a plain Node), which would close it.
     let ruleset = confine.and_then(|p| p.ruleset_fd()).map_or(-1, hi);
     if a < 0 || b < 0 || c < 0 || s < 0 || (confine.is_some_and(|p| p.ruleset_fd().is_some()) && ruleset < 0) {
         libc::_exit(126);
@@ -284,9 +297,9 @@ unsafe fn helper_main(
     libc::dup2(s, 3);
     let status_fd = 3;
     if ruleset >= 0 {
-        libc::dup2(ruleset, RULESET_FD);
-        libc::fcntl(RULESET_FD, libc::F_SETFD, libc::FD_CLOEXEC);
-        close_fds_from(RULESET_FD + 1);
+        libc::fcntl(ruleset, libc::F_SETFD, libc::FD_CLOEXEC);
+        close_fds_between(4, ruleset);
+        close_fds_from(ruleset + 1);
     } else {
         close_fds_from(4);
     }
@@ -307,7 +320,7 @@ unsafe fn helper_main(
         // runs no user code, and being outside is what keeps the command from signalling or
         // tracing its reaper (Landlock's scopes), so the kill-tree guarantee holds.
         if let Some(p) = confine {
-            let fd = if ruleset >= 0 { Some(RULESET_FD) } else { None };
+            let fd = if ruleset >= 0 { Some(ruleset) } else { None };
             if let Err(e) = oma_confine::apply_in_child(p, fd) {
                 write_record(status_fd, b'C', e.pack());
                 libc::_exit(127);
@@ -674,9 +687,6 @@ pub fn exec_bash_with(input: &BashInput, confine: Option<&Prepared>, cancelled: 
     let signal = exit_status.filter(|st| libc::WIFSIGNALED(*st)).map(|st| libc::WTERMSIG(st));
     Exec { raw: BashRaw { stdout: out.text(), stderr: err.text(), exit_code: code }, signal }
 }
-
-/// Where the helper puts the Landlock ruleset for bash's child (0..3 are stdio and status).
-const RULESET_FD: RawFd = 4;
 
 /// bash's process could not be confined (a step of `apply_in_child` failed): a startup
 /// failure, so 127 with the reason in stderr. The command never ran.

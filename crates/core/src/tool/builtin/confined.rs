@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::bash::{self, BashInput, BashRaw, Exec};
 use super::path_safety::{self, SandboxSpec};
 
-pub use oma_confine::{Limits, Network, Prepared};
+pub use oma_confine::{landlock_abi, Limits, Network, Prepared, REQUIRED_LANDLOCK_ABI};
 
 pub const OPTION_NAMES: [&str; 5] = ["network", "readPaths", "writePaths", "limits", "required"];
 pub const LIMIT_NAMES: [&str; 5] = ["cpuSeconds", "addressSpaceBytes", "fileSizeBytes", "openFiles", "processes"];
@@ -217,6 +217,15 @@ pub fn check_options(d: &Value) -> Result<Options, CheckError> {
 /// The exec refusal when there is no sandbox root to confine to.
 pub const NO_SANDBOX_ROOT: &str = "The confined shell needs the agent's filesystem sandbox: commands run in its root and may write only there. This call has no sandbox root (the agent has AgentConfig.cwd: null, or exec was called without ShellExecOptions.sandboxRoot); give the agent a cwd, or use another shell executor.";
 
+/// The one-time warning of an executor with `required: false` on a host that cannot enforce
+/// every part of its policy.
+pub fn partial_warning(missing: &[String]) -> String {
+    format!(
+        "oma-kernel: ConfinedShellExecutor runs with partial confinement on this host (required: false): {}.",
+        missing.join("; ")
+    )
+}
+
 pub fn cpu_limit_text(seconds: u64) -> String {
     format!("Command exceeded its CPU time limit ({seconds} s).")
 }
@@ -242,10 +251,10 @@ pub fn address_space_limit_text(bytes: u64) -> String {
 /// the other limits make a call fail, which the program reports in its own words.
 pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
     let code = e.raw.exit_code;
-    if code == 124 || code == 130 {
-        return None;
-    }
-    let by = |sig: i32| e.signal == Some(sig) || code == 128 + sig;
+    // After a timeout or an abort the tree was killed: no signal or exit code is the command's,
+    // but what it printed before still tells (a fork loop killed at its timeout).
+    let ended = code != 124 && code != 130;
+    let by = |sig: i32| ended && (e.signal == Some(sig) || code == 128 + sig);
     let err = &e.raw.stderr;
     // bash names a child's signal with strsignal's text, and goes on with the script.
     if let Some(s) = limits.cpu_seconds.filter(|_| by(libc::SIGXCPU) || err.contains("CPU time limit exceeded")) {
@@ -257,15 +266,14 @@ pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
     if code == 0 {
         return None;
     }
-    if let Some(n) =
-        limits.processes.filter(|_| err.contains("fork: ") && err.contains("Resource temporarily unavailable"))
-    {
+    let lower = err.to_ascii_lowercase();
+    let fork_failed = lower.contains("fork") && lower.contains("resource temporarily unavailable");
+    if let Some(n) = limits.processes.filter(|_| fork_failed) {
         return Some(process_limit_text(n));
     }
     if let Some(n) = limits.open_files.filter(|_| err.contains("Too many open files")) {
         return Some(open_files_limit_text(n));
     }
-    let lower = err.to_ascii_lowercase();
     let alloc = ["cannot allocate memory", "out of memory", "memory exhausted", "memoryerror", "bad_alloc"]
         .iter()
         .any(|m| lower.contains(m));

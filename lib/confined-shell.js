@@ -1,0 +1,117 @@
+'use strict'
+// ConfinedShellExecutor (issue 14): bash under Landlock, seccomp and resource limits, behind the
+// ShellExecutor seam. JS glue only: the option checks, the policy, the temp dir, where a command
+// runs and every text are the kernel's (crates/core/src/tool/builtin/confined.rs over
+// crates/confine); this file describes the options for the check, wires the AbortSignal to a
+// cancel handle, tracks the commands in flight for dispose(), and warns once.
+const native = require('./native.js')
+const { hostEnv, timerDelay } = require('./builtin.js')
+
+/** A JS value as the kernel's option check reads it (tag `t`, value `v`), so `undefined`, NaN,
+ *  functions… keep their identity through JSON. */
+function describe(v) {
+  if (v === null) return { t: 'null' }
+  if (Array.isArray(v)) return { t: 'array', v: v.map(describe) }
+  switch (typeof v) {
+    case 'number':
+      return { t: 'number', v: Number.isFinite(v) ? v : String(v) }
+    case 'string':
+    case 'boolean':
+      return { t: typeof v, v }
+    case 'object': {
+      const fields = {}
+      for (const k of Object.keys(v)) fields[k] = describe(v[k])
+      return { t: 'object', v: fields }
+    }
+    default:
+      return { t: typeof v }
+  }
+}
+
+function aborted(signal) {
+  return signal !== undefined && signal !== null && signal.aborted === true
+}
+
+/**
+ * A ShellExecutor whose commands run confined (Linux): they may write only in the agent's
+ * sandbox root (`sandboxRoot`, which bash sets from the tool context's cwd) and a private temp
+ * dir, read only the system's read-only locations plus the root, reach no network unless
+ * `network: 'allow'`, and cannot signal, trace or read the environment of processes outside.
+ * The command runs in the sandbox root; `cwd` may only name a directory inside it.
+ */
+class ConfinedShellExecutor {
+  #described
+  #shell = null
+  #inflight = new Set()
+  #warned = false
+
+  constructor(options) {
+    const described = JSON.stringify(describe(options))
+    const bad = native.confinedShellCheck(described)
+    if (bad !== null) throw bad[0] === 'RangeError' ? new RangeError(bad[1]) : new TypeError(bad[1])
+    this.#described = described
+  }
+
+  /** Creates the private temp dir; refuses on a platform without the confinement. */
+  async start() {
+    if (this.#shell === null) this.#shell = new native.ConfinedShell(this.#described)
+  }
+
+  async exec(command, options) {
+    const signal = options ? options.abortSignal : undefined
+    if (aborted(signal)) return { stdout: '', stderr: '', exitCode: 130 }
+    // Used directly (not through an agent's lifecycle): started on first use.
+    if (this.#shell === null) this.#shell = new native.ConfinedShell(this.#described)
+    const handle = new native.CancelHandle()
+    const onAbort = () => handle.cancel()
+    if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    const entry = { handle, done: null }
+    const run = this.#shell.exec(
+      command,
+      timerDelay(options.timeoutMs),
+      options.cwd ?? null,
+      options.sandboxRoot ?? null,
+      process.cwd(),
+      hostEnv(),
+      handle,
+    )
+    entry.done = run.then(() => {}, () => {})
+    this.#inflight.add(entry)
+    let r
+    try {
+      r = await run
+    } finally {
+      this.#inflight.delete(entry)
+      if (signal) signal.removeEventListener('abort', onAbort)
+    }
+    const missing = [...r.missing]
+    if (missing.length > 0 && !this.#warned) {
+      this.#warned = true
+      console.warn(native.confinedShellWarning(missing))
+    }
+    return {
+      stdout: r.stdout,
+      stderr: r.stderr,
+      exitCode: r.exitCode,
+      confinement: { enforced: missing.length === 0, missing, landlockAbi: r.landlockAbi },
+    }
+  }
+
+  /** Ends the commands still running (their whole trees) and removes the temp dir. */
+  async dispose() {
+    const shell = this.#shell
+    this.#shell = null
+    const running = [...this.#inflight]
+    for (const e of running) e.handle.cancel()
+    await Promise.all(running.map((e) => e.done))
+    if (shell !== null) shell.dispose()
+  }
+
+  /** What this host offers: `{ platform, landlockAbi, requiredLandlockAbi }` (0: no Landlock). */
+  static probe() {
+    const p = native.confinedShellProbe()
+    return { platform: p.platform, landlockAbi: p.landlockAbi, requiredLandlockAbi: p.requiredLandlockAbi }
+  }
+}
+
+module.exports = { ConfinedShellExecutor }
