@@ -7,8 +7,11 @@
 //
 //   node bench/w1-instructions.js [kernel|ai|both] [K] [T] [warm-up tool calls] [measured tool calls]
 //
-// Defaults: both 16 10 48000 9600 (whole runs of K×T tool calls each; a short window would
-// count a major GC or two against few calls). V8 runs with `--single-threaded`, so its optimising compiler
+// Defaults: both 16 10 200000 9600 (whole runs of K×T tool calls each). The long warm-up is for
+// the functions called once per run (the Agent's driver, the runner's setup): V8 optimises a
+// function after a budget that grows with its size, so at 1×10 a 48,000-call warm-up left them
+// unoptimised in one build and not in the other (106k vs 43k instructions per call; 41.4k vs
+// 42.1k after 200,000). A short window would also count a major GC against few calls. V8 runs with `--single-threaded`, so its optimising compiler
 // works on the main thread during the warm-up instead of lagging behind on background threads
 // into the measured window (under valgrind it otherwise still compiles thousands of runs later;
 // bench/w5-instructions.js shows that effect). Needs `valgrind` and a release build.
@@ -67,7 +70,7 @@ function compiled(out) {
 }
 
 async function main() {
-  const [which = 'both', k = '16', t = '10', warmCalls = '48000', calls = '9600'] = process.argv.slice(2)
+  const [which = 'both', k = '16', t = '10', warmCalls = '200000', calls = '9600'] = process.argv.slice(2)
   const K = Number(k)
   const T = Number(t)
   const warm = Math.ceil(Number(warmCalls) / (K * T))
