@@ -227,3 +227,22 @@ test('EgressPolicyError from createAdapter and from a run: instanceof across bot
   assert.equal(r.output, 'Egress policy cannot enforce provider "mock": custom and AI SDK adapters do not expose an enforceable request transport or target contract to OMA.')
   assert.ok(agent.getState().error instanceof EgressPolicyError)
 })
+
+test('ConfinedShellExecutor from the ESM entry: one class across both entries, a confined command', async () => {
+  const { ConfinedShellExecutor } = core
+  assert.equal(ConfinedShellExecutor, cjs.ConfinedShellExecutor)
+  assert.throws(() => new ConfinedShellExecutor({ network: 'none' }), TypeError)
+  const probe = ConfinedShellExecutor.probe()
+  if (probe.platform !== 'linux' || probe.landlockAbi < probe.requiredLandlockAbi) return
+  const root = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'oma-esm-confined-')))
+  const ex = new ConfinedShellExecutor()
+  try {
+    const r = await ex.exec('pwd; cat /proc/$PPID/environ', { timeoutMs: 10_000, sandboxRoot: root })
+    assert.equal(r.stdout, `${root}\n`)
+    assert.match(r.stderr, /Permission denied/)
+    assert.equal(r.confinement.enforced, true)
+  } finally {
+    await ex.dispose()
+    await fs.rm(root, { recursive: true, force: true })
+  }
+})

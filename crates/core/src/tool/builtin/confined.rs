@@ -285,6 +285,9 @@ pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
     None
 }
 
+/// The variables that point at the executor's private temp dir.
+pub const PRIVATE_DIR_VARS: [&str; 4] = ["HOME", "TMPDIR", "TMP", "TEMP"];
+
 /// One `exec` of the confined shell.
 pub struct ExecRequest {
     pub command: String,
@@ -375,9 +378,12 @@ impl ConfinedShell {
         let resolved = path_safety::resolve_path_within_cwd(&cwd, &spec, true)?;
         let prepared = self.prepared_for(&resolved.root)?;
         let tmp = self.temp_dir.to_string_lossy().into_owned();
+        // HOME too: the real one is not readable under the policy (keys, tokens, shell
+        // history), and tools that read or write there (git's global config, caches) fail on
+        // an unreadable HOME where they accept a missing file.
         let mut env: Vec<(String, String)> =
-            req.env.into_iter().filter(|(k, _)| !matches!(k.as_str(), "TMPDIR" | "TMP" | "TEMP")).collect();
-        for k in ["TMPDIR", "TMP", "TEMP"] {
+            req.env.into_iter().filter(|(k, _)| !PRIVATE_DIR_VARS.contains(&k.as_str())).collect();
+        for k in PRIVATE_DIR_VARS {
             env.push((k.to_string(), tmp.clone()));
         }
         let input = BashInput { command: req.command, timeout_ms: req.timeout_ms, cwd: Some(resolved.path), env };

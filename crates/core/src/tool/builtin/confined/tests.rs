@@ -113,9 +113,12 @@ fn commands_run_in_the_root_with_a_private_tmp() {
     let shell = ConfinedShell::start(Options::default()).unwrap();
     let tmp = shell.temp_dir().to_string_lossy().into_owned();
     let r = shell
-        .exec(req("pwd; echo $TMPDIR; echo x > $TMPDIR/t && cat $TMPDIR/t; echo y > f", &root, None), &|| false)
+        .exec(
+            req("pwd; echo $TMPDIR $TMP $TEMP $HOME; echo x > $TMPDIR/t && cat $TMPDIR/t; echo y > f", &root, None),
+            &|| false,
+        )
         .unwrap();
-    assert_eq!(r.raw.stdout, format!("{root}\n{tmp}\nx\n"), "{}", r.raw.stderr);
+    assert_eq!(r.raw.stdout, format!("{root}\n{tmp} {tmp} {tmp} {tmp}\nx\n"), "{}", r.raw.stderr);
     assert!(r.missing.is_empty());
     assert!(std::path::Path::new(&format!("{root}/f")).exists());
     // cwd: inside the root (relative to it) is fine; outside is the sandbox's refusal.
