@@ -206,6 +206,17 @@ describe('exec', () => {
     await ex.dispose()
   })
 
+  withLandlock('limits: address space and open files give clear results', async () => {
+    const ex = new ConfinedShellExecutor({ limits: { addressSpaceBytes: 256 * 1024 * 1024, openFiles: 16 } })
+    const mem = await ex.exec(`perl -e '$x = "a" x (400 * 1024 * 1024); print length($x)'`, opts())
+    expect(mem.stdout).toBe('')
+    expect(mem.stderr).toMatch(/^Out of memory!\n[^]*Command likely exceeded its address space limit \(268435456 bytes\): an allocation failed\.$/)
+    const files = await ex.exec(`perl -e 'for (1..40) { open(my $f, "<", "/dev/null") or die "open: $!\\n"; push @f, $f }'`, opts())
+    expect(files.stderr).toBe('open: Too many open files\nCommand reached its open files limit (16).')
+    expect(files.exitCode).not.toBe(0)
+    await ex.dispose()
+  })
+
   withLandlock('a timeout and an abort still leave no survivor', async () => {
     const ex = new ConfinedShellExecutor()
     const m1 = uniqueMarker()
