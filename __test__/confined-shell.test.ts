@@ -427,6 +427,8 @@ describe('escape corpus through an agent', () => {
       [`perl -e 'socket(S, 16, 3, 0) or die "netlink: $!\\n"; print "ESCAPED"'`, denied],
       [`mkdir -p mnt && mount -t tmpfs none mnt && echo ESCAPED`, /permission denied|Operation not permitted/i],
       [`chroot / true && echo ESCAPED`, notPermitted],
+      [`cp /bin/sh ./rootsh && chmod u+s ./rootsh && echo ESCAPED`, notPermitted],
+      [`touch ./setgid && chmod 2755 ./setgid && echo ESCAPED`, notPermitted],
     ]
     // Tools an attempt needs that this host lacks make it fail for the wrong reason: dropped.
     const have = (tool: string) => child_process.spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0

@@ -22,6 +22,9 @@
 //! - With the network denied: Landlock TCP bind/connect rules (ABI 4) and a seccomp filter that
 //!   refuses `socket()` of every family but `AF_UNIX` with `EACCES` (UDP, raw, netlink
 //!   included) and `io_uring_setup` with `ENOSYS` (io_uring can create sockets past seccomp).
+//! - Always, in the same filter: `chmod` and its variants refuse setuid and setgid bits (`EPERM`):
+//!   Landlock has no rule for file modes, and a command started by root could otherwise leave a
+//!   setuid-root program behind.
 //! - Capabilities: a command started by root loses every capability (bounding set included), so
 //!   it cannot reconfigure the machine (mount is refused by Landlock anyway).
 //! - Resource limits (`setrlimit`): CPU seconds, address space, file size, open files, processes.
@@ -188,10 +191,8 @@ pub fn missing_parts(abi: i32, policy: &Policy, seccomp: Result<(), String>, uid
             ));
         }
     }
-    if policy.network == Network::Deny {
-        if let Err(why) = seccomp {
-            out.push(why);
-        }
+    if let Err(why) = seccomp {
+        out.push(why);
     }
     if policy.limits.processes.is_some() && uid == 0 {
         out.push("the process limit is not enforced for root (Linux does not apply RLIMIT_NPROC to uid 0)".to_string());
@@ -296,9 +297,11 @@ mod tests {
                 "Landlock ABI 6 (signal and abstract unix socket scopes) is not available on this kernel (found ABI 3)"
             ]
         );
-        // With the network allowed, the TCP rules and the socket filter are not needed.
+        // With the network allowed, the TCP rules are not needed (the seccomp filter still is:
+        // it refuses setuid and setgid modes).
         let allow = policy(Network::Allow, None);
-        assert_eq!(missing_parts(3, &allow, Err("no seccomp".into()), 1000).len(), 1);
+        assert_eq!(missing_parts(3, &allow, Err("no seccomp".into()), 1000).len(), 2);
+        assert_eq!(missing_parts(4, &allow, Ok(()), 1000).len(), 1);
         assert_eq!(missing_parts(2, &allow, Ok(()), 1000).len(), 2);
         let none = missing_parts(0, &p, Err("seccomp is not available".into()), 1000);
         assert_eq!(none.len(), 2);

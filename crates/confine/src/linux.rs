@@ -92,11 +92,8 @@ impl Prepared {
 }
 
 fn seccomp_available() -> Result<(), String> {
-    if socket_filter().is_none() {
-        return Err(format!(
-            "the seccomp socket filter is not available on this architecture ({})",
-            std::env::consts::ARCH
-        ));
+    if seccomp_filter(Network::Deny).is_none() {
+        return Err(format!("the seccomp filter is not available on this architecture ({})", std::env::consts::ARCH));
     }
     // SAFETY: a query without arguments.
     let r = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
@@ -240,7 +237,7 @@ pub(crate) fn prepare(policy: &Policy) -> Result<Prepared, Error> {
     }
     let rlimits = rlimits(policy, uid)?;
     let ruleset = ruleset(policy, abi_of(abi_num))?;
-    let filter = if policy.network == Network::Deny && seccomp.is_ok() { socket_filter() } else { None };
+    let filter = if seccomp.is_ok() { seccomp_filter(policy.network) } else { None };
     Ok(Prepared {
         ruleset,
         filter: filter.unwrap_or_default(),
@@ -328,16 +325,19 @@ pub unsafe fn apply_in_child(p: &Prepared, ruleset_fd: Option<RawFd>) -> Result<
 
 // ---- the seccomp program ------------------------------------------------------------------
 
-/// `struct seccomp_data` offsets: nr, arch, args[0] (its low word: little-endian targets only).
+/// `struct seccomp_data` offsets: nr, arch, and the low words of args[0..3] (little-endian
+/// targets only).
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
-const OFF_ARG0: u32 = 16;
+const OFF_ARG: [u32; 3] = [16, 24, 32];
 
 #[derive(Clone, Copy)]
 enum Ins {
     Ld(u32),
     /// Jump to the label when the accumulator equals the value, else fall through.
     Jeq(u32, u8),
+    /// Jump to the label when the accumulator has any of the bits, else fall through.
+    Jset(u32, u8),
     Ret(u32),
     Label(u8),
 }
@@ -345,6 +345,7 @@ enum Ins {
 fn assemble(prog: &[Ins]) -> Vec<libc::sock_filter> {
     const BPF_LD_W_ABS: u16 = 0x20;
     const BPF_JEQ_K: u16 = 0x15;
+    const BPF_JSET_K: u16 = 0x45;
     const BPF_RET_K: u16 = 0x06;
     let mut labels = [0usize; 16];
     let mut pc = 0;
@@ -357,56 +358,101 @@ fn assemble(prog: &[Ins]) -> Vec<libc::sock_filter> {
     let mut out = Vec::with_capacity(pc);
     for i in prog {
         let f = |code, jt, k| libc::sock_filter { code, jt, jf: 0, k };
+        let jump = |l: u8, at: usize| u8::try_from(labels[l as usize] - (at + 1)).expect("short program");
         match *i {
             Ins::Label(_) => continue,
             Ins::Ld(off) => out.push(f(BPF_LD_W_ABS, 0, off)),
-            Ins::Jeq(k, l) => {
-                let jt = labels[l as usize] - (out.len() + 1);
-                out.push(f(BPF_JEQ_K, u8::try_from(jt).expect("short program"), k));
-            }
+            Ins::Jeq(k, l) => out.push(f(BPF_JEQ_K, jump(l, out.len()), k)),
+            Ins::Jset(k, l) => out.push(f(BPF_JSET_K, jump(l, out.len()), k)),
             Ins::Ret(v) => out.push(f(BPF_RET_K, 0, v)),
         }
     }
     out
 }
 
+/// One architecture's numbers; `NONE` where it lacks the call.
 struct ArchNumbers {
     audit: u32,
     socket: u32,
     io_uring_setup: u32,
     /// i386's multiplexer: its `SYS_SOCKET` call cannot be inspected (the domain is in
     /// memory), so every socket it would create is refused.
-    socketcall: Option<u32>,
+    socketcall: u32,
+    /// The mode is argument 1.
+    chmod: [u32; 2],
+    /// The mode is argument 2.
+    chmodat: [u32; 2],
     /// x32 calls carry this bit on x86_64's audit arch.
-    x32_bit: Option<u32>,
+    x32_bit: u32,
 }
+
+const NONE: u32 = u32::MAX;
 
 #[cfg(target_arch = "x86_64")]
 const ARCHES: Option<[ArchNumbers; 2]> = Some([
-    ArchNumbers { audit: 0xC000_003E, socket: 41, io_uring_setup: 425, socketcall: None, x32_bit: Some(0x4000_0000) },
-    ArchNumbers { audit: 0x4000_0003, socket: 359, io_uring_setup: 425, socketcall: Some(102), x32_bit: None },
+    ArchNumbers {
+        audit: 0xC000_003E,
+        socket: 41,
+        io_uring_setup: 425,
+        socketcall: NONE,
+        chmod: [90, 91],
+        chmodat: [268, 452],
+        x32_bit: 0x4000_0000,
+    },
+    ArchNumbers {
+        audit: 0x4000_0003,
+        socket: 359,
+        io_uring_setup: 425,
+        socketcall: 102,
+        chmod: [15, 94],
+        chmodat: [306, 452],
+        x32_bit: NONE,
+    },
 ]);
 #[cfg(target_arch = "aarch64")]
 const ARCHES: Option<[ArchNumbers; 2]> = Some([
-    ArchNumbers { audit: 0xC000_00B7, socket: 198, io_uring_setup: 425, socketcall: None, x32_bit: None },
-    ArchNumbers { audit: 0x4000_0028, socket: 281, io_uring_setup: 425, socketcall: None, x32_bit: None },
+    ArchNumbers {
+        audit: 0xC000_00B7,
+        socket: 198,
+        io_uring_setup: 425,
+        socketcall: NONE,
+        chmod: [NONE, 52],
+        chmodat: [53, 452],
+        x32_bit: NONE,
+    },
+    ArchNumbers {
+        audit: 0x4000_0028,
+        socket: 281,
+        io_uring_setup: 425,
+        socketcall: NONE,
+        chmod: [15, 94],
+        chmodat: [333, 452],
+        x32_bit: NONE,
+    },
 ]);
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const ARCHES: Option<[ArchNumbers; 2]> = None;
 
-/// The network-deny filter: `socket()` of a family other than AF_UNIX → EACCES,
-/// `io_uring_setup` → ENOSYS, everything else allowed; every answer is an errno, never a kill
-/// (a call from an architecture the kernel should not even offer gets ENOSYS).
-pub(crate) fn socket_filter() -> Option<Vec<libc::sock_filter>> {
+/// The confined command's seccomp filter. Always: `chmod`/`fchmod`/`fchmodat`/`fchmodat2`
+/// setting a setuid or setgid bit → EPERM (Landlock has no rule for file modes, and a command
+/// started by root could otherwise leave a setuid-root program behind). With the network
+/// denied: `socket()` of a family other than AF_UNIX → EACCES, `io_uring_setup` → ENOSYS (io_uring
+/// can create sockets past seccomp). Everything else is allowed; every answer is an errno, never
+/// a kill (a call from an architecture the kernel should not even offer gets ENOSYS).
+pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>> {
     let arches = ARCHES?;
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & 0xffff);
     const NATIVE: u8 = 0;
     const COMPAT: u8 = 1;
     const DOMAIN: u8 = 2;
     const SOCKETCALL: u8 = 3;
-    const DENY: u8 = 4;
+    const DENY_SOCKET: u8 = 4;
     const ALLOW: u8 = 5;
     const NOSYS: u8 = 6;
+    const MODE1: u8 = 7;
+    const MODE2: u8 = 8;
+    const DENY_MODE: u8 = 9;
+    let deny_network = network == Network::Deny;
     let mut p = vec![
         Ins::Ld(OFF_ARCH),
         Ins::Jeq(arches[0].audit, NATIVE),
@@ -416,27 +462,48 @@ pub(crate) fn socket_filter() -> Option<Vec<libc::sock_filter>> {
     for (label, a) in [(NATIVE, &arches[0]), (COMPAT, &arches[1])] {
         p.push(Ins::Label(label));
         p.push(Ins::Ld(OFF_NR));
-        p.push(Ins::Jeq(a.socket, DOMAIN));
-        p.push(Ins::Jeq(a.io_uring_setup, NOSYS));
-        if let Some(bit) = a.x32_bit {
-            p.push(Ins::Jeq(a.socket | bit, DOMAIN));
-            p.push(Ins::Jeq(a.io_uring_setup | bit, NOSYS));
+        let mut on = |nr: u32, to: u8| {
+            if nr != NONE {
+                p.push(Ins::Jeq(nr, to));
+                if a.x32_bit != NONE {
+                    p.push(Ins::Jeq(nr | a.x32_bit, to));
+                }
+            }
+        };
+        for nr in a.chmod {
+            on(nr, MODE1);
         }
-        if let Some(nr) = a.socketcall {
-            p.push(Ins::Jeq(nr, SOCKETCALL));
+        for nr in a.chmodat {
+            on(nr, MODE2);
+        }
+        if deny_network {
+            on(a.socket, DOMAIN);
+            on(a.io_uring_setup, NOSYS);
+            on(a.socketcall, SOCKETCALL);
         }
         p.push(Ins::Ret(libc::SECCOMP_RET_ALLOW));
     }
     const SYS_SOCKET: u32 = 1;
+    const SETID_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
     p.extend([
+        Ins::Label(MODE1),
+        Ins::Ld(OFF_ARG[1]),
+        Ins::Jset(SETID_BITS, DENY_MODE),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(MODE2),
+        Ins::Ld(OFF_ARG[2]),
+        Ins::Jset(SETID_BITS, DENY_MODE),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(DENY_MODE),
+        Ins::Ret(errno(libc::EPERM)),
         Ins::Label(SOCKETCALL),
-        Ins::Ld(OFF_ARG0),
-        Ins::Jeq(SYS_SOCKET, DENY),
+        Ins::Ld(OFF_ARG[0]),
+        Ins::Jeq(SYS_SOCKET, DENY_SOCKET),
         Ins::Ret(libc::SECCOMP_RET_ALLOW),
         Ins::Label(DOMAIN),
-        Ins::Ld(OFF_ARG0),
+        Ins::Ld(OFF_ARG[0]),
         Ins::Jeq(libc::AF_UNIX as u32, ALLOW),
-        Ins::Label(DENY),
+        Ins::Label(DENY_SOCKET),
         Ins::Ret(errno(libc::EACCES)),
         Ins::Label(ALLOW),
         Ins::Ret(libc::SECCOMP_RET_ALLOW),

@@ -412,16 +412,48 @@ fn bad_paths_and_required_parts_are_clear_errors() {
 
 #[test]
 fn the_filter_is_well_formed() {
-    let Some(f) = socket_filter() else {
+    let Some(f) = seccomp_filter(Network::Deny) else {
         eprintln!("skipped the_filter_is_well_formed: no filter on {}", std::env::consts::ARCH);
         return;
     };
     // Every jump lands inside the program, and the program ends with a return.
     for (i, ins) in f.iter().enumerate() {
-        if ins.code == 0x15 {
+        if ins.code == 0x15 || ins.code == 0x45 {
             assert!(i + 1 + (ins.jt as usize) < f.len());
         }
     }
     assert_eq!(f.last().unwrap().code, 0x06);
     assert!(f.len() < 64);
+}
+
+#[test]
+fn setuid_and_setgid_modes_are_refused_with_either_network() {
+    let d = Dirs::new();
+    let file = d.root.join("prog");
+    std::fs::write(&file, "#!/bin/sh\n").unwrap();
+    let f = c(&file);
+    for network in [Network::Deny, Network::Allow] {
+        let p = prepare(&d.policy(network)).unwrap();
+        let f = &f;
+        let chmod = |mode: libc::mode_t| move || res(unsafe { libc::chmod(f.as_ptr(), mode) } as _);
+        assert_eq!(in_child(&p, &chmod(0o755)), 0);
+        assert_eq!(in_child(&p, &chmod(0o4755)), libc::EPERM);
+        assert_eq!(in_child(&p, &chmod(0o2755)), libc::EPERM);
+        assert_eq!(
+            in_child(&p, &|| res(unsafe { libc::fchmodat(libc::AT_FDCWD, f.as_ptr(), 0o6755, 0) } as _)),
+            libc::EPERM
+        );
+        assert_eq!(
+            in_child(&p, &|| {
+                // SAFETY: a fresh descriptor, left to _exit.
+                let fd = unsafe { libc::open(f.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+                res(unsafe { libc::fchmod(fd, 0o4711) } as _)
+            }),
+            libc::EPERM
+        );
+        // The plain bits still work through every variant.
+        assert_eq!(in_child(&p, &|| res(unsafe { libc::fchmodat(libc::AT_FDCWD, f.as_ptr(), 0o700, 0) } as _)), 0);
+    }
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777, 0o700);
 }
