@@ -252,6 +252,7 @@ async fn drive(
     ready: Ready,
 ) {
     let mut ready = Some(ready);
+    let mut failure: Option<String> = None;
     // key → (request id, reply) and back: keys are the caller's, ids the session's.
     let mut calls: HashMap<u64, (u64, oneshot::Sender<CallOutcome>)> = HashMap::new();
     let mut by_id: HashMap<u64, u64> = HashMap::new();
@@ -273,10 +274,9 @@ async fn drive(
                         }
                     }
                 }
+                // Answered once the server is ended (the original's cleanup before the rethrow).
                 Event::ConnectFailed(e) => {
-                    if let Some(r) = ready.take() {
-                        let _ = r.send(Err(e));
-                    }
+                    failure.get_or_insert(e);
                     session.close(None);
                 }
                 Event::CallDone(id, outcome) => {
@@ -325,7 +325,8 @@ async fn drive(
     drop(write_tx.take());
     end_tree(&mut child, pid).await;
     if let Some(r) = ready.take() {
-        let _ = r.send(Err(crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed")));
+        let closed = || crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed");
+        let _ = r.send(Err(failure.unwrap_or_else(closed)));
     }
     if let Some(done) = disconnected {
         let _ = done.send(());
