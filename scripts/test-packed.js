@@ -115,6 +115,8 @@ function suite(label, nodeBin, project) {
   step(`${label} no cargo/rustc on PATH`, '/bin/sh', ['-c', 'if command -v cargo || command -v rustc; then exit 1; fi'], opts)
   step(`${label} CommonJS require`, nodeBin, ['cjs.cjs'], opts)
   step(`${label} ESM import (every name)`, nodeBin, ['esm.mjs'], opts)
+  step(`${label} MCP subpath, CommonJS require`, nodeBin, ['mcp-cjs.cjs'], opts)
+  step(`${label} MCP subpath, ESM import`, nodeBin, ['mcp-esm.mjs'], opts)
   step(`${label} worker threads`, nodeBin, ['workers.cjs'], opts)
   step(`${label} loader text without a binary`, nodeBin, ['loader.cjs'], opts)
   step(`${label} jest -w 2`, nodeBin, [bin('jest/bin/jest.js'), '-c', 'jest.config.cjs', '-w', '2', '--ci'], opts)
