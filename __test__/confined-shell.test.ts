@@ -236,6 +236,22 @@ describe('exec', () => {
     await ex.dispose()
   })
 
+  withLandlock("bash's own timeout through an agent ends the confined tree", async () => {
+    const ex = new ConfinedShellExecutor()
+    const m = uniqueMarker()
+    const registry = new ToolRegistry()
+    registerBuiltInTools(registry)
+    const use = resp([{ type: 'tool_use', id: 't1', name: 'bash', input: { command: `sleep ${m} & ( setsid sleep ${m} & ); sleep ${m}`, timeout: 400 } }])
+    const agent = new Agent(
+      { name: 'confined', model: 'm', tools: ['bash'], cwd: root, shellExecutor: ex, adapter: scripted([use, text('done')]) } as AgentConfig,
+      registry,
+      new ToolExecutor(registry),
+    )
+    const r = await agent.run('go')
+    expect(r.toolCalls[0].output).toBe('(command exited with code 124, no output)')
+    expect(await noneLeft(m)).toEqual([])
+  })
+
   withLandlock('dispose ends a command in flight', async () => {
     const ex = new ConfinedShellExecutor()
     const m = uniqueMarker()
