@@ -105,6 +105,8 @@ export declare class NativeMcpClient {
   callTool(key: number, rawName: string, argumentsJson: string): Promise<NativeMcpResult>
   /** Gives up on call `key`; `reason` is `String(signal.reason)`. */
   cancel(key: number, reason: string): void
+  /** SIGTERM to the server's process group now (the glue's `process.on('exit')`). */
+  terminateNow(): void
   /** Ends the server and its process group. */
   disconnect(): Promise<undefined>
 }

@@ -2,6 +2,7 @@
 // servers @modelcontextprotocol/server-everything and server-filesystem, and a test-only server
 // (__test__/fixtures/mcp/server.mjs, written with the SDK's server API) for pagination, every
 // content kind, errors, cancellation, timeouts, dying, garbage, floods and process trees.
+import { execFileSync } from 'child_process'
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
@@ -191,6 +192,20 @@ describe('the test server', () => {
     expect(running(server)).toBe(false)
     expect(running(pid)).toBe(false)
     expect(await tool(c, 'ns_echo').execute({ text: 'a' }, ctx())).toEqual({ data: 'MCP tool "ns/echo" failed: MCP error -32000: Connection closed', isError: true })
+  })
+
+  test('a process that exits without disconnect takes the server group with it', async () => {
+    const script = `
+      const { connectMCPTools } = require(${JSON.stringify(path.join(__dirname, '..', 'mcp.js'))})
+      connectMCPTools({ command: process.execPath, args: ${JSON.stringify([fixture, 'plain', logFile])} })
+        .then((c) => c.tools.find((t) => t.name === 'tree').execute({}, {}))
+        .then((r) => console.log(r.data))`
+    const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+    const pid = Number(out.trim())
+    expect(pid).toBeGreaterThan(0)
+    const server = (events().find((e) => 'descendant' in e) as { pid: number }).pid
+    // SIGTERM is asynchronous: wait for it to land (the test times out if it never does).
+    await until(() => (running(pid) || running(server) ? undefined : true))
   })
 
   test("the environment: the SDK's default variables from process.env, env on top, undefined removes", async () => {

@@ -95,6 +95,14 @@ function mcpTool(client, spec, nextKey) {
   })
 }
 
+// Connected clients not yet disconnected. A process that exits without disconnect(): each
+// server's stdin closes with it, but a descendant that ignores EOF would outlive it, so the
+// groups get SIGTERM on the way out (one listener for all connections).
+const live = new Set()
+function terminateLive() {
+  for (const c of live) c.terminateNow()
+}
+
 async function connectMCPTools(config) {
   if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
   const json = JSON.stringify({
@@ -117,9 +125,12 @@ async function connectMCPTools(config) {
     return key
   }
   const tools = JSON.parse(client.toolsJson).map((spec) => mcpTool(client, spec, nextKey))
+  live.add(client)
+  if (live.size === 1) process.on('exit', terminateLive)
   return {
     tools,
     disconnect: async () => {
+      if (live.delete(client) && live.size === 0) process.removeListener('exit', terminateLive)
       await client.disconnect()
     },
   }

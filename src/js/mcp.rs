@@ -72,6 +72,12 @@ impl NativeMcpClient {
         self.client.cancel(key as u64, reason);
     }
 
+    /// SIGTERM to the server's process group now (the glue's `process.on('exit')`).
+    #[napi]
+    pub fn terminate_now(&self) {
+        self.client.terminate_now();
+    }
+
     /// Ends the server and its process group.
     #[napi]
     pub fn disconnect<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {

@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -110,6 +112,9 @@ enum Read {
 /// A connected server. Dropping it (without [`Client::disconnect`]) ends the server the same way.
 pub struct Client {
     tx: mpsc::UnboundedSender<Command_>,
+    pid: Option<u32>,
+    /// Set once the driver has ended the tree: the group id may be reused after that.
+    ended: Arc<AtomicBool>,
 }
 
 impl Client {
@@ -133,6 +138,16 @@ impl Client {
     /// Gives up on the call `key` (the server gets `notifications/cancelled`).
     pub fn cancel(&self, key: u64, reason: String) {
         let _ = self.tx.send(Command_::Cancel { key, reason });
+    }
+
+    /// SIGTERM to the server's process group at once, without waiting (the embedding
+    /// process is exiting and cannot wait for [`Client::disconnect`]). Nothing once the tree
+    /// has been ended.
+    pub fn terminate_now(&self) {
+        if !self.ended.load(Ordering::Acquire) {
+            #[cfg(unix)]
+            signal_pid_group(self.pid, libc::SIGTERM);
+        }
     }
 
     /// Ends the server and its process group; resolves when it is gone.
@@ -177,9 +192,10 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     let (tx, rx) = mpsc::unbounded_channel();
     let (ready_tx, ready_rx) = oneshot::channel();
     let session = Session::new(config, Instant::now().into_std());
-    tokio::spawn(drive(session, child, pid, line_rx, write_tx, rx, ready_tx));
+    let ended = Arc::new(AtomicBool::new(false));
+    tokio::spawn(drive(session, child, pid, ended.clone(), line_rx, write_tx, rx, ready_tx));
     match ready_rx.await {
-        Ok(Ok(tools)) => Ok((Client { tx }, tools)),
+        Ok(Ok(tools)) => Ok((Client { tx, pid, ended }, tools)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed")),
     }
@@ -246,6 +262,7 @@ async fn drive(
     mut session: Session,
     mut child: Child,
     pid: Option<u32>,
+    ended: Arc<AtomicBool>,
     mut lines: mpsc::Receiver<Read>,
     write_tx: mpsc::UnboundedSender<String>,
     mut commands: mpsc::UnboundedReceiver<Command_>,
@@ -324,6 +341,7 @@ async fn drive(
     // Flush what the session still had to say (cancellations), then close stdin.
     drop(write_tx.take());
     end_tree(&mut child, pid).await;
+    ended.store(true, Ordering::Release);
     if let Some(r) = ready.take() {
         let closed = || crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed");
         let _ = r.send(Err(failure.unwrap_or_else(closed)));
@@ -357,6 +375,11 @@ async fn end_tree(child: &mut Child, pid: Option<u32>) {
 
 #[cfg(unix)]
 fn signal_group(_child: &mut Child, pid: Option<u32>, sig: libc::c_int) {
+    signal_pid_group(pid, sig)
+}
+
+#[cfg(unix)]
+fn signal_pid_group(pid: Option<u32>, sig: libc::c_int) {
     if let Some(pid) = pid {
         // SAFETY: kill(2) with a negative pid signals the process group the child leads
         // (process_group(0)); no memory is involved.
