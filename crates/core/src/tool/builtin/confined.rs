@@ -312,7 +312,20 @@ pub struct ExecResult {
 pub struct ConfinedShell {
     options: Options,
     temp_dir: PathBuf,
-    prepared: Mutex<Vec<(String, Arc<Prepared>)>>,
+    prepared: Mutex<Vec<Cached>>,
+}
+
+/// A prepared policy and the root's identity when it was prepared: Landlock's rules hold
+/// inodes, so a root deleted and made again (a new directory at the same path) needs new ones.
+struct Cached {
+    root: String,
+    id: (u64, u64),
+    prepared: Arc<Prepared>,
+}
+
+fn dir_id(path: &str) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or((0, 0), |m| (m.dev(), m.ino()))
 }
 
 fn new_temp_dir() -> std::io::Result<PathBuf> {
@@ -344,10 +357,12 @@ impl ConfinedShell {
     }
 
     fn prepared_for(&self, real_root: &str) -> Result<Arc<Prepared>, String> {
+        let id = dir_id(real_root);
         let mut cache = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, p)) = cache.iter().find(|(r, _)| r == real_root) {
-            return Ok(p.clone());
+        if let Some(c) = cache.iter().find(|c| c.root == real_root && c.id == id) {
+            return Ok(c.prepared.clone());
         }
+        cache.retain(|c| c.root != real_root);
         let policy = oma_confine::Policy {
             root: real_root.into(),
             temp_dir: self.temp_dir.clone(),
@@ -361,7 +376,7 @@ impl ConfinedShell {
         if cache.len() >= CACHED_ROOTS {
             cache.remove(0);
         }
-        cache.push((real_root.to_string(), p.clone()));
+        cache.push(Cached { root: real_root.to_string(), id, prepared: p.clone() });
         Ok(p)
     }
 

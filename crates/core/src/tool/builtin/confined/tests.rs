@@ -137,6 +137,11 @@ fn commands_run_in_the_root_with_a_private_tmp() {
     assert!(!r.raw.stdout.contains("s3cret"), "{}", r.raw.stdout);
     assert_eq!(r.raw.stderr.matches("Permission denied").count(), 3, "{}", r.raw.stderr);
     assert!(!std::path::Path::new(&format!("{base}/new")).exists());
+    // A root removed and made again is a new directory: the rules follow it.
+    rm_rf(&root);
+    std::fs::create_dir(&root).unwrap();
+    let r = shell.exec(req("echo again > g && cat g", &root, None), &|| false).unwrap();
+    assert_eq!((r.raw.stdout.as_str(), r.raw.stderr.as_str()), ("again\n", ""));
     shell.dispose().unwrap();
     assert!(!std::path::Path::new(&tmp).exists());
     rm_rf(&base);
