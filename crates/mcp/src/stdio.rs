@@ -193,7 +193,8 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     let (ready_tx, ready_rx) = oneshot::channel();
     let session = Session::new(config, Instant::now().into_std());
     let ended = Arc::new(AtomicBool::new(false));
-    tokio::spawn(drive(session, child, pid, ended.clone(), line_rx, write_tx, rx, ready_tx));
+    let proc = Proc { child, pid, ended: ended.clone() };
+    tokio::spawn(drive(session, proc, line_rx, write_tx, rx, ready_tx));
     match ready_rx.await {
         Ok(Ok(tools)) => Ok((Client { tx, pid, ended }, tools)),
         Ok(Err(e)) => Err(e),
@@ -258,11 +259,17 @@ async fn write_lines(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Unboun
 
 type Ready = oneshot::Sender<Result<Vec<Tool>, String>>;
 
-async fn drive(
-    mut session: Session,
-    mut child: Child,
+/// The server process as the driver ends it.
+struct Proc {
+    child: Child,
+    /// Kept from the spawn (see `connect`).
     pid: Option<u32>,
     ended: Arc<AtomicBool>,
+}
+
+async fn drive(
+    mut session: Session,
+    mut proc: Proc,
     mut lines: mpsc::Receiver<Read>,
     write_tx: mpsc::UnboundedSender<String>,
     mut commands: mpsc::UnboundedReceiver<Command_>,
@@ -340,8 +347,8 @@ async fn drive(
     }
     // Flush what the session still had to say (cancellations), then close stdin.
     drop(write_tx.take());
-    end_tree(&mut child, pid).await;
-    ended.store(true, Ordering::Release);
+    end_tree(&mut proc.child, proc.pid).await;
+    proc.ended.store(true, Ordering::Release);
     if let Some(r) = ready.take() {
         let closed = || crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed");
         let _ = r.send(Err(failure.unwrap_or_else(closed)));
