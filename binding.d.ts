@@ -209,6 +209,10 @@ export interface BuiltinTables {
   /** The environment variables bash may inherit. */
   safeEnvAllowlist: Array<string>
   defaultTimeoutMs: number
+  /** A shell command's exit codes: deadline passed, aborted, could not start. */
+  exitTimedOut: number
+  exitAborted: number
+  exitStartFailed: number
   /** A shell executor's lease: the message when `start()` and then `dispose()` failed. */
   shellStartCleanupFailed: string
   /** The warning's prefix for a dispose failure no run result can carry. */

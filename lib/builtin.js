@@ -232,7 +232,7 @@ function hostEnv() {
 class LocalShellExecutor {
   async exec(command, options) {
     const signal = options.abortSignal
-    if (signal !== undefined && signal !== null && signal.aborted === true) return { stdout: '', stderr: '', exitCode: 130 }
+    if (signal !== undefined && signal !== null && signal.aborted === true) return { stdout: '', stderr: '', exitCode: TABLES.exitAborted }
     const r = await withCancel(signal, false, (h) => native.builtinBashExec(command, timerDelay(options.timeoutMs), options.cwd ?? null, hostEnv(), h))
     return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode }
   }
@@ -256,7 +256,7 @@ async function bashThrough(executor, input, context) {
       ? shellResult(await executor.exec(input.command, { cwd: input.cwd, timeoutMs, abortSignal: signal, sandboxRoot: root }))
       : await executeWithBackstop(executor, input.command, { cwd: input.cwd, timeoutMs, sandboxRoot: root }, signal, timerDelay(timeoutMs))
   } catch (error) {
-    r = { stdout: '', stderr: failureText(error), exitCode: 127 }
+    r = { stdout: '', stderr: failureText(error), exitCode: TABLES.exitStartFailed }
   }
   return { data: native.builtinBashFormat(r.stdout, r.stderr, r.exitCode), isError: r.exitCode !== 0 }
 }

@@ -5,6 +5,8 @@
 // crates/confine); this file describes the options for the check, wires the AbortSignal to a
 // cancel handle, tracks the commands in flight for dispose(), and warns once.
 const native = require('./native.js')
+// The shell's exit code for an aborted command, the kernel's (bash.rs).
+const EXIT_ABORTED = native.builtinTables().exitAborted
 const { hostEnv, timerDelay } = require('./builtin.js')
 
 /** A JS value as the kernel's option check reads it (tag `t`, value `v`), so `undefined`, NaN,
@@ -59,7 +61,7 @@ class ConfinedShellExecutor {
 
   async exec(command, options) {
     const signal = options ? options.abortSignal : undefined
-    if (aborted(signal)) return { stdout: '', stderr: '', exitCode: 130 }
+    if (aborted(signal)) return { stdout: '', stderr: '', exitCode: EXIT_ABORTED }
     // Used directly (not through an agent's lifecycle): started on first use.
     if (this.#shell === null) this.#shell = new native.ConfinedShell(this.#described)
     const handle = new native.CancelHandle()

@@ -19,8 +19,8 @@ const DISPOSE_FAILED_UNREPORTED = TABLES.shellDisposeFailedUnreported
  *  backstop answers without it (upstream's EXECUTOR_BACKSTOP_GRACE_MS). */
 const EXECUTOR_BACKSTOP_GRACE_MS = 100
 
-const TIMED_OUT = 124
-const ABORTED = 130
+const TIMED_OUT = TABLES.exitTimedOut
+const ABORTED = TABLES.exitAborted
 
 function emptyResult(exitCode) {
   return { stdout: '', stderr: '', exitCode }

@@ -81,6 +81,10 @@ pub struct BuiltinTables {
     /// The environment variables bash may inherit.
     pub safe_env_allowlist: Vec<String>,
     pub default_timeout_ms: f64,
+    /// A shell command's exit codes: deadline passed, aborted, could not start.
+    pub exit_timed_out: i32,
+    pub exit_aborted: i32,
+    pub exit_start_failed: i32,
     /// A shell executor's lease: the message when `start()` and then `dispose()` failed.
     pub shell_start_cleanup_failed: String,
     /// The warning's prefix for a dispose failure no run result can carry.
@@ -100,6 +104,9 @@ pub fn builtin_tables() -> BuiltinTables {
         skip_dirs: strings(&walk::SKIP_DIRS),
         safe_env_allowlist: strings(&bash::SAFE_ENV_ALLOWLIST),
         default_timeout_ms: bash::DEFAULT_TIMEOUT_MS as f64,
+        exit_timed_out: bash::EXIT_TIMED_OUT,
+        exit_aborted: bash::EXIT_ABORTED,
+        exit_start_failed: bash::EXIT_START_FAILED,
         shell_start_cleanup_failed: bash::START_CLEANUP_FAILED.to_string(),
         shell_dispose_failed_unreported: bash::DISPOSE_FAILED_UNREPORTED.to_string(),
         default_workspace_dirname: path_safety::DEFAULT_WORKSPACE_DIRNAME.to_string(),

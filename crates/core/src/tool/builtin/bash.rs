@@ -32,6 +32,13 @@ pub const SAFE_ENV_ALLOWLIST: [&str; 11] =
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
+/// The shell's exit codes for what ended a command from outside (upstream's ShellExecResult
+/// contract, as `timeout(1)` and shells use them): the deadline passed, the call was aborted, the
+/// command could not start.
+pub const EXIT_TIMED_OUT: i32 = 124;
+pub const EXIT_ABORTED: i32 = 130;
+pub const EXIT_START_FAILED: i32 = 127;
+
 /// The message of the `AggregateError` a run's shell executor lease rejects with when its
 /// `start()` failed and the `dispose()` that followed failed too (upstream 1.16).
 pub const START_CLEANUP_FAILED: &str = "Shell executor start failed and cleanup also failed.";
@@ -159,7 +166,7 @@ fn errno_code(errno: i32) -> &'static str {
 
 /// Node's text for a spawn that failed (`spawn bash ENOENT`), exit code 127.
 fn spawn_error(errno: i32) -> BashRaw {
-    BashRaw { stdout: String::new(), stderr: format!("spawn bash {}", errno_code(errno)), exit_code: 127 }
+    BashRaw { stdout: String::new(), stderr: format!("spawn bash {}", errno_code(errno)), exit_code: EXIT_START_FAILED }
 }
 
 /// `bash` looked up like libuv does: in the child's PATH, or `/usr/bin:/bin` without one.
@@ -680,8 +687,8 @@ pub fn exec_bash_with(input: &BashInput, confine: Option<&Prepared>, cancelled: 
     }
     let code = match exit_status {
         Some(st) if libc::WIFEXITED(st) => libc::WEXITSTATUS(st),
-        _ if timed_out => 124,
-        _ if aborted => 130,
+        _ if timed_out => EXIT_TIMED_OUT,
+        _ if aborted => EXIT_ABORTED,
         _ => 1,
     };
     let signal = exit_status.filter(|st| libc::WIFSIGNALED(*st)).map(|st| libc::WTERMSIG(st));
@@ -699,7 +706,7 @@ fn confine_failed(packed: i32) -> BashRaw {
         ),
         None => "The confined shell could not confine the command.".to_string(),
     };
-    BashRaw { stdout: String::new(), stderr, exit_code: 127 }
+    BashRaw { stdout: String::new(), stderr, exit_code: EXIT_START_FAILED }
 }
 
 #[cfg(test)]

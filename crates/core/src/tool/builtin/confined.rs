@@ -253,7 +253,7 @@ pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
     let code = e.raw.exit_code;
     // After a timeout or an abort the tree was killed: no signal or exit code is the command's,
     // but what it printed before still tells (a fork loop killed at its timeout).
-    let ended = code != 124 && code != 130;
+    let ended = code != bash::EXIT_TIMED_OUT && code != bash::EXIT_ABORTED;
     let by = |sig: i32| ended && (e.signal == Some(sig) || code == 128 + sig);
     let err = &e.raw.stderr;
     // bash names a child's signal with strsignal's text, and goes on with the script.
