@@ -63,6 +63,11 @@ function validationSchema(schema) {
   }
 }
 
+/** The tool's result, built here (the caller's realm) from the native one. */
+function result(r) {
+  return { data: r.data, isError: r.isError }
+}
+
 function mcpTool(client, spec, nextKey) {
   const rawName = spec.rawName
   return defineTool({
@@ -82,12 +87,11 @@ function mcpTool(client, spec, nextKey) {
       }
       const key = nextKey()
       const pending = client.callTool(key, rawName, args)
-      if (!signal) return pending
+      if (!signal) return result(await pending)
       const onAbort = () => client.cancel(key, reasonText(signal.reason))
       signal.addEventListener('abort', onAbort, { once: true })
       try {
-        const r = await pending
-        return { data: r.data, isError: r.isError }
+        return result(await pending)
       } finally {
         signal.removeEventListener('abort', onAbort)
       }
