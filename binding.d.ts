@@ -103,6 +103,8 @@ export declare class NativeMcpClient {
   get toolsJson(): string
   /** `tools/call`; `key` (unique per client) names the call for `cancel`. Never rejects. */
   callTool(key: number, rawName: string, argumentsJson: string): Promise<NativeMcpResult>
+  /** The bearer token for the next requests (Streamable HTTP; `null` for none). */
+  setToken(token?: string | undefined | null): void
   /** Gives up on call `key`; `reason` is `String(signal.reason)`. */
   cancel(key: number, reason: string): void
   /** SIGTERM to the server's process group now (the glue's `process.on('exit')`). */

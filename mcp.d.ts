@@ -24,6 +24,26 @@ export interface ConnectMCPToolsConfig {
   clientVersion?: string
 }
 
+/**
+ * oma-kernel: a server over Streamable HTTP (the original speaks stdio only). Same session
+ * settings as {@link ConnectMCPToolsConfig}.
+ */
+export interface ConnectMCPToolsHttpConfig {
+  /** The server's MCP endpoint (`http:` or `https:`). */
+  url: string
+  /** Sent with every request (not to another origin: a redirect there is refused). */
+  headers?: Record<string, string>
+  /**
+   * A bearer token (`Authorization: Bearer …`), or a function asked for a fresh one before
+   * connect and before each tool call.
+   */
+  authToken?: string | (() => string | Promise<string>)
+  namePrefix?: string
+  requestTimeoutMs?: number
+  clientName?: string
+  clientVersion?: string
+}
+
 export interface ConnectedMCPTools {
   /**
    * One tool per server tool. `inputSchema` is the server's JSON Schema (input is validated
@@ -35,7 +55,7 @@ export interface ConnectedMCPTools {
 }
 
 /**
- * Connects to an MCP server over stdio and converts its tools into ToolDefinitions (register
- * them, e.g. with `agent.addTool`, as runtime tools).
+ * Connects to an MCP server over stdio (`command`) or Streamable HTTP (`url`) and converts its
+ * tools into ToolDefinitions (register them, e.g. with `agent.addTool`, as runtime tools).
  */
-export declare function connectMCPTools(config: ConnectMCPToolsConfig): Promise<ConnectedMCPTools>
+export declare function connectMCPTools(config: ConnectMCPToolsConfig | ConnectMCPToolsHttpConfig): Promise<ConnectedMCPTools>

@@ -1,7 +1,8 @@
 'use strict'
 // The MCP bridge's glue (`connectMCPTools`, CONTRACT §17). The client is native
-// (crates/mcp: the session, the stdio transport, every rule and text; src/js/mcp.rs converts):
-// this file reads the user's config values, wires each call's AbortSignal to a native cancel,
+// (crates/mcp: the session, the stdio and Streamable HTTP transports, every rule and text;
+// src/js/mcp.rs converts): this file reads the user's config values, awaits an `authToken`
+// function, wires each call's AbortSignal to a native cancel,
 // and builds the ToolDefinition objects in the caller's realm. No @modelcontextprotocol/sdk.
 const native = require('./native.js')
 const { defineTool } = require('./tools.js')
@@ -68,7 +69,7 @@ function result(r) {
   return { data: r.data, isError: r.isError }
 }
 
-function mcpTool(client, spec, nextKey) {
+function mcpTool(client, spec, nextKey, refresh) {
   const rawName = spec.rawName
   return defineTool({
     name: spec.name,
@@ -84,6 +85,13 @@ function mcpTool(client, spec, nextKey) {
         args = JSON.stringify(input === undefined ? {} : input)
       } catch (e) {
         return { data: native.mcpCallFailed(rawName, thrownMessage(e)), isError: true }
+      }
+      if (refresh !== undefined) {
+        try {
+          await refresh()
+        } catch (e) {
+          return { data: native.mcpCallFailed(rawName, thrownMessage(e)), isError: true }
+        }
       }
       const key = nextKey()
       const pending = client.callTool(key, rawName, args)
@@ -107,9 +115,27 @@ function terminateLive() {
   for (const c of live) c.terminateNow()
 }
 
+/** The bearer token now: `authToken` as given, or what its function returns. */
+async function currentToken(authToken) {
+  if (authToken === undefined || authToken === null) return undefined
+  const t = typeof authToken === 'function' ? await authToken() : authToken
+  if (typeof t !== 'string') throw new TypeError('connectMCPTools: authToken must be a string or a function returning one')
+  return t
+}
+
+/** Pairs of a headers object (Streamable HTTP). */
+function headerPairs(headers) {
+  if (headers === undefined || headers === null || typeof headers !== 'object') return headers
+  return Object.entries(headers).map(([k, v]) => [k, typeof v === 'string' ? v : null])
+}
+
 async function connectMCPTools(config) {
   if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
+  const authToken = config.authToken
   const json = JSON.stringify({
+    url: config.url,
+    headers: headerPairs(config.headers),
+    token: await currentToken(authToken),
     command: config.command,
     args: config.args,
     env: envPairs(config.env),
@@ -128,7 +154,9 @@ async function connectMCPTools(config) {
     key = (key + 1) >>> 0
     return key
   }
-  const tools = JSON.parse(client.toolsJson).map((spec) => mcpTool(client, spec, nextKey))
+  // A token function is asked again before each call (Streamable HTTP).
+  const refresh = typeof authToken === 'function' ? async () => client.setToken(await currentToken(authToken)) : undefined
+  const tools = JSON.parse(client.toolsJson).map((spec) => mcpTool(client, spec, nextKey, refresh))
   live.add(client)
   if (live.size === 1) process.on('exit', terminateLive)
   return {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use napi::bindgen_prelude::PromiseRaw;
 use napi::{Env, Error, Result};
 use napi_derive::napi;
-use oma_mcp::{config, rules, session::Tool, stdio};
+use oma_mcp::{config, http, rules, session::Tool, stdio};
 use serde_json::{json, Value};
 
 /// A connected MCP server (`connectMCPTools`' client).
@@ -35,9 +35,13 @@ fn tools_json(tools: &[Tool]) -> String {
 /// error (the child already ended).
 #[napi(catch_unwind)]
 pub fn mcp_connect(env: &Env, config_json: String) -> Result<PromiseRaw<'_, NativeMcpClient>> {
-    let (spawn, session) = config::parse(&config_json).map_err(Error::from_reason)?;
+    let (transport, session) = config::parse(&config_json).map_err(Error::from_reason)?;
     env.spawn_future(async move {
-        let (client, tools) = stdio::connect(spawn, session).await.map_err(Error::from_reason)?;
+        let connected = match transport {
+            config::Transport::Stdio(spawn) => stdio::connect(spawn, session).await,
+            config::Transport::Http(spec) => http::connect(spec, session).await,
+        };
+        let (client, tools) = connected.map_err(Error::from_reason)?;
         Ok(NativeMcpClient { client: Arc::new(client), tools: tools_json(&tools) })
     })
 }
@@ -64,6 +68,12 @@ impl NativeMcpClient {
             let o = client.call(key as u64, raw_name, arguments_json).await;
             Ok(NativeMcpResult { data: o.text, is_error: o.is_error })
         })
+    }
+
+    /// The bearer token for the next requests (Streamable HTTP; `null` for none).
+    #[napi]
+    pub fn set_token(&self, token: Option<String>) {
+        self.client.set_token(token);
     }
 
     /// Gives up on call `key`; `reason` is `String(signal.reason)`.

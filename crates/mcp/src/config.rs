@@ -5,9 +5,17 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::http::HttpSpec;
 use crate::rules;
 use crate::session::Config;
 use crate::stdio::{inheritable, Spawn};
+
+/// Where the server is.
+#[derive(Debug)]
+pub enum Transport {
+    Stdio(Spawn),
+    Http(HttpSpec),
+}
 
 /// The longest `requestTimeoutMs` (Node's timer limit; the original's `setTimeout` fired at
 /// once for longer ones).
@@ -40,11 +48,30 @@ fn pairs(o: &Map<String, Value>, field: &str) -> Result<Vec<(String, Option<Stri
 }
 
 /// Parses the glue's JSON: `command`, `args`, `env` and `defaultEnv` as `[name, value|null]`
-/// pairs (`null`: the config's `undefined`), `cwd`, `namePrefix`, `requestTimeoutMs`,
-/// `clientName`, `clientVersion`.
-pub fn parse(json: &str) -> Result<(Spawn, Config), String> {
+/// pairs (`null`: the config's `undefined`), `cwd` — or `url`, `headers` (pairs) and `token` —
+/// and `namePrefix`, `requestTimeoutMs`, `clientName`, `clientVersion`.
+pub fn parse(json: &str) -> Result<(Transport, Config), String> {
     let v: Value = serde_json::from_str(json).map_err(|_| "connectMCPTools: config must be an object".to_string())?;
     let o = v.as_object().ok_or_else(|| "connectMCPTools: config must be an object".to_string())?;
+    let config = session_config(o)?;
+    let has = |k: &str| !matches!(o.get(k), None | Some(Value::Null));
+    if has("url") {
+        if has("command") {
+            return Err("connectMCPTools: give either command (stdio) or url (Streamable HTTP), not both".into());
+        }
+        let url = match o.get("url") {
+            Some(Value::String(s)) => s.clone(),
+            _ => return Err(err("url", "a string")),
+        };
+        let mut headers = Vec::new();
+        for (k, v) in pairs(o, "headers")? {
+            match v {
+                Some(v) => headers.push((k, v)),
+                None => return Err(err("headers", "an object of strings")),
+            }
+        }
+        return Ok((Transport::Http(HttpSpec { url, headers, token: opt_string(o, "token")? }), config));
+    }
     let command = match o.get("command") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         _ => return Err(err("command", "a non-empty string")),
@@ -60,6 +87,11 @@ pub fn parse(json: &str) -> Result<(Spawn, Config), String> {
     };
     let default_env =
         pairs(o, "defaultEnv")?.into_iter().filter_map(|(k, v)| v.filter(|v| inheritable(v)).map(|v| (k, v))).collect();
+    let spawn = Spawn { command, args, default_env, env: pairs(o, "env")?, cwd: opt_string(o, "cwd")? };
+    Ok((Transport::Stdio(spawn), config))
+}
+
+fn session_config(o: &Map<String, Value>) -> Result<Config, String> {
     let timeout = match o.get("requestTimeoutMs") {
         None | Some(Value::Null) => rules::DEFAULT_REQUEST_TIMEOUT_MS as f64,
         Some(Value::Number(n)) => n
@@ -68,14 +100,12 @@ pub fn parse(json: &str) -> Result<(Spawn, Config), String> {
             .ok_or_else(|| err("requestTimeoutMs", "a number of milliseconds from 1 to 2147483647"))?,
         Some(_) => return Err(err("requestTimeoutMs", "a number of milliseconds from 1 to 2147483647")),
     };
-    let spawn = Spawn { command, args, default_env, env: pairs(o, "env")?, cwd: opt_string(o, "cwd")? };
-    let config = Config {
+    Ok(Config {
         client_name: opt_string(o, "clientName")?.unwrap_or_else(|| rules::DEFAULT_CLIENT_NAME.into()),
         client_version: opt_string(o, "clientVersion")?.unwrap_or_else(|| rules::DEFAULT_CLIENT_VERSION.into()),
         name_prefix: opt_string(o, "namePrefix")?,
         request_timeout: Duration::from_secs_f64(timeout.ceil() / 1000.0),
-    };
-    Ok((spawn, config))
+    })
 }
 
 #[cfg(test)]
@@ -84,9 +114,10 @@ mod tests {
 
     #[test]
     fn defaults_and_errors() {
-        let (s, c) =
+        let (t, c) =
             parse(r#"{"command":"srv","defaultEnv":[["PATH","/bin"],["SHELL","() { x; }"]],"env":[["A",null]]}"#)
                 .unwrap();
+        let Transport::Stdio(s) = t else { panic!("stdio expected") };
         assert_eq!((s.command.as_str(), s.args.len(), s.cwd), ("srv", 0, None));
         assert_eq!(s.default_env, vec![("PATH".to_string(), "/bin".to_string())]);
         assert_eq!(s.env, vec![("A".to_string(), None)]);

@@ -20,8 +20,10 @@
 //! - [`rules`]: names, the duplicate error, descriptions, schemas, result-to-text, the texts.
 //! - [`session`]: the JSON-RPC session machine (no I/O, no clock).
 //! - [`stdio`]: the child process transport and the task that drives a session over it.
+//! - [`http`]: the Streamable HTTP transport, driven by the same task.
 
 pub mod config;
+pub mod http;
 pub mod rules;
 pub mod session;
 pub mod stdio;

@@ -169,6 +169,14 @@ impl Session {
         self.fail(kind, id, mcp_error(REQUEST_TIMEOUT, reason));
     }
 
+    /// The transport could not deliver request `id` or read its answer (an HTTP error status,
+    /// a refused redirect): the request fails with `message`. Unknown ids are ignored.
+    pub fn fail_request(&mut self, id: u64, message: &str) {
+        let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
+        let (id, kind, _) = self.pending.swap_remove(i);
+        self.fail(kind, id, message.to_string());
+    }
+
     /// Expires the requests whose deadline has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(i) = self.pending.iter().position(|p| p.2 <= now) {

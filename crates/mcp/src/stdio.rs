@@ -96,25 +96,29 @@ fn spawn_error(command: &str, e: &std::io::Error) -> String {
     format!("spawn {command} {code}")
 }
 
-enum Command_ {
+pub(crate) enum Command_ {
     Call { key: u64, raw_name: String, arguments: String, reply: oneshot::Sender<CallOutcome> },
     Cancel { key: u64, reason: String },
     Disconnect { done: oneshot::Sender<()> },
 }
 
-/// What the stdout reader hands the driver.
-enum Read {
+/// What a transport's reader hands the driver.
+pub(crate) enum Read {
     Line(String),
     /// The stream ended (`None`) or failed (the reason).
     End(Option<String>),
+    /// Request `id` could not be delivered or answered (HTTP): its error message.
+    Fail(u64, String),
 }
 
 /// A connected server. Dropping it (without [`Client::disconnect`]) ends the server the same way.
 pub struct Client {
-    tx: mpsc::UnboundedSender<Command_>,
-    pid: Option<u32>,
+    pub(crate) tx: mpsc::UnboundedSender<Command_>,
+    pub(crate) pid: Option<u32>,
     /// Set once the driver has ended the tree: the group id may be reused after that.
-    ended: Arc<AtomicBool>,
+    pub(crate) ended: Arc<AtomicBool>,
+    /// The HTTP connection's state (the bearer token), `None` over stdio.
+    pub(crate) http: Option<Arc<crate::http::Shared>>,
 }
 
 impl Client {
@@ -147,6 +151,13 @@ impl Client {
         if !self.ended.load(Ordering::Acquire) {
             #[cfg(unix)]
             signal_pid_group(self.pid, libc::SIGTERM);
+        }
+    }
+
+    /// The bearer token for the next requests (HTTP; ignored over stdio).
+    pub fn set_token(&self, token: Option<String>) {
+        if let Some(h) = &self.http {
+            h.set_token(token);
         }
     }
 
@@ -194,9 +205,9 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     let session = Session::new(config, Instant::now().into_std());
     let ended = Arc::new(AtomicBool::new(false));
     let proc = Proc { child, pid, ended: ended.clone() };
-    tokio::spawn(drive(session, proc, line_rx, write_tx, rx, ready_tx));
+    tokio::spawn(drive(session, Ending::Process(proc), line_rx, write_tx, rx, ready_tx));
     match ready_rx.await {
-        Ok(Ok(tools)) => Ok((Client { tx, pid, ended }, tools)),
+        Ok(Ok(tools)) => Ok((Client { tx, pid, ended, http: None }, tools)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed")),
     }
@@ -259,17 +270,23 @@ async fn write_lines(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Unboun
 
 type Ready = oneshot::Sender<Result<Vec<Tool>, String>>;
 
+/// What the driver ends when the connection closes.
+pub(crate) enum Ending {
+    Process(Proc),
+    Http(Arc<crate::http::Shared>),
+}
+
 /// The server process as the driver ends it.
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     /// Kept from the spawn (see `connect`).
     pid: Option<u32>,
     ended: Arc<AtomicBool>,
 }
 
-async fn drive(
+pub(crate) async fn drive(
     mut session: Session,
-    mut proc: Proc,
+    ending: Ending,
     mut lines: mpsc::Receiver<Read>,
     write_tx: mpsc::UnboundedSender<String>,
     mut commands: mpsc::UnboundedReceiver<Command_>,
@@ -322,6 +339,7 @@ async fn drive(
             read = lines.recv() => match read {
                 Some(Read::Line(l)) => session.handle_line(&l, Instant::now().into_std()),
                 Some(Read::End(detail)) => session.close(detail.as_deref()),
+                Some(Read::Fail(id, message)) => session.fail_request(id, &message),
                 None => session.close(None),
             },
             cmd = commands.recv() => match cmd {
@@ -347,8 +365,13 @@ async fn drive(
     }
     // Flush what the session still had to say (cancellations), then close stdin.
     drop(write_tx.take());
-    end_tree(&mut proc.child, proc.pid).await;
-    proc.ended.store(true, Ordering::Release);
+    match ending {
+        Ending::Process(mut proc) => {
+            end_tree(&mut proc.child, proc.pid).await;
+            proc.ended.store(true, Ordering::Release);
+        }
+        Ending::Http(shared) => shared.end_session().await,
+    }
     if let Some(r) = ready.take() {
         let closed = || crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed");
         let _ = r.send(Err(failure.unwrap_or_else(closed)));
