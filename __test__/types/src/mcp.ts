@@ -1,7 +1,7 @@
 // The MCP bridge's subpath (@oma-kernel/core/mcp): the original's names and shapes, and its
 // tools usable wherever a ToolDefinition goes.
 import { connectMCPTools } from '@oma-kernel/core/mcp'
-import type { ConnectMCPToolsConfig, ConnectedMCPTools } from '@oma-kernel/core/mcp'
+import type { ConnectMCPToolsConfig, ConnectMCPToolsHttpConfig, ConnectedMCPTools } from '@oma-kernel/core/mcp'
 import { Agent, ToolExecutor, ToolRegistry } from '@oma-kernel/core'
 import type { ToolDefinition } from '@oma-kernel/core'
 
@@ -34,4 +34,22 @@ export async function main(): Promise<void> {
   console.log(asOriginal.length)
   // @ts-expect-error connectMCPTools takes a config
   await connectMCPTools()
+
+  // oma-kernel: Streamable HTTP.
+  const remote: ConnectMCPToolsHttpConfig = {
+    url: 'https://mcp.example.com/mcp',
+    headers: { 'X-Api-Key': 'k' },
+    authToken: async () => 'fresh-token',
+    namePrefix: 'remote',
+    requestTimeoutMs: 10_000,
+  }
+  const fixedToken: ConnectMCPToolsHttpConfig = { url: 'http://127.0.0.1:3000/mcp', authToken: 'token' }
+  // @ts-expect-error a token function returns a string
+  const badToken: ConnectMCPToolsHttpConfig = { url: 'http://h/mcp', authToken: () => 1 }
+  // @ts-expect-error header values are strings
+  const badHeaders: ConnectMCPToolsHttpConfig = { url: 'http://h/mcp', headers: { A: 1 } }
+  console.log(badToken, badHeaders)
+  const overHttp: ConnectedMCPTools = await connectMCPTools(remote)
+  await connectMCPTools(fixedToken)
+  await overHttp.disconnect()
 }
