@@ -1,7 +1,7 @@
 // The MCP bridge over Streamable HTTP (issue 16 point 3), on loopback only: the reference
 // server-everything in its streamableHttp mode (SSE answers, session ids, DELETE), and a
 // scripted server of our own (node:http) for headers and tokens, JSON answers, error statuses,
-// an expired session, redirects and cancellation.
+// an expired session, redirects, cancellation and a resumed stream.
 import { spawn, ChildProcess } from 'child_process'
 import * as http from 'http'
 import * as net from 'net'
@@ -180,6 +180,36 @@ describe('a scripted server', () => {
     expect(r.isError).toBe(true)
     expect(r.data).toMatch(/^MCP tool "t" failed: 307 redirect to another origin refused: http:\/\/127\.0\.0\.1:\d+ → http:\/\/127\.0\.0\.1:\d+ /)
     expect(other.seen).toEqual([])
+  })
+
+  test('an answer stream that drops is resumed with GET and Last-Event-ID after the retry wait', async () => {
+    const gets: (string | undefined)[] = []
+    let callId: number | undefined
+    const server = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (d) => { body += d })
+      req.on('end', () => {
+        if (req.method === 'GET') {
+          gets.push(req.headers['last-event-id'] as string | undefined)
+          res.writeHead(200, { 'content-type': 'text/event-stream' })
+          // The first GET drops again without the answer; the second gets it.
+          if (gets.length === 1) return res.end('id: e2\ndata: \n\n')
+          return res.end(`id: e3\nevent: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: callId, result: { content: [{ type: 'text', text: 'resumed' }] } })}\n\n`)
+        }
+        const msg = JSON.parse(body)
+        if (msg.id === undefined) return res.writeHead(202).end()
+        if (msg.method === 'initialize') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { protocolVersion: '2025-11-25', capabilities: {} } }))
+        if (msg.method === 'tools/list') return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 't' }] } }))
+        callId = msg.id
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.end('id: e1\nretry: 20\ndata: \n\n')
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    servers.push(server)
+    const c = await connect({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` })
+    expect(await tool(c, 't').execute({}, ctx())).toEqual({ data: 'resumed', isError: false })
+    expect(gets).toEqual(['e1', 'e2'])
   })
 
   test('bad HTTP configs', async () => {

@@ -4,8 +4,8 @@
 // runs scripts/mcp-conformance-client.js against the suite's own server. The suite needs
 // Node 22 or later (fs.globSync): this Node when it is one, else the Node 22 the packed test
 // caches (installed from npm the same way when missing). Results go to a temp directory.
-// `sse-retry` (resuming a dropped SSE stream with Last-Event-ID) is a known failure: the bridge
-// does not resume streams yet (README).
+// Not run: elicitation (the bridge offers no elicitation capability) and auth/* (OAuth flows
+// are out of scope; a bearer token is the caller's).
 const { spawnSync } = require('child_process')
 const fs = require('fs')
 const os = require('os')
@@ -13,8 +13,7 @@ const path = require('path')
 
 const ROOT = path.resolve(__dirname, '..')
 const NODE22 = '22.23.3'
-const SCENARIOS = ['initialize', 'tools_call']
-const KNOWN_FAILURES = ['sse-retry']
+const SCENARIOS = ['initialize', 'tools_call', 'sse-retry']
 
 function node22() {
   if (Number(process.versions.node.split('.')[0]) >= 22) return process.execPath
@@ -33,17 +32,14 @@ function main() {
   const cli = require.resolve('@modelcontextprotocol/conformance/dist/index.js', { paths: [ROOT] })
   const client = `"${process.execPath}" "${path.join(__dirname, 'mcp-conformance-client.js')}"`
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'oma-mcp-conformance-'))
-  const baseline = path.join(work, 'expected-failures.yml')
-  fs.writeFileSync(baseline, `client:\n${KNOWN_FAILURES.map((s) => `  - ${s}`).join('\n')}\n`)
   let failed = 0
   try {
-    for (const scenario of [...SCENARIOS, ...KNOWN_FAILURES]) {
-      const r = spawnSync(runner, [cli, 'client', '--command', client, '--scenario', scenario, '--expected-failures', baseline], { cwd: work, encoding: 'utf8' })
+    for (const scenario of SCENARIOS) {
+      const r = spawnSync(runner, [cli, 'client', '--command', client, '--scenario', scenario], { cwd: work, encoding: 'utf8' })
       const out = `${r.stdout}${r.stderr}`
       const verdict = /OVERALL: (\w+)/.exec(out)
-      const known = KNOWN_FAILURES.includes(scenario)
-      const ok = r.status === 0 && (known || (verdict && verdict[1] === 'PASSED'))
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${scenario}: ${verdict ? verdict[1] : `exit ${r.status}`}${known ? ' (known failure)' : ''}`)
+      const ok = r.status === 0 && verdict !== null && verdict[1] === 'PASSED'
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${scenario}: ${verdict ? verdict[1] : `exit ${r.status}`}`)
       if (!ok) {
         failed += 1
         console.log(out.replace(/^/gm, '     '))
@@ -52,7 +48,7 @@ function main() {
   } finally {
     fs.rmSync(work, { recursive: true, force: true })
   }
-  console.log(`mcp conformance: ${SCENARIOS.length + KNOWN_FAILURES.length - failed} ok, ${failed} failed`)
+  console.log(`mcp conformance: ${SCENARIOS.length - failed} ok, ${failed} failed`)
   if (failed > 0) process.exit(1)
 }
 

@@ -14,6 +14,10 @@ pub struct SseEvent {
 
 #[derive(Default)]
 pub struct SseParser {
+    /// The `id` and `retry` fields seen so far (WHATWG: they persist across events), for a
+    /// client that resumes a dropped stream (the MCP bridge's Streamable HTTP transport).
+    last_event_id: Option<String>,
+    retry_ms: Option<u64>,
     buf: Vec<u8>,
     /// A CR ended the previous chunk: a LF starting the next one belongs to it.
     skip_lf: bool,
@@ -25,6 +29,16 @@ pub struct SseParser {
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The last `id:` field of the stream (the `Last-Event-ID` to resume from).
+    pub fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The last valid `retry:` field (milliseconds before reconnecting).
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// Feeds bytes; complete events are appended to `out`.
@@ -107,6 +121,11 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = Some(value.into_owned()),
+            // A NUL in the id is ignored, as browsers do.
+            b"id" if !value.contains('\0') => self.last_event_id = Some(value.into_owned()),
+            b"retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok()
+            }
             _ => {}
         }
         Ok(())
@@ -147,6 +166,17 @@ mod tests {
         for split in 1..input.len() {
             assert_eq!(parse_split(input, split), want, "split {split}");
         }
+    }
+
+    #[test]
+    fn id_and_retry_persist_for_resumption() {
+        let mut p = SseParser::new();
+        let mut out = Vec::new();
+        p.push(b"id: e1\nretry: 500\ndata: \n\nretry: soon\ndata: x\n\nid: a\0b\n", &mut out).unwrap();
+        assert_eq!(out, vec![SseEvent { event: None, data: "".into() }, SseEvent { event: None, data: "x".into() }]);
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some("e1"), Some(500)));
+        p.push(b"id: e2\n\n", &mut out).unwrap();
+        assert_eq!(p.last_event_id(), Some("e2"));
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!   origin are followed (at most `MAX_REDIRECTS`), a redirect to another origin is the request's
 //!   error, so neither headers nor token go anywhere but the configured origin. Other 3xx are
 //!   errors.
+//! - **Resumption:** an answer stream that drops after the server gave event ids is continued
+//!   with `GET` and `Last-Event-ID` after the server's `retry:` wait (twice at most).
 //! - **Order:** notifications and answers to the server are sent one after the other (the
 //!   server sees `notifications/initialized` before the next request); requests run
 //!   concurrently, each under the session's deadline.
@@ -141,6 +143,16 @@ impl Shared {
         }
     }
 
+    /// `GET` with `Last-Event-ID`: the continuation of a dropped stream.
+    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, String> {
+        let mut h = self.headers(false);
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Ok(v) = HeaderValue::from_str(last_event_id) {
+            h.insert("last-event-id", v);
+        }
+        self.client.get(self.url.clone()).headers(h).send().await.map_err(|_| "fetch failed".to_string())
+    }
+
     /// `DELETE` of the session at disconnect (best effort: the server may not support it).
     pub(crate) async fn end_session(&self) {
         if lock(&self.session_id).is_some() {
@@ -268,15 +280,59 @@ fn note_protocol(shared: &Shared, message: &str) {
     }
 }
 
-/// Feeds a response's events to the session; whether the answer to `id` was among them.
+/// How many times a dropped answer stream is resumed (the SDK's default `maxRetries`).
+const MAX_RESUMES: usize = 2;
+/// The wait before resuming when the server gave no `retry:` (the SDK's initial delay).
+const DEFAULT_RETRY_MS: u64 = 1000;
+
+/// Feeds a response's events to the session; whether the answer to `id` was among them. A
+/// stream that ends (or breaks) before the answer, after the server gave event ids, is resumed:
+/// after its `retry:` wait, a `GET` with `Last-Event-ID` continues it (at most `MAX_RESUMES`
+/// times; the request's own deadline still applies in the session).
 async fn read_events(
     shared: &Shared,
+    resp: reqwest::Response,
+    id: Option<u64>,
+    initialize: bool,
+    tx: &mpsc::Sender<Read>,
+) -> bool {
+    let mut first = Some(resp);
+    let (mut last, mut retry) = (None::<String>, None::<u64>);
+    for _ in 0..=MAX_RESUMES {
+        let resp = match first.take() {
+            Some(r) => r,
+            None => {
+                let Some(l) = &last else { return false };
+                tokio::time::sleep(Duration::from_millis(retry.unwrap_or(DEFAULT_RETRY_MS))).await;
+                match shared.resume(l).await {
+                    Ok(r) if r.status().is_success() => r,
+                    _ => return false,
+                }
+            }
+        };
+        // Each stream has its own line state; the id and the wait carry over.
+        let mut parser = SseParser::new();
+        if read_stream(shared, &mut parser, resp, id, initialize, tx).await {
+            return true;
+        }
+        last = parser.last_event_id().map(str::to_string).or(last);
+        retry = parser.retry_ms().or(retry);
+        if last.is_none() {
+            return false;
+        }
+    }
+    false
+}
+
+/// One stream's events; whether the answer was among them.
+async fn read_stream(
+    shared: &Shared,
+    parser: &mut SseParser,
     mut resp: reqwest::Response,
     id: Option<u64>,
     initialize: bool,
     tx: &mpsc::Sender<Read>,
 ) -> bool {
-    let mut parser = SseParser::new();
     let mut events: Vec<SseEvent> = Vec::new();
     let mut answered = false;
     loop {
@@ -294,7 +350,7 @@ async fn read_events(
             answered |= deliver(shared, ev, id, initialize, tx).await;
         }
         if answered {
-            // The answer is in: the server closes the stream; nothing more is expected on it.
+            // The answer is in: nothing more is expected on this stream.
             return true;
         }
     }
