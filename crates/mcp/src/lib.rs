@@ -11,8 +11,9 @@
 //! project's boundary: policy as sans-IO machines tested with scripted transcripts, transports
 //! thin. So the protocol here is [`session::Session`], a plain-Rust machine (≈300 lines), and
 //! the texts the user sees are the TypeScript SDK's, which open-multi-agent exposed. The only
-//! new dependency feature is tokio's `process` (for the stdio transport); serde_json and tokio
-//! were already in the tree.
+//! new dependency feature is tokio's `process` (for the stdio transport); serde_json, tokio and
+//! (for Streamable HTTP, through oma-llm: its client, SSE parser and redirect rule) reqwest were
+//! already in the tree.
 //!
 //! ## Layout
 //!
