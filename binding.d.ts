@@ -68,6 +68,12 @@ export declare class NativeEgressPolicy {
   static normalize(isObject: boolean, mode: string | undefined | null, keys: Array<string>, allowedOrigins?: Array<string | undefined | null> | undefined | null): NativeEgressPolicy
   get mode(): string
   get allowedOrigins(): Array<string>
+  /**
+   * The refusal (as `fromNative` JSON) of a request by `provider` to `url`, or `null` when the
+   * policy allows it: for a client whose first request the JS side must refuse with an
+   * `EgressPolicyError` (the MCP bridge's `url`); the transport checks every request anyway.
+   */
+  refusal(url: string, provider: string): string | null
 }
 
 /**
@@ -342,6 +348,9 @@ export declare function mcpConnect(configJson: string): Promise<NativeMcpClient>
 
 /** The variables a server inherits from `process.env` by default (read by the glue at load). */
 export declare function mcpDefaultEnvVars(): Array<string>
+
+/** The provider name an egress refusal gives the MCP client (`http::EGRESS_PROVIDER`). */
+export declare function mcpEgressProvider(): string
 
 export interface NativeConfinedResult {
   stdout: string

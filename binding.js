@@ -882,6 +882,7 @@ module.exports.llmEnvVars = nativeBinding.llmEnvVars
 module.exports.mcpCallFailed = nativeBinding.mcpCallFailed
 module.exports.mcpConnect = nativeBinding.mcpConnect
 module.exports.mcpDefaultEnvVars = nativeBinding.mcpDefaultEnvVars
+module.exports.mcpEgressProvider = nativeBinding.mcpEgressProvider
 module.exports.notGrantedText = nativeBinding.notGrantedText
 module.exports.outputValidationMessage = nativeBinding.outputValidationMessage
 module.exports.registryRefusal = nativeBinding.registryRefusal

@@ -1,5 +1,5 @@
 // Types of @oma-kernel/core/mcp (the MCP bridge), as @open-multi-agent/core/mcp declares them.
-import type { ToolDefinition } from './index.js'
+import type { EgressPolicy, ToolDefinition } from './index.js'
 
 export interface ConnectMCPToolsConfig {
   /** The server's executable (stdio transport). */
@@ -38,6 +38,12 @@ export interface ConnectMCPToolsHttpConfig {
    * connect and before each tool call.
    */
   authToken?: string | (() => string | Promise<string>)
+  /**
+   * Upstream 1.16's egress policy, as for the LLM adapters: the URL is checked before connecting
+   * (a refusal rejects with `EgressPolicyError`) and every request natively before it is sent;
+   * under a policy no redirect is followed.
+   */
+  egressPolicy?: EgressPolicy
   namePrefix?: string
   requestTimeoutMs?: number
   clientName?: string

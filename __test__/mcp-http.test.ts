@@ -8,6 +8,7 @@ import * as net from 'net'
 import * as path from 'path'
 import type { AddressInfo } from 'net'
 import type { ToolUseContext } from '../index'
+import { EgressPolicyError } from '../index'
 import { connectMCPTools } from '../mcp'
 import type { ConnectedMCPTools } from '../mcp'
 
@@ -180,6 +181,47 @@ describe('a scripted server', () => {
     expect(r.isError).toBe(true)
     expect(r.data).toMatch(/^MCP tool "t" failed: 307 redirect to another origin refused: http:\/\/127\.0\.0\.1:\d+ → http:\/\/127\.0\.0\.1:\d+ /)
     expect(other.seen).toEqual([])
+  })
+
+  test('egressPolicy (upstream 1.16, as for the adapters): a refused URL is never contacted, an allowed one works, no redirect is followed, invalid policies throw', async () => {
+    const allowed = await scripted(() => ({ result: { content: [{ type: 'text', text: 'ok' }] } }))
+    const refused = await scripted()
+    const origin = (u: string) => new URL(u).origin
+    // Allowlisted origin: connects and calls.
+    const c = await connect({ url: allowed.url, egressPolicy: { mode: 'allowlist', allowedOrigins: [origin(allowed.url)] } })
+    expect(await tool(c, 't').execute({}, ctx())).toEqual({ data: 'ok', isError: false })
+    // Another loopback port: refused before any request, with the EgressPolicyError itself.
+    let err: any
+    try {
+      await connect({ url: refused.url, egressPolicy: { mode: 'allowlist', allowedOrigins: [origin(allowed.url)] } })
+    } catch (e) {
+      err = e
+    }
+    expect(err).toBeInstanceOf(EgressPolicyError)
+    expect(err.message).toBe(`Egress policy denied framework-owned provider "mcp" request to ${origin(refused.url)}.`)
+    expect([err.reason, err.code, err.provider, err.origin]).toEqual(['denied', 'EGRESS_POLICY_DENIED', 'mcp', origin(refused.url)])
+    expect(refused.seen).toEqual([])
+    // offline allows loopback.
+    const o = await connect({ url: refused.url, egressPolicy: { mode: 'offline' } })
+    expect(o.tools.map((t) => t.name)).toEqual(['t'])
+    // Under a policy even a same-origin redirect is refused (nothing reaches its target).
+    let moved = 0
+    const front = http.createServer((req, res) => {
+      if (req.url === '/moved') moved++
+      res.writeHead(307, { location: '/moved' }).end()
+      req.resume()
+    })
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r))
+    servers.push(front)
+    const frontUrl = `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`
+    await expect(connect({ url: frontUrl, egressPolicy: { mode: 'offline' } })).rejects.toThrow(
+      `307 redirect refused under the egress policy: ${origin(frontUrl)} → ${origin(frontUrl)} (no redirect is followed while an egress policy is set; set the base URL to the new location to use it)`,
+    )
+    expect(moved).toBe(0)
+    // An invalid policy: upstream's text, before anything is sent.
+    await expect(connect({ url: allowed.url, egressPolicy: { mode: 'everywhere' } as any })).rejects.toThrow(
+      new EgressPolicyError('invalid-policy', 'Invalid egress policy: mode must be "offline" or "allowlist".'),
+    )
   })
 
   test('an answer stream that drops is resumed with GET and Last-Event-ID after the retry wait', async () => {

@@ -604,6 +604,13 @@ function normalizeEgressPolicy(policy) {
   return out
 }
 
+/** The `EgressPolicyError` a request by `provider` to `url` gets under a normalised `policy`, or
+ *  null when the policy allows it (the kernel's check; the transport checks every request too). */
+function egressRefusal(policy, url, provider) {
+  const r = nativePolicy(policy).refusal(String(url), provider)
+  return r === null ? null : errorFrom(JSON.parse(r))
+}
+
 /** Upstream's refusal of a user's own adapter (`AgentConfig.adapter`) under a policy: its
  *  requests are not the kernel's to check. */
 function unsupportedAdapterError(adapter) {
@@ -647,6 +654,7 @@ module.exports = {
   createAdapter,
   newAdapter,
   normalizeEgressPolicy,
+  egressRefusal,
   unsupportedAdapterError,
   memoJson,
   // Pinned against each other by the tests.

@@ -6,6 +6,7 @@
 // and builds the ToolDefinition objects in the caller's realm. No @modelcontextprotocol/sdk.
 const native = require('./native.js')
 const { defineTool } = require('./tools.js')
+const { normalizeEgressPolicy, egressRefusal } = require('./llm.js')
 
 // The SDK's default environment allowlist, from the native table; read from `process.env`
 // at connect time (a worker's process.env is its own).
@@ -129,8 +130,28 @@ function headerPairs(headers) {
   return Object.entries(headers).map(([k, v]) => [k, typeof v === 'string' ? v : null])
 }
 
+// The name egress refusals give the MCP client, the kernel's.
+const EGRESS_PROVIDER = native.mcpEgressProvider()
+
+/**
+ * `egressPolicy` (Streamable HTTP): normalised as the adapters' (an invalid one throws
+ * `EgressPolicyError`), and the server's URL checked before anything is sent, so a refused
+ * connect rejects with the `EgressPolicyError` itself; the native transport then checks every
+ * request and follows no redirect.
+ */
+function egressPolicyOf(config) {
+  if (config.egressPolicy === undefined) return undefined
+  const policy = normalizeEgressPolicy(config.egressPolicy)
+  if (typeof config.url === 'string') {
+    const refused = egressRefusal(policy, config.url, EGRESS_PROVIDER)
+    if (refused !== null) throw refused
+  }
+  return policy
+}
+
 async function connectMCPTools(config) {
   if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
+  const egressPolicy = egressPolicyOf(config)
   const authToken = config.authToken
   const json = JSON.stringify({
     url: config.url,
@@ -145,6 +166,7 @@ async function connectMCPTools(config) {
     requestTimeoutMs: jsonNumber(config.requestTimeoutMs),
     clientName: config.clientName,
     clientVersion: config.clientVersion,
+    egressPolicy,
   })
   // Rejects with the original's error (spawn, timeout, duplicate names, …); the server is
   // already ended then.

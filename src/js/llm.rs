@@ -448,6 +448,14 @@ impl NativeEgressPolicy {
     pub fn allowed_origins(&self) -> Vec<String> {
         self.inner.allowed_origins().to_vec()
     }
+
+    /// The refusal (as `fromNative` JSON) of a request by `provider` to `url`, or `null` when the
+    /// policy allows it: for a client whose first request the JS side must refuse with an
+    /// `EgressPolicyError` (the MCP bridge's `url`); the transport checks every request anyway.
+    #[napi(catch_unwind)]
+    pub fn refusal(&self, url: String, provider: String) -> Option<String> {
+        self.inner.check(&url, &provider).err().map(|e| e.to_json())
+    }
 }
 
 /// The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy.

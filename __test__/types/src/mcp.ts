@@ -44,6 +44,10 @@ export async function main(): Promise<void> {
     requestTimeoutMs: 10_000,
   }
   const fixedToken: ConnectMCPToolsHttpConfig = { url: 'http://127.0.0.1:3000/mcp', authToken: 'token' }
+  const fenced: ConnectMCPToolsHttpConfig = { url: 'https://mcp.example.com/mcp', egressPolicy: { mode: 'allowlist', allowedOrigins: ['https://mcp.example.com'] } }
+  // @ts-expect-error an egress policy's mode is 'offline' or 'allowlist'
+  const badPolicy: ConnectMCPToolsHttpConfig = { url: 'http://h/mcp', egressPolicy: { mode: 'open' } }
+  console.log(fenced, badPolicy)
   // @ts-expect-error a token function returns a string
   const badToken: ConnectMCPToolsHttpConfig = { url: 'http://h/mcp', authToken: () => 1 }
   // @ts-expect-error header values are strings

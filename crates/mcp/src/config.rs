@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use oma_llm::egress::{EgressPolicy, PolicyObject};
+
 use crate::http::HttpSpec;
 use crate::rules;
 use crate::session::Config;
@@ -70,7 +72,8 @@ pub fn parse(json: &str) -> Result<(Transport, Config), String> {
                 None => return Err(err("headers", "an object of strings")),
             }
         }
-        return Ok((Transport::Http(HttpSpec { url, headers, token: opt_string(o, "token")? }), config));
+        let egress = egress_policy(o)?;
+        return Ok((Transport::Http(HttpSpec { url, headers, token: opt_string(o, "token")?, egress }), config));
     }
     let command = match o.get("command") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -89,6 +92,22 @@ pub fn parse(json: &str) -> Result<(Transport, Config), String> {
         pairs(o, "defaultEnv")?.into_iter().filter_map(|(k, v)| v.filter(|v| inheritable(v)).map(|v| (k, v))).collect();
     let spawn = Spawn { command, args, default_env, env: pairs(o, "env")?, cwd: opt_string(o, "cwd")? };
     Ok((Transport::Stdio(spawn), config))
+}
+
+/// `egressPolicy` (upstream 1.16's `EgressPolicy`, as the glue normalised it): read through
+/// oma-llm's one normalisation, so an allowlist's origins are compared as the adapters compare
+/// theirs. Only Streamable HTTP is covered: a stdio server is a local process the kernel sends no
+/// request for (upstream's policy does not cover it either).
+fn egress_policy(o: &Map<String, Value>) -> Result<Option<EgressPolicy>, String> {
+    let Some(Value::Object(p)) = o.get("egressPolicy") else { return Ok(None) };
+    let keys: Vec<String> = p.keys().cloned().collect();
+    let origins: Option<Vec<Option<String>>> = p
+        .get("allowedOrigins")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
+    let object =
+        PolicyObject { mode: p.get("mode").and_then(Value::as_str), keys: &keys, allowed_origins: origins.as_deref() };
+    EgressPolicy::normalize(Some(object)).map(Some).map_err(|e| e.message)
 }
 
 fn session_config(o: &Map<String, Value>) -> Result<Config, String> {

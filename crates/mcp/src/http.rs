@@ -12,6 +12,9 @@
 //!   origin are followed (at most `MAX_REDIRECTS`), a redirect to another origin is the request's
 //!   error, so neither headers nor token go anywhere but the configured origin. Other 3xx are
 //!   errors.
+//! - **Egress policy** (`egressPolicy`, upstream 1.16's, as for the adapters): the URL is
+//!   checked before connecting and every request (each redirect hop and resumption) before it is
+//!   sent; under a policy no redirect is followed.
 //! - **Resumption:** an answer stream that drops after the server gave event ids is continued
 //!   with `GET` and `Last-Event-ID` after the server's `retry:` wait (twice at most).
 //! - **Order:** notifications and answers to the server are sent one after the other (the
@@ -22,6 +25,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use oma_llm::egress::{redirect_refused, Egress, EgressPolicy};
 use oma_llm::limits::{cross_origin_redirect, too_many_redirects, MAX_REDIRECTS};
 use oma_llm::sse::{SseEvent, SseParser};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
@@ -40,7 +44,12 @@ pub struct HttpSpec {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub token: Option<String>,
+    /// The egress policy every request is checked against (`None`: no policy).
+    pub egress: Option<EgressPolicy>,
 }
+
+/// The name an egress refusal gives the MCP client (`… denied framework-owned provider "mcp" …`).
+pub const EGRESS_PROVIDER: &str = "mcp";
 
 /// The most of an error body put into a message.
 const MAX_ERROR_BODY: usize = 4096;
@@ -55,6 +64,7 @@ pub struct Shared {
     session_id: Mutex<Option<String>>,
     protocol: Mutex<Option<String>>,
     client: reqwest::Client,
+    egress: Option<Egress>,
 }
 
 fn lock<T: Clone>(m: &Mutex<T>) -> T {
@@ -79,6 +89,10 @@ impl Shared {
         if let Some(t) = &spec.token {
             check_token(t)?;
         }
+        let egress = spec.egress.clone().map(|policy| Egress { policy, provider: EGRESS_PROVIDER.to_string() });
+        if let Some(e) = &egress {
+            e.check(url.as_str()).map_err(|e| e.message)?;
+        }
         let client = oma_llm::transport::client().map_err(|e| e.message)?;
         Ok(Shared {
             url,
@@ -87,7 +101,16 @@ impl Shared {
             session_id: Mutex::new(None),
             protocol: Mutex::new(None),
             client,
+            egress,
         })
+    }
+
+    /// Under an egress policy, whether a request may go to `url` (checked before each request).
+    fn allowed(&self, url: &Url) -> Result<(), String> {
+        match &self.egress {
+            Some(e) => e.check(url.as_str()).map_err(|e| e.message),
+            None => Ok(()),
+        }
     }
 
     pub(crate) fn set_token(&self, token: Option<String>) {
@@ -119,6 +142,7 @@ impl Shared {
         let mut url = self.url.clone();
         let mut hops = 0;
         loop {
+            self.allowed(&url)?;
             let mut req = self.client.request(method.clone(), url.clone()).headers(self.headers(body.is_some()));
             if let Some(b) = body {
                 req = req.body(b.to_string());
@@ -132,6 +156,11 @@ impl Shared {
             else {
                 return Ok(resp);
             };
+            // Under a policy no redirect is followed (the adapters' rule: an allowed origin
+            // cannot forward the request, its headers and token elsewhere).
+            if self.egress.is_some() {
+                return Err(redirect_refused(status, &url, &to).message);
+            }
             if to.origin() != url.origin() {
                 return Err(cross_origin_redirect(status, &url, &to).message);
             }
@@ -150,6 +179,7 @@ impl Shared {
         if let Ok(v) = HeaderValue::from_str(last_event_id) {
             h.insert("last-event-id", v);
         }
+        self.allowed(&self.url)?;
         self.client.get(self.url.clone()).headers(h).send().await.map_err(|_| "fetch failed".to_string())
     }
 
@@ -395,4 +425,28 @@ async fn read_prefix(mut resp: reqwest::Response, limit: usize) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(url: &str, egress: Option<EgressPolicy>) -> HttpSpec {
+        HttpSpec { url: url.into(), egress, ..HttpSpec::default() }
+    }
+
+    #[test]
+    fn the_egress_policy_is_checked_before_connecting_and_on_each_url() {
+        let allow = EgressPolicy::Allowlist(vec!["http://127.0.0.1:9".into()]);
+        let err = Shared::new(&spec("http://127.0.0.1:8/mcp", Some(allow.clone()))).err().unwrap();
+        assert_eq!(err, "Egress policy denied framework-owned provider \"mcp\" request to http://127.0.0.1:8.");
+        let ok = Shared::new(&spec("http://127.0.0.1:9/mcp", Some(allow))).unwrap();
+        assert!(ok.allowed(&Url::parse("http://127.0.0.1:9/other").unwrap()).is_ok());
+        assert!(ok.allowed(&Url::parse("http://127.0.0.1:8/mcp").unwrap()).is_err());
+        let offline = Shared::new(&spec("http://localhost:1/mcp", Some(EgressPolicy::Offline))).unwrap();
+        assert!(offline.allowed(&Url::parse("http://10.0.0.1/mcp").unwrap()).is_err());
+        // No policy: nothing is refused.
+        let open = Shared::new(&spec("http://10.0.0.1/mcp", None)).unwrap();
+        assert!(open.allowed(&Url::parse("http://10.0.0.2/mcp").unwrap()).is_ok());
+    }
 }
