@@ -461,6 +461,48 @@ describe('strings handed to the kernel', () => {
     expect(() => native.runToolResult(987654, 0, 'x', 0)).toThrow('oma-kernel: this run has already been released')
     expect(() => native.semAcquire(987654)).toThrow('oma-kernel: this semaphore has already been released')
     expect(() => native.runNext('not a number', false)).toThrow('oma-kernel: argument 0 must be a number')
+    // A round's outcomes in one call: the same checks, and an outcome cut short is refused.
+    expect(() => native.runToolResults(987654, 0, 'x', 1, 'y')).toThrow('oma-kernel: this run has already been released')
+    expect(() => native.runToolResults()).toThrow('oma-kernel: argument 0 must be a number')
+    expect(() => native.runToolResults('x', 0, 'x')).toThrow('oma-kernel: argument 0 must be a number')
+    expect(() => native.runToolResults(987654, 0)).toThrow('oma-kernel: the outcome of tool call 0 is incomplete')
+    expect(() => native.runToolResults(987654, 0, 'x', 4, 'y', 1)).toThrow('oma-kernel: the outcome of tool call 1 is incomplete')
+    expect(() => native.runToolResults(987654, 0, 7)).toThrow('oma-kernel: argument 2 must be a string')
+  })
+
+  // Several calls of a round reach the kernel in one call (more arguments than it holds on the
+  // stack here): each outcome keeps its index, its error flag, its text and its usage.
+  it('hands a wide round to the kernel whole: order, errors, texts and delegated usage', async () => {
+    const registry = new ToolRegistry()
+    registry.register(defineTool({
+      name: 'mix', description: 'm', inputSchema: z.object({ k: z.string(), n: z.number() }),
+      execute: async ({ k, n }: { k: string; n: number }) => {
+        await new Promise((r) => setTimeout(r, (n * 7) % 5))
+        if (k === 'err') return { data: `bad ${n} \u0001"€`, isError: true }
+        if (k === 'use') return { data: `used ${n}`, metadata: { tokenUsage: { input_tokens: n, output_tokens: 2 * n } } }
+        return { data: `ok ${n} ${'😀'.repeat(n)}` }
+      },
+    }))
+    const kinds = ['ok', 'err', 'use']
+    const n = 40
+    const round = Array.from({ length: n }, (_, i) => call(`c${i}`, 'mix', { k: kinds[i % 3], n: i }))
+    const { adapter, seen } = scripted([resp(round), resp([text('fin')])])
+    const runner = new AgentRunner(adapter, registry, new ToolExecutor(registry, { maxConcurrency: 7 }), { model: 'm', allowedTools: ['mix'] })
+    const r = await runner.run([user('go')])
+    expect(r.output).toBe('fin')
+    const expected = round.map((_, i) => {
+      const k = kinds[i % 3]
+      return k === 'err'
+        ? { type: 'tool_result', tool_use_id: `c${i}`, content: `bad ${i} \u0001"€`, is_error: true }
+        : { type: 'tool_result', tool_use_id: `c${i}`, content: k === 'use' ? `used ${i}` : `ok ${i} ${'😀'.repeat(i)}` }
+    })
+    // What the model is sent next is the kernel's copy of the outcomes.
+    expect(seen[1].messages[seen[1].messages.length - 1].content).toEqual(expected)
+    expect(r.messages[1].content).toEqual(expected)
+    const delegated = round.map((_, i) => i).filter((i) => i % 3 === 2)
+    const sum = delegated.reduce((a, i) => a + i, 0)
+    expect(r.tokenUsage).toEqual({ input_tokens: 20 + sum, output_tokens: 10 + 2 * sum })
+    expect(r.toolCalls.map((t: any) => t.output)).toEqual(expected.map((b) => b.content))
   })
 })
 

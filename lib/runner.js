@@ -643,10 +643,13 @@ class AgentRunner {
             } else {
               await this._runBlocks(calls, granted, context, options, watch, onTrace, trace, done)
             }
+            // The machine takes the outcomes before anything below reads them (none of it runs
+            // user code): one crossing for the round when it had several calls.
+            if (calls.length === 1) wire.respondToolResult(id, 0, done[0].text, done[0].isError, done[0].usage)
+            else wire.respondToolResults(id, done)
             const resultBlocks = []
             for (let i = 0; i < calls.length; i++) {
               const d = done[i]
-              wire.respondToolResult(id, i, d.text, d.isError, d.usage)
               toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
               // The block holds what the machine holds: a non-string `data` (which only a custom
               // executor, or a getter changing its answer after validation, can produce) as text,

@@ -92,6 +92,21 @@ function respondToolResult(id, index, content, isError, usage) {
   else native.runToolResult(id, index, content, e, usage[0], usage[1])
 }
 
+/**
+ * A round's outcomes (`done[i]` as for `respondToolResult`, calls 0…n-1), handed over in one
+ * crossing: `code` (isError as above, +4 when usage follows), content[, usage in, out], ….
+ */
+function respondToolResults(id, done) {
+  const args = [id]
+  for (let i = 0; i < done.length; i++) {
+    const d = done[i]
+    const e = d.isError === true ? 1 : d.isError === false ? 0 : 2
+    if (d.usage === null) args.push(e, d.text)
+    else args.push(e | 4, d.text, d.usage[0], d.usage[1])
+  }
+  native.runToolResults(...args)
+}
+
 // Replies of the native adapters: fields separated by U+0001 (wire.rs has the layout and the
 // instruction counts that keep it over JSON).
 
@@ -151,6 +166,7 @@ module.exports = {
   respondConversation,
   respondLoopAction,
   respondToolResult,
+  respondToolResults,
   decodeModelReply,
   decodeChatReply,
 }

@@ -29,13 +29,14 @@ type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::n
 /// Adds the callbacks to the module's exports (napi-rs calls this at load, per env).
 #[napi(module_exports)]
 pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
-    let fns: [(&str, Cb); 6] = [
+    let fns: [(&str, Cb); 7] = [
         ("semOpen", sem_open),
         ("semAcquire", sem_acquire),
         ("semRelease", sem_release),
         ("runNext", run_next),
         ("runRespond", run_respond),
         ("runToolResult", run_tool_result),
+        ("runToolResults", run_tool_results),
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
@@ -86,11 +87,42 @@ impl From<Wire> for Ret {
 unsafe fn call<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<N>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
 ) -> sys::napi_value {
     let mut argc = N;
     let mut argv = [ptr::null_mut(); N];
     let status = sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    run_body(env, status, &argv, body)
+}
+
+/// `call` for a callback taking any number of arguments: `body` sees exactly those passed
+/// (held on the stack up to `INLINE`, else in one allocation for the call).
+unsafe fn call_variadic(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+) -> sys::napi_value {
+    const INLINE: usize = 64;
+    let mut argc = INLINE;
+    let mut inline = [ptr::null_mut(); INLINE];
+    let status = sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    if status != sys::Status::napi_ok || argc <= INLINE {
+        return run_body(env, status, &inline[..argc.min(INLINE)], body);
+    }
+    let mut heap = vec![ptr::null_mut(); argc];
+    let status = sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    let n = argc.min(heap.len());
+    run_body(env, status, &heap[..n], body)
+}
+
+/// Runs `body` on the arguments read (`status`: how reading them went) and hands JS its result,
+/// or throws its error.
+unsafe fn run_body(
+    env: sys::napi_env,
+    status: sys::napi_status,
+    argv: &[sys::napi_value],
+    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+) -> sys::napi_value {
     let outcome = if status != sys::Status::napi_ok {
         Err("oma-kernel: could not read the call's arguments".to_string())
     } else {
@@ -129,9 +161,10 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "panic".into())
 }
 
-struct Args<const N: usize> {
+struct Args<'a> {
     env: sys::napi_env,
-    argv: [sys::napi_value; N],
+    /// For a fixed-arity callback, missing arguments read as `undefined` (napi fills them).
+    argv: &'a [sys::napi_value],
 }
 
 thread_local! {
@@ -139,7 +172,11 @@ thread_local! {
     static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 4096]);
 }
 
-impl<const N: usize> Args<N> {
+impl Args<'_> {
+    fn len(&self) -> usize {
+        self.argv.len()
+    }
+
     fn number(&self, i: usize) -> std::result::Result<f64, String> {
         let mut v = 0.0;
         match unsafe { sys::napi_get_value_double(self.env, self.argv[i], &mut v) } {
@@ -266,6 +303,44 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
             let content = content.to_string();
             core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
         })??;
+        Ok(Ret::Undefined)
+    })
+}
+
+/// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the
+/// outcomes of a round's calls 0, 1, … in one crossing instead of one per call (the driver
+/// answers a round once every block has settled, so nothing is learnt earlier per call).
+/// `code`: bits 0–1 `isError` as for `runToolResult` (0 false, 1 true, 2 not set); bit 2 set
+/// when a delegated run's usage, two numbers, follows the content. Every argument is read
+/// before the machine is given any outcome, so a malformed call changes nothing.
+unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    call_variadic(env, info, |a| {
+        if a.len() == 0 {
+            return Err("oma-kernel: argument 0 must be a number".into());
+        }
+        let id = a.u32(0)?;
+        let mut outcomes = Vec::with_capacity(a.len() / 2);
+        let mut at = 1;
+        while at < a.len() {
+            let code = a.u32(at)?;
+            let with_usage = code & 4 != 0;
+            let width = if with_usage { 4 } else { 2 };
+            if at + width > a.len() {
+                return Err(format!("oma-kernel: the outcome of tool call {} is incomplete", outcomes.len()));
+            }
+            let usage = if with_usage {
+                Some(Usage { input_tokens: a.number(at + 2)?, output_tokens: a.number(at + 3)? })
+            } else {
+                None
+            };
+            let content = a.with_str(at + 1, str::to_string)?;
+            outcomes.push((content, code & 3, usage));
+            at += width;
+        }
+        for (index, (content, is_error, usage)) in outcomes.into_iter().enumerate() {
+            let index = index as u32;
+            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
+        }
         Ok(Ret::Undefined)
     })
 }
