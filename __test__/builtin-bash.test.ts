@@ -4,6 +4,7 @@
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
+import { alive, uniqueMarker, withMarker } from './helpers/procs'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { bashTool } = require('../lib/builtin.js')
@@ -16,29 +17,6 @@ beforeAll(() => {
 })
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
-function alive(pid: number): boolean {
-  try {
-    // A zombie still answers kill(0); it is dead for our purpose.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
-
-/** Processes whose command line contains `marker`. */
-function withMarker(marker: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name))
-    } catch {
-      // gone
-    }
-  }
-  return out
-}
 
 describe('output layout and exit codes', () => {
   test('stdout then stderr', async () => {
@@ -127,10 +105,6 @@ describe('nothing survives a timeout or an abort', () => {
       `echo ready`,
       `sleep ${marker}`,
     ].join('\n')
-  }
-
-  function uniqueMarker(): string {
-    return `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`
   }
 
   test('after a timeout', async () => {

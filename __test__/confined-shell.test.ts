@@ -11,6 +11,7 @@ import * as os from 'os'
 import * as path from 'path'
 import { Agent, ConfinedShellExecutor, ToolExecutor, ToolRegistry, registerBuiltInTools, resolvePathWithinCwd } from '../index'
 import type { AgentConfig, ContentBlock, LLMAdapter, LLMResponse, ShellExecOptions } from '../index'
+import { uniqueMarker, withMarker } from './helpers/procs'
 
 const probe = ConfinedShellExecutor.probe()
 const full = probe.platform === 'linux' && probe.landlockAbi >= probe.requiredLandlockAbi
@@ -43,30 +44,12 @@ afterAll(() => fs.rmSync(base, { recursive: true, force: true }))
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
 const opts = (extra: Partial<ShellExecOptions> = {}): ShellExecOptions => ({ timeoutMs: 20_000, sandboxRoot: root, ...extra })
 
-/** Live (non-zombie) processes whose command line contains `marker`. */
-function withMarker(marker: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8')
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name))
-    } catch {
-      // gone
-    }
-  }
-  return out
-}
 
 async function noneLeft(marker: string): Promise<number[]> {
-  for (let i = 0; i < 300 && withMarker(marker).length > 0; i++) await sleep(10)
-  return withMarker(marker)
+  for (let i = 0; i < 300 && withMarker(marker, true).length > 0; i++) await sleep(10)
+  return withMarker(marker, true)
 }
 
-function uniqueMarker(): string {
-  return `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`
-}
 
 // ---- scripted model -------------------------------------------------------------------------
 
@@ -226,8 +209,8 @@ describe('exec', () => {
     const m2 = uniqueMarker()
     const ac = new AbortController()
     const run = ex.exec(`sleep ${m2} & ( setsid sleep ${m2} & ) ; echo started; sleep ${m2}`, opts({ abortSignal: ac.signal }))
-    for (let i = 0; i < 500 && withMarker(m2).length < 3; i++) await sleep(10)
-    expect(withMarker(m2).length).toBe(3)
+    for (let i = 0; i < 500 && withMarker(m2, true).length < 3; i++) await sleep(10)
+    expect(withMarker(m2, true).length).toBe(3)
     ac.abort()
     const aborted = await run
     expect(aborted.exitCode).toBe(130)
@@ -256,7 +239,7 @@ describe('exec', () => {
     const ex = new ConfinedShellExecutor()
     const m = uniqueMarker()
     const run = ex.exec(`sleep ${m}`, opts())
-    for (let i = 0; i < 500 && withMarker(m).length < 1; i++) await sleep(10)
+    for (let i = 0; i < 500 && withMarker(m, true).length < 1; i++) await sleep(10)
     await ex.dispose()
     expect((await run).exitCode).toBe(130)
     expect(await noneLeft(m)).toEqual([])

@@ -28,6 +28,7 @@ import type {
   StreamEvent,
   ToolUseContext,
 } from '../index'
+import { alive, uniqueMarker, withMarker } from './helpers/procs'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const native = require('../lib/native.js')
@@ -42,32 +43,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
 
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
-/** Processes whose command line contains `marker`. */
-function withMarker(marker: string): number[] {
-  const out: number[] = []
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    try {
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) out.push(Number(name))
-    } catch {
-      // gone
-    }
-  }
-  return out
-}
-
-function uniqueMarker(): string {
-  return `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`
-}
 
 /** A command leaving a background child and a setsid'd grandchild, both recording their pids. */
 function treeCommand(marker: string, pidFile: string): string {

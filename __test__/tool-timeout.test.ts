@@ -12,6 +12,7 @@ import {
   Agent, AgentRunner, ToolRegistry, ToolExecutor, defineTool, bashTool, grepTool,
   ContentBlock, LLMAdapter, LLMMessage, LLMResponse, ToolResult, ToolUseContext, TraceEvent,
 } from '../index'
+import { alive } from './helpers/procs'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const native = require('../lib/native.js')
@@ -287,15 +288,6 @@ describe('runs: the round goes on and the history stays replayable', () => {
   })
 })
 
-/** Whether a process runs (a zombie counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 describe('built-in tools stop their work', () => {
   test('bash: its process tree is killed and the command\'s side effect never happens', async () => {
