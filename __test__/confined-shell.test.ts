@@ -50,7 +50,6 @@ async function noneLeft(marker: string): Promise<number[]> {
   return withMarker(marker, true)
 }
 
-
 // ---- scripted model -------------------------------------------------------------------------
 
 const resp = (content: ContentBlock[], stop = 'tool_use'): LLMResponse => ({

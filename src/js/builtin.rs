@@ -482,6 +482,12 @@ fn env_pairs(host_env: Vec<Vec<String>>) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A bash call's input as both entries (`builtinBash`, `builtinBashExec`) take it: the timer
+/// delay at least 1 ms, `host_env` as `[name, value]` pairs.
+fn bash_input(command: String, timeout_ms: f64, cwd: Option<String>, host_env: Vec<Vec<String>>) -> bash::BashInput {
+    bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: env_pairs(host_env) }
+}
+
 /// `env`: `[name, value]` pairs of the host environment (the allowlisted names).
 #[napi(catch_unwind)]
 pub fn builtin_bash<'env>(
@@ -493,9 +499,8 @@ pub fn builtin_bash<'env>(
     cancel: &CancelHandle,
 ) -> Result<PromiseRaw<'env, NativeToolResult>> {
     let token = cancel.token();
-    let host = env_pairs(host_env);
+    let input = bash_input(command, timeout_ms, cwd, host_env);
     blocking(env, move || {
-        let input = bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: host };
         let o = bash::run_bash(&input, &|| token.is_cancelled());
         NativeToolResult { is_error: o.exit_code != 0, data: o.data }
     })
@@ -521,9 +526,8 @@ pub fn builtin_bash_exec<'env>(
     cancel: &CancelHandle,
 ) -> Result<PromiseRaw<'env, NativeShellResult>> {
     let token = cancel.token();
-    let host = env_pairs(host_env);
+    let input = bash_input(command, timeout_ms, cwd, host_env);
     blocking(env, move || {
-        let input = bash::BashInput { command, timeout_ms: timeout_ms.max(1.0) as u64, cwd, env: host };
         let r = bash::exec_bash(&input, &|| token.is_cancelled());
         NativeShellResult { stdout: r.stdout, stderr: r.stderr, exit_code: r.exit_code }
     })
