@@ -8,9 +8,18 @@
 //       (the steady-state workload of issue 18).
 //   S3  100k tool calls through one ToolExecutor (`executeBatch` of 16), sampled every 10k.
 //
+// Each workload runs in a fresh child process, so one workload's peak does not count in the
+// next one's RSS. Each sample is taken after a full GC and splits RSS into V8's heap (physical
+// pages of its spaces, new space apart), the other anonymous memory (malloc arenas of every
+// thread, the addon's mimalloc segments, thread stacks) and file-backed pages (the node binary,
+// the addon, shared libraries), read from /proc/self/smaps (Linux).
+//
 // A watchdog fails the run (exit 2) if no run completes for 30 s: a deadlock shows as a
-// failure, not as a hang. Usage: node bench/soak.js [--quick]   (--quick: a tenth of the work)
+// failure, not as a hang. Usage: node bench/soak.js [--quick]   (--quick: a tenth of the work;
+// --child s1|s2|s3: internal, one workload)
 const path = require('path')
+const fs = require('fs')
+const { execFileSync } = require('child_process')
 const v8 = require('v8')
 const vm = require('vm')
 const kernel = require(path.resolve(__dirname, '..'))
@@ -22,14 +31,16 @@ const gc = vm.runInNewContext('gc')
 const quick = process.argv.includes('--quick')
 const scale = quick ? 10 : 1
 
+// The workload's process (the parent only starts the children, one after the other).
+const child = process.argv.indexOf('--child')
 let lastProgress = Date.now()
-const watchdog = setInterval(() => {
+const watchdog = child < 0 ? undefined : setInterval(() => {
   if (Date.now() - lastProgress > 30_000) {
     console.error('soak: no run completed for 30 s (deadlock?)')
     process.exit(2)
   }
 }, 1000)
-watchdog.unref()
+if (watchdog !== undefined) watchdog.unref()
 
 const registry = new ToolRegistry()
 registry.register(defineTool({
@@ -57,10 +68,38 @@ function adapterFor(i) {
 }
 
 const mb = (n) => (n / 1048576).toFixed(1)
+/** Resident bytes of anonymous and of file-backed mappings (smaps' Rss, summed). */
+function residentSplit() {
+  let anon = 0
+  let file = 0
+  let fileBacked = false
+  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line)
+    if (m) {
+      // Inode 0: anonymous (named ones such as [heap] and [stack] included).
+      fileBacked = m[1] !== '0'
+      continue
+    }
+    const r = /^Rss:\s+(\d+) kB/.exec(line)
+    if (r) {
+      if (fileBacked) file += +r[1] * 1024
+      else anon += +r[1] * 1024
+    }
+  }
+  return { anon, file }
+}
+
 function sample(label, runs) {
   gc()
   const m = process.memoryUsage()
-  return { label, runs, rss: m.rss, heap: m.heapUsed, external: m.external }
+  let v8Heap = 0
+  let newSpace = 0
+  for (const sp of v8.getHeapSpaceStatistics()) {
+    v8Heap += sp.physical_space_size
+    if (sp.space_name === 'new_space') newSpace = sp.physical_space_size
+  }
+  const { anon, file } = residentSplit()
+  return { label, runs, rss: m.rss, heap: m.heapUsed, external: m.external, v8Heap, newSpace, otherAnon: anon - v8Heap, file }
 }
 function check(r) {
   if (!r.success || r.output !== 'ok' || r.toolCalls.length !== 1) throw new Error('soak: bad run ' + JSON.stringify(r))
@@ -110,10 +149,26 @@ async function s3() {
   return out
 }
 
-;(async () => {
-  const rows = [...await s1(), ...await s2(), ...await s3()]
-  console.log(`| workload | runs / calls | RSS MB | heapUsed MB | external MB |`)
-  console.log(`|---|---|---|---|---|`)
-  for (const r of rows) console.log(`| ${r.label} | ${r.runs} | ${mb(r.rss)} | ${mb(r.heap)} | ${mb(r.external)} |`)
-  clearInterval(watchdog)
-})().catch((e) => { console.error(e); process.exit(1) })
+if (child >= 0) {
+  const work = { s1, s2, s3 }[process.argv[child + 1]]
+  work().then((rows) => {
+    process.stdout.write(JSON.stringify(rows))
+    clearInterval(watchdog)
+  }).catch((e) => { console.error(e); process.exit(1) })
+} else {
+  const rows = []
+  for (const w of ['s1', 's2', 's3']) {
+    const args = [__filename, '--child', w]
+    if (quick) args.push('--quick')
+    try {
+      rows.push(...JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })))
+    } catch (e) {
+      process.exit(typeof e.status === 'number' && e.status !== 0 ? e.status : 1)
+    }
+  }
+  console.log('| workload | runs / calls | RSS MB | V8 heap MB (new space) | other anonymous MB | file-backed MB | heapUsed MB | external MB |')
+  console.log('|---|---|---|---|---|---|---|---|')
+  for (const r of rows) {
+    console.log(`| ${r.label} | ${r.runs} | ${mb(r.rss)} | ${mb(r.v8Heap)} (${mb(r.newSpace)}) | ${mb(r.otherAnon)} | ${mb(r.file)} | ${mb(r.heap)} | ${mb(r.external)} |`)
+  }
+}
