@@ -53,7 +53,11 @@ export declare class JsonSchemaValidator {
 }
 
 export declare class LoopDetectorCore {
-  constructor(maxRepetitions?: number | undefined | null, window?: number | undefined | null)
+  /**
+   * `match_json`: `JSON.stringify(config.match)` when it is defined (checked here, with the
+   * runner's configuration error).
+   */
+  constructor(maxRepetitions?: number | undefined | null, window?: number | undefined | null, matchJson?: string | undefined | null)
   /** `inputs`: `JSON.stringify(block.input)` per block. */
   recordToolCalls(names: Array<string>, inputs: Array<string>): LoopInfoOut | null
   recordText(text: string): LoopInfoOut | null
@@ -331,6 +335,12 @@ export declare function kernelVersion(): string
  */
 export declare function llmEnvVars(provider: string, hasApiKey: boolean, hasBaseUrl: boolean, hasRegion: boolean): Array<string>
 
+/**
+ * Request attempts the main thread's event loop has sent itself (`oma_uv::LocalHttp`), for
+ * the tests that check which path a call took; 0 before its first.
+ */
+export declare function llmLoopRequests(): number
+
 export interface LoopInfoOut {
   kind: string
   repetitions: number
@@ -392,6 +402,17 @@ export declare function notGrantedText(tool: string): string
  * `messages[i]` its message.
  */
 export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
+
+export declare function registryRail(optionsKind: string, disallowKind: string, names?: Array<string | undefined | null> | undefined | null): RegistryRail
+
+/**
+ * The rail of `new ToolRegistry(options)`: its names, or the `TypeError`'s message. Called once
+ * per registry made with options; `lib/tools.js` describes the values (see `registry::rail`).
+ */
+export interface RegistryRail {
+  names?: Array<string>
+  error?: string
+}
 
 export declare function registryRefusal(kind: string, name?: string | undefined | null, detail?: string | undefined | null): RegistryRefusal
 

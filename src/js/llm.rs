@@ -3,9 +3,12 @@
 //! all), responses and stream events go out as JSON text that `lib/llm.js` parses (and turns
 //! failures into Errors of the caller's realm).
 
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -78,9 +81,9 @@ fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
 }
 
 /// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on
-/// the JS thread (the kernel's fast path hands the response to its machine there). A local
-/// plain-HTTP server is served from this thread's event loop, anything else from the LLM I/O
-/// thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
+/// the JS thread (the kernel's fast path hands the response to its machine there). On the main
+/// thread, HTTP and HTTPS endpoints reached directly are served from its event loop
+/// (`Adapter::on_any_http`), anything else from the LLM I/O thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
 pub fn spawn_chat_promise<'e, F, D>(
     env: &'e Env,
     adapter: Arc<Adapter>,
@@ -92,7 +95,7 @@ where
     F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
     D: FnOnce(LlmResponse) -> std::result::Result<String, LlmError> + Send + 'static,
 {
-    if adapter.plain_http() && super::uv::available(env.raw()) {
+    if adapter.on_any_http() && super::uv::available(env.raw()) {
         // No threadsafe function per call: the promise is settled from the loop's callback.
         if let Some((deferred, promise)) = super::uv::promise(env.raw()) {
             super::uv::spawn_local(move |http| async move {
@@ -217,11 +220,12 @@ impl NativeLlmAdapter {
     #[napi(catch_unwind)]
     pub fn stream(
         &self,
+        env: &Env,
         messages_json: String,
         options_json: String,
         cancel: Option<&CancelHandle>,
     ) -> NativeLlmStream {
-        spawn_stream(self.inner.clone(), token_of(cancel), move || parse_input(&messages_json, &options_json))
+        start_stream(env, self.inner.clone(), token_of(cancel), move || parse_input(&messages_json, &options_json))
     }
 }
 
@@ -339,8 +343,42 @@ impl ChatHistory {
     }
 }
 
-/// Starts `adapter.stream` on the LLM thread over the input `input` builds there (the runner's
-/// native path hands in its own history). Events are pulled with `NativeLlmStream.nextBatch`.
+/// Starts `adapter.stream` over the input `input` builds (the runner's native path hands in
+/// its own history). Events are pulled with `NativeLlmStream.nextBatch`. As for `chat`: on the
+/// main thread, endpoints its loop can serve (`Adapter::on_any_http`) stream from there, and a
+/// pull is settled from the loop's callback that read the events; anything else streams on the
+/// LLM I/O thread through a channel.
+pub fn start_stream<F>(env: &Env, adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
+where
+    F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
+{
+    if adapter.on_any_http() && super::uv::available(env.raw()) {
+        let st = Rc::new(LocalStream::default());
+        let (task_st, task_token) = (st.clone(), token.clone());
+        super::uv::spawn_local(move |http| Delivering {
+            st: task_st.clone(),
+            fut: Box::pin(async move {
+                // The sink must be `Send` (the I/O thread's streams share the code): the events
+                // go through a mutex that only this thread ever locks.
+                let events = task_st.events.clone();
+                let mut sink =
+                    move |ev: StreamEvent| push_event(&events, &serde_json::to_string(&ev).expect("event serialises"));
+                let outcome = guarded(async {
+                    let i = input()?;
+                    adapter.stream_on(http, &i.messages, i.reuse(), &i.opts, &task_token, &mut sink).await
+                })
+                .await;
+                if let Err(e) = outcome {
+                    push_event(&task_st.events, &throw_event(e));
+                }
+            }),
+        });
+        return NativeLlmStream { source: Source::Local(st), cancel: token };
+    }
+    spawn_stream(adapter, token, input)
+}
+
+/// `start_stream` on the LLM I/O thread, whatever the endpoint.
 pub fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
 where
     F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
@@ -360,7 +398,83 @@ where
             send_throw(&tx, e);
         }
     });
-    NativeLlmStream { rx: Arc::new(Mutex::new(rx)), cancel: token }
+    NativeLlmStream { source: Source::Remote(Arc::new(Mutex::new(rx))), cancel: token }
+}
+
+/// A main-thread stream's events not pulled yet, and the pulls waiting for some.
+#[derive(Default)]
+struct LocalStream {
+    /// The events, comma-separated (the inside of the next batch's JSON array).
+    events: Arc<std::sync::Mutex<String>>,
+    /// The stream's task has finished: once `events` is empty, pulls get `[]`.
+    ended: Cell<bool>,
+    waiting: RefCell<VecDeque<super::uv::Deferred>>,
+}
+
+fn push_event(events: &std::sync::Mutex<String>, event: &str) {
+    let mut e = events.lock().unwrap_or_else(|e| e.into_inner());
+    if !e.is_empty() {
+        e.push(',');
+    }
+    e.push_str(event);
+}
+
+impl LocalStream {
+    /// The next batch, if there is one to give.
+    fn batch(&self) -> Option<String> {
+        let mut e = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if e.is_empty() && !self.ended.get() {
+            return None;
+        }
+        Some(format!("[{}]", std::mem::take(&mut *e)))
+    }
+
+    /// Settles a waiting pull with what arrived (on the loop's thread, in a handle scope).
+    fn deliver(&self) {
+        if self.waiting.borrow().is_empty() {
+            return;
+        }
+        if let Some(batch) = self.batch() {
+            let next = self.waiting.borrow_mut().pop_front();
+            if let Some(d) = next {
+                d.settle(Ok(batch));
+            }
+        }
+    }
+}
+
+/// A main-thread stream's task: after each poll (all the events one read brought are in),
+/// a waiting pull gets them in one batch.
+struct Delivering<F: Future<Output = ()>> {
+    st: Rc<LocalStream>,
+    fut: Pin<Box<F>>,
+}
+
+impl<F: Future<Output = ()>> Future for Delivering<F> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let done = self.fut.as_mut().poll(cx).is_ready();
+        if done {
+            self.st.ended.set(true);
+        }
+        self.st.deliver();
+        if done {
+            // Every later pull answers at once; pulls already waiting get `[]` now.
+            while !self.st.waiting.borrow().is_empty() {
+                self.st.deliver();
+            }
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+enum Source {
+    /// Events sent from the LLM I/O thread.
+    Remote(Arc<Mutex<UnboundedReceiver<String>>>),
+    /// Events pushed by a task on this (the main) thread's loop.
+    Local(Rc<LocalStream>),
 }
 
 /// Cancellation token for a call: a child of the run's handle, so closing one stream does not
@@ -376,13 +490,18 @@ pub fn chat_token(cancel: Option<&CancelHandle>) -> Option<CancellationToken> {
 }
 
 fn send_throw(tx: &UnboundedSender<String>, e: LlmError) {
-    let _ = tx.send(format!("{{\"type\":\"throw\",\"data\":{}}}", e.to_json()));
+    let _ = tx.send(throw_event(e));
+}
+
+/// The event that makes the iterator throw `e` (`lib/llm.js`).
+fn throw_event(e: LlmError) -> String {
+    format!("{{\"type\":\"throw\",\"data\":{}}}", e.to_json())
 }
 
 /// Pull side of a native stream (≈1 µs per event when batched, see NAPI-NOTES).
 #[napi]
 pub struct NativeLlmStream {
-    rx: Arc<Mutex<UnboundedReceiver<String>>>,
+    source: Source,
     cancel: CancellationToken,
 }
 
@@ -391,7 +510,18 @@ impl NativeLlmStream {
     /// Resolves with a JSON array of the events available (at least one), or `[]` at the end.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn next_batch<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, String>> {
-        let rx = self.rx.clone();
+        let rx = match &self.source {
+            Source::Remote(rx) => rx.clone(),
+            Source::Local(st) => {
+                let (deferred, promise) = super::uv::promise(env.raw())
+                    .ok_or_else(|| Error::new(Status::GenericFailure, "could not create a promise"))?;
+                st.waiting.borrow_mut().push_back(deferred);
+                // Events already read (or the end) settle it now; else the loop's callback will.
+                st.deliver();
+                // SAFETY: `promise` is the promise value just made in this napi call's env.
+                return unsafe { PromiseRaw::from_napi_value(env.raw(), promise) };
+            }
+        };
         env.spawn_future(async move {
             let mut rx = rx.lock().await;
             let mut out = String::from("[");
@@ -412,6 +542,13 @@ impl NativeLlmStream {
     pub fn close(&self) {
         self.cancel.cancel();
     }
+}
+
+/// Request attempts the main thread's event loop has sent itself (`oma_uv::LocalHttp`), for
+/// the tests that check which path a call took; 0 before its first.
+#[napi(catch_unwind)]
+pub fn llm_loop_requests() -> f64 {
+    super::uv::local_requests() as f64
 }
 
 /// A normalised egress policy (upstream's `normalizeEgressPolicy`), for `NativeLlmAdapter.create`.

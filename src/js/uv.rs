@@ -6,7 +6,8 @@
 //! `uv_async` handle for wake-ups from other threads, all resolved against the node binary when
 //! the addon loads.
 //!
-//! Only the main thread uses this (`available`); worker threads keep the I/O thread. Every
+//! Only the main thread uses this (`available`); worker threads keep the I/O thread. It serves
+//! `chat` and `stream()` to HTTP and HTTPS endpoints reached without a proxy. Every
 //! handle is unreferenced; a pending request keeps Node alive through the referenced `uv_async`
 //! handle while any promise is unsettled. Promises are settled from the loop's callbacks
 //! inside a napi callback scope, so their reactions run right after, as for Node's own I/O.
@@ -465,6 +466,11 @@ fn start(env: sys::napi_env) -> Option<&'static Local> {
     let exec = Exec::new(UvReactor { lp, js, wake: h }, UvAsync(h));
     let http = LocalHttp::new(&exec);
     Some(Box::leak(Box::new(Local { exec, http })))
+}
+
+/// `LocalHttp::requests` of the main thread's client (0 when it has none).
+pub fn local_requests() -> u64 {
+    local().map_or(0, |l| l.http.requests())
 }
 
 /// Runs the future `task` makes with the main thread's HTTP client on this thread's loop; it is

@@ -114,6 +114,31 @@ impl Head {
     }
 }
 
+/// Where a body read piece by piece (`Conn::next_chunk`) is.
+pub struct BodyReader(Progress);
+
+enum Progress {
+    /// Bytes left of a Content-Length body.
+    Length(usize),
+    UntilClose,
+    /// A chunk-size line is next.
+    Size,
+    /// Bytes left of the current chunk (0: its CRLF is next).
+    Data(usize),
+    Done,
+}
+
+impl BodyReader {
+    pub fn new(head: &Head) -> BodyReader {
+        BodyReader(match head.framing {
+            Framing::Empty => Progress::Done,
+            Framing::Length(n) => Progress::Length(n),
+            Framing::Chunked => Progress::Size,
+            Framing::UntilClose => Progress::UntilClose,
+        })
+    }
+}
+
 /// Why no response head arrived.
 #[derive(Debug)]
 pub enum HeadError {
@@ -161,7 +186,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             h = &h[from_head..];
             b = &b[n - from_head..];
         }
-        Ok(())
+        // A TLS stream may hold the last records until flushed (a socket's flush is a no-op).
+        poll_fn(|cx| Pin::new(&mut self.io).poll_flush(cx)).await
     }
 
     /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream.
@@ -300,6 +326,82 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.pos = 0;
         }
         Ok((body, reusable))
+    }
+
+    /// The body's next piece as it arrives, `None` at its end (a stream's reader: the caller
+    /// bounds the total). `body` is `BodyReader::new` of the response's head.
+    pub async fn next_chunk(&mut self, body: &mut BodyReader) -> Result<Option<Bytes>, BodyError> {
+        loop {
+            match &mut body.0 {
+                Progress::Done => return Ok(None),
+                Progress::Length(0) => body.0 = Progress::Done,
+                Progress::Length(n) => {
+                    if self.pending().is_empty() && self.fill(0).await? == 0 {
+                        return Err(BodyError::Connection);
+                    }
+                    let take = (*n).min(self.pending().len());
+                    *n -= take;
+                    return Ok(Some(self.take(take)));
+                }
+                Progress::UntilClose => {
+                    if self.pending().is_empty() && self.fill(0).await? == 0 {
+                        body.0 = Progress::Done;
+                        continue;
+                    }
+                    return Ok(Some(self.take(self.pending().len())));
+                }
+                Progress::Size => {
+                    let len = self.line(MAX_HEAD_BYTES).await?;
+                    let size = chunk_size(self.last_line(len)).ok_or_else(|| bad("invalid chunk size"))?;
+                    if size == 0 {
+                        let mut budget = MAX_HEAD_BYTES;
+                        loop {
+                            let len = self.line(budget).await?;
+                            if len == 0 {
+                                break;
+                            }
+                            budget = budget.checked_sub(len + 2).ok_or_else(|| bad("chunked trailer too large"))?;
+                        }
+                        body.0 = Progress::Done;
+                    } else {
+                        body.0 = Progress::Data(size);
+                    }
+                }
+                Progress::Data(0) => {
+                    while self.pending().len() < 2 {
+                        if self.fill(2 - self.pending().len()).await? == 0 {
+                            return Err(BodyError::Connection);
+                        }
+                    }
+                    if &self.pending()[..2] != b"\r\n" {
+                        return Err(bad("chunk not terminated by CRLF").into());
+                    }
+                    self.pos += 2;
+                    body.0 = Progress::Size;
+                }
+                Progress::Data(n) => {
+                    if self.pending().is_empty() && self.fill(0).await? == 0 {
+                        return Err(BodyError::Connection);
+                    }
+                    let take = (*n).min(self.pending().len());
+                    *n -= take;
+                    return Ok(Some(self.take(take)));
+                }
+            }
+        }
+    }
+
+    /// Whether, its body read to the end by `next_chunk`, the connection can carry another
+    /// request (as `read_body` answers).
+    pub fn reusable_after(&self, head: &Head, body: &BodyReader) -> bool {
+        matches!(body.0, Progress::Done) && head.keep_alive && self.pending().is_empty()
+    }
+
+    /// The next `n` pending bytes, consumed.
+    fn take(&mut self, n: usize) -> Bytes {
+        let out = Bytes::copy_from_slice(&self.pending()[..n]);
+        self.pos += n;
+        out
     }
 
     /// The length of the line at the read position, without its CRLF, which are consumed with

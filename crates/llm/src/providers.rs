@@ -96,6 +96,9 @@ pub struct Adapter {
     auth_error: Option<String>,
     client: Client,
     pub transport: TransportConfig,
+    /// An HTTPS endpoint that the client reaches directly (no proxy from the environment): the
+    /// JS thread's HTTP stack may serve it (`on_any_http`).
+    https_direct: bool,
 }
 
 const OPENAI_MISSING_KEY: &str = "The OPENAI_API_KEY environment variable is missing or empty; either provide it, or instantiate the OpenAI client with an apiKey option, like new OpenAI({ apiKey: 'My API Key' }).";
@@ -315,6 +318,7 @@ pub fn create_adapter_with(
     }
     let mut a = create_adapter(provider, api_key, base_url, region, env)?;
     a.client = transport::direct_client()?;
+    a.https_direct = a.base_url.starts_with("https://");
     a.transport.egress = Some(Arc::new(Egress { policy: policy.clone(), provider: a.name.clone() }));
     Ok(a)
 }
@@ -322,6 +326,18 @@ pub fn create_adapter_with(
 /// `createAdapter(provider, apiKey?, baseURL?, region?)`; `env` stands for `process.env`.
 /// The `Err` message is the one the original throws (names the variable to set).
 pub fn create_adapter(
+    provider: &str,
+    api_key: Option<&str>,
+    base_url: Option<&str>,
+    region: Option<&str>,
+    env: &Env,
+) -> Result<Adapter, LlmError> {
+    let mut a = build_adapter(provider, api_key, base_url, region, env)?;
+    a.https_direct = a.base_url.starts_with("https://") && !transport::proxied(&a.base_url);
+    Ok(a)
+}
+
+fn build_adapter(
     provider: &str,
     api_key: Option<&str>,
     base_url: Option<&str>,
@@ -340,6 +356,7 @@ pub fn create_adapter(
             auth_error: None,
             client: client.clone(),
             transport: TransportConfig::default(),
+            https_direct: false,
         })
     };
     match provider {
@@ -369,6 +386,7 @@ pub fn create_adapter(
                 auth_error: if key.is_none() && token.is_none() { Some(anthropic::MISSING_AUTH.into()) } else { None },
                 client,
                 transport: TransportConfig::default(),
+                https_direct: false,
             })
         }
         "azure-openai" => {
@@ -394,6 +412,7 @@ pub fn create_adapter(
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
+                https_direct: false,
             })
         }
         "bedrock" => {
@@ -413,6 +432,7 @@ pub fn create_adapter(
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
+                https_direct: false,
             })
         }
         "copilot" => {
@@ -444,6 +464,7 @@ pub fn create_adapter(
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
+                https_direct: false,
             })
         }
         "gemini" => {
@@ -467,6 +488,7 @@ pub fn create_adapter(
                 auth_error: None,
                 client,
                 transport: TransportConfig::default(),
+                https_direct: false,
             })
         }
         other => {
@@ -660,11 +682,13 @@ impl Adapter {
         self.chat_on(&ReqwestHttp(&self.client), messages, reuse, opts, cancel).await
     }
 
-    /// Whether `chat_on` may run on an HTTP stack other than the tokio one: the endpoint is
-    /// plain HTTP (a local server) and no request needs another one first (Copilot's token
-    /// exchange runs on reqwest).
-    pub fn plain_http(&self) -> bool {
-        self.base_url.starts_with("http://") && !matches!(self.wire, Wire::Copilot { .. } | Wire::Bedrock { .. })
+    /// Whether `chat_on` and `stream_on` may run on an HTTP stack other than reqwest's (the JS
+    /// thread's, which speaks HTTP/1.1 to origins directly): the endpoint is plain HTTP (which
+    /// takes no proxy on either stack) or HTTPS reached without a proxy, and no request needs
+    /// another one first (Copilot's token exchange runs on reqwest; Bedrock keeps it too).
+    pub fn on_any_http(&self) -> bool {
+        (self.https_direct || self.base_url.starts_with("http://"))
+            && !matches!(self.wire, Wire::Copilot { .. } | Wire::Bedrock { .. })
     }
 
     /// `chat` over `http` (see [`transport::Http`]).
@@ -714,6 +738,19 @@ impl Adapter {
         cancel: &CancellationToken,
         sink: &mut dyn EventSink,
     ) -> Result<(), LlmError> {
+        self.stream_on(&ReqwestHttp(&self.client), messages, reuse, opts, cancel, sink).await
+    }
+
+    /// `stream` over `http` (see [`transport::Http`]).
+    pub async fn stream_on<H: Http>(
+        &self,
+        http: &H,
+        messages: &[Message],
+        reuse: Reuse<'_>,
+        opts: &ChatOptions,
+        cancel: &CancellationToken,
+        sink: &mut dyn EventSink,
+    ) -> Result<(), LlmError> {
         let req = self.request(messages, opts, true, reuse)?;
         if let Some(e) = &self.auth_error {
             sink.emit(StreamEvent::Error(LlmError::other(e.clone())));
@@ -729,15 +766,14 @@ impl Adapter {
                 return Ok(());
             }
         };
-        let mut resp =
-            match transport::send(&ReqwestHttp(&self.client), &req, self.style(), &self.transport, cancel).await {
-                Ok(r) => r,
-                Err(e) if openai_family => return Err(e),
-                Err(e) => {
-                    sink.emit(StreamEvent::Error(e));
-                    return Ok(());
-                }
-            };
+        let mut resp = match transport::send(http, &req, self.style(), &self.transport, cancel).await {
+            Ok(r) => r,
+            Err(e) if openai_family => return Err(e),
+            Err(e) => {
+                sink.emit(StreamEvent::Error(e));
+                return Ok(());
+            }
+        };
         let mut parser = SseParser::new();
         let mut events: Vec<SseEvent> = Vec::new();
         let mut frames = FrameDecoder::default();
@@ -753,7 +789,7 @@ impl Adapter {
         let mut received = 0usize;
         while !done {
             if !eof {
-                let chunk = match or_abort(cancel, resp.chunk()).await {
+                let chunk = match or_abort(cancel, HttpResponse::chunk(&mut resp)).await {
                     Err(e) => {
                         sink.emit(StreamEvent::Error(e));
                         return Ok(());

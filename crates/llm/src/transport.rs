@@ -55,23 +55,69 @@ pub struct HttpRequest {
 
 static CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
 static DIRECT_CLIENT: OnceLock<Result<Client, String>> = OnceLock::new();
+static TLS: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+/// The proxy variables as `CLIENT` read them (the same matcher reqwest builds, at the same
+/// moment): which HTTPS origins its requests go to through a proxy.
+static PROXIES: OnceLock<hyper_util::client::proxy::matcher::Matcher> = OnceLock::new();
+
+/// The TLS client configuration of every HTTPS request, on both HTTP stacks (reqwest's and the
+/// JS thread's `oma_uv::LocalHttp`), defined here once: what reqwest 0.13 builds by default
+/// with `rustls-no-provider` (the installed provider, ring; TLS 1.2 and 1.3; certificates
+/// checked by rustls-platform-verifier, on Linux the system's roots, `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` included; SNI; ALPN `http/1.1` only, as reqwest without its `http2`
+/// feature). reqwest is handed this very configuration, so the two cannot drift apart.
+pub fn tls_config() -> Result<Arc<rustls::ClientConfig>, LlmError> {
+    TLS.get_or_init(|| {
+        // Several crates may race to install a provider; any installed one is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let provider = rustls::crypto::CryptoProvider::get_default()
+            .cloned()
+            .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()));
+        let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+            .map_err(|e| format!("could not create the HTTP client: {e}"))?;
+        let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(rustls::ALL_VERSIONS)
+            .map_err(|e| format!("could not create the HTTP client: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(cfg))
+    })
+    .clone()
+    .map_err(LlmError::other)
+}
 
 /// Builds a client on rustls with the ring provider.
 pub fn build_client() -> Result<Client, String> {
-    client_builder().build().map_err(|e| format!("could not create the HTTP client: {e}"))
+    client_builder()?.build().map_err(|e| format!("could not create the HTTP client: {e}"))
 }
 
-fn client_builder() -> reqwest::ClientBuilder {
-    // Several crates may race to install a provider; any installed one is fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+fn client_builder() -> Result<reqwest::ClientBuilder, String> {
+    let tls = tls_config().map_err(|e| e.message)?;
     // Redirects are `send`'s (`redirect`), the same rule on both HTTP stacks: reqwest's own
     // policy would follow them to any origin, keeping headers such as `x-api-key`.
-    Client::builder().redirect(reqwest::redirect::Policy::none())
+    Ok(Client::builder().redirect(reqwest::redirect::Policy::none()).tls_backend_preconfigured((*tls).clone()))
 }
 
 /// The process-wide client (one connection pool per process).
 pub fn client() -> Result<Client, LlmError> {
-    CLIENT.get_or_init(build_client).clone().map_err(LlmError::other)
+    CLIENT
+        .get_or_init(|| {
+            PROXIES.get_or_init(hyper_util::client::proxy::matcher::Matcher::from_system);
+            build_client()
+        })
+        .clone()
+        .map_err(LlmError::other)
+}
+
+/// Whether the process-wide client (`client`) sends requests to `url` through a proxy from the
+/// environment (`HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, … as reqwest reads them when the
+/// client is made). Such requests stay on reqwest: the JS thread's HTTP stack speaks to
+/// origins directly.
+pub fn proxied(url: &str) -> bool {
+    let Ok(uri) = url.parse::<http::Uri>() else { return true };
+    PROXIES.get_or_init(hyper_util::client::proxy::matcher::Matcher::from_system).intercept(&uri).is_some()
 }
 
 /// The process-wide client of adapters under an egress policy: it ignores the proxy variables
@@ -80,7 +126,7 @@ pub fn client() -> Result<Client, LlmError> {
 pub fn direct_client() -> Result<Client, LlmError> {
     DIRECT_CLIENT
         .get_or_init(|| {
-            client_builder().no_proxy().build().map_err(|e| format!("could not create the HTTP client: {e}"))
+            client_builder()?.no_proxy().build().map_err(|e| format!("could not create the HTTP client: {e}"))
         })
         .clone()
         .map_err(LlmError::other)
@@ -137,6 +183,8 @@ pub trait HttpResponse {
     /// The whole body, at most `limit` bytes: a larger one (announced by its Content-Length or
     /// received) is `TooLarge` without reading or keeping more than `limit` bytes.
     fn bytes(self, limit: usize) -> impl Future<Output = Result<Bytes, BodyError>>;
+    /// The body's next piece as it arrives (streams); `None` at its end.
+    fn chunk(&mut self) -> impl Future<Output = Result<Option<Bytes>, BodyError>>;
 }
 
 /// `resp`'s body, at most `limit` bytes, unless `cancel` fires first.
@@ -177,6 +225,9 @@ impl HttpResponse for Response {
     }
     fn header(&self, name: &str) -> Option<&str> {
         Response::headers(self).get(name).and_then(|v| v.to_str().ok())
+    }
+    async fn chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        Response::chunk(self).await.map_err(|_| BodyError::Connection)
     }
     async fn bytes(mut self, limit: usize) -> Result<Bytes, BodyError> {
         if self.content_length().is_some_and(|n| n > limit as u64) {

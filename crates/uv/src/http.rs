@@ -1,22 +1,24 @@
 //! `transport::Http` on the loop's thread: the small HTTP/1.1 client of `oma_llm::http1` over
-//! [`Tcp`], with a keep-alive pool per origin. Plain HTTP only (local model servers); TLS
-//! endpoints keep the LLM I/O thread.
+//! [`Tcp`] (HTTPS: TLS over it, see `io.rs`), with a keep-alive pool per origin. Whether an
+//! adapter may use it (no proxy in the way, no token exchange first) is
+//! `oma_llm::Adapter::on_any_http`'s rule.
 //!
 //! Connections are opened on the I/O thread (name resolution and connect may block or take
-//! long) and handed over; everything after that (writing requests, reading responses, the
-//! keep-alive pool) happens on the loop's thread without a thread hop.
+//! long) and handed over; everything after that (the TLS handshake, writing requests, reading
+//! responses, the keep-alive pool) happens on the loop's thread without a thread hop.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use oma_llm::http1::{self, Conn, Head, HeadError};
+use oma_llm::http1::{self, BodyReader, Conn, Head, HeadError};
 use oma_llm::transport::{AttemptError, BodyError, Http, HttpRequest, HttpResponse};
 use rustc_hash::FxHashMap;
 
 use crate::exec::Exec;
+use crate::io::Io;
 use crate::reactor::Reactor;
 use crate::tcp::Tcp;
 use crate::timer::Sleep;
@@ -25,7 +27,7 @@ use crate::timer::Sleep;
 const MAX_IDLE: usize = 32;
 
 /// Idle keep-alive connections by origin (`Target::key`).
-type Pool<R> = RefCell<FxHashMap<String, Vec<Conn<Tcp<R>>>>>;
+type Pool<R> = RefCell<FxHashMap<String, Vec<Conn<Io<R>>>>>;
 
 /// The request head of the last call but its content-length, with the headers, target and
 /// method it was made for (held, so that the pointers it is known by cannot be reused by
@@ -39,16 +41,20 @@ pub struct LocalHttp<R: Reactor> {
     /// The last URL's parts: a run sends every call to the same one.
     last_url: RefCell<Option<(String, Rc<Target>)>>,
     last_head: RefCell<Option<LastHead>>,
+    /// Attempts made (`requests`).
+    attempts: Cell<u64>,
 }
 
 #[derive(Clone)]
 struct Target {
+    /// `https`: TLS to `host`.
+    tls: bool,
     /// `host[:port]` as the Host header carries it.
     authority: String,
     host: String,
     port: u16,
     path: String,
-    /// The pool's key for the origin.
+    /// The pool's key for the origin (`scheme://host:port`).
     key: String,
 }
 
@@ -59,7 +65,14 @@ impl<R: Reactor> LocalHttp<R> {
             pool: Rc::default(),
             last_url: RefCell::new(None),
             last_head: RefCell::new(None),
+            attempts: Cell::new(0),
         }
+    }
+
+    /// Request attempts sent from this loop so far (redirect hops and retries each count):
+    /// what shows that a call was served here and not on the I/O thread.
+    pub fn requests(&self) -> u64 {
+        self.attempts.get()
     }
 
     /// Idle keep-alive connections in the pool.
@@ -72,7 +85,12 @@ impl<R: Reactor> LocalHttp<R> {
             return Ok(t);
         }
         let u = reqwest::Url::parse(url).map_err(|_| AttemptError::InvalidUrl)?;
-        if u.scheme() != "http" || !u.username().is_empty() || u.password().is_some() {
+        let tls = match u.scheme() {
+            "http" => false,
+            "https" => true,
+            _ => return Err(AttemptError::InvalidUrl),
+        };
+        if !u.username().is_empty() || u.password().is_some() {
             return Err(AttemptError::InvalidUrl);
         }
         let host = u.host_str().ok_or(AttemptError::InvalidUrl)?.to_string();
@@ -85,8 +103,9 @@ impl<R: Reactor> LocalHttp<R> {
             None => u.path().to_string(),
         };
         let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
-        let port = u.port().unwrap_or(80);
-        let t = Rc::new(Target { authority, key: format!("{host}:{port}"), host, port, path });
+        let port = u.port_or_known_default().ok_or(AttemptError::InvalidUrl)?;
+        let key = format!("{}://{host}:{port}", u.scheme());
+        let t = Rc::new(Target { tls, authority, key, host, port, path });
         *self.last_url.borrow_mut() = Some((url.to_string(), Rc::clone(&t)));
         Ok(t)
     }
@@ -115,7 +134,7 @@ impl<R: Reactor> LocalHttp<R> {
 
     /// An idle connection that the loop has not seen closed. One the server closed unnoticed
     /// is found out by the exchange (`HeadError::Closed`) and replaced.
-    fn take_idle(&self, key: &str) -> Option<Conn<Tcp<R>>> {
+    fn take_idle(&self, key: &str) -> Option<Conn<Io<R>>> {
         let mut p = self.pool.borrow_mut();
         let idle = p.get_mut(key)?;
         while let Some(c) = idle.pop() {
@@ -126,15 +145,31 @@ impl<R: Reactor> LocalHttp<R> {
         None
     }
 
-    /// Opens a connection on the I/O thread and continues it here.
-    async fn connect(&self, host: String, port: u16) -> Result<Conn<Tcp<R>>, AttemptError> {
+    /// Opens a connection on the I/O thread and continues it here (the TLS handshake too).
+    /// A certificate the verifier refuses fails the attempt as a connection error, as on
+    /// reqwest.
+    async fn connect(&self, t: &Target) -> Result<Conn<Io<R>>, AttemptError> {
+        // Checked before connecting: a name rustls cannot take is an invalid URL.
+        let name = if t.tls {
+            let n = rustls::pki_types::ServerName::try_from(t.host.clone()).map_err(|_| AttemptError::InvalidUrl)?;
+            Some((n, oma_llm::transport::tls_config().map_err(|_| AttemptError::Connection)?))
+        } else {
+            None
+        };
+        let (host, port) = (t.host.clone(), t.port);
         let opened = oma_llm::runtime::spawn(async move {
             let s = tokio::net::TcpStream::connect((host.as_str(), port)).await?;
             s.set_nodelay(true)?;
             s.into_std()
         });
         let sock = opened.await.map_err(|_| AttemptError::Connection)?.map_err(|_| AttemptError::Connection)?;
-        Ok(Conn::new(Tcp::new(&self.exec, sock).map_err(|_| AttemptError::Connection)?))
+        let tcp = Tcp::new(&self.exec, sock).map_err(|_| AttemptError::Connection)?;
+        Ok(Conn::new(match name {
+            None => Io::Plain(tcp),
+            Some((name, cfg)) => Io::Tls(Box::new(
+                tokio_rustls::TlsConnector::from(cfg).connect(name, tcp).await.map_err(|_| AttemptError::Connection)?,
+            )),
+        }))
     }
 }
 
@@ -152,7 +187,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Tcp<R>>) {
+fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Io<R>>) {
     let mut p = pool.borrow_mut();
     let idle = match p.get_mut(key) {
         Some(v) => v,
@@ -166,9 +201,11 @@ fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Tcp<R>>) {
 pub struct LocalResponse<R: Reactor> {
     head: Head,
     target: Rc<Target>,
-    /// The connection, back to `pool` once the body has been read.
-    conn: Conn<Tcp<R>>,
+    /// The connection, back to `pool` once the body has been read (`None` after that).
+    conn: Option<Conn<Io<R>>>,
     pool: Rc<Pool<R>>,
+    /// Where a body read piece by piece (`chunk`) is.
+    body: Option<BodyReader>,
 }
 
 enum Failed {
@@ -180,7 +217,7 @@ enum Failed {
 impl<R: Reactor> LocalHttp<R> {
     async fn exchange(
         &self,
-        mut conn: Conn<Tcp<R>>,
+        mut conn: Conn<Io<R>>,
         target: Rc<Target>,
         head: &[u8],
         body: &[u8],
@@ -191,7 +228,7 @@ impl<R: Reactor> LocalHttp<R> {
             return Err(stale(reused));
         }
         match conn.read_head().await {
-            Ok(h) => Ok(LocalResponse { head: h, target, conn, pool: Rc::clone(&self.pool) }),
+            Ok(h) => Ok(LocalResponse { head: h, target, conn: Some(conn), pool: Rc::clone(&self.pool), body: None }),
             Err(HeadError::Closed) => Err(stale(reused)),
             Err(HeadError::Io(_)) => Err(Failed::Attempt(AttemptError::Connection)),
         }
@@ -202,6 +239,7 @@ impl<R: Reactor> Http for LocalHttp<R> {
     type Response = LocalResponse<R>;
 
     async fn attempt(&self, req: &HttpRequest) -> Result<LocalResponse<R>, AttemptError> {
+        self.attempts.set(self.attempts.get() + 1);
         let t = self.target(&req.url)?;
         let head = self.head_for(req, &t)?;
         if let Some(c) = self.take_idle(&t.key) {
@@ -213,7 +251,7 @@ impl<R: Reactor> Http for LocalHttp<R> {
                 Err(Failed::Attempt(e)) => return Err(e),
             }
         }
-        let c = self.connect(t.host.clone(), t.port).await?;
+        let c = self.connect(&t).await?;
         self.exchange(c, t, &head, &req.body, false).await.map_err(|f| match f {
             Failed::Stale => AttemptError::Connection,
             Failed::Attempt(e) => e,
@@ -235,11 +273,26 @@ impl<R: Reactor> HttpResponse for LocalResponse<R> {
     }
 
     async fn bytes(self, limit: usize) -> Result<Bytes, BodyError> {
-        let LocalResponse { head, target, mut conn, pool } = self;
+        let LocalResponse { head, target, conn, pool, body } = self;
+        // A body already read piece by piece has nothing left.
+        let (Some(mut conn), None) = (conn, body) else { return Ok(Bytes::new()) };
         let (body, reusable) = conn.read_body(&head, limit).await?;
         if reusable {
             put_idle(&pool, &target.key, conn);
         }
         Ok(body)
+    }
+
+    async fn chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        let Some(conn) = self.conn.as_mut() else { return Ok(None) };
+        let body = self.body.get_or_insert_with(|| BodyReader::new(&self.head));
+        let piece = conn.next_chunk(body).await?;
+        if piece.is_none() {
+            // The whole body read: the connection can carry the next request.
+            if let Some(c) = self.conn.take().filter(|c| c.reusable_after(&self.head, body)) {
+                put_idle(&self.pool, &self.target.key, c);
+            }
+        }
+        Ok(piece)
     }
 }

@@ -15,13 +15,15 @@
 //! - [`Exec`]: the executor (tasks, wakers, wake-ups from other threads).
 //! - [`Tcp`]: a connected socket as tokio's `AsyncRead`/`AsyncWrite`.
 //! - [`Sleep`]: a timer as a future.
-//! - [`LocalHttp`]: oma-llm's `transport::Http` over them, with a keep-alive pool.
+//! - [`LocalHttp`]: oma-llm's `transport::Http` over them (HTTP and HTTPS, TLS by rustls over
+//!   the same sockets), with a keep-alive pool.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod exec;
 mod http;
+mod io;
 mod reactor;
 mod tcp;
 mod timer;

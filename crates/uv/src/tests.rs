@@ -40,7 +40,7 @@ fn serve(handler: impl Fn(usize, TcpStream) + Send + Sync + 'static) -> (String,
 }
 
 /// One request (head and Content-Length body) as text; `None` when the client closed first.
-fn read_request(s: &mut TcpStream) -> Option<String> {
+fn read_request(s: &mut impl Read) -> Option<String> {
     let mut req = Vec::new();
     let mut b = [0u8; 4096];
     loop {
@@ -491,4 +491,202 @@ fn one_executor_per_thread() {
     drop(exec);
     // Once it is gone, the thread may have another.
     let _ = new_exec();
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTPS: TLS over the loop's sockets, against a rustls server on 127.0.0.1 with the committed
+// test certificates (testdata/tls, README there).
+
+const TLS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/tls");
+
+type TlsServerStream = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
+
+/// The ALPN protocol each TLS connection agreed on.
+type Negotiated = Arc<Mutex<Vec<Option<Vec<u8>>>>>;
+
+/// Makes the certificate verifier trust the test CA: on Linux it reads `SSL_CERT_FILE` instead
+/// of the system's bundle when it is made (once per process, on the first HTTPS request; every
+/// TLS test calls this first, with the same value).
+fn trust_test_ca() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| std::env::set_var("SSL_CERT_FILE", format!("{TLS_DIR}/ca.pem")));
+}
+
+/// `serve` over TLS with the certificate `name` (`leaf`: signed by the test CA; `untrusted`:
+/// self-signed). The server offers h2 and http/1.1 by ALPN; `handler` gets the stream after
+/// the handshake, and the protocol the client chose is recorded.
+fn serve_tls(
+    name: &str,
+    handler: impl Fn(usize, &mut TlsServerStream) + Send + Sync + 'static,
+) -> (String, Arc<AtomicUsize>, Negotiated) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    trust_test_ca();
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(format!("{TLS_DIR}/{name}.pem")).unwrap().map(Result::unwrap).collect();
+    let key = PrivateKeyDer::from_pem_file(format!("{TLS_DIR}/{name}.key")).unwrap();
+    let mut sc = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    sc.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let sc = Arc::new(sc);
+    let alpn = Arc::new(Mutex::new(Vec::new()));
+    let a = alpn.clone();
+    let (base, accepted) = serve(move |i, s| {
+        let mut tls = rustls::StreamOwned::new(rustls::ServerConnection::new(sc.clone()).unwrap(), s);
+        // The handshake, before anything is read.
+        while tls.conn.is_handshaking() {
+            if tls.conn.complete_io(&mut tls.sock).is_err() {
+                return;
+            }
+        }
+        a.lock().unwrap().push(tls.conn.alpn_protocol().map(<[u8]>::to_vec));
+        handler(i, &mut tls)
+    });
+    (base.replace("http://", "https://"), accepted, alpn)
+}
+
+fn write_tls(s: &mut TlsServerStream, bytes: &[u8]) {
+    s.write_all(bytes).unwrap();
+    s.flush().unwrap();
+}
+
+#[test]
+fn https_requests_share_a_keep_alive_connection_and_speak_http1() {
+    let (base, accepted, alpn) = serve_tls("leaf", |_, s| {
+        let mut n = 0;
+        while let Some(req) = read_request(s) {
+            assert!(req.ends_with("{\"q\":1}"), "{req}");
+            n += 1;
+            write_tls(s, ok(&format!("{{\"n\":{n}}}")).as_bytes());
+        }
+    });
+    let (exec, st, _) = new_exec();
+    let http = Rc::new(LocalHttp::new(&exec));
+    let h = http.clone();
+    let url = format!("{base}/v1/chat");
+    let bodies = run_until(&exec, async move {
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            out.push(call(&h, &post(&url), &cfg(10_000, 0), &CancellationToken::new()).await);
+        }
+        out
+    });
+    assert_eq!(bodies, vec![Ok("{\"n\":1}".to_string()), Ok("{\"n\":2}".into()), Ok("{\"n\":3}".into())]);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(http.idle_connections(), 1);
+    assert_eq!(http.requests(), 3);
+    // The client offers http/1.1 only (LocalHttp speaks HTTP/1.1), though the server has h2.
+    assert_eq!(*alpn.lock().unwrap(), vec![Some(b"http/1.1".to_vec())]);
+    drop(http);
+    drop(exec);
+    let c = st.borrow().counts;
+    assert_eq!(c.watches_opened, c.watches_closed);
+}
+
+#[test]
+fn an_untrusted_certificate_is_refused_before_anything_is_sent() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let s2 = seen.clone();
+    let (base, accepted, _) = serve_tls("untrusted", move |_, s| {
+        if read_request(s).is_some() {
+            s2.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let (exec, st, _) = new_exec();
+    let http = Rc::new(LocalHttp::new(&exec));
+    let h = http.clone();
+    let got = run_until(&exec, async move {
+        call(&h, &post(&format!("{base}/v1/chat")), &cfg(10_000, 0), &CancellationToken::new()).await
+    });
+    // reqwest's answer to the same server: a connection error, as any failed handshake.
+    assert_eq!(got, Err(LlmError::connection().message));
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.load(Ordering::SeqCst), 0);
+    assert_eq!(http.idle_connections(), 0);
+    assert_quiet(&exec, &st);
+}
+
+#[test]
+fn an_https_500_is_retried_and_a_stream_is_read_piece_by_piece() {
+    let served = Arc::new(AtomicUsize::new(0));
+    let (base, accepted, _) = serve_tls("leaf", move |_, s| {
+        while let Some(_req) = read_request(s) {
+            if served.fetch_add(1, Ordering::SeqCst) == 0 {
+                let body = "{\"error\":{\"message\":\"boom\"}}";
+                let head = format!("HTTP/1.1 500 Oops\r\nretry-after-ms: 1\r\ncontent-length: {}\r\n\r\n", body.len());
+                write_tls(s, format!("{head}{body}").as_bytes());
+                continue;
+            }
+            // An event stream in chunks, each written (and flushed into a TLS record) on its own.
+            write_tls(s, b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n");
+            for i in 0..5 {
+                let ev = format!("data: {{\"i\":{i}}}\n\n");
+                write_tls(s, format!("{:x}\r\n{ev}\r\n", ev.len()).as_bytes());
+                thread::sleep(Duration::from_millis(2));
+            }
+            write_tls(s, b"0\r\n\r\n");
+        }
+    });
+    let (exec, _st, _) = new_exec();
+    let http = Rc::new(LocalHttp::new(&exec));
+    let h = http.clone();
+    let url = format!("{base}/v1/chat");
+    let (pieces, next) = run_until(&exec, async move {
+        let mut resp =
+            send(&*h, &post(&url), ErrorStyle::OpenAi, &cfg(10_000, 2), &CancellationToken::new()).await.unwrap();
+        let mut pieces = Vec::new();
+        while let Some(p) = HttpResponse::chunk(&mut resp).await.unwrap() {
+            pieces.push(String::from_utf8(p.to_vec()).unwrap());
+        }
+        // Read to its end: the connection is back in the pool for the next call.
+        assert_eq!(h.idle_connections(), 1);
+        let next = call(&h, &post(&url), &cfg(10_000, 0), &CancellationToken::new()).await;
+        (pieces, next)
+    });
+    assert_eq!(pieces.concat(), (0..5).map(|i| format!("data: {{\"i\":{i}}}\n\n")).collect::<String>());
+    // The pieces come as the server sends them, not gathered into one body.
+    assert!(pieces.len() >= 2, "{pieces:?}");
+    assert!(next.is_ok(), "{next:?}");
+    // The 500's connection is not reused (its body is not read); the retry's is, by the next call.
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(http.requests(), 3);
+}
+
+#[test]
+fn an_https_request_cancelled_mid_stream_leaves_nothing_open() {
+    let (base, _, _) = serve_tls("leaf", |_, s| {
+        read_request(s);
+        write_tls(s, b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n");
+        thread::sleep(Duration::from_secs(5));
+    });
+    let (exec, st, _) = new_exec();
+    let http = Rc::new(LocalHttp::new(&exec));
+    let h = http.clone();
+    let token = CancellationToken::new();
+    let t2 = token.clone();
+    let got = run_until(&exec, async move {
+        let mut resp = send(&*h, &post(&base), ErrorStyle::OpenAi, &cfg(10_000, 0), &t2).await.unwrap();
+        let piece = HttpResponse::chunk(&mut resp).await.unwrap();
+        // Cancelled from another thread while the next piece is awaited (the server sends
+        // none): the wait ends, and the response with its connection is dropped.
+        let t3 = t2.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            t3.cancel();
+        });
+        let rest = first(HttpResponse::chunk(&mut resp), t2.cancelled()).await;
+        drop(resp);
+        (first_piece_ok(piece), rest.is_none())
+    });
+    assert_eq!(got, (true, true));
+    assert_eq!(http.idle_connections(), 0);
+    assert_quiet(&exec, &st);
+}
+
+fn first_piece_ok(p: Option<Bytes>) -> bool {
+    p.as_deref() == Some(b"hello".as_slice())
 }
