@@ -472,6 +472,14 @@ export interface LoopDetectionConfig {
   readonly maxRepetitions?: number
   readonly loopDetectionWindow?: number
   readonly onLoopDetected?: 'warn' | 'terminate' | ((info: LoopDetectionInfo) => 'continue' | 'inject' | 'terminate' | Promise<'continue' | 'inject' | 'terminate'>)
+  /**
+   * Beyond the original: how tool-call arguments are compared. `'exact'` (the default) is the
+   * original's comparison; `'canonical'` also treats as equal string values that differ only in
+   * surrounding or repeated whitespace, Unicode normalisation (NFC) or letter case, a numeric
+   * string and the number it spells (`"1"` and `1`), and path-like strings that differ only by
+   * a leading `./` or a trailing `/`. Any other value is a configuration error.
+   */
+  readonly match?: 'exact' | 'canonical'
 }
 export declare class LoopDetector {
   constructor(config?: LoopDetectionConfig)

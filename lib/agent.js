@@ -307,6 +307,7 @@ class Agent {
       toolPreset: config.toolPreset,
       allowedTools: config.tools,
       disallowedTools: config.disallowedTools,
+      loopDetection: config.loopDetection,
     }, ctorOptionsMemo))
     if (err) throw new Error(err)
     checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')

@@ -4,7 +4,11 @@ const native = require('./native.js')
 /** §6: the detector itself is the kernel's; this class only converts blocks to JSON. */
 class LoopDetector {
   constructor(config = {}) {
-    this._core = new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow)
+    // `match` (beyond the original) is checked by the kernel; unset it costs nothing.
+    const m = config.match
+    this._core = m === undefined
+      ? new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow)
+      : new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow, JSON.stringify(m) ?? 'null')
   }
   recordToolCalls(blocks) {
     if (blocks.length === 0) return null

@@ -34,6 +34,7 @@ function coreOptionsJson(o, memo) {
       maxRepetitions: ld.maxRepetitions,
       loopDetectionWindow: ld.loopDetectionWindow,
       onLoopDetected: typeof ld.onLoopDetected === 'function' ? undefined : ld.onLoopDetected,
+      match: ld.match,
     } : undefined,
     loopCallback: ld ? typeof ld.onLoopDetected === 'function' : undefined,
     contextStrategy: cs ? {

@@ -511,9 +511,19 @@ pub struct LoopDetectorCore {
 
 #[napi]
 impl LoopDetectorCore {
-    #[napi(constructor)]
-    pub fn new(max_repetitions: Option<f64>, window: Option<f64>) -> Self {
-        LoopDetectorCore { d: oma_core::kernel::loop_detector::LoopDetector::new(max_repetitions, window) }
+    /// `match_json`: `JSON.stringify(config.match)` when it is defined (checked here, with the
+    /// runner's configuration error).
+    #[napi(constructor, catch_unwind)]
+    pub fn new(max_repetitions: Option<f64>, window: Option<f64>, match_json: Option<String>) -> Result<Self> {
+        let matching = match match_json {
+            None => oma_core::kernel::loop_detector::Match::Exact,
+            Some(text) => {
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+                oma_core::kernel::config::loop_match(Some(&v)).map_err(Error::from_reason)?
+            }
+        };
+        let d = oma_core::kernel::loop_detector::LoopDetector::new(max_repetitions, window).with_match(matching);
+        Ok(LoopDetectorCore { d })
     }
     /// `inputs`: `JSON.stringify(block.input)` per block.
     #[napi(catch_unwind)]

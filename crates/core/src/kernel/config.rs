@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::context::CompactConfig;
 use super::grants::{preset_tools, GrantConfig, Opt};
+use super::loop_detector::{invalid_match_text, Match};
 use super::runner::{LoopAction, LoopConfig, RunnerConfig, Strategy};
 
 /// A JS number as `String(n)` prints it (enough for error messages).
@@ -47,6 +48,18 @@ fn opt_list(m: &Map<String, Value>, key: &str) -> Result<Opt<Vec<String>>, Strin
         Some(other) => {
             Err(format!("Invalid configuration: {key} must be an array of tool names, got {}", describe(other)))
         }
+    }
+}
+
+/// `loopDetection.match`: unset is `'exact'`; anything but the two names is an error (a new
+/// option, so no JS-falsy leniency: `null` is refused too).
+pub fn loop_match(v: Option<&Value>) -> Result<Match, String> {
+    match v {
+        None => Ok(Match::Exact),
+        Some(Value::String(s)) => {
+            Match::from_name(s).ok_or_else(|| invalid_match_text(&describe(&Value::String(s.clone()))))
+        }
+        Some(other) => Err(invalid_match_text(&describe(other))),
     }
 }
 
@@ -100,6 +113,7 @@ pub fn runner_config_from_json(json: &str) -> Result<RunnerConfig, String> {
             max_repetitions: num(ld, "maxRepetitions"),
             window: num(ld, "loopDetectionWindow"),
             action,
+            matching: loop_match(ld.get("match"))?,
         });
     }
 
@@ -167,5 +181,24 @@ mod tests {
         assert_eq!(c.loop_detection.unwrap().action, LoopAction::Callback);
         assert_eq!(c.compress_tool_results, Some(500.0));
         assert_eq!(js_number(3.0), "3");
+    }
+
+    #[test]
+    fn loop_match_option() {
+        let m = |json: &str| runner_config_from_json(json).map(|c| c.loop_detection.unwrap().matching);
+        assert_eq!(m(r#"{"loopDetection":{}}"#), Ok(Match::Exact));
+        assert_eq!(m(r#"{"loopDetection":{"match":"exact"}}"#), Ok(Match::Exact));
+        assert_eq!(m(r#"{"loopDetection":{"match":"canonical"}}"#), Ok(Match::Canonical));
+        for (json, got) in [
+            (r#"{"loopDetection":{"match":"fuzzy"}}"#, "\"fuzzy\""),
+            (r#"{"loopDetection":{"match":null}}"#, "null"),
+            (r#"{"loopDetection":{"match":1}}"#, "1"),
+            (r#"{"loopDetection":{"match":true}}"#, "true"),
+        ] {
+            assert_eq!(
+                m(json).unwrap_err(),
+                format!("Invalid configuration: loopDetection.match must be \"exact\" or \"canonical\", got {got}")
+            );
+        }
     }
 }

@@ -1,5 +1,10 @@
 //! Loop detection (CONTRACT §6): two sliding windows, one of tool-call signatures and one of
 //! normalised texts; a run of `max_repeats` equal tail entries is a loop.
+//!
+//! Beyond the original (issue 19): `loopDetection.match: 'canonical'` ([`Match::Canonical`])
+//! compares tool-call arguments through formatting, so that a model which repeats itself with
+//! a different spacing, case or spelling of the same value is still seen looping. The default,
+//! [`Match::Exact`], is 1.7.0's comparison.
 
 use std::collections::VecDeque;
 
@@ -7,8 +12,39 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::value::RawValue;
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 use crate::json::{is_js_space, js_trim};
+
+/// How two tool calls' arguments are compared (`loopDetection.match`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Match {
+    /// 1.7.0's: key order and call order do not matter, every value must be as written.
+    #[default]
+    Exact,
+    /// Also equal: string values that differ only in surrounding or repeated whitespace, in
+    /// Unicode normalisation (compared in NFC) or in letter case; a numeric string and the
+    /// number it spells (`"1"` and `1`, with at most 15 significant digits, so that two distinct
+    /// decimals never meet in one double); path-like strings (a `/`, no whitespace) that differ
+    /// only by a leading `./` or a trailing `/`. Object keys, booleans and `null` stay exact.
+    Canonical,
+}
+
+impl Match {
+    pub fn from_name(name: &str) -> Option<Match> {
+        match name {
+            "exact" => Some(Match::Exact),
+            "canonical" => Some(Match::Canonical),
+            _ => None,
+        }
+    }
+}
+
+/// The configuration error of a `loopDetection.match` that is neither `'exact'` nor
+/// `'canonical'`; `got` describes the value as the other configuration errors do.
+pub fn invalid_match_text(got: &str) -> String {
+    format!("Invalid configuration: loopDetection.match must be \"exact\" or \"canonical\", got {got}")
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoopKind {
@@ -35,6 +71,7 @@ pub struct LoopInfo {
 pub struct LoopDetector {
     max_repeats: usize,
     window: usize,
+    matching: Match,
     tools: VecDeque<String>,
     texts: VecDeque<String>,
 }
@@ -44,7 +81,14 @@ impl LoopDetector {
     pub fn new(max_repetitions: Option<f64>, window: Option<f64>) -> LoopDetector {
         let max_repeats = max_repetitions.map(clamp_count).unwrap_or(3);
         let window = window.map(clamp_count).unwrap_or(4).max(max_repeats);
-        LoopDetector { max_repeats, window, tools: VecDeque::new(), texts: VecDeque::new() }
+        LoopDetector { max_repeats, window, matching: Match::Exact, tools: VecDeque::new(), texts: VecDeque::new() }
+    }
+
+    /// The same detector comparing tool-call arguments as `matching` says (texts are compared
+    /// as the original normalises them either way).
+    pub fn with_match(mut self, matching: Match) -> LoopDetector {
+        self.matching = matching;
+        self
     }
 
     /// `calls` = (name, input JSON text) per tool_use block, in block order.
@@ -52,7 +96,7 @@ impl LoopDetector {
         if calls.is_empty() {
             return None;
         }
-        let sig = signature_into(calls, recycled(&mut self.tools, self.window));
+        let sig = signature_into(calls, recycled(&mut self.tools, self.window), self.matching);
         let c = push_and_count(&mut self.tools, sig, self.window);
         if c >= self.max_repeats {
             let names: Vec<&str> = calls.iter().map(|c| c.0).collect();
@@ -137,9 +181,10 @@ pub fn normalise_text(text: &str) -> String {
 }
 
 /// Appends `input` in canonical form (sorted keys; as written when it is not JSON).
-fn push_canonical(input: &str, out: &mut String) {
+fn push_canonical(input: &str, out: &mut String, matching: Match) {
     let trimmed = input.trim();
-    if already_canonical(trimmed.as_bytes()) {
+    // Under `Canonical` every string and number is rewritten, so no text is its own form.
+    if matching == Match::Exact && already_canonical(trimmed.as_bytes()) {
         out.push_str(trimmed);
         return;
     }
@@ -151,7 +196,7 @@ fn push_canonical(input: &str, out: &mut String) {
         return;
     }
     let start = out.len();
-    if canonical_into(input, out).is_err() {
+    if canonical_into(input, out, matching).is_err() {
         out.truncate(start);
         out.push_str(input);
     }
@@ -195,14 +240,14 @@ fn push_entry(out: &mut String, name: &str, canon_input: &str) {
 
 /// Canonical form of a tool-call set, `<len>:<name><canonical input>\0` per call, sorted: key
 /// order and call order do not matter, values do. Written into `out` (a recycled buffer).
-fn signature_into(calls: &[(&str, &str)], mut out: String) -> String {
+fn signature_into(calls: &[(&str, &str)], mut out: String, matching: Match) -> String {
     if let [(name, input)] = calls {
         // One call (the usual turn): no sorting, so no intermediate strings.
         use std::fmt::Write;
         out.reserve(name.len() + input.len() + 8);
         let _ = write!(out, "{}:", name.len());
         out.push_str(name);
-        push_canonical(input, &mut out);
+        push_canonical(input, &mut out, matching);
         out.push('\u{0}');
         return out;
     }
@@ -210,7 +255,7 @@ fn signature_into(calls: &[(&str, &str)], mut out: String) -> String {
         .iter()
         .map(|(name, input)| {
             let mut canon = String::with_capacity(input.len());
-            push_canonical(input, &mut canon);
+            push_canonical(input, &mut canon, matching);
             (*name, canon)
         })
         .collect();
@@ -310,9 +355,10 @@ impl<'a> Stack<'a> {
     }
 }
 
-/// Re-emits JSON text with object keys sorted. Scalars are kept as written: the inputs come
-/// from one serialiser (`JSON.stringify` or ours), so equal values have equal text.
-fn canonical_into(json: &str, out: &mut String) -> Result<(), serde_json::Error> {
+/// Re-emits JSON text with object keys sorted. Under `Exact`, scalars are kept as written: the
+/// inputs come from one serialiser (`JSON.stringify` or ours), so equal values have equal text;
+/// under `Canonical`, strings and numbers are written in the loose form of [`Match::Canonical`].
+fn canonical_into(json: &str, out: &mut String, matching: Match) -> Result<(), serde_json::Error> {
     let t = json.trim_start();
     if t.starts_with('{') {
         let map: BTreeMap<Cow<str>, &RawValue> = serde_json::from_str(json)?;
@@ -323,7 +369,7 @@ fn canonical_into(json: &str, out: &mut String) -> Result<(), serde_json::Error>
             }
             write_string(k, out);
             out.push(':');
-            canonical_into(v.get(), out)?;
+            canonical_into(v.get(), out, matching)?;
         }
         out.push('}');
     } else if t.starts_with('[') {
@@ -333,13 +379,99 @@ fn canonical_into(json: &str, out: &mut String) -> Result<(), serde_json::Error>
             if i > 0 {
                 out.push(',');
             }
-            canonical_into(v.get(), out)?;
+            canonical_into(v.get(), out, matching)?;
         }
         out.push(']');
+    } else if matching == Match::Canonical && t.starts_with('"') {
+        let s: Cow<str> = serde_json::from_str(json)?;
+        push_loose_string(&s, out);
+    } else if matching == Match::Canonical && t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        push_number(serde_json::from_str(json)?, out);
     } else {
         out.push_str(json.trim());
     }
     Ok(())
+}
+
+/// A number by its value (`1`, `1.0` and `1e0` alike; `-0` as `0`). Strings are always written
+/// quoted, so a number can never meet a string that is not numeric.
+fn push_number(n: f64, out: &mut String) {
+    use std::fmt::Write;
+    let n = if n == 0.0 { 0.0 } else { n };
+    let _ = write!(out, "{n}");
+}
+
+/// A string value under [`Match::Canonical`]: whitespace trimmed and collapsed (as texts are),
+/// lower case, NFC; then a number if it spells one, else a path without `./` and trailing `/`.
+fn push_loose_string(s: &str, out: &mut String) {
+    let lower = normalise_text(s).to_lowercase();
+    // Lower-casing may leave a decomposed sequence behind, so NFC comes after it.
+    let nfc: Cow<str> = if is_nfc_quick(lower.chars()) == IsNormalized::Yes {
+        Cow::Borrowed(&lower)
+    } else {
+        Cow::Owned(lower.nfc().collect())
+    };
+    if let Some(n) = numeric_string(&nfc) {
+        return push_number(n, out);
+    }
+    write_string(path_trimmed(&nfc), out);
+}
+
+/// The value of a string that is a JSON number literal with at most 15 significant digits (any
+/// two such decimals that differ are different doubles); `None` otherwise.
+fn numeric_string(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    let int_start = i;
+    let int_len = digits(&mut i);
+    if int_len == 0 || (int_len > 1 && b[int_start] == b'0') {
+        return None;
+    }
+    let mut mantissa = s[int_start..i].to_string();
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let frac_start = i;
+        if digits(&mut i) == 0 {
+            return None;
+        }
+        mantissa.push_str(&s[frac_start..i]);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return None;
+        }
+    }
+    if i != b.len() || mantissa.trim_start_matches('0').trim_end_matches('0').len() > 15 {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|n| n.is_finite())
+}
+
+/// A path-like string (it holds a `/` and no space) without its leading `./` (unless what
+/// follows is another `/`: `.//` is not `/`) and its trailing `/` (the root `/` stays).
+fn path_trimmed(s: &str) -> &str {
+    if !s.contains('/') || s.contains(' ') {
+        return s;
+    }
+    let mut p = s;
+    while p.len() > 2 && p.starts_with("./") && !p[2..].starts_with('/') {
+        p = &p[2..];
+    }
+    while p.len() > 1 && p.ends_with('/') {
+        p = &p[..p.len() - 1];
+    }
+    p
 }
 
 fn write_string(s: &str, out: &mut String) {
@@ -398,7 +530,7 @@ mod tests {
         ] {
             assert_eq!(already_canonical(json.as_bytes()), fast, "{json}");
             let mut slow = String::new();
-            canonical_into(json, &mut slow).unwrap();
+            canonical_into(json, &mut slow, Match::Exact).unwrap();
             if fast {
                 assert_eq!(slow, json, "{json}");
             }
@@ -455,6 +587,102 @@ mod tests {
         assert!(d.record_tool_calls(&[("t", &at(r#"{"b":2,"a":"[[[[{{{{"}"#))]).is_some());
         assert!(!nesting_deeper_than(at("{}").as_bytes(), CANONICAL_MAX_DEPTH));
         assert!(nesting_deeper_than(deep("{}", CANONICAL_MAX_DEPTH).as_bytes(), CANONICAL_MAX_DEPTH));
+    }
+
+    fn sig(input: &str, matching: Match) -> String {
+        signature_into(&[("t", input)], String::new(), matching)
+    }
+
+    #[test]
+    fn canonical_match_sees_through_formatting_and_exact_does_not() {
+        for (a, b) in [
+            (r#"{"command":"ls  -la "}"#, r#"{"command":"ls -la"}"#),
+            (r#"{"command":"\tls\n-la"}"#, r#"{"command":"ls -la"}"#),
+            (r#"{"path":"./src/"}"#, r#"{"path":"src"}"#),
+            (r#"{"path":"././src//"}"#, r#"{"path":"src"}"#),
+            (r#"{"path":"./a/b/"}"#, r#"{"path":"a/b"}"#),
+            (r#"{"n":"1"}"#, r#"{"n":1}"#),
+            (r#"{"n":" 1.50 "}"#, r#"{"n":1.5}"#),
+            (r#"{"n":"1e3"}"#, r#"{"n":1000}"#),
+            (r#"{"n":1.0}"#, r#"{"n":1}"#),
+            (r#"{"n":"-0"}"#, r#"{"n":0}"#),
+            ("{\"name\":\"Cafe\u{0301}\"}", r#"{"name":"Café"}"#),
+            ("{\"name\":\"CAFE\u{0301}\"}", r#"{"name":"café"}"#),
+            (r#"{"q":"Hello World"}"#, r#"{"q":"hello world"}"#),
+            (r#"{"q":"\u00e9"}"#, r#"{"q":"é"}"#),
+            (r#"{"list":[" a ","./b/"],"k":{"y":"2","x":"X"}}"#, r#"{"k":{"x":"x","y":2},"list":["a","b"]}"#),
+            (r#""  top level ""#, r#""Top Level""#),
+        ] {
+            assert_eq!(sig(a, Match::Canonical), sig(b, Match::Canonical), "{a} / {b}");
+            assert_ne!(sig(a, Match::Exact), sig(b, Match::Exact), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn canonical_match_keeps_near_misses_apart() {
+        for (a, b) in [
+            (r#"{"command":"ls -la"}"#, r#"{"command":"ls -l a"}"#),
+            (r#"{"command":"a b"}"#, r#"{"command":"ab"}"#),
+            (r#"{"path":"src"}"#, r#"{"path":"src2"}"#),
+            (r#"{"path":"./src/a"}"#, r#"{"path":"src/b"}"#),
+            (r#"{"path":".//"}"#, r#"{"path":"/"}"#),
+            (r#"{"path":"/"}"#, r#"{"path":""}"#),
+            (r#"{"path":"../src"}"#, r#"{"path":"src"}"#),
+            (r#"{"pattern":"a /"}"#, r#"{"pattern":"a "}"#),
+            (r#"{"n":"1"}"#, r#"{"n":"1.5"}"#),
+            (r#"{"n":"1"}"#, r#"{"n":2}"#),
+            (r#"{"n":"01"}"#, r#"{"n":1}"#),
+            (r#"{"n":"1."}"#, r#"{"n":1}"#),
+            (r#"{"n":"+1"}"#, r#"{"n":1}"#),
+            (r#"{"n":"12345678901234567890"}"#, r#"{"n":"12345678901234567891"}"#),
+            (r#"{"n":"12345678901234567890"}"#, r#"{"n":12345678901234567890}"#),
+            (r#"{"b":"true"}"#, r#"{"b":true}"#),
+            (r#"{"b":"null"}"#, r#"{"b":null}"#),
+            (r#"{"name":"Café"}"#, r#"{"name":"Cafe"}"#),
+            (r#"{"A":1}"#, r#"{"a":1}"#),
+            (r#"{"list":["a","b"]}"#, r#"{"list":["b","a"]}"#),
+            (r#"{"list":["a b"]}"#, r#"{"list":["a","b"]}"#),
+            (r#"{"s":"1"}"#, r#"{"s":"\"1\""}"#),
+        ] {
+            assert_ne!(sig(a, Match::Canonical), sig(b, Match::Canonical), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn a_canonical_detector_counts_formatting_variants_as_repeats() {
+        let calls = [r#"{"command":"ls  -la "}"#, r#"{"command":"LS -la"}"#, r#"{"command":"ls\t-la"}"#];
+        let mut d = LoopDetector::new(None, None).with_match(Match::Canonical);
+        assert!(d.record_tool_calls(&[("bash", calls[0])]).is_none());
+        assert!(d.record_tool_calls(&[("bash", calls[1])]).is_none());
+        let info = d.record_tool_calls(&[("bash", calls[2])]).unwrap();
+        assert_eq!(info.repetitions, 3);
+        assert!(info.detail.starts_with("Tool call \"bash\" with identical arguments has repeated 3 times"));
+        // Several calls per turn: call order still does not matter.
+        let mut d = LoopDetector::new(Some(2.0), None).with_match(Match::Canonical);
+        assert!(d.record_tool_calls(&[("a", r#"{"p":"./x/"}"#), ("b", r#"{"n":"2"}"#)]).is_none());
+        assert!(d.record_tool_calls(&[("b", r#"{"n":2}"#), ("a", r#"{"p":"x"}"#)]).is_some());
+        // The same inputs under the default never repeat.
+        let mut d = LoopDetector::new(None, None);
+        assert!(calls.iter().all(|c| d.record_tool_calls(&[("bash", c)]).is_none()));
+        // Input that is not JSON, or too deep to re-emit, is compared as written.
+        let mut d = LoopDetector::new(Some(2.0), None).with_match(Match::Canonical);
+        assert!(d.record_tool_calls(&[("t", "not json")]).is_none());
+        assert!(d.record_tool_calls(&[("t", "not json")]).is_some());
+        let deep = format!("{}\"A\"{}", "[".repeat(200), "]".repeat(200));
+        assert!(d.record_tool_calls(&[("t", &deep)]).is_none());
+        assert!(d.record_tool_calls(&[("t", &deep.to_lowercase())]).is_none());
+    }
+
+    #[test]
+    fn match_names() {
+        assert_eq!(Match::from_name("exact"), Some(Match::Exact));
+        assert_eq!(Match::from_name("canonical"), Some(Match::Canonical));
+        assert_eq!(Match::from_name("Canonical"), None);
+        assert_eq!(Match::default(), Match::Exact);
+        assert_eq!(
+            invalid_match_text("\"fuzzy\""),
+            "Invalid configuration: loopDetection.match must be \"exact\" or \"canonical\", got \"fuzzy\""
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ use serde_json::value::RawValue;
 use super::context::{self, CompactConfig, Plan, Summarize, SummaryCache};
 use super::grants::GrantConfig;
 use super::history::History;
-use super::loop_detector::{LoopDetector, LoopInfo, LoopKind};
+use super::loop_detector::{LoopDetector, LoopInfo, LoopKind, Match};
 use super::message::{
     parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage,
 };
@@ -72,6 +72,8 @@ pub struct LoopConfig {
     pub max_repetitions: Option<f64>,
     pub window: Option<f64>,
     pub action: LoopAction,
+    /// `loopDetection.match` (beyond the original; `Exact` when unset).
+    pub matching: Match,
 }
 
 #[derive(Debug, Clone)]
@@ -447,7 +449,7 @@ impl Machine {
         observers: Observers,
     ) -> Machine {
         let detector = cfg.loop_detection.as_ref().map(|l| {
-            let mut d = LoopDetector::new(l.max_repetitions, l.window);
+            let mut d = LoopDetector::new(l.max_repetitions, l.window).with_match(l.matching);
             // Seed from history so a loop spanning prompt() calls is still seen.
             for m in initial.iter().filter(|m| m.role == Role::Assistant) {
                 let calls: Vec<(&str, &str)> = m
@@ -1151,8 +1153,12 @@ mod tests {
     #[test]
     fn loop_warn_injects_then_terminates_with_paired_history() {
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: None, window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: None,
+            window: None,
+            action: LoopAction::Fixed("warn".into()),
+            matching: Match::Exact,
+        });
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
@@ -1182,11 +1188,57 @@ mod tests {
     }
 
     #[test]
+    fn canonical_loop_match_catches_reformatted_repeats_and_exact_does_not() {
+        let call = |input: &str| {
+            format!(
+                r#"{{"id":"r","content":[{{"type":"tool_use","id":"1","name":"bash","input":{input}}}],"model":"m","stop_reason":"tool_use","usage":{{"input_tokens":1,"output_tokens":1}}}}"#
+            )
+        };
+        let responses = [
+            call(r#"{"command":"ls  -la ","cwd":"./src/"}"#),
+            call(r#"{"cwd":"src","command":"LS -la"}"#),
+            call(r#"{"command":"ls -la","cwd":"src/"}"#),
+            text_resp("fin", 1, 1),
+        ];
+        let run = |matching| {
+            let mut cfg = RunnerConfig::default();
+            cfg.loop_detection = Some(LoopConfig {
+                max_repetitions: None,
+                window: None,
+                action: LoopAction::Fixed("terminate".into()),
+                matching,
+            });
+            let mut m = machine(cfg, START, &["bash"]);
+            let ops = drive(&mut m, &responses);
+            (ops.iter().filter(|o| **o == ActionKind::LoopDetected).count(), m.outcome().loop_detected)
+        };
+        assert_eq!(run(Match::Canonical), (1, true));
+        assert_eq!(run(Match::Exact), (0, false));
+        // Seeded from the history too: two earlier variants make the first new one the third.
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: None,
+            window: None,
+            action: LoopAction::Fixed("terminate".into()),
+            matching: Match::Canonical,
+        });
+        let initial = r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"bash","input":{"command":"ls -la","cwd":"src"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]},{"role":"assistant","content":[{"type":"tool_use","id":"b","name":"bash","input":{"command":" ls -LA","cwd":"./src"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"ok"}]}]"#;
+        let mut m = machine(cfg, initial, &["bash"]);
+        let ops = drive(&mut m, &responses[2..]);
+        assert_eq!(ops[..2], [ActionKind::CallModel, ActionKind::LoopDetected]);
+        assert!(m.outcome().loop_detected);
+    }
+
+    #[test]
     fn text_loop_inject_adds_user_message() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 10.0;
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(2.0),
+            window: None,
+            action: LoopAction::Fixed("warn".into()),
+            matching: Match::Exact,
+        });
         let initial = r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"text","text":"same"}]},{"role":"user","content":[{"type":"text","text":"again"}]}]"#;
         let mut m = machine(cfg, initial, &[]);
         // Seeded with "same" from history: the first answer is already a repetition.
@@ -1210,8 +1262,12 @@ mod tests {
     fn callback_policy_and_continue() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 4.0;
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: Some(2.0), window: None, action: LoopAction::Fixed("continue".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(2.0),
+            window: None,
+            action: LoopAction::Fixed("continue".into()),
+            matching: Match::Exact,
+        });
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
@@ -1295,6 +1351,7 @@ mod tests {
             max_repetitions: Some(1.0),
             window: None,
             action: LoopAction::Fixed("terminate".into()),
+            matching: Match::Exact,
         });
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(next(&mut m, false), ActionKind::CallModel);

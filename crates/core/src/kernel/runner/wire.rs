@@ -322,6 +322,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::kernel::loop_detector::Match;
     use crate::kernel::message::{parse_messages, Strictness, Usage};
     use crate::kernel::runner::{
         LoopAction, LoopConfig, Machine, ModelAnswer, Observers, Response, RunnerConfig, Strategy, LOOP_STOPPED_RESULT,
@@ -457,8 +458,12 @@ mod tests {
     #[test]
     fn tool_round_with_gate_signature_and_trailing_warning() {
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(1.0),
+            window: None,
+            action: LoopAction::Fixed("warn".into()),
+            matching: Match::Exact,
+        });
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(round_trip(&mut m), ActionKind::CallModel);
         model(
@@ -503,8 +508,12 @@ mod tests {
     #[test]
     fn loop_detected_with_policy_and_loop_stop_results() {
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Callback });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(1.0),
+            window: None,
+            action: LoopAction::Callback,
+            matching: Match::Exact,
+        });
         let mut m = machine(cfg, START, &["a"]);
         m.poll(false).unwrap();
         model(&mut m, r#"[{"type":"tool_use","id":"7","name":"a","input":{}}]"#, 1.0, 1.0);
@@ -528,8 +537,12 @@ mod tests {
         assert_eq!(round_trip(&mut m), ActionKind::Done);
 
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection =
-            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action: LoopAction::Fixed("warn".into()) });
+        cfg.loop_detection = Some(LoopConfig {
+            max_repetitions: Some(1.0),
+            window: None,
+            action: LoopAction::Fixed("warn".into()),
+            matching: Match::Exact,
+        });
         let mut m = machine(cfg, START, &[]);
         m.poll(false).unwrap();
         model(&mut m, r#"[{"type":"text","text":"same"}]"#, 1.0, 1.0);
