@@ -403,6 +403,17 @@ export declare function notGrantedText(tool: string): string
  */
 export declare function outputValidationMessage(paths: Array<string | undefined | null>, messages: Array<string>): string
 
+export declare function registryRail(optionsKind: string, disallowKind: string, names?: Array<string | undefined | null> | undefined | null): RegistryRail
+
+/**
+ * The rail of `new ToolRegistry(options)`: its names, or the `TypeError`'s message. Called once
+ * per registry made with options; `lib/tools.js` describes the values (see `registry::rail`).
+ */
+export interface RegistryRail {
+  names?: Array<string>
+  error?: string
+}
+
 export declare function registryRefusal(kind: string, name?: string | undefined | null, detail?: string | undefined | null): RegistryRefusal
 
 /** The error `register` throws for the refusal named `kind` (a [`Refusal::name`]). */

@@ -886,6 +886,7 @@ module.exports.mcpDefaultEnvVars = nativeBinding.mcpDefaultEnvVars
 module.exports.mcpEgressProvider = nativeBinding.mcpEgressProvider
 module.exports.notGrantedText = nativeBinding.notGrantedText
 module.exports.outputValidationMessage = nativeBinding.outputValidationMessage
+module.exports.registryRail = nativeBinding.registryRail
 module.exports.registryRefusal = nativeBinding.registryRefusal
 module.exports.repairToolArgsJson = nativeBinding.repairToolArgsJson
 module.exports.runChat = nativeBinding.runChat

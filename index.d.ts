@@ -383,8 +383,18 @@ export declare function defineTool<TInput = any>(
   config: DefineToolConfig<TInput, JsonSchemaObject>,
 ): ToolDefinition<TInput, JsonSchemaObject>
 
+/**
+ * Beyond the original (whose constructor takes no argument): `disallow` is a rail of tool names
+ * that no agent using this registry is granted, whatever its `tools`, `toolPreset` or a runtime
+ * registration say. `resolveTools` leaves them out with a warning, and `ToolExecutor.execute`
+ * answers them with the not-granted text. Bad options throw a `TypeError`.
+ */
+export interface ToolRegistryOptions {
+  readonly disallow?: readonly string[]
+}
+
 export declare class ToolRegistry {
-  constructor()
+  constructor(options?: ToolRegistryOptions)
   register(tool: AnyToolDefinition, options?: { runtimeAdded?: boolean }): void
   get(name: string): AnyToolDefinition | undefined
   list(): AnyToolDefinition[]

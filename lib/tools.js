@@ -109,12 +109,15 @@ function refusal(kind, name, detail) {
 }
 
 class ToolRegistry {
-  constructor() {
+  constructor(options) {
     this._tools = new Map()
     this._runtime = new Set()
     // `[[name, runtimeAdded], …]` as the kernel's grant resolution reads it, kept until the
     // registry changes (registries are often built per agent: no native object to free).
     this._listJson = undefined
+    // `{ disallow }` (beyond the original, whose constructor takes nothing): names no agent is
+    // granted (kernel::grants) and the executor refuses; a Set, or undefined without a rail.
+    this._rail = options === undefined ? undefined : railOf(options)
   }
 
   register(tool, options) {
@@ -155,7 +158,7 @@ class ToolRegistry {
       for (const n of this._tools.keys()) {
         s += `${s.length === 1 ? '' : ','}[${JSON.stringify(n)},${this._runtime.has(n)}]`
       }
-      this._listJson = s + ']'
+      this._listJson = this._rail === undefined ? s + ']' : `{"tools":${s}],"disallow":${JSON.stringify([...this._rail])}}`
     }
     return this._listJson
   }
@@ -185,6 +188,18 @@ class ToolRegistry {
       return { name: t.name, description: t.description, input_schema }
     })
   }
+}
+
+/** The rail of `new ToolRegistry(options)`: the kernel checks the values this describes
+ *  (crates/core/src/tool/registry.rs) and words the TypeError. */
+function railOf(options) {
+  const kind = (v) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v)
+  const optionsKind = kind(options)
+  const d = optionsKind === 'object' ? options.disallow : undefined
+  const names = Array.isArray(d) ? Array.from(d, (n) => (typeof n === 'string' ? n : null)) : undefined
+  const r = native.registryRail(optionsKind, kind(d), names)
+  if (r.error != null) throw new TypeError(r.error)
+  return r.names.length === 0 ? undefined : new Set(r.names)
 }
 
 /** Zod issues as the machine takes them: `[path, message, …]`, the path joined with `.`. */
@@ -438,6 +453,10 @@ class ToolExecutor {
    *  an `undefined` one falls back to the constructor's). `options.toolTimeoutMs` likewise, under
    *  the tool's own `timeoutMs`. */
   async execute(toolName, input, context, options) {
+    // A registry's rail (issue 19) holds on this direct path too, before anything else, with
+    // the runner's not-granted text. Without a rail: one property read.
+    const rail = this.registry._rail
+    if (rail !== undefined && rail.has(toolName)) return { data: native.notGrantedText(`${toolName}`), isError: true }
     // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
     // Semaphore.run so that a tool call costs one async layer here, not three.
     const sem = this.semaphore

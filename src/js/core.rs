@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
-use oma_core::kernel::grants::resolve_tools;
+use oma_core::kernel::grants::resolve_tools_railed;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, Wire};
 use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
@@ -38,10 +38,24 @@ thread_local! {
     static LAST_WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
 
+/// A registry's tools (name, runtimeAdded) in registration order, and its rail.
+type RegistryList = (Vec<(String, bool)>, Vec<String>);
+
 /// A registry's tools as `ToolRegistry` sends them: `[[name, runtimeAdded], …]` in
-/// registration order (the JS registry is the only copy; it keeps this text until it changes).
-fn registry_tools(tools_json: &str) -> std::result::Result<Vec<(String, bool)>, String> {
-    serde_json::from_str(tools_json).map_err(|e| format!("oma-kernel: malformed registry list: {e}"))
+/// registration order (the JS registry is the only copy; it keeps this text until it changes);
+/// a registry with a rail (`new ToolRegistry({ disallow })`) sends `{"tools":[…],"disallow":[…]}`.
+fn registry_tools(tools_json: &str) -> std::result::Result<RegistryList, String> {
+    #[derive(serde::Deserialize)]
+    struct Railed {
+        tools: Vec<(String, bool)>,
+        disallow: Vec<String>,
+    }
+    let malformed = |e: serde_json::Error| format!("oma-kernel: malformed registry list: {e}");
+    if tools_json.starts_with('{') {
+        let r: Railed = serde_json::from_str(tools_json).map_err(malformed)?;
+        return Ok((r.tools, r.disallow));
+    }
+    Ok((serde_json::from_str(tools_json).map_err(malformed)?, Vec::new()))
 }
 
 /// The warnings of the last `runnerPlan` on this thread (usually none).
@@ -77,9 +91,9 @@ struct StartPlan {
 #[napi(catch_unwind)]
 pub fn runner_plan(options_json: String, tools_json: String) -> Result<u32> {
     let cfg = cached_config(&options_json).map_err(Error::from_reason)?;
-    let tools = registry_tools(&tools_json).map_err(Error::from_reason)?;
+    let (tools, rail) = registry_tools(&tools_json).map_err(Error::from_reason)?;
     let view: Vec<(&str, bool)> = tools.iter().map(|(n, rt)| (n.as_str(), *rt)).collect();
-    let out = resolve_tools(&cfg.grants, &view);
+    let out = resolve_tools_railed(&cfg.grants, &view, &rail);
     LAST_WARNINGS.with(|w| *w.borrow_mut() = out.warnings);
     Ok(PLANS.with(|s| s.borrow_mut().insert(StartPlan { cfg, granted: out.names })))
 }
@@ -263,6 +277,7 @@ fn poll_wire(slab: &mut Slab<Run>, id: u32, aborted: bool) -> std::result::Resul
     let w = wire::encode(&action);
     if done {
         slab.remove(id);
+        super::memory::run_ended();
     }
     Ok(w)
 }
@@ -272,7 +287,8 @@ const RELEASED: &str = "oma-kernel: this run has already been released";
 /// Frees a run's slot (the driver calls it when its generator is abandoned before `Done`).
 #[napi(catch_unwind)]
 pub fn run_release(id: u32) {
-    RUNS.with(|s| s.borrow_mut().remove(id))
+    RUNS.with(|s| s.borrow_mut().remove(id));
+    super::memory::run_ended();
 }
 
 /// `runNext` (a raw callback, `fast.rs`): the next action, encoded (`wire`).

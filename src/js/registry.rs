@@ -5,7 +5,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use oma_core::tool::registry::Refusal;
+use oma_core::tool::registry::{rail, Refusal};
 
 /// The error `register` throws for the refusal named `kind` (a [`Refusal::name`]).
 #[napi(object)]
@@ -23,4 +23,20 @@ pub fn registry_refusal(kind: String, name: Option<String>, detail: Option<Strin
         type_error: refusal.is_type_error(),
         message: refusal.message(name.as_deref().unwrap_or(""), detail.as_deref().unwrap_or("")),
     })
+}
+
+/// The rail of `new ToolRegistry(options)`: its names, or the `TypeError`'s message. Called once
+/// per registry made with options; `lib/tools.js` describes the values (see `registry::rail`).
+#[napi(object)]
+pub struct RegistryRail {
+    pub names: Option<Vec<String>>,
+    pub error: Option<String>,
+}
+
+#[napi(catch_unwind)]
+pub fn registry_rail(options_kind: String, disallow_kind: String, names: Option<Vec<Option<String>>>) -> RegistryRail {
+    match rail(&options_kind, &disallow_kind, names.as_deref()) {
+        Ok(names) => RegistryRail { names: Some(names), error: None },
+        Err(e) => RegistryRail { names: None, error: Some(e) },
+    }
 }

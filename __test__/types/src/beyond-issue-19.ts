@@ -1,6 +1,7 @@
-// Issue 19's opt-ins at the type level: loopDetection.match (the original's shapes stay accepted).
+// Issue 19's opt-ins at the type level: loopDetection.match and new ToolRegistry({ disallow })
+// (the original's shapes stay accepted).
 import { Agent, LoopDetector, ToolExecutor, ToolRegistry } from '@oma-kernel/core'
-import type { AgentConfig, LLMAdapter, LoopDetectionConfig, RunnerOptions } from '@oma-kernel/core'
+import type { AgentConfig, LLMAdapter, LoopDetectionConfig, RunnerOptions, ToolRegistryOptions } from '@oma-kernel/core'
 
 declare const adapter: LLMAdapter
 
@@ -13,7 +14,15 @@ export function main(): void {
   const ro: RunnerOptions = { model: 'm', loopDetection: exact }
   console.log(ro, fuzzy)
 
-  const registry = new ToolRegistry()
+  const railOptions: ToolRegistryOptions = { disallow: ['bash'] }
+  const names: readonly string[] = ['bash', 'file_write']
+  const railed = new ToolRegistry({ disallow: names })
+  const plain = new ToolRegistry()
+  // @ts-expect-error disallow is a list of names
+  new ToolRegistry({ disallow: 'bash' })
+  // @ts-expect-error the names are strings
+  new ToolRegistry({ disallow: [1] })
   const config: AgentConfig = { name: 'a', model: 'm', adapter, toolPreset: 'full', tools: ['bash'], loopDetection: canonical }
-  new Agent(config, registry, new ToolExecutor(registry))
+  new Agent(config, railed, new ToolExecutor(railed))
+  console.log(railOptions, plain)
 }

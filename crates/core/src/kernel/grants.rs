@@ -45,6 +45,23 @@ pub struct Resolved {
 
 /// `tools`: every registered tool in registration order with its runtime flag.
 pub fn resolve_tools(cfg: &GrantConfig, tools: &[(&str, bool)]) -> Resolved {
+    resolve_tools_railed(cfg, tools, &[])
+}
+
+/// The warning for names a registry's rail (`tool::registry::rail`) took away from an agent
+/// that would otherwise have been granted them, in registry order.
+pub fn railed_warning(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    format!(
+        "AgentRunner: tools [{}] are disallowed by the tool registry (new ToolRegistry({{ disallow }})) and are not granted to this agent, whatever its tools, toolPreset or runtime registration say.",
+        quoted.join(", ")
+    )
+}
+
+/// [`resolve_tools`] under a registry's rail (beyond the original): a name on `rail` is never
+/// granted, built-in or runtime; one that the rest of the algorithm would have granted is
+/// named in a warning. An empty rail is the original's algorithm.
+pub fn resolve_tools_railed(cfg: &GrantConfig, tools: &[(&str, bool)], rail: &[String]) -> Resolved {
     let mut warnings = Vec::new();
     let preset = cfg.tool_preset.truthy();
     let allowed = cfg.allowed.truthy();
@@ -66,6 +83,8 @@ pub fn resolve_tools(cfg: &GrantConfig, tools: &[(&str, bool)]) -> Resolved {
     }
     let denied = |n: &str| disallowed.is_some_and(|d| d.iter().any(|x| x == n));
     let default_deny = cfg.tool_preset == Opt::Undefined && cfg.allowed == Opt::Undefined;
+    let on_rail = |n: &str| !rail.is_empty() && rail.iter().any(|x| x == n);
+    let mut railed: Vec<&str> = Vec::new();
     let mut names = Vec::new();
     if !default_deny {
         for (name, runtime) in tools {
@@ -85,13 +104,24 @@ pub fn resolve_tools(cfg: &GrantConfig, tools: &[(&str, bool)]) -> Resolved {
             if denied(name) || AGENT_FRAMEWORK_DISALLOWED.contains(name) {
                 continue;
             }
+            if on_rail(name) {
+                railed.push(name);
+                continue;
+            }
             names.push(name.to_string());
         }
     }
     for (name, runtime) in tools {
         if *runtime && !denied(name) {
+            if on_rail(name) {
+                railed.push(name);
+                continue;
+            }
             names.push(name.to_string());
         }
+    }
+    if !railed.is_empty() {
+        warnings.push(railed_warning(&railed));
     }
     Resolved { names, warnings }
 }
@@ -147,6 +177,49 @@ mod tests {
         assert_eq!(r.names, vec!["bash", "file_read", "grep", "custom", "rt"]);
         let r = resolve_tools(&cfg(Opt::Undefined, Opt::Set(&[]), Opt::Undefined), TOOLS);
         assert_eq!(r.names, vec!["rt"]);
+    }
+
+    #[test]
+    fn a_registry_rail_is_never_granted_and_warns_only_for_what_it_took() {
+        let rail = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // `full` plus an explicit grant of bash, bash on the rail: not granted, one warning.
+        let r = resolve_tools_railed(
+            &cfg(Opt::Set("full"), Opt::Set(&["bash", "file_read"]), Opt::Undefined),
+            TOOLS,
+            &rail(&["bash"]),
+        );
+        assert_eq!(r.names, vec!["file_read", "rt"]);
+        assert_eq!(r.warnings.len(), 2);
+        assert_eq!(
+            r.warnings[1],
+            "AgentRunner: tools [\"bash\"] are disallowed by the tool registry (new ToolRegistry({ disallow })) and are not granted to this agent, whatever its tools, toolPreset or runtime registration say."
+        );
+        // Runtime tools too; a name the agent was not granted anyway makes no warning.
+        let r = resolve_tools_railed(
+            &cfg(Opt::Set("readonly"), Opt::Undefined, Opt::Undefined),
+            TOOLS,
+            &rail(&["rt", "bash", "custom"]),
+        );
+        assert_eq!(r.names, vec!["file_read", "grep"]);
+        assert_eq!(r.warnings, vec![railed_warning(&["rt"])]);
+        // Default deny: only the runtime tool would have been granted.
+        let r = resolve_tools_railed(&cfg(Opt::Undefined, Opt::Undefined, Opt::Undefined), TOOLS, &rail(&["rt"]));
+        assert!(r.names.is_empty());
+        assert_eq!(r.warnings, vec![railed_warning(&["rt"])]);
+        // A name the agent's own denylist already drops is not the rail's doing.
+        let r = resolve_tools_railed(
+            &cfg(Opt::Falsy, Opt::Undefined, Opt::Set(&["bash", "rt"])),
+            TOOLS,
+            &rail(&["bash", "rt"]),
+        );
+        assert_eq!(r.names, vec!["file_read", "grep", "custom"]);
+        assert!(r.warnings.is_empty());
+        // Everything but the rail: the original's algorithm.
+        let c = cfg(Opt::Falsy, Opt::Undefined, Opt::Undefined);
+        assert_eq!(resolve_tools_railed(&c, TOOLS, &[]).names, resolve_tools(&c, TOOLS).names);
+        let r = resolve_tools_railed(&c, TOOLS, &rail(&["bash", "grep"]));
+        assert_eq!(r.names, vec!["file_read", "custom", "rt"]);
+        assert_eq!(r.warnings, vec![railed_warning(&["bash", "grep"])]);
     }
 
     #[test]

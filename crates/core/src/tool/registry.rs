@@ -78,9 +78,92 @@ impl Refusal {
     }
 }
 
+/// The rail of `new ToolRegistry({ disallow })` (beyond the original, issue 19): names that no
+/// agent using the registry is granted, whatever its `tools`, `toolPreset` or a runtime
+/// registration say (`kernel::grants` refuses them with a warning, the executor with the
+/// not-granted text). The original's constructor takes no argument: without one there is no rail.
+///
+/// `options_kind` / `disallow_kind`: what the values are (`typeof`, or `"null"` / `"array"`);
+/// `names`: the entries of an array `disallow`, `None` for an entry that is not a string. The
+/// names, without repeats, in the order given; or the `TypeError`'s message.
+pub fn rail(options_kind: &str, disallow_kind: &str, names: Option<&[Option<String>]>) -> Result<Vec<String>, String> {
+    let article = |kind: &str| match kind {
+        "null" | "undefined" => kind.to_string(),
+        k if k.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {k}"),
+        k => format!("a {k}"),
+    };
+    match options_kind {
+        "undefined" => return Ok(Vec::new()),
+        "object" => {}
+        other => {
+            return Err(format!(
+                "ToolRegistry: the options must be an object such as {{ disallow: ['bash'] }}, got {}",
+                article(other)
+            ))
+        }
+    }
+    let names = match (disallow_kind, names) {
+        ("undefined", _) => return Ok(Vec::new()),
+        ("array", Some(names)) => names,
+        (other, _) => {
+            return Err(format!(
+                "ToolRegistry: options.disallow must be an array of tool names, got {}",
+                article(other)
+            ))
+        }
+    };
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for (i, n) in names.iter().enumerate() {
+        match n {
+            Some(n) if !n.is_empty() => {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "ToolRegistry: options.disallow must hold non-empty tool names; entry {i} is not one"
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rails_and_their_errors() {
+        let s = |v: &[&str]| v.iter().map(|n| Some(n.to_string())).collect::<Vec<_>>();
+        assert_eq!(rail("undefined", "undefined", None), Ok(vec![]));
+        assert_eq!(rail("object", "undefined", None), Ok(vec![]));
+        assert_eq!(rail("object", "array", Some(&s(&[]))), Ok(vec![]));
+        assert_eq!(
+            rail("object", "array", Some(&s(&["bash", "grep", "bash"]))),
+            Ok(vec!["bash".into(), "grep".into()])
+        );
+        assert_eq!(
+            rail("number", "undefined", None).unwrap_err(),
+            "ToolRegistry: the options must be an object such as { disallow: ['bash'] }, got a number"
+        );
+        assert_eq!(
+            rail("null", "undefined", None).unwrap_err(),
+            "ToolRegistry: the options must be an object such as { disallow: ['bash'] }, got null"
+        );
+        assert!(rail("array", "undefined", None).unwrap_err().ends_with("got an array"));
+        assert_eq!(
+            rail("object", "string", None).unwrap_err(),
+            "ToolRegistry: options.disallow must be an array of tool names, got a string"
+        );
+        assert!(rail("object", "null", None).unwrap_err().ends_with("got null"));
+        assert_eq!(
+            rail("object", "array", Some(&[Some("bash".into()), None])).unwrap_err(),
+            "ToolRegistry: options.disallow must hold non-empty tool names; entry 1 is not one"
+        );
+        assert!(rail("object", "array", Some(&s(&[""]))).unwrap_err().ends_with("entry 0 is not one"));
+    }
 
     #[test]
     fn names_round_trip_and_are_distinct() {
