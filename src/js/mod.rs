@@ -9,6 +9,7 @@ pub mod executor;
 pub mod fast;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod registry;
 pub mod uv;
 
