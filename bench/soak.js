@@ -9,25 +9,25 @@
 //   S3  100k tool calls through one ToolExecutor (`executeBatch` of 16), sampled every 10k.
 //
 // Each workload runs in a fresh child process, so one workload's peak does not count in the
-// next one's RSS. Each sample is taken after a full GC and splits RSS into V8's heap (physical
-// pages of its spaces, new space apart), the other anonymous memory (malloc arenas of every
-// thread, the addon's mimalloc segments, thread stacks) and file-backed pages (the node binary,
-// the addon, shared libraries), read from /proc/self/smaps (Linux).
+// next one's RSS. At each sample the child pauses and the parent reads the child's
+// /proc/<pid>/smaps (Linux): RSS split into V8's heap (physical pages of its spaces, new space
+// apart, as the child reports them), the other anonymous memory (malloc arenas of every thread,
+// the addon's mimalloc segments, thread stacks) and file-backed pages (the node binary, the
+// addon, shared libraries). The child itself neither forces a GC nor reads smaps: either
+// changes what it measures (a `gc()` per sample, or the megabytes of text smaps is, grew V8's
+// new space from 8 to 32 MiB over S2's 100k runs, RSS 68 → 102 MB; bench/README.md, issue 18).
 //
 // A watchdog fails the run (exit 2) if no run completes for 30 s: a deadlock shows as a
 // failure, not as a hang. Usage: node bench/soak.js [--quick]   (--quick: a tenth of the work;
 // --child s1|s2|s3: internal, one workload)
 const path = require('path')
 const fs = require('fs')
-const { execFileSync } = require('child_process')
+const { fork } = require('child_process')
 const v8 = require('v8')
-const vm = require('vm')
 const kernel = require(path.resolve(__dirname, '..'))
 const { Agent, ToolRegistry, ToolExecutor, defineTool } = kernel
 const { z } = require('zod')
 
-v8.setFlagsFromString('--expose-gc')
-const gc = vm.runInNewContext('gc')
 const quick = process.argv.includes('--quick')
 const scale = quick ? 10 : 1
 
@@ -69,11 +69,11 @@ function adapterFor(i) {
 
 const mb = (n) => (n / 1048576).toFixed(1)
 /** Resident bytes of anonymous and of file-backed mappings (smaps' Rss, summed). */
-function residentSplit() {
+function residentSplit(pid) {
   let anon = 0
   let file = 0
   let fileBacked = false
-  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line)
     if (m) {
       // Inode 0: anonymous (named ones such as [heap] and [stack] included).
@@ -89,8 +89,9 @@ function residentSplit() {
   return { anon, file }
 }
 
+/** The child's view of a sample; the parent adds what it reads from the child's smaps. The
+ *  child waits for the parent (no run progresses while its memory is read). */
 function sample(label, runs) {
-  gc()
   const m = process.memoryUsage()
   let v8Heap = 0
   let newSpace = 0
@@ -98,9 +99,13 @@ function sample(label, runs) {
     v8Heap += sp.physical_space_size
     if (sp.space_name === 'new_space') newSpace = sp.physical_space_size
   }
-  const { anon, file } = residentSplit()
-  return { label, runs, rss: m.rss, heap: m.heapUsed, external: m.external, v8Heap, newSpace, otherAnon: anon - v8Heap, file }
+  const row = { label, runs, rss: m.rss, heap: m.heapUsed, external: m.external, v8Heap, newSpace }
+  return new Promise((resolve) => {
+    process.once('message', resolve)
+    process.send(row)
+  })
 }
+
 function check(r) {
   if (!r.success || r.output !== 'ok' || r.toolCalls.length !== 1) throw new Error('soak: bad run ' + JSON.stringify(r))
   lastProgress = Date.now()
@@ -110,30 +115,28 @@ async function s1() {
   const agents = 1000
   const waves = 20 / scale
   const list = Array.from({ length: agents }, (_, i) => new Agent({ name: 'a' + i, model: 'm', adapter: adapterFor(i), tools: ['add'] }, registry, executor))
-  const out = [sample('S1 start', 0)]
+  await sample('S1 start', 0)
   for (let w = 1; w <= waves; w++) {
     const results = await Promise.all(list.map((a) => a.run('go')))
     results.forEach(check)
-    if (w % Math.max(1, waves / 10) === 0) out.push(sample('S1', w * agents))
+    if (w % Math.max(1, waves / 10) === 0) await (sample('S1', w * agents))
   }
-  return out
 }
 
 async function s2() {
   const total = 100_000 / scale
-  const out = [sample('S2 start', 0)]
+  await sample('S2 start', 0)
   for (let i = 1; i <= total; i++) {
     const agent = new Agent({ name: 's', model: 'm', adapter: adapterFor(i % 1000), tools: ['add'] }, registry, executor)
     check(await agent.run('go'))
-    if (i % (total / 10) === 0) out.push(sample('S2', i))
+    if (i % (total / 10) === 0) await (sample('S2', i))
   }
-  return out
 }
 
 async function s3() {
   const total = 100_000 / scale
   const batch = 16
-  const out = [sample('S3 start', 0)]
+  await sample('S3 start', 0)
   let done = 0
   while (done < total) {
     const calls = Array.from({ length: batch }, (_, k) => ({ id: 'x' + k, name: 'add', input: { a: done + k, b: 1 } }))
@@ -144,31 +147,35 @@ async function s3() {
     }
     done += batch
     lastProgress = Date.now()
-    if (done % (total / 10) < batch) out.push(sample('S3', done))
+    if (done % (total / 10) < batch) await (sample('S3', done))
   }
-  return out
 }
 
 if (child >= 0) {
   const work = { s1, s2, s3 }[process.argv[child + 1]]
-  work().then((rows) => {
-    process.stdout.write(JSON.stringify(rows))
+  work().then(() => {
     clearInterval(watchdog)
+    process.disconnect()
   }).catch((e) => { console.error(e); process.exit(1) })
 } else {
-  const rows = []
-  for (const w of ['s1', 's2', 's3']) {
-    const args = [__filename, '--child', w]
-    if (quick) args.push('--quick')
-    try {
-      rows.push(...JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })))
-    } catch (e) {
-      process.exit(typeof e.status === 'number' && e.status !== 0 ? e.status : 1)
+  ;(async () => {
+    const rows = []
+    for (const w of ['s1', 's2', 's3']) {
+      const args = ['--child', w]
+      if (quick) args.push('--quick')
+      const c = fork(__filename, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+      c.on('message', (row) => {
+        const { anon, file } = residentSplit(c.pid)
+        rows.push({ ...row, otherAnon: anon - row.v8Heap, file })
+        c.send('go on')
+      })
+      const code = await new Promise((resolve) => c.on('exit', resolve))
+      if (code !== 0) process.exit(code ?? 1)
     }
-  }
-  console.log('| workload | runs / calls | RSS MB | V8 heap MB (new space) | other anonymous MB | file-backed MB | heapUsed MB | external MB |')
-  console.log('|---|---|---|---|---|---|---|---|')
-  for (const r of rows) {
-    console.log(`| ${r.label} | ${r.runs} | ${mb(r.rss)} | ${mb(r.v8Heap)} (${mb(r.newSpace)}) | ${mb(r.otherAnon)} | ${mb(r.file)} | ${mb(r.heap)} | ${mb(r.external)} |`)
-  }
+    console.log('| workload | runs / calls | RSS MB | V8 heap MB (new space) | other anonymous MB | file-backed MB | heapUsed MB | external MB |')
+    console.log('|---|---|---|---|---|---|---|---|')
+    for (const r of rows) {
+      console.log(`| ${r.label} | ${r.runs} | ${mb(r.rss)} | ${mb(r.v8Heap)} (${mb(r.newSpace)}) | ${mb(r.otherAnon)} | ${mb(r.file)} | ${mb(r.heap)} | ${mb(r.external)} |`)
+    }
+  })()
 }
