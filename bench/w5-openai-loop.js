@@ -8,11 +8,19 @@
 // client's heap, garbage and timers are never collected or run on another's time; the parent
 // only asks for warm-ups and samples, one client at a time, interleaved. Reports client CPU
 // (user + system of the client's process, all threads) per LLM call and wall time per run:
-// medians of the interleaved samples after a warm-up. Usage: node bench/w5-openai-loop.js [--quick]
+// medians of the interleaved samples after a warm-up.
+//   node bench/w5-openai-loop.js [--quick] [--https] [--stream]
+// `--https`: the mock server speaks TLS with the test certificate of crates/uv/testdata/tls (the
+// clients trust its CA: SSL_CERT_FILE for oma-kernel, NODE_EXTRA_CA_CERTS for Node's fetch).
+// `--stream`: every LLM call streams (oma-kernel: `adapter.stream` and `Agent.stream` with
+// `streamDeltas`; the ai SDK: `streamText`). Either one leaves the floor table out.
 const { fork, spawn, spawnSync } = require('child_process')
 const path = require('path')
 
 const quick = process.argv.includes('--quick')
+const HTTPS = process.argv.includes('--https')
+const STREAM = process.argv.includes('--stream')
+const TEST_CA = path.join(__dirname, '..', 'crates', 'uv', 'testdata', 'tls', 'ca.pem')
 const PAYLOAD = 'x'.repeat(2048)
 const TOOL_SCHEMA = { type: 'object', properties: { key: { type: 'string' } }, required: ['key'], additionalProperties: false }
 // Runs per sample; each row is the median of SAMPLES samples, the clients' samples
@@ -30,12 +38,23 @@ async function lookup(input) {
   return `${input.key}:${PAYLOAD}`
 }
 
-async function omaLoop(adapter, T) {
+/** One LLM call as a stream: its events pulled to the end, the final response. */
+async function streamed(adapter, messages, options) {
+  let res
+  for await (const ev of adapter.stream(messages, options)) {
+    if (ev.type === 'done') res = ev.data
+    else if (ev.type === 'error') throw ev.data
+  }
+  return res
+}
+
+async function omaLoop(adapter, T, stream = false) {
   const tools = [{ name: 'lookup', description: 'Look a key up', inputSchema: TOOL_SCHEMA }]
   const messages = [{ role: 'user', content: [{ type: 'text', text: 'Look up the keys.' }] }]
   let calls = 0
   for (;;) {
-    const res = await adapter.chat(messages, { model: `bench-T${T}`, tools, maxTokens: 256 })
+    const options = { model: `bench-T${T}`, tools, maxTokens: 256 }
+    const res = await (stream ? streamed(adapter, messages, options) : adapter.chat(messages, options))
     calls++
     messages.push({ role: 'assistant', content: res.content })
     if (res.stop_reason !== 'tool_use') return calls
@@ -47,7 +66,7 @@ async function omaLoop(adapter, T) {
   }
 }
 
-function agentLoop(index, baseURL, T) {
+async function agentLoop(index, baseURL, T, stream = false) {
   // A fresh Agent per run, as an application would for one task.
   const { Agent, ToolRegistry, ToolExecutor } = index
   const registry = new ToolRegistry()
@@ -63,21 +82,33 @@ function agentLoop(index, baseURL, T) {
     registry,
     new ToolExecutor(registry),
   )
-  return agent.run('Look up the keys.').then((r) => {
-    if (!r.success) throw new Error(r.output)
-    return r.messages.filter((m) => m.role === 'assistant').length
-  })
+  let r
+  if (stream) {
+    // The runner's own native stream (`streamDeltas`): text deltas, then the result.
+    for await (const ev of agent.stream('Look up the keys.', { streamDeltas: true })) {
+      if (ev.type === 'done') r = ev.data
+      else if (ev.type === 'error') throw ev.data
+    }
+  } else {
+    r = await agent.run('Look up the keys.')
+  }
+  if (!r.success) throw new Error(r.output)
+  return r.messages.filter((m) => m.role === 'assistant').length
 }
 
-function aiSdkLoop(ai, provider, T) {
-  const { generateText, tool, jsonSchema, stepCountIs } = ai
-  return generateText({
+async function aiSdkLoop(ai, provider, T, stream = false) {
+  const { generateText, streamText, tool, jsonSchema, stepCountIs } = ai
+  const call = {
     model: provider.chat(`bench-T${T}`),
     tools: { lookup: tool({ description: 'Look a key up', inputSchema: jsonSchema(TOOL_SCHEMA), execute: lookup }) },
     stopWhen: stepCountIs(T + 2),
     maxOutputTokens: 256,
     prompt: 'Look up the keys.',
-  }).then((r) => r.steps.length)
+  }
+  if (!stream) return (await generateText(call)).steps.length
+  const r = streamText(call)
+  await r.consumeStream()
+  return (await r.steps).length
 }
 
 async function warmUp(runOnce) {
@@ -178,8 +209,10 @@ const PIN = require('os').cpus().length >= 2 && spawnSync('taskset', ['-c', '0',
 /** `fork`, on CPU `cpu` when pinning is available. */
 function forkOn(cpu, script, args) {
   const stdio = ['ignore', 'inherit', 'inherit', 'ipc']
-  if (!PIN) return fork(script, args, { stdio })
-  return spawn('taskset', ['-c', String(cpu), process.execPath, script, ...args], { stdio })
+  // The test CA, for the clients of an `--https` run (the server ignores them).
+  const env = HTTPS ? { ...process.env, SSL_CERT_FILE: TEST_CA, NODE_EXTRA_CA_CERTS: TEST_CA } : process.env
+  if (!PIN) return fork(script, args, { stdio, env })
+  return spawn('taskset', ['-c', String(cpu), process.execPath, script, ...args], { stdio, env })
 }
 
 const CLIENTS = {
@@ -194,20 +227,20 @@ const CLIENTS = {
 
 /** The child side: builds its one client, then answers the parent's warm-up and sample requests. */
 async function clientMain(name, port) {
-  const baseURL = `http://127.0.0.1:${port}/v1`
+  const baseURL = `${HTTPS ? 'https' : 'http'}://127.0.0.1:${port}/v1`
   let runFor // T → () => Promise<number of LLM calls>
   if (name === 'oma-adapter' || name === 'floor-native') {
     const adapter = await require('../lib/llm.js').createAdapter('openai', 'bench-key', baseURL)
     runFor = name === 'oma-adapter'
-      ? (T) => () => omaLoop(adapter, T)
+      ? (T) => () => omaLoop(adapter, T, STREAM)
       : () => () => adapter.chat([{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], { model: 'bench-T0', maxTokens: 5 }).then(() => 1)
   } else if (name === 'oma-agent') {
     const index = require('../index.js')
-    runFor = (T) => () => agentLoop(index, baseURL, T)
+    runFor = (T) => () => agentLoop(index, baseURL, T, STREAM)
   } else if (name === 'ai-sdk') {
     const ai = require('ai')
     const provider = require('@ai-sdk/openai').createOpenAI({ baseURL, apiKey: 'bench-key' })
-    runFor = (T) => () => aiSdkLoop(ai, provider, T)
+    runFor = (T) => () => aiSdkLoop(ai, provider, T, STREAM)
   } else if (name === 'floor-net') {
     const raw = await rawSocketClient(port)
     runFor = () => raw.run
@@ -237,7 +270,7 @@ async function clientMain(name, port) {
 
 /** Starts client `name` in its own process; `ask(msg)` resolves with its reply's value. */
 async function startClient(name, port) {
-  const proc = forkOn(0, __filename, ['--client', name, String(port)])
+  const proc = forkOn(0, __filename, ['--client', name, String(port), ...(HTTPS ? ['--https'] : []), ...(STREAM ? ['--stream'] : [])])
   const first = await new Promise((resolve, reject) => {
     proc.once('message', resolve)
     proc.once('exit', (code) => reject(new Error(`client ${name} exited with code ${code} before it was ready`)))
@@ -264,7 +297,7 @@ async function startAll(names, port) {
 }
 
 async function main() {
-  const child = forkOn(1, path.join(__dirname, 'w5-mock-server.js'), [])
+  const child = forkOn(1, path.join(__dirname, 'w5-mock-server.js'), HTTPS ? ['--https'] : [])
   const { port } = await new Promise((resolve) => child.once('message', resolve))
   const loops = await startAll(['oma-adapter', 'oma-agent', 'ai-sdk'], port)
   const rows = []
@@ -272,11 +305,13 @@ async function main() {
   for (const c of loops) c.close()
   // T=0: one call per run.
   RUNS[0] = quick ? 50 : 1000
-  const floors = await startAll(['floor-native', 'floor-net', 'floor-http', 'floor-fetch'], port)
-  const floor = await measureT(0, floors)
+  const plain = !HTTPS && !STREAM
+  const floors = plain ? await startAll(['floor-native', 'floor-net', 'floor-http', 'floor-fetch'], port) : []
+  const floor = plain ? await measureT(0, floors) : []
   for (const c of floors) c.close()
   child.disconnect()
-  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run; each client in its own process${PIN ? ' on CPU 0, the server on CPU 1' : ' (not pinned: taskset or a second CPU missing)'}; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
+  const variant = [HTTPS ? 'HTTPS' : 'HTTP', STREAM ? 'streaming' : 'chat'].join(', ')
+  console.log(`node ${process.version}, ${require('os').cpus().length} CPUs, ${quick ? 'quick' : 'full'} run, ${variant}; each client in its own process${PIN ? ' on CPU 0, the server on CPU 1' : ' (not pinned: taskset or a second CPU missing)'}; medians of ${SAMPLES} interleaved samples after ${WARMUP_MS} ms of warm-up per client`)
   console.log('| client | T | runs (all samples) | client CPU µs per LLM call | wall ms per run | CPU ratio vs ai SDK |')
   console.log('|---|---|---|---|---|---|')
   for (const r of rows) {
@@ -284,6 +319,7 @@ async function main() {
     const ratio = base ? (r.cpuPerCallUs / base.cpuPerCallUs).toFixed(3) : '–'
     console.log(`| ${r.label} | ${r.T} | ${r.runs} | ${r.cpuPerCallUs.toFixed(1)} | ${r.wallPerRunMs.toFixed(2)} | ${ratio} |`)
   }
+  if (!plain) return
   console.log('')
   console.log('Floor: one call with no history (no tools, no agent), same medians')
   console.log('| client | calls (all samples) | client CPU µs per call | wall µs per call |')

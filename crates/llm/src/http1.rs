@@ -820,6 +820,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_same_framings_read_piece_by_piece() {
+        let replies = vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\ntrailer: x\r\n\r\n".to_vec(),
+            b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end".to_vec(),
+        ];
+        // Two bytes at a time: pieces end anywhere, in sizes and CRLFs too.
+        let (port, t) = server(replies, 2);
+        let mut c = conn(port).await;
+        async fn read(c: &mut Conn<tokio::net::TcpStream>, expect: &[u8], reusable: bool) {
+            {
+                c.write_request(b"GET / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n", b"").await.unwrap();
+                let head = c.read_head().await.unwrap();
+                let mut body = BodyReader::new(&head);
+                let mut got = Vec::new();
+                let mut pieces = 0;
+                while let Some(p) = c.next_chunk(&mut body).await.unwrap() {
+                    assert!(!p.is_empty());
+                    got.extend_from_slice(&p);
+                    pieces += 1;
+                }
+                assert_eq!(&got[..], expect);
+                assert!(expect.is_empty() || pieces > 1, "{pieces} pieces");
+                // At the end, again `None`; reusable as `read_body` would say.
+                assert!(c.next_chunk(&mut body).await.unwrap().is_none());
+                assert_eq!(c.reusable_after(&head, &body), reusable);
+            }
+        }
+        read(&mut c, b"hello", true).await;
+        read(&mut c, b"abc0123456789abcdef", true).await;
+        read(&mut c, b"", true).await;
+        read(&mut c, b"until the end", false).await;
+        t.join().unwrap();
+    }
+
+    #[tokio::test]
     async fn a_closed_connection_and_broken_responses() {
         // Closed before any byte: `Closed` (the caller may retry on a new connection).
         let (port, t) = server(vec![Vec::new()], 1);

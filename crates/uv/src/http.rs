@@ -8,8 +8,11 @@
 //! responses, the keep-alive pool) happens on the loop's thread without a thread hop.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -272,13 +275,12 @@ impl<R: Reactor> HttpResponse for LocalResponse<R> {
         self.head.header(name)
     }
 
-    async fn bytes(self, limit: usize) -> Result<Bytes, BodyError> {
-        let LocalResponse { head, target, conn, pool, body } = self;
+    async fn bytes(mut self, limit: usize) -> Result<Bytes, BodyError> {
         // A body already read piece by piece has nothing left.
-        let (Some(mut conn), None) = (conn, body) else { return Ok(Bytes::new()) };
-        let (body, reusable) = conn.read_body(&head, limit).await?;
+        let (Some(mut conn), None) = (self.conn.take(), &self.body) else { return Ok(Bytes::new()) };
+        let (body, reusable) = conn.read_body(&self.head, limit).await?;
         if reusable {
-            put_idle(&pool, &target.key, conn);
+            put_idle(&self.pool, &self.target.key, conn);
         }
         Ok(body)
     }
@@ -294,5 +296,34 @@ impl<R: Reactor> HttpResponse for LocalResponse<R> {
             }
         }
         Ok(piece)
+    }
+}
+
+impl<R: Reactor> Drop for LocalResponse<R> {
+    /// A stream is dropped once its last event is read (an OpenAI `data: [DONE]`), usually
+    /// with the body's end (the last chunk's terminator) already received: then the body is
+    /// finished here, from what has arrived, and the connection pooled instead of closed (a new
+    /// connection per streamed call is a TLS handshake per call). Anything still to come, or more
+    /// than a few pieces, and the connection closes as before.
+    fn drop(&mut self) {
+        let (Some(body), Some(conn)) = (self.body.as_mut(), self.conn.as_mut()) else { return };
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut ended = false;
+        for _ in 0..4 {
+            match pin!(conn.next_chunk(body)).poll(&mut cx) {
+                Poll::Ready(Ok(Some(_))) => {}
+                Poll::Ready(Ok(None)) => {
+                    ended = true;
+                    break;
+                }
+                Poll::Ready(Err(_)) | Poll::Pending => return,
+            }
+        }
+        if !ended {
+            return;
+        }
+        if let Some(c) = self.conn.take().filter(|c| c.reusable_after(&self.head, body)) {
+            put_idle(&self.pool, &self.target.key, c);
+        }
     }
 }

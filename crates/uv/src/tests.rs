@@ -690,3 +690,41 @@ fn an_https_request_cancelled_mid_stream_leaves_nothing_open() {
 fn first_piece_ok(p: Option<Bytes>) -> bool {
     p.as_deref() == Some(b"hello".as_slice())
 }
+
+#[test]
+fn a_stream_dropped_at_its_last_event_keeps_its_connection_when_the_end_has_arrived() {
+    // The first response's chunked body comes whole; the second's end is held back.
+    let served = Arc::new(AtomicUsize::new(0));
+    let (base, accepted) = serve(move |_, mut s| {
+        while read_request(&mut s).is_some() {
+            s.write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\n[DONE]\r\n").unwrap();
+            if served.fetch_add(1, Ordering::SeqCst) == 1 {
+                thread::sleep(Duration::from_millis(300));
+            }
+            s.write_all(b"0\r\n\r\n").unwrap();
+        }
+    });
+    let (exec, st, _) = new_exec();
+    let http = Rc::new(LocalHttp::new(&exec));
+    let (h, ex) = (http.clone(), exec.clone());
+    let url = format!("{base}/x");
+    let idle = run_until(&exec, async move {
+        let mut idle = Vec::new();
+        for _ in 0..2 {
+            let mut resp =
+                send(&*h, &post(&url), ErrorStyle::OpenAi, &cfg(10_000, 0), &CancellationToken::new()).await.unwrap();
+            // The last event read; the response dropped without reading to the body's end.
+            assert_eq!(HttpResponse::chunk(&mut resp).await.unwrap().as_deref(), Some(b"[DONE]".as_slice()));
+            // Time for the terminator to arrive (the first response) or not (the second).
+            Sleep::new(&ex, Duration::from_millis(50)).await;
+            drop(resp);
+            idle.push(h.idle_connections());
+        }
+        idle
+    });
+    // The first response's connection was pooled and carried the second request; the second,
+    // dropped before its end, was closed.
+    assert_eq!(idle, vec![1, 0]);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    assert_quiet(&exec, &st);
+}
