@@ -3,7 +3,7 @@
 //! The policy lives in the napi-free crates below this one: `oma_core` (the sans-IO kernel,
 //! the built-in tools, redaction) and `oma_llm` (the native adapters). This crate converts
 //! JS values, drives the machines for the JS shim in `lib/`, and runs the JS thread's transport
-//! (`oma_uv`: executor, sockets, timers, plain-HTTP client) on Node's libuv loop (`js::uv`).
+//! (`oma_uv`: executor, sockets, timers, HTTP and HTTPS client) on Node's libuv loop (`js::uv`).
 
 // napi-derive registers the exports only outside `cfg(test)`: in the test build every export
 // looks unused.

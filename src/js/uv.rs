@@ -1,7 +1,7 @@
 //! The JS thread's transport on Node's own event loop: oma-uv's [`Reactor`] over libuv, and the
 //! promises its futures settle.
 //!
-//! The executor, sockets, timers and the plain-HTTP client are oma-uv's (crates/uv, tested there
+//! The executor, sockets, timers and the HTTP/HTTPS client are oma-uv's (crates/uv, tested there
 //! over poll(2)); this module gives them Node's loop: `uv_poll` watches, `uv_timer`s and a
 //! `uv_async` handle for wake-ups from other threads, all resolved against the node binary when
 //! the addon loads.
@@ -431,8 +431,8 @@ impl Deferred {
 /// Whether this thread can run local futures: `env` runs on Node's main thread (its loop is
 /// the default one). Call inside a napi call.
 ///
-/// Linux only: elsewhere, and with the `portable` feature, plain-http requests take the I/O
-/// thread as HTTPS ones do (same behaviour, two thread wake-ups more per call).
+/// Linux only: elsewhere, and with the `portable` feature, every request takes the I/O thread
+/// (same behaviour, two thread wake-ups more per call).
 pub fn available(env: sys::napi_env) -> bool {
     if cfg!(any(not(target_os = "linux"), feature = "portable")) {
         return false;

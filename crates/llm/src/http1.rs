@@ -1,7 +1,8 @@
-//! A minimal HTTP/1.1 client connection for the JS thread's plain-HTTP stack
-//! (`oma_uv::LocalHttp`): one request at a time on a keep-alive connection, the request head
+//! A minimal HTTP/1.1 client connection for the JS thread's HTTP stack (`oma_uv::LocalHttp`,
+//! over TCP or TLS): one request at a time on a keep-alive connection, the request head
 //! written with the body in one vectored write, the response head parsed with `httparse`, the
-//! body framed by Content-Length, chunked transfer coding or the end of the connection.
+//! body framed by Content-Length, chunked transfer coding or the end of the connection, read
+//! whole (`read_body`) or piece by piece as it arrives (`next_chunk`, for streams).
 //!
 //! Why not hyper: its client splits a request between the caller's task and a connection task
 //! (a channel hop and a wake-up each way) and builds typed request headers; on a loopback call

@@ -169,9 +169,9 @@ impl<R: Reactor> LocalHttp<R> {
         let tcp = Tcp::new(&self.exec, sock).map_err(|_| AttemptError::Connection)?;
         Ok(Conn::new(match name {
             None => Io::Plain(tcp),
-            Some((name, cfg)) => Io::Tls(Box::new(
+            Some((name, cfg)) => Io::tls(
                 tokio_rustls::TlsConnector::from(cfg).connect(name, tcp).await.map_err(|_| AttemptError::Connection)?,
-            )),
+            ),
         }))
     }
 }
@@ -191,6 +191,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 }
 
 fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Io<R>>) {
+    c.io().went_idle();
     let mut p = pool.borrow_mut();
     let idle = match p.get_mut(key) {
         Some(v) => v,

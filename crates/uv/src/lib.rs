@@ -1,5 +1,5 @@
 //! oma-uv: futures driven by an event loop on the thread that runs it, for the JS thread's
-//! plain-HTTP LLM calls.
+//! LLM calls (`chat` and `stream()`, over HTTP and HTTPS).
 //!
 //! The LLM I/O thread costs two thread wake-ups per call (JS thread → I/O thread → JS thread):
 //! a call with no history took 87 µs of CPU that way and takes ≈45 µs this way on the 2-core
