@@ -126,6 +126,14 @@ export declare class NativeMcpClient {
 /** The agent wire's codes by name (read once by `lib/agent.js`). */
 export declare function agentCodes(): Record<string, number>
 
+/**
+ * The setup bits of `AgentConfig.outputSchemaRetries`, or the configuration error. Read once,
+ * when the Agent is made with the option.
+ * `text`: the value as JSON, else as `String(value)` (`NaN`, a function); the error is returned
+ * as a string, for the driver to throw in the caller's realm.
+ */
+export declare function agentRetriesSetup(text: string): number | string
+
 /** Starts a run for `setup` (the wire's setup bits): its first step. */
 export declare function agentStart(setup: number): number
 
@@ -452,15 +460,16 @@ export declare function runnerPlanNames(plan: number): Array<string>
  * Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
  * and returns its id for the `run*` functions; it is released when `Done` is handed out, or by
  * `runRelease`. `summary_cache`: the runner's, if it has one; `has_on_warning` / `emits_events`:
- * who watches the run (`Observers`).
+ * who watches the run (`Observers`); `spent`: tokens already spent against the budget (a
+ * checked structured-output retry's earlier attempts), unset for every other run.
  */
-export declare function runnerStart(plan: number, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean, emitsEvents: boolean): number
+export declare function runnerStart(plan: number, summaryCache: number | undefined | null, initialJson: string, hasOnWarning: boolean, emitsEvents: boolean, spent?: number | undefined | null): number
 
 /**
  * `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
  * block, checked by the driver): no JSON either way.
  */
-export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean, emitsEvents: boolean): number
+export declare function runnerStartPrompt(plan: number, summaryCache: number | undefined | null, prompt: string, hasOnWarning: boolean, emitsEvents: boolean, spent?: number | undefined | null): number
 
 /** The warnings of the last `runnerPlan` on this thread (usually none). */
 export declare function runnerWarnings(): Array<string>

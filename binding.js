@@ -845,6 +845,7 @@ module.exports.NativeLlmAdapter = nativeBinding.NativeLlmAdapter
 module.exports.NativeLlmStream = nativeBinding.NativeLlmStream
 module.exports.NativeMcpClient = nativeBinding.NativeMcpClient
 module.exports.agentCodes = nativeBinding.agentCodes
+module.exports.agentRetriesSetup = nativeBinding.agentRetriesSetup
 module.exports.agentStart = nativeBinding.agentStart
 module.exports.agentStatuses = nativeBinding.agentStatuses
 module.exports.agentStep = nativeBinding.agentStep

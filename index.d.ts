@@ -623,6 +623,14 @@ export interface AgentConfig {
   readonly preserveReasoningAsText?: boolean
   readonly compressReasoningText?: boolean | { readonly minChars?: number }
   readonly outputSchema?: ZodSchema
+  /**
+   * Beyond the original: how many times a structured output that fails validation is retried
+   * (an integer from 0 to 5; 0: none). Each retry sends the original's feedback text with the
+   * latest errors. Set, every attempt's tokens count toward `maxTokenBudget`, and no retry starts
+   * after an attempt that exceeded the budget or was aborted or timed out. Unset: the original's
+   * single retry, unchanged. Any other value is a configuration error from the constructor.
+   */
+  readonly outputSchemaRetries?: number
   readonly beforeRun?: (context: BeforeRunHookContext) => BeforeRunHookResult | Promise<BeforeRunHookResult>
   readonly afterRun?: (result: AgentRunResult) => AgentRunResult | Promise<AgentRunResult>
   /**

@@ -4,7 +4,7 @@
 // awaits what the user handed over (the hooks, the runner, the Zod schema) and builds the
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
-const { AgentRunner, coreOptionsJson, validateOptions } = require('./runner.js')
+const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
 const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
 const { structuredSystemPrompt, validateOutput } = require('./structured.js')
@@ -15,7 +15,7 @@ const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 // The machine's wire codes and status names, as the kernel defines them (module constants:
 // the driver reads them on every step).
 const {
-  ABORTED, ACTION_MASK, ADD_USAGE, AFTER_RUN, BEFORE_RUN, BUDGET_EXCEEDED, BUILD, ENTRY_PROMPT,
+  ABORTED, ACTION_MASK, ADD_USAGE, AFTER_RUN, BEFORE_RUN, BUDGET_EXCEEDED, BUILD, COUNT_SPENT, ENTRY_PROMPT,
   ENTRY_RUN, ENTRY_STREAM, EV_ABORTED, EV_AFTER_RUN_RETURNED, EV_BUDGET_EXCEEDED, EV_CHANGED,
   EV_HAS_USER, EV_HOOK_RETURNED, EV_INVALID, EV_LOOP_DETECTED, EV_RUNNER_DONE, EV_RUNNER_ERROR,
   EV_THREW, EV_TIMED_OUT, EVENT_SPAN, EV_TRACE_EMITTED, EV_VALID, FAILED, FINISH, HISTORY_MASK,
@@ -77,8 +77,9 @@ function expectAction(word, action) {
   if ((word & ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & ACTION_MASK}`)
 }
 
-function setupOf(entry, config, traced) {
-  let s = entry | SETUP_DEFAULT_RETRIES
+/** `retries`: the setup bits of the agent's structured-output retries (`_retrySetup`). */
+function setupOf(entry, config, traced, retries) {
+  let s = entry | retries
   if (config.beforeRun) s |= SETUP_BEFORE_RUN
   if (config.afterRun) s |= SETUP_AFTER_RUN
   if (config.outputSchema) s |= SETUP_OUTPUT_SCHEMA
@@ -311,6 +312,8 @@ class Agent {
     }, ctorOptionsMemo))
     if (err) throw new Error(err)
     checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')
+    // Beyond the original (issue 19): checked by the kernel, which hands back its setup bits.
+    this._retrySetup = config.outputSchemaRetries === undefined ? SETUP_DEFAULT_RETRIES : retriesSetup(config.outputSchemaRetries)
     // Upstream 1.15: a seeded conversation is checked and copied here, once.
     if (config.history !== undefined) {
       assertValidMessages(config.history)
@@ -387,7 +390,7 @@ class Agent {
   }
 
   async *_stream(messages, runOptions, callerMessages) {
-    let word = start(setupOf(ENTRY_STREAM, this.config, false))
+    let word = start(setupOf(ENTRY_STREAM, this.config, false, this._retrySetup))
     let error
     let dispose = noop
     try {
@@ -560,7 +563,7 @@ class Agent {
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
    *  the result and the history verdict. Never rejects. */
   async _executeRun(entry, messages, callerOptions, callerMessages) {
-    let word = start(setupOf(entry, this.config, callerOptions.onTrace))
+    let word = start(setupOf(entry, this.config, callerOptions.onTrace, this._retrySetup))
     const startMs = Date.now()
     let outgoing = messages
     let runner = null
@@ -606,6 +609,13 @@ class Agent {
                 if (merged.signal !== undefined) options.abortSignal = merged.signal
               }
               let conversation = outgoing
+              // A checked retry (outputSchemaRetries set): the earlier attempts' tokens count
+              // toward the runner's maxTokenBudget.
+              if (word & COUNT_SPENT) {
+                let spent = 0
+                for (const a of attempts) spent += a.tokenUsage.input_tokens + a.tokenUsage.output_tokens
+                options[BUDGET_SPENT] = spent
+              }
               if (word & RETRY) {
                 feedbacks.push({ role: 'user', content: [{ type: 'text', text: given }] })
                 conversation = outgoing.slice()
@@ -679,6 +689,19 @@ class Agent {
       durationMs: endMs - startMs,
     })
   }
+}
+
+/** The kernel's setup bits for `outputSchemaRetries: value`; a bad value throws its error. */
+function retriesSetup(value) {
+  let text
+  try {
+    text = typeof value === 'number' ? String(value) : JSON.stringify(value)
+  } catch {
+    text = undefined
+  }
+  const r = native.agentRetriesSetup(text ?? safeString(value))
+  if (typeof r === 'string') throw new Error(r)
+  return r
 }
 
 /** A failed run's output: the error's message as text, whatever the thrower put there (a

@@ -16,6 +16,10 @@ const { OP, REJECTED } = wire
 
 const runnerOptionsMemo = {}
 
+/** A run option of the Agent's checked structured-output retries (issue 19): tokens of earlier
+ *  attempts that count toward this run's maxTokenBudget. A symbol: no caller sets it. */
+const BUDGET_SPENT = Symbol('oma-kernel.budgetSpent')
+
 /** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays).
  *  With `memo`, the previous text is reused while that subset is unchanged (agents are often
  *  built per request with the same options). */
@@ -394,9 +398,10 @@ class AgentRunner {
     try {
       // run() shows no events: the machine then skips the actions that only emit one.
       const onWarning = typeof options.onWarning === 'function'
+      const spent = options[BUDGET_SPENT]
       id = prompt === undefined
-        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), onWarning, streaming)
-        : native.runnerStartPrompt(plan, this._summaryCache, prompt, onWarning, streaming)
+        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), onWarning, streaming, spent)
+        : native.runnerStartPrompt(plan, this._summaryCache, prompt, onWarning, streaming, spent)
     } catch (e) {
       if (watch !== null) watch.dispose()
       throw e
@@ -781,4 +786,4 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions }
+module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions, BUDGET_SPENT }

@@ -64,6 +64,23 @@ pub fn agent_step(step: f64, event: u32, text: Option<String>) -> Result<Either<
     answer(&run, &next)
 }
 
+/// The setup bits of `AgentConfig.outputSchemaRetries`, or the configuration error. Read once,
+/// when the Agent is made with the option.
+/// `text`: the value as JSON, else as `String(value)` (`NaN`, a function); the error is returned
+/// as a string, for the driver to throw in the caller's realm.
+#[napi(catch_unwind)]
+pub fn agent_retries_setup(text: String) -> Either<u32, String> {
+    use oma_core::kernel::agent::{invalid_retries_text, output_schema_retries};
+    let checked = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => output_schema_retries(&v),
+        Err(_) => Err(invalid_retries_text(&text)),
+    };
+    match checked {
+        Ok(n) => Either::A(wire::retries_setup(n)),
+        Err(e) => Either::B(e),
+    }
+}
+
 /// §7.1's instruction around `schema_json` (`JSON.stringify(jsonSchema, null, 2)`).
 #[napi(catch_unwind)]
 pub fn structured_instruction(schema_json: String) -> String {

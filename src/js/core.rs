@@ -114,7 +114,8 @@ pub fn runner_plan_free(id: u32) {
 /// Starts a run over `initial_json` (`JSON.stringify(initialMessages)`) from start plan `plan`,
 /// and returns its id for the `run*` functions; it is released when `Done` is handed out, or by
 /// `runRelease`. `summary_cache`: the runner's, if it has one; `has_on_warning` / `emits_events`:
-/// who watches the run (`Observers`).
+/// who watches the run (`Observers`); `spent`: tokens already spent against the budget (a
+/// checked structured-output retry's earlier attempts), unset for every other run.
 #[napi(catch_unwind)]
 pub fn runner_start(
     plan: u32,
@@ -122,9 +123,10 @@ pub fn runner_start(
     initial_json: String,
     has_on_warning: bool,
     emits_events: bool,
+    spent: Option<f64>,
 ) -> Result<u32> {
     let initial = parse_messages(&initial_json, Strictness::Lenient).map_err(Error::from_reason)?;
-    start(plan, summary_cache, initial, Observers { on_warning: has_on_warning, events: emits_events })
+    start(plan, summary_cache, initial, Observers { on_warning: has_on_warning, events: emits_events }, spent)
 }
 
 /// `runnerStart` for the conversation `Agent.run(prompt)` builds (one user message with one text
@@ -136,12 +138,19 @@ pub fn runner_start_prompt(
     prompt: String,
     has_on_warning: bool,
     emits_events: bool,
+    spent: Option<f64>,
 ) -> Result<u32> {
     let observers = Observers { on_warning: has_on_warning, events: emits_events };
-    start(plan, summary_cache, vec![Message::user_text(prompt)], observers)
+    start(plan, summary_cache, vec![Message::user_text(prompt)], observers, spent)
 }
 
-fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, observers: Observers) -> Result<u32> {
+fn start(
+    plan: u32,
+    summary_cache: Option<u32>,
+    initial: Vec<Message>,
+    observers: Observers,
+    spent: Option<f64>,
+) -> Result<u32> {
     let (cfg, granted) = PLANS
         .with(|s| s.borrow().get(plan).map(|p| (p.cfg.clone(), p.granted.clone())))
         .ok_or_else(|| Error::from_reason("oma-kernel: this start plan has already been released"))?;
@@ -151,7 +160,10 @@ fn start(plan: u32, summary_cache: Option<u32>, initial: Vec<Message>, observers
             .ok_or_else(|| Error::from_reason("oma-kernel: this runner has already been released"))?,
         None => Arc::new(Mutex::new(None)),
     };
-    let m = Machine::new(cfg, cache, initial, granted, observers);
+    let mut m = Machine::new(cfg, cache, initial, granted, observers);
+    if let Some(tokens) = spent {
+        m.spend_before(tokens);
+    }
     Ok(insert_run(Run::new(m)))
 }
 

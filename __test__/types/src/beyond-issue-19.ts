@@ -1,5 +1,5 @@
-// Issue 19's opt-ins at the type level: loopDetection.match and new ToolRegistry({ disallow })
-// (the original's shapes stay accepted).
+// Issue 19's opt-ins at the type level: loopDetection.match, new ToolRegistry({ disallow }) and
+// AgentConfig.outputSchemaRetries (the original's shapes stay accepted).
 import { Agent, LoopDetector, ToolExecutor, ToolRegistry } from '@oma-kernel/core'
 import type { AgentConfig, LLMAdapter, LoopDetectionConfig, RunnerOptions, ToolRegistryOptions } from '@oma-kernel/core'
 
@@ -24,5 +24,10 @@ export function main(): void {
   new ToolRegistry({ disallow: [1] })
   const config: AgentConfig = { name: 'a', model: 'm', adapter, toolPreset: 'full', tools: ['bash'], loopDetection: canonical }
   new Agent(config, railed, new ToolExecutor(railed))
+  const retries: AgentConfig = { name: 'r', model: 'm', adapter, outputSchemaRetries: 3 }
+  // @ts-expect-error a number of retries
+  const badRetries: AgentConfig = { name: 'r', model: 'm', adapter, outputSchemaRetries: '3' }
+  const n: number | undefined = retries.outputSchemaRetries
+  console.log(badRetries, n)
   console.log(railOptions, plain)
 }

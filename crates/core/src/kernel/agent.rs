@@ -20,9 +20,12 @@
 //! `Trace` → `Finish`; a throw anywhere → `Trace` of the failed result (with `onTrace`) →
 //! `Finish`.
 //!
-//! Room left on purpose: `Setup::retries` is the number of structured-output retries (one, as
-//! the original; `outputSchemaRetries` will set it, and a check of the last runner result's
-//! budget and abort flags before a retry belongs in `invalid`).
+//! `Setup::retries` is the number of structured-output retries: one, as the original, unless
+//! `AgentConfig.outputSchemaRetries` (beyond the original, issue 19; [`output_schema_retries`])
+//! sets it. A setting also makes the retries checked (`Setup::checked_retries`): every attempt's
+//! usage counts toward `maxTokenBudget` (each retry's runner starts with the earlier attempts'
+//! tokens spent), and no retry starts after an attempt that exceeded the budget, was aborted or
+//! timed out. Unset, the original's single retry runs as it always did.
 //!
 //! Richer inputs (upstream 1.15) did not change the sequence: a run over a caller's message list
 //! (or `prompt()` with content blocks) is checked and copied by the driver before `start`, so a
@@ -58,10 +61,30 @@ pub struct Setup {
     pub trace: bool,
     /// How many times a structured output that fails is retried.
     pub retries: u8,
+    /// `outputSchemaRetries` was set: the retries are checked (see the module docs).
+    pub checked_retries: bool,
 }
 
 /// Structured-output retries when nothing says otherwise: one, as the original.
 pub const DEFAULT_RETRIES: u8 = 1;
+
+/// The most `outputSchemaRetries` may ask for: each retry is a whole runner run, so the bound
+/// keeps a schema the model never meets from multiplying a run's cost without end.
+pub const MAX_RETRIES: u8 = 5;
+
+/// `AgentConfig.outputSchemaRetries` (given: `undefined` is the original's single retry): an
+/// integer from 0 (no retry) to [`MAX_RETRIES`], else the configuration error's text.
+pub fn output_schema_retries(v: &serde_json::Value) -> Result<u8, String> {
+    match v.as_f64() {
+        Some(n) if n.fract() == 0.0 && (0.0..=f64::from(MAX_RETRIES)).contains(&n) => Ok(n as u8),
+        _ => Err(invalid_retries_text(&super::config::describe(v))),
+    }
+}
+
+/// The configuration error of an `outputSchemaRetries` described by `got`.
+pub fn invalid_retries_text(got: &str) -> String {
+    format!("Invalid configuration: outputSchemaRetries must be an integer from 0 to {MAX_RETRIES}, got {got}")
+}
 
 impl Setup {
     pub fn new(entry: Entry) -> Setup {
@@ -72,6 +95,7 @@ impl Setup {
             output_schema: false,
             trace: false,
             retries: DEFAULT_RETRIES,
+            checked_retries: false,
         }
     }
     fn structured(&self) -> bool {
@@ -157,8 +181,9 @@ pub enum Conversation {
     Outgoing { rewrite_last_user: bool },
     /// A structured-output retry: the outgoing messages, then each attempt's messages followed
     /// by its feedback message, `{ role: 'user', content: [{ type: 'text', text: feedback }] }`
-    /// (this attempt's feedback is `feedback`).
-    Retry { feedback: String },
+    /// (this attempt's feedback is `feedback`). `count_spent`: the runner starts with the tokens
+    /// of every earlier attempt already spent against `maxTokenBudget` (checked retries).
+    Retry { feedback: String, count_spent: bool },
 }
 
 /// What the driver does next.
@@ -429,10 +454,14 @@ impl AgentRun {
     /// The output failed extraction or validation with `message`: retried while retries are
     /// left, else the run completes unsuccessfully with the merged result.
     fn invalid(&mut self, message: &str) -> Step {
-        if self.attempts <= self.setup.retries {
+        // Checked retries stop at an attempt that spent the budget, or that the run's abort or
+        // timeout cut short: another one could only end the same way.
+        let stopped = self.setup.checked_retries && (self.last.budget_exceeded || self.last.aborted || self.timed_out);
+        if self.attempts <= self.setup.retries && !stopped {
             self.attempts += 1;
             self.phase = Phase::Runner;
-            let conversation = Conversation::Retry { feedback: feedback_text(message) };
+            let conversation =
+                Conversation::Retry { feedback: feedback_text(message), count_spent: self.setup.checked_retries };
             return Step {
                 status: None,
                 add_usage: false,
@@ -505,10 +534,10 @@ impl History {
 ///
 /// | value | layout |
 /// |---|---|
-/// | setup (`u32`) | bits 0–1 the `Entry`, 2 beforeRun, 3 afterRun, 4 outputSchema, 5 onTrace, 6–9 retries |
+/// | setup (`u32`) | bits 0–1 the `Entry`, 2 beforeRun, 3 afterRun, 4 outputSchema, 5 onTrace, 6–8 retries, 9 checked retries |
 /// | event (`u32`) | bits 0–3 the `EventKind`, 4 budgetExceeded, 5 loopDetected, 6 aborted, 7 timed out, 8 the hook changed the prompt, 9 there is a user message; the text (output, error message) is a separate argument |
 /// | step word (a JS number below 2^42) | bits 0–19 the step, bits 20–41 the machine (the driver hands the whole word back with the next event) |
-/// | step | bits 0–3 the action, 4–5 the status to set (0 none), 6 add the usage; `RunRunner`: 7 rewrite the last user message, 8 a retry, 9 report the output; `AfterRun`/`Trace`/`Finish`: 7 build a result, 8 the failed one, 9 success, 10 structured, 11 merged, 12 loopDetected, 13 budgetExceeded, 14 aborted, 15 timedOut; `Finish`: 16–17 the `History` |
+/// | step | bits 0–3 the action, 4–5 the status to set (0 none), 6 add the usage; `RunRunner`: 7 rewrite the last user message, 8 a retry, 9 report the output, 10 count the earlier attempts' tokens; `AfterRun`/`Trace`/`Finish`: 7 build a result, 8 the failed one, 9 success, 10 structured, 11 merged, 12 loopDetected, 13 budgetExceeded, 14 aborted, 15 timedOut; `Finish`: 16–17 the `History` |
 ///
 /// A step with a text (`Validate`'s JSON, a retry's feedback) crosses as `{ step, text }`.
 pub mod wire {
@@ -523,6 +552,7 @@ pub mod wire {
     pub const REWRITE_LAST_USER: u32 = 1 << 7;
     pub const RETRY: u32 = 1 << 8;
     pub const REPORT_OUTPUT: u32 = 1 << 9;
+    pub const COUNT_SPENT: u32 = 1 << 10;
     // AfterRun's, Trace's and Finish's: the shape of the result to build.
     pub const BUILD: u32 = 1 << 7;
     pub const FAILED: u32 = 1 << 8;
@@ -559,15 +589,23 @@ pub mod wire {
     /// (`word * EVENT_SPAN + event`, exact below 2^53).
     pub const EVENT_SPAN: u32 = 1 << 10;
 
-    // Setups: the entry in bits 0–1, the flags, the retries (at most 15) in bits 6–9.
+    // Setups: the entry in bits 0–1, the flags, the retries (at most 7, `MAX_RETRIES` is 5) in
+    // bits 6–8, then whether they are checked.
     pub const ENTRY_MASK: u32 = 0x3;
     pub const SETUP_BEFORE_RUN: u32 = 1 << 2;
     pub const SETUP_AFTER_RUN: u32 = 1 << 3;
     pub const SETUP_OUTPUT_SCHEMA: u32 = 1 << 4;
     pub const SETUP_TRACE: u32 = 1 << 5;
     pub const RETRIES_SHIFT: u32 = 6;
-    pub const RETRIES_MASK: u32 = 0xf << RETRIES_SHIFT;
+    pub const RETRIES_MASK: u32 = 0x7 << RETRIES_SHIFT;
+    pub const SETUP_CHECKED_RETRIES: u32 = 1 << 9;
     const SETUP_BITS: u32 = 10;
+
+    /// The setup bits of `outputSchemaRetries: n` (a checked `n`), for the driver to put in
+    /// place of `SETUP_DEFAULT_RETRIES`.
+    pub fn retries_setup(n: u8) -> u32 {
+        u32::from(n.min(MAX_RETRIES)) << RETRIES_SHIFT | SETUP_CHECKED_RETRIES
+    }
 
     /// The named codes, for the driver.
     pub const CODES: &[(&str, u32)] = &[
@@ -578,6 +616,7 @@ pub mod wire {
         ("REWRITE_LAST_USER", REWRITE_LAST_USER),
         ("RETRY", RETRY),
         ("REPORT_OUTPUT", REPORT_OUTPUT),
+        ("COUNT_SPENT", COUNT_SPENT),
         ("BUILD", BUILD),
         ("FAILED", FAILED),
         ("SUCCESS", SUCCESS),
@@ -640,10 +679,11 @@ pub mod wire {
             output_schema: code & SETUP_OUTPUT_SCHEMA != 0,
             trace: code & SETUP_TRACE != 0,
             retries: ((code & RETRIES_MASK) >> RETRIES_SHIFT) as u8,
+            checked_retries: code & SETUP_CHECKED_RETRIES != 0,
         })
     }
 
-    /// The inverse of `setup_from` (retries beyond 15 are not representable: `None`).
+    /// The inverse of `setup_from` (retries beyond 7 are not representable: `None`).
     pub fn setup_code(s: Setup) -> Option<u32> {
         if u32::from(s.retries) > RETRIES_MASK >> RETRIES_SHIFT {
             return None;
@@ -653,6 +693,7 @@ pub mod wire {
             (s.after_run, SETUP_AFTER_RUN),
             (s.output_schema, SETUP_OUTPUT_SCHEMA),
             (s.trace, SETUP_TRACE),
+            (s.checked_retries, SETUP_CHECKED_RETRIES),
         ];
         Some(set(s.entry as u32, &bits) | u32::from(s.retries) << RETRIES_SHIFT)
     }
@@ -713,9 +754,10 @@ pub mod wire {
             Action::RunRunner { conversation: Conversation::Outgoing { rewrite_last_user }, report_output } => {
                 (set(RUN_RUNNER, &[(*rewrite_last_user, REWRITE_LAST_USER), (*report_output, REPORT_OUTPUT)]), None)
             }
-            Action::RunRunner { conversation: Conversation::Retry { feedback }, report_output } => {
-                (set(RUN_RUNNER | RETRY, &[(*report_output, REPORT_OUTPUT)]), Some(feedback.as_str()))
-            }
+            Action::RunRunner { conversation: Conversation::Retry { feedback, count_spent }, report_output } => (
+                set(RUN_RUNNER | RETRY, &[(*report_output, REPORT_OUTPUT), (*count_spent, COUNT_SPENT)]),
+                Some(feedback.as_str()),
+            ),
             Action::Validate { json } => (VALIDATE, Some(json.as_str())),
             Action::AfterRun { build } => (AFTER_RUN | build.map_or(0, shape_code), None),
             Action::Trace { build } => (TRACE | build.map_or(0, shape_code), None),
@@ -739,7 +781,7 @@ pub mod wire {
             BEFORE_RUN => Action::BeforeRun,
             RUN_RUNNER => Action::RunRunner {
                 conversation: if c & RETRY != 0 {
-                    Conversation::Retry { feedback: need()? }
+                    Conversation::Retry { feedback: need()?, count_spent: c & COUNT_SPENT != 0 }
                 } else {
                     Conversation::Outgoing { rewrite_last_user: c & REWRITE_LAST_USER != 0 }
                 },
@@ -1072,7 +1114,7 @@ mod tests {
         };
         let log = drive(s, world);
         let feedback = feedback_text("Failed to extract JSON from output. Raw output begins with: \"not json at all\"");
-        assert_eq!(log.runner_calls, [outgoing(false), Conversation::Retry { feedback }]);
+        assert_eq!(log.runner_calls, [outgoing(false), Conversation::Retry { feedback, count_spent: false }]);
         assert_eq!(log.validated, ["{\"answer\":\"ok\"}"]);
         assert_eq!(log.usage_added, 2);
         // Budget from the retry only; loopDetected is not carried (kept quirk).
@@ -1092,7 +1134,10 @@ mod tests {
         let log = drive(s, world);
         assert_eq!(
             log.runner_calls[1],
-            Conversation::Retry { feedback: feedback_text("Output validation failed:\n  - answer: Required") }
+            Conversation::Retry {
+                feedback: feedback_text("Output validation failed:\n  - answer: Required"),
+                count_spent: false
+            }
         );
         assert_eq!(log.built, [result(true, true, true, NONE)]);
     }
@@ -1131,6 +1176,121 @@ mod tests {
         let log = drive(s, World { runs: vec![Some(("a", NONE))], ..World::default() });
         assert_eq!(log.runner_calls.len(), 1);
         assert_eq!(log.built, [result(false, false, false, NONE)]);
+    }
+
+    fn checked(retries: u8) -> Setup {
+        let mut s = wire::setup_from(Entry::Run as u32 | wire::retries_setup(retries)).unwrap();
+        s.output_schema = true;
+        s
+    }
+
+    const ABORTED: RunFlags = RunFlags { budget_exceeded: false, loop_detected: false, aborted: true };
+
+    #[test]
+    fn checked_retries_succeeding_at_the_third_attempt_count_every_attempt() {
+        let world = World {
+            runs: vec![Some(("a", NONE)), Some(("{\"nope\": 1}", LOOPED)), Some(("{\"answer\": 1}", NONE))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        let log = drive(checked(3), world);
+        assert_eq!(log.usage_added, 3);
+        assert_eq!(log.built, [result(true, true, true, NONE)]);
+        // Each retry carries the last failure's feedback and counts the earlier attempts' tokens.
+        let feedbacks: Vec<_> = log.runner_calls[1..]
+            .iter()
+            .map(|c| match c {
+                Conversation::Retry { feedback, count_spent: true } => feedback.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            feedbacks,
+            [
+                feedback_text("Failed to extract JSON from output. Raw output begins with: \"a\""),
+                feedback_text("Output validation failed:\n  - answer: Required")
+            ]
+        );
+    }
+
+    #[test]
+    fn checked_retries_that_never_succeed_stop_after_the_last_one() {
+        for n in 0..=MAX_RETRIES {
+            let world = World { runs: vec![Some(("x", NONE)); usize::from(n) + 1], ..World::default() };
+            let log = drive(checked(n), world);
+            assert_eq!(log.runner_calls.len(), usize::from(n) + 1);
+            assert_eq!(log.built, [result(false, false, n > 0, NONE)]);
+            assert_eq!(log.statuses, [Status::Running, Status::Completed]);
+        }
+    }
+
+    #[test]
+    fn checked_retries_stop_at_the_budget_an_abort_or_the_timeout() {
+        // The second attempt spent the budget (counting the first): no third, whatever is left.
+        let world = World { runs: vec![Some(("x", NONE)), Some(("y", BUDGET))], ..World::default() };
+        let log = drive(checked(5), world);
+        assert_eq!(log.runner_calls.len(), 2);
+        assert_eq!(log.built, [result(false, false, true, BUDGET)]);
+        // A budget spent by the first attempt is the original's short-cut, before validation.
+        let log = drive(checked(5), World { runs: vec![Some(("x", BUDGET))], ..World::default() });
+        assert!(log.validated.is_empty());
+        assert_eq!(log.built, [result(false, false, false, BUDGET)]);
+        // A valid output of an attempt that spent the budget is still the structured result.
+        let world = World {
+            runs: vec![Some(("x", NONE)), Some(("{\"answer\": 2}", BUDGET))],
+            schema: answer_schema,
+            ..World::default()
+        };
+        assert_eq!(drive(checked(5), world).built, [result(true, true, true, BUDGET)]);
+        // Aborted between attempts.
+        let world = World { runs: vec![Some(("x", NONE)), Some(("y", ABORTED))], ..World::default() };
+        let log = drive(checked(5), world);
+        assert_eq!(log.runner_calls.len(), 2);
+        assert_eq!(log.built, [result(false, false, true, ABORTED)]);
+        let log = drive(checked(5), World { runs: vec![Some(("x", ABORTED))], ..World::default() });
+        assert_eq!(log.runner_calls.len(), 1);
+        assert_eq!(log.built, [result(false, false, false, ABORTED)]);
+        // The run's timeout had fired.
+        let log = drive(checked(5), World { runs: vec![Some(("x", NONE))], timed_out: true, ..World::default() });
+        assert_eq!(log.runner_calls.len(), 1);
+        assert_eq!(
+            log.built,
+            [Shape::Result { success: false, structured: false, merged: false, flags: NONE, timed_out: true }]
+        );
+    }
+
+    #[test]
+    fn unset_retries_keep_the_original_single_retry_even_after_an_abort() {
+        let mut s = setup(Entry::Run);
+        s.output_schema = true;
+        let log = drive(s, World { runs: vec![Some(("x", ABORTED)), Some(("y", ABORTED))], ..World::default() });
+        assert_eq!(log.runner_calls.len(), 2);
+        assert!(matches!(log.runner_calls[1], Conversation::Retry { count_spent: false, .. }));
+        assert_eq!(wire::setup_from(u32::from(DEFAULT_RETRIES) << wire::RETRIES_SHIFT).unwrap(), setup(Entry::Run));
+    }
+
+    #[test]
+    fn output_schema_retries_setting() {
+        use serde_json::json;
+        for n in 0..=5 {
+            assert_eq!(output_schema_retries(&json!(n)), Ok(n as u8));
+        }
+        assert_eq!(output_schema_retries(&json!(2.0)), Ok(2));
+        for (v, got) in [
+            (json!(6), "6"),
+            (json!(-1), "-1"),
+            (json!(1.5), "1.5"),
+            (json!("3"), "\"3\""),
+            (json!(null), "null"),
+            (json!(true), "true"),
+        ] {
+            assert_eq!(
+                output_schema_retries(&v).unwrap_err(),
+                format!("Invalid configuration: outputSchemaRetries must be an integer from 0 to 5, got {got}")
+            );
+        }
+        let s = wire::setup_from(wire::retries_setup(4)).unwrap();
+        assert_eq!((s.retries, s.checked_retries), (4, true));
     }
 
     #[test]
@@ -1308,7 +1468,7 @@ mod tests {
         assert_eq!(wire::unpack(0.5), Err(AgentError::Malformed("machine word")));
         assert!(wire::event_from(0, None).is_err());
         assert!(wire::setup_from(3).is_err());
-        assert!(wire::setup_code(Setup { retries: 16, ..setup(Entry::Run) }).is_none());
+        assert!(wire::setup_code(Setup { retries: 8, ..setup(Entry::Run) }).is_none());
     }
 
     #[test]
@@ -1351,6 +1511,13 @@ mod tests {
             wire::EV_CHANGED,
             wire::EV_HAS_USER,
         ];
+        let run_runner = [wire::REWRITE_LAST_USER, wire::RETRY, wire::REPORT_OUTPUT, wire::COUNT_SPENT];
+        let mut seen = head;
+        for bit in run_runner {
+            assert_eq!(seen & bit, 0);
+            seen |= bit;
+        }
+        assert!(seen < 1 << 20);
         assert!(events.iter().fold(wire::EVENT_KIND_MASK, |all, bit| all | bit) < wire::EVENT_SPAN);
         // A word times the span plus an event stays an exact JS number.
         let setup = Setup {
@@ -1358,7 +1525,8 @@ mod tests {
             after_run: true,
             output_schema: true,
             trace: true,
-            retries: 15,
+            retries: 7,
+            checked_retries: true,
             ..setup(Entry::Stream)
         };
         let run = AgentRun { setup, phase: Phase::Done, attempts: 16, last: LOOPED, timed_out: true };

@@ -25,7 +25,8 @@ pub fn js_number(n: f64) -> String {
     }
 }
 
-fn describe(v: &Value) -> String {
+/// A configuration value as an error message shows it (numbers as JS prints them).
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Number(n) => js_number(n.as_f64().unwrap_or(f64::NAN)),
         Value::String(s) => format!("\"{s}\""),

@@ -412,6 +412,9 @@ pub struct Machine {
     cache: Arc<Mutex<Option<SummaryCache>>>,
     conv: History,
     usage: Usage,
+    /// Tokens spent against the budget before this run (a checked structured-output retry's
+    /// earlier attempts, issue 19); not part of the run's own usage.
+    spent: f64,
     turns: u32,
     final_output: String,
     budget_exceeded: bool,
@@ -477,6 +480,7 @@ impl Machine {
             cache,
             conv: History::new(initial),
             usage: Usage::default(),
+            spent: 0.0,
             turns: 0,
             final_output: String::new(),
             budget_exceeded: false,
@@ -519,7 +523,7 @@ impl Machine {
             },
             ActionKind::CallModel => Action::CallModel { turn: self.turns },
             ActionKind::Text => Action::Text(&self.turn_text),
-            ActionKind::BudgetExceeded => Action::BudgetExceeded { total_tokens: self.usage.total() },
+            ActionKind::BudgetExceeded => Action::BudgetExceeded { total_tokens: self.spent + self.usage.total() },
             ActionKind::LoopDetected => Action::LoopDetected {
                 info: self.loop_info.as_ref().expect("a loop was detected"),
                 awaits_policy: self.phase == Phase::AwaitLoopAction,
@@ -536,6 +540,14 @@ impl Machine {
     }
 
     /// The outcome so far (final once `poll` has returned `Done`).
+    /// Counts `tokens` spent before this run against `maxTokenBudget` (they stay out of the
+    /// run's usage): a checked structured-output retry starts with its earlier attempts' tokens.
+    pub fn spend_before(&mut self, tokens: f64) {
+        if tokens.is_finite() && tokens > 0.0 {
+            self.spent = tokens;
+        }
+    }
+
     pub fn outcome(&self) -> Outcome<'_> {
         Outcome {
             output: &self.final_output,
@@ -682,7 +694,7 @@ impl Machine {
                     self.results.clear();
                     if delegated.is_some() {
                         if let Some(budget) = self.cfg.max_token_budget {
-                            if self.usage.total() > budget {
+                            if self.spent + self.usage.total() > budget {
                                 self.budget_exceeded = true;
                                 self.final_output = self.turn_text.clone();
                                 self.phase = Phase::Finished;
@@ -764,7 +776,7 @@ impl Machine {
             self.queue.push_back(ActionKind::Text);
         }
         if let Some(budget) = self.cfg.max_token_budget {
-            if self.usage.total() > budget {
+            if self.spent + self.usage.total() > budget {
                 self.budget_exceeded = true;
                 self.final_output = self.turn_text.clone();
                 self.pending_break = true;
@@ -1133,6 +1145,48 @@ mod tests {
         assert!(m.outcome().budget_exceeded);
         assert_eq!(m.outcome().output, "thinking");
         assert_eq!(m.conversation().len(), 3);
+    }
+
+    #[test]
+    fn tokens_spent_before_the_run_count_toward_the_budget_but_not_its_usage() {
+        let mut cfg = RunnerConfig::default();
+        cfg.max_token_budget = Some(100.0);
+        let cfg = Arc::new(cfg);
+        let new = |spent: f64| {
+            let mut m = Machine::new(
+                cfg.clone(),
+                Arc::new(Mutex::new(None)),
+                parse_messages(START, Strictness::Lenient).unwrap(),
+                Vec::new(),
+                Observers::ALL,
+            );
+            m.spend_before(spent);
+            m
+        };
+        // 60 spent before, 50 in this run: over 100 at the first answer.
+        let mut m = new(60.0);
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &text_resp("x", 30, 20)).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::Text);
+        match m.poll(false).unwrap() {
+            Action::BudgetExceeded { total_tokens } => assert_eq!(total_tokens, 110.0),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        assert!(m.outcome().budget_exceeded);
+        assert_eq!(m.outcome().usage.total(), 50.0);
+        // Nothing spent before: within the budget.
+        let mut m = new(0.0);
+        let ops = drive(&mut m, &[text_resp("x", 30, 20)]);
+        assert_eq!(ops, vec![ActionKind::CallModel, ActionKind::Text, ActionKind::Done]);
+        assert!(!m.outcome().budget_exceeded);
+        // 90 spent: a tool turn's 15 tokens spend the rest (its round still runs first).
+        let mut m = new(90.0);
+        m.granted.insert("d".into());
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        respond_json(&mut m, &tool_resp(&[("1", "d")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::BudgetExceeded);
+        assert!(m.outcome().budget_exceeded);
     }
 
     #[test]
