@@ -153,6 +153,11 @@ test('stream() over HTTPS: the same events on both paths', async () => {
   })
 })
 
+test('the runner\'s own stream (streamDeltas) over HTTPS', async () => {
+  const r = await client('agentStream', { url: s.url })
+  expect(sameOnBothPaths(r, 1)).toEqual({ ok: ['text_delta:Hel', 'text_delta:lo', 'text:Hello', 'done:Hello'] })
+})
+
 test('a 500 is retried (after retry-after-ms) over HTTPS', async () => {
   const r = await client('chat', { url: `${s.origin}/fail/v1` })
   // The main thread's call meets the 500 and retries; the worker's finds the server recovered.

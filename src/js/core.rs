@@ -652,6 +652,7 @@ pub fn run_chat<'e>(
 /// `adapter.stream` over the run's conversation, for `streamDeltas`.
 #[napi(catch_unwind)]
 pub fn run_stream(
+    env: &Env,
     id: u32,
     adapter: &super::llm::NativeLlmAdapter,
     options_json: String,
@@ -663,5 +664,5 @@ pub fn run_stream(
         r.chat_input().map(|(input, _)| input)
     })?;
     let token = super::llm::call_token(cancel);
-    Ok(super::llm::spawn_stream(adapter, token, move || input))
+    Ok(super::llm::start_stream(env, adapter, token, move || input))
 }

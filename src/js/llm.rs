@@ -378,8 +378,8 @@ where
     spawn_stream(adapter, token, input)
 }
 
-/// `start_stream` on the LLM I/O thread, whatever the endpoint.
-pub fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
+/// `start_stream` on the LLM I/O thread: events go through a channel to the pulls.
+fn spawn_stream<F>(adapter: Arc<Adapter>, token: CancellationToken, input: F) -> NativeLlmStream
 where
     F: FnOnce() -> std::result::Result<ChatInput, LlmError> + Send + 'static,
 {
