@@ -83,7 +83,8 @@ fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
 /// Runs one `chat` and returns a promise of what `done` makes of the response; `done` runs on
 /// the JS thread (the kernel's fast path hands the response to its machine there). On the main
 /// thread, HTTP and HTTPS endpoints reached directly are served from its event loop
-/// (`Adapter::on_any_http`), anything else from the LLM I/O thread. Rejections carry the `LlmError` as JSON (see `lib/llm.js` `fromNative`).
+/// (`Adapter::on_any_http`), anything else from the LLM I/O thread. Rejections carry the
+/// `LlmError` as JSON (see `lib/llm.js` `fromNative`).
 pub fn spawn_chat_promise<'e, F, D>(
     env: &'e Env,
     adapter: Arc<Adapter>,

@@ -169,8 +169,12 @@ impl<R: Reactor> LocalHttp<R> {
         let tcp = Tcp::new(&self.exec, sock).map_err(|_| AttemptError::Connection)?;
         Ok(Conn::new(match name {
             None => Io::Plain(tcp),
+            // Boxed: the handshake's state (rustls's connection) would otherwise size every
+            // request's future, plain-HTTP ones included, and be copied with it.
             Some((name, cfg)) => Io::tls(
-                tokio_rustls::TlsConnector::from(cfg).connect(name, tcp).await.map_err(|_| AttemptError::Connection)?,
+                Box::pin(tokio_rustls::TlsConnector::from(cfg).connect(name, tcp))
+                    .await
+                    .map_err(|_| AttemptError::Connection)?,
             ),
         }))
     }
