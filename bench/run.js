@@ -23,6 +23,7 @@ const os = require('os')
 const { spawnSync } = require('child_process')
 const v8 = require('v8')
 const vm = require('vm')
+const { residentSplit, v8Spaces } = require('./memory.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const kernel = require(ROOT)
@@ -285,29 +286,10 @@ function readHwmKb() {
   } catch { return null }
 }
 
-/** Where resident memory is (Linux): V8's spaces by physical size, and the anonymous (V8's heap
- *  included) and file-backed RSS from smaps; null elsewhere. */
+/** Where resident memory is: anonymous and file-backed RSS, and V8's spaces; null off Linux. */
 function memorySplit() {
-  let smaps
-  try { smaps = fs.readFileSync('/proc/self/smaps', 'utf8') } catch { return null }
-  let anon = 0
-  let file = 0
-  let fileBacked = false
-  for (const line of smaps.split('\n')) {
-    const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)/.exec(line)
-    if (m) {
-      fileBacked = m[1] !== '0' // inode 0: anonymous
-      continue
-    }
-    const r = /^Rss:\s+(\d+) kB/.exec(line)
-    if (r) {
-      if (fileBacked) file += Number(r[1]) * 1024
-      else anon += Number(r[1]) * 1024
-    }
-  }
-  const spaces = {}
-  for (const sp of v8.getHeapSpaceStatistics()) spaces[sp.space_name] = sp.physical_space_size
-  return { anon, file, spaces }
+  const r = residentSplit()
+  return r === null ? null : { ...r, spaces: v8Spaces() }
 }
 
 /** `after − before` per agent, in KB: V8's new and old space, the rest of V8's heap, the other

@@ -21,9 +21,8 @@
 // failure, not as a hang. Usage: node bench/soak.js [--quick]   (--quick: a tenth of the work;
 // --child s1|s2|s3: internal, one workload)
 const path = require('path')
-const fs = require('fs')
 const { fork } = require('child_process')
-const v8 = require('v8')
+const { residentSplit, v8Spaces } = require('./memory.js')
 const kernel = require(path.resolve(__dirname, '..'))
 const { Agent, ToolRegistry, ToolExecutor, defineTool } = kernel
 const { z } = require('zod')
@@ -68,37 +67,13 @@ function adapterFor(i) {
 }
 
 const mb = (n) => (n / 1048576).toFixed(1)
-/** Resident bytes of anonymous and of file-backed mappings (smaps' Rss, summed). */
-function residentSplit(pid) {
-  let anon = 0
-  let file = 0
-  let fileBacked = false
-  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
-    const m = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ (\d+)\s*(.*)$/.exec(line)
-    if (m) {
-      // Inode 0: anonymous (named ones such as [heap] and [stack] included).
-      fileBacked = m[1] !== '0'
-      continue
-    }
-    const r = /^Rss:\s+(\d+) kB/.exec(line)
-    if (r) {
-      if (fileBacked) file += +r[1] * 1024
-      else anon += +r[1] * 1024
-    }
-  }
-  return { anon, file }
-}
-
 /** The child's view of a sample; the parent adds what it reads from the child's smaps. The
  *  child waits for the parent (no run progresses while its memory is read). */
 function sample(label, runs) {
   const m = process.memoryUsage()
-  let v8Heap = 0
-  let newSpace = 0
-  for (const sp of v8.getHeapSpaceStatistics()) {
-    v8Heap += sp.physical_space_size
-    if (sp.space_name === 'new_space') newSpace = sp.physical_space_size
-  }
+  const spaces = v8Spaces()
+  const v8Heap = Object.values(spaces).reduce((a, b) => a + b, 0)
+  const newSpace = spaces.new_space
   const row = { label, runs, rss: m.rss, heap: m.heapUsed, external: m.external, v8Heap, newSpace }
   return new Promise((resolve) => {
     process.once('message', resolve)
@@ -165,7 +140,7 @@ if (child >= 0) {
       if (quick) args.push('--quick')
       const c = fork(__filename, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
       c.on('message', (row) => {
-        const { anon, file } = residentSplit(c.pid)
+        const { anon, file } = residentSplit(c.pid) ?? { anon: NaN, file: NaN }
         rows.push({ ...row, otherAnon: anon - row.v8Heap, file })
         c.send('go on')
       })
