@@ -386,7 +386,14 @@ fn canonical_into(json: &str, out: &mut String, matching: Match) -> Result<(), s
         let s: Cow<str> = serde_json::from_str(json)?;
         push_loose_string(&s, out);
     } else if matching == Match::Canonical && t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
-        push_number(serde_json::from_str(json)?, out);
+        // A number literal by the same rule as a numeric string: by value when at most 15
+        // significant digits decide it, else as written (two long literals that round to one
+        // double are different inputs).
+        let literal = json.trim();
+        match numeric_string(literal) {
+            Some(n) => push_number(n, out),
+            None => out.push_str(literal),
+        }
     } else {
         out.push_str(json.trim());
     }
@@ -636,6 +643,7 @@ mod tests {
             (r#"{"n":"+1"}"#, r#"{"n":1}"#),
             (r#"{"n":"12345678901234567890"}"#, r#"{"n":"12345678901234567891"}"#),
             (r#"{"n":"12345678901234567890"}"#, r#"{"n":12345678901234567890}"#),
+            (r#"{"n":12345678901234567890}"#, r#"{"n":12345678901234567891}"#),
             (r#"{"b":"true"}"#, r#"{"b":true}"#),
             (r#"{"b":"null"}"#, r#"{"b":null}"#),
             (r#"{"name":"Café"}"#, r#"{"name":"Cafe"}"#),
