@@ -87,6 +87,22 @@ async fn call(
 }
 
 /// Every watch closed, no timer running, no task left.
+/// Three calls to `url` one after another on one client, each answered `{"n":<k>}` by a server
+/// that counts the requests of a connection; the client, for the caller's pool checks.
+fn three_calls_in_turn(exec: &Rc<Exec<PollReactor>>, url: String) -> Rc<LocalHttp<PollReactor>> {
+    let http = Rc::new(LocalHttp::new(exec));
+    let h = http.clone();
+    let bodies = run_until(exec, async move {
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            out.push(call(&h, &post(&url), &cfg(10_000, 0), &CancellationToken::new()).await);
+        }
+        out
+    });
+    assert_eq!(bodies, vec![Ok("{\"n\":1}".to_string()), Ok("{\"n\":2}".into()), Ok("{\"n\":3}".into())]);
+    http
+}
+
 fn assert_quiet(exec: &Exec<PollReactor>, st: &RefCell<crate::test_reactor::State>) {
     let st = st.borrow();
     assert_eq!(st.counts.watches_opened, st.counts.watches_closed, "{:?}", st.counts);
@@ -107,17 +123,7 @@ fn a_keep_alive_connection_is_reused() {
         }
     });
     let (exec, st, _) = new_exec();
-    let http = Rc::new(LocalHttp::new(&exec));
-    let h = http.clone();
-    let url = format!("{base}/v1/chat?x=1");
-    let bodies = run_until(&exec, async move {
-        let mut out = Vec::new();
-        for _ in 0..3 {
-            out.push(call(&h, &post(&url), &cfg(10_000, 0), &CancellationToken::new()).await);
-        }
-        out
-    });
-    assert_eq!(bodies, vec![Ok("{\"n\":1}".to_string()), Ok("{\"n\":2}".into()), Ok("{\"n\":3}".into())]);
+    let http = three_calls_in_turn(&exec, format!("{base}/v1/chat?x=1"));
     // One connection for the three calls, back in the pool after each.
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     assert_eq!(http.idle_connections(), 1);
@@ -565,17 +571,7 @@ fn https_requests_share_a_keep_alive_connection_and_speak_http1() {
         }
     });
     let (exec, st, _) = new_exec();
-    let http = Rc::new(LocalHttp::new(&exec));
-    let h = http.clone();
-    let url = format!("{base}/v1/chat");
-    let bodies = run_until(&exec, async move {
-        let mut out = Vec::new();
-        for _ in 0..3 {
-            out.push(call(&h, &post(&url), &cfg(10_000, 0), &CancellationToken::new()).await);
-        }
-        out
-    });
-    assert_eq!(bodies, vec![Ok("{\"n\":1}".to_string()), Ok("{\"n\":2}".into()), Ok("{\"n\":3}".into())]);
+    let http = three_calls_in_turn(&exec, format!("{base}/v1/chat"));
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     assert_eq!(http.idle_connections(), 1);
     assert_eq!(http.requests(), 3);
