@@ -353,13 +353,19 @@ class Agent {
     return context
   }
 
-  async run(input, runOptions) {
+  run(input, runOptions) {
     // A bad message list rejects here, before the run starts (upstream: outside its try).
-    const messages = runInput(input)
-    const r = messages === null
-      ? await this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions ?? {}, false)
-      : await this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
-    return r.result
+    let messages
+    try {
+      messages = runInput(input)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    // Not an async function: a running agent keeps no frame of run() alive (issue 18's W2).
+    const run = messages === null
+      ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions ?? {}, false)
+      : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
+    return run.then(resultOf)
   }
 
   async prompt(input) {
@@ -714,6 +720,8 @@ function messageOf(error) {
     return safeString(error)
   }
 }
+
+const resultOf = (r) => r.result
 
 function restore(history, userMessage) {
   const i = history.lastIndexOf(userMessage)

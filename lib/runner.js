@@ -308,6 +308,60 @@ function blockContext(c, id) {
   return b
 }
 
+// The driver's steps that await nothing live outside it: every local of `_drive` is a slot of
+// its frame, which each running agent keeps alive across its awaits (issue 18's W2).
+
+/** A Done action's RunResult. */
+function doneResult(action, newMessages, toolCalls) {
+  const result = {
+    messages: newMessages,
+    output: action.output,
+    toolCalls,
+    tokenUsage: { input_tokens: action.inputTokens, output_tokens: action.outputTokens },
+    turns: action.turns,
+  }
+  if (action.loopDetected) result.loopDetected = true
+  if (action.budgetExceeded) result.budgetExceeded = true
+  if (action.aborted) result.aborted = true
+  return result
+}
+
+/** A message the run adds: to the conversation, to the run's new messages, then onMessage. */
+function append(conv, newMessages, options, msg) {
+  conv.push(msg)
+  newMessages.push(msg)
+  if (options.onMessage) options.onMessage(msg)
+}
+
+/** The tool context a round's calls share. */
+function roundContext(ro, options, signal, shell) {
+  const context = {
+    agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
+    abortSignal: signal,
+    cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
+  }
+  if (options.team !== undefined) context.team = options.team
+  if (shell !== null) context.shellExecutor = shell
+  // What an onToolCall gate is told (upstream's ToolUseContext fields).
+  if (options.runId !== undefined) context.runId = options.runId
+  if (options.taskId !== undefined) context.taskId = options.taskId
+  return context
+}
+
+/** A settled round's records (appended to `toolCalls`) and its tool_result blocks. */
+function roundResults(calls, done, toolCalls) {
+  const resultBlocks = []
+  for (let i = 0; i < calls.length; i++) {
+    const d = done[i]
+    toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
+    // The block holds what the machine holds: a non-string `data` (which only a custom
+    // executor, or a getter changing its answer after validation, can produce) as text,
+    // so that the history stays writable as JSON.
+    resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
+  }
+  return resultBlocks
+}
+
 /** The per-execution options of a runner without a gate or a tool timeout (no object per call). */
 const NO_GATE = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined })
 
@@ -340,14 +394,23 @@ class AgentRunner {
     return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
   }
 
-  async run(messages, options = {}) {
-    let result
+  run(messages, options = {}) {
     // Driven to completion here: no GC lease, and no per-turn events (nobody observes them).
-    for await (const event of this._drive(messages, options, false)) {
+    // As a `for await` over the driver would, without an async frame of its own that every
+    // running agent keeps alive (issue 18's W2): `error` closes the driver, then rejects.
+    const drive = this._drive(messages, options, false)
+    let result
+    const step = (r) => {
+      if (r.done) return result
+      const event = r.value
+      if (event.type === 'error') {
+        const fail = () => { throw event.data }
+        return drive.return().then(fail, fail)
+      }
       if (event.type === 'done') result = event.data
-      else if (event.type === 'error') throw event.data
+      return drive.next().then(step)
     }
-    return result
+    return drive.next().then(step)
   }
 
   stream(initialMessages, options = {}) {
@@ -420,7 +483,7 @@ class AgentRunner {
     const newMessages = []
     const toolCalls = []
     const onTrace = options.onTrace
-    const trace = { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' }
+    const trace = onTrace ? { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' } : null
     let response
     let content // the JS adapter's content, read once (see respond)
 
@@ -435,16 +498,7 @@ class AgentRunner {
             // Handing out Done released the run.
             released = true
             if (lease) runLeases.unregister(lease)
-            const result = {
-              messages: newMessages,
-              output: action.output,
-              toolCalls,
-              tokenUsage: { input_tokens: action.inputTokens, output_tokens: action.outputTokens },
-              turns: action.turns,
-            }
-            if (action.loopDetected) result.loopDetected = true
-            if (action.budgetExceeded) result.budgetExceeded = true
-            if (action.aborted) result.aborted = true
+            const result = doneResult(action, newMessages, toolCalls)
             if (shell !== null) {
               // Before the result: a dispose that fails makes the run fail (the error below).
               shellReleased = true
@@ -457,31 +511,12 @@ class AgentRunner {
           case OP.APPLY_PLAN:
             conv = applyPlan(conv, action.plan)
             break
-          case OP.CUSTOM_COMPRESS: {
-            const out = await settleOrAbandon(ro.contextStrategy.compress(conv, action.estimatedTokens), watch, compressAborted)
-            let json = null
-            if (Array.isArray(out)) json = JSON.stringify(out)
-            const err = wire.respondConversation(id, json)
-            if (err !== undefined) throw new Error(err)
-            conv = out
+          case OP.CUSTOM_COMPRESS:
+            conv = await this._compress(id, conv, action.estimatedTokens, watch)
             break
-          }
-          case OP.SUMMARIZE: {
-            const model = ro.contextStrategy.summaryModel ?? ro.model
-            const startMs = Date.now()
-            const summaryOptions = { ...chatOptions, model, tools: undefined }
-            const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
-            const summary = await settleOrAbandon(deadline === null
-              ? this.adapter.chat(action.messages, summaryOptions)
-              : deadline.chat(this.adapter, action.messages, summaryOptions), watch, requestAborted)
-            const endMs = Date.now()
-            const err = wire.respondSummary(id, responseJson(summary))
-            if (err !== undefined) throw new Error(err)
-            if (onTrace) {
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
-            }
+          case OP.SUMMARIZE:
+            await this._summarize(id, action, chatOptions, callTimeoutMs, signal, watch, onTrace, trace)
             break
-          }
           case OP.CALL_MODEL: {
             // Timestamps feed only the trace.
             const startMs = onTrace ? Date.now() : 0
@@ -569,10 +604,7 @@ class AgentRunner {
               const endMs = Date.now()
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
-            const assistant = { role: 'assistant', content: nativeAdapter ? response.content : content }
-            conv.push(assistant)
-            newMessages.push(assistant)
-            if (options.onMessage) options.onMessage(assistant)
+            append(conv, newMessages, options, { role: 'assistant', content: nativeAdapter ? response.content : content })
             break
           }
           case OP.TEXT:
@@ -592,42 +624,23 @@ class AgentRunner {
             }
             break
           }
-          case OP.INJECT_WARNING: {
-            const msg = { role: 'user', content: [{ type: 'text', text: action.text }] }
-            conv.push(msg)
-            newMessages.push(msg)
-            if (options.onMessage) options.onMessage(msg)
+          case OP.INJECT_WARNING:
+            append(conv, newMessages, options, { role: 'user', content: [{ type: 'text', text: action.text }] })
             break
-          }
           case OP.FIRST_TURN_WARNING:
             if (options.onWarning) options.onWarning(action.text)
             break
-          case OP.LOOP_STOP_RESULTS: {
+          case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
-            const results = action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true }))
-            const msg = { role: 'user', content: results }
-            conv.push(msg)
-            newMessages.push(msg)
-            if (options.onMessage) options.onMessage(msg)
+            append(conv, newMessages, options, { role: 'user', content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })) })
             break
-          }
           case OP.TOOL_ROUND: {
             // What runs, is recorded and is answered is the machine's copy of the calls, the one
             // its gate judged (read once): never a second read of the adapter's live blocks,
             // whose toJSON or getters may tell another story.
-            const { calls, granted: verdicts } = action
+            const { calls, granted } = action
             if (streaming) for (const call of calls) yield { type: 'tool_use', data: call }
-            const context = {
-              agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
-              abortSignal: signal,
-              cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
-            }
-            if (options.team !== undefined) context.team = options.team
-            if (shell !== null) context.shellExecutor = shell
-            // What an onToolCall gate is told (upstream's ToolUseContext fields).
-            if (options.runId !== undefined) context.runId = options.runId
-            if (options.taskId !== undefined) context.taskId = options.taskId
-            const granted = (i) => verdicts[i]
+            const context = roundContext(ro, options, signal, shell)
             const done = new Array(calls.length)
             if (calls.length === 1) {
               // The common case, awaited directly: no Promise.all and no .then() layer. A throw
@@ -635,7 +648,7 @@ class AgentRunner {
               // onToolResult after it settled.
               // The round's one call owns the round's context: no copy.
               context.toolCallId = calls[0].id
-              const { startMs, pending: p } = this._startBlock(calls[0], granted(0), context, options, watch)
+              const { startMs, pending: p } = this._startBlock(calls[0], granted[0], context, options, watch)
               let result
               if (p === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
               else {
@@ -653,21 +666,10 @@ class AgentRunner {
             // user code): one crossing for the round when it had several calls.
             if (calls.length === 1) wire.respondToolResult(id, 0, done[0].text, done[0].isError, done[0].usage)
             else wire.respondToolResults(id, done)
-            const resultBlocks = []
-            for (let i = 0; i < calls.length; i++) {
-              const d = done[i]
-              toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
-              // The block holds what the machine holds: a non-string `data` (which only a custom
-              // executor, or a getter changing its answer after validation, can produce) as text,
-              // so that the history stays writable as JSON.
-              resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
-            }
+            const resultBlocks = roundResults(calls, done, toolCalls)
             if (streaming) for (const block of resultBlocks) yield { type: 'tool_result', data: block }
             if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
-            const msg = { role: 'user', content: resultBlocks }
-            conv.push(msg)
-            newMessages.push(msg)
-            if (options.onMessage) options.onMessage(msg)
+            append(conv, newMessages, options, { role: 'user', content: resultBlocks })
             break
           }
           default:
@@ -697,6 +699,34 @@ class AgentRunner {
     }
   }
 
+  /** A custom strategy's compression (CUSTOM_COMPRESS): the conversation the run goes on with. */
+  async _compress(id, conv, estimatedTokens, watch) {
+    const out = await settleOrAbandon(this.options.contextStrategy.compress(conv, estimatedTokens), watch, compressAborted)
+    let json = null
+    if (Array.isArray(out)) json = JSON.stringify(out)
+    const err = wire.respondConversation(id, json)
+    if (err !== undefined) throw new Error(err)
+    return out
+  }
+
+  /** The summarize strategy's model call (SUMMARIZE), answered to the machine. */
+  async _summarize(id, action, chatOptions, callTimeoutMs, signal, watch, onTrace, trace) {
+    const ro = this.options
+    const model = ro.contextStrategy.summaryModel ?? ro.model
+    const startMs = Date.now()
+    const summaryOptions = { ...chatOptions, model, tools: undefined }
+    const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
+    const summary = await settleOrAbandon(deadline === null
+      ? this.adapter.chat(action.messages, summaryOptions)
+      : deadline.chat(this.adapter, action.messages, summaryOptions), watch, requestAborted)
+    const endMs = Date.now()
+    const err = wire.respondSummary(id, responseJson(summary))
+    if (err !== undefined) throw new Error(err)
+    if (onTrace) {
+      emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+    }
+  }
+
   /**
    * Runs a round of several blocks (§5.5 step 14): each starts in block order without awaiting
    * the previous one, and each block's chain is isolated as the original's per-block async
@@ -714,7 +744,7 @@ class AgentRunner {
       let started
       try {
         // Each block's own context, naming its tool_use id (tools of a round run concurrently).
-        started = this._startBlock(calls[i], granted(i), blockContext(context, calls[i].id), options, watch)
+        started = this._startBlock(calls[i], granted[i], blockContext(context, calls[i].id), options, watch)
       } catch (err) {
         fail(err)
         continue

@@ -77,6 +77,21 @@ class Semaphore {
 
 const validators = new WeakMap()
 
+// The JSON Schema an adapter is handed for an input schema, converted once per schema object:
+// every run hands its tools' definitions to the adapter, and agents are built per request, so a
+// conversion per tool per run cost time (W1) and kept a copy alive per running agent (W2, issue
+// 18). Schemas are immutable values (Zod's methods return new ones), so the text never changes.
+const llmSchemas = new WeakMap()
+function llmSchemaOf(schema) {
+  if (schema === null || (typeof schema !== 'object' && typeof schema !== 'function')) return zodToJsonSchema(schema)
+  let json = llmSchemas.get(schema)
+  if (json === undefined) {
+    json = zodToJsonSchema(schema)
+    llmSchemas.set(schema, json)
+  }
+  return json
+}
+
 // The executor machine's protocol (src/js/executor.rs), read once: what each step asks for and
 // where each answer leads.
 const EX = native.executorProtocol()
@@ -175,7 +190,7 @@ class ToolRegistry {
   deregister(name) { this.unregister(name) }
 
   _toolDef(tool) {
-    return { name: tool.name, description: tool.description, inputSchema: tool.llmInputSchema ?? zodToJsonSchema(toolInputSchema(tool)) }
+    return { name: tool.name, description: tool.description, inputSchema: tool.llmInputSchema ?? llmSchemaOf(toolInputSchema(tool)) }
   }
   toToolDefs() { return this.list().map((t) => this._toolDef(t)) }
   toRuntimeToolDefs() { return this.list().filter((t) => this._runtime.has(t.name)).map((t) => this._toolDef(t)) }
