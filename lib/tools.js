@@ -8,6 +8,8 @@ const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
 const { attach } = require('./util.js')
+
+const promiseThen = Promise.prototype.then
 const { ToolDeadline, TIMED_OUT, timeoutMs, toolSetting } = require('./tool-deadline.js')
 
 function defineTool(config) {
@@ -60,7 +62,10 @@ class Semaphore {
     else if (w !== 0) {
       const wake = this._waiters.get(w)
       this._waiters.delete(w)
-      wake()
+      // A waiter is a resolver (acquire, run) or a parked tool call (ToolExecutor.execute),
+      // which starts one microtask later, as an `await` of a resolver would resume.
+      if (typeof wake === 'function') wake()
+      else promiseThen.call(Promise.resolve(wake), startParked)
     }
   }
   async run(fn) {
@@ -451,6 +456,12 @@ function withGate(result, gate) {
   return { ...result, metadata: { ...result.metadata, toolCallGate: gate } }
 }
 
+/** Starts a parked call that was given its slot (see Semaphore.release). */
+function startParked(p) {
+  // It settles `p` itself; the catch only keeps a fault after that from going unhandled.
+  promiseThen.call(p.executor._admitted(p.sem, p.toolName, p.input, p.context, p.options, p), undefined, p.reject)
+}
+
 class ToolExecutor {
   constructor(registry, options = {}) {
     this.registry = registry
@@ -467,16 +478,31 @@ class ToolExecutor {
   /** `options.onToolCall`: a per-execution gate, over the constructor's (upstream's 4th argument;
    *  an `undefined` one falls back to the constructor's). `options.toolTimeoutMs` likewise, under
    *  the tool's own `timeoutMs`. */
-  async execute(toolName, input, context, options) {
-    // A registry's rail (issue 19) holds on this direct path too, before anything else, with
-    // the runner's not-granted text. Without a rail: one property read.
-    const rail = this.registry._rail
-    if (rail !== undefined && rail.has(toolName)) return { data: native.notGrantedText(`${toolName}`), isError: true }
-    // Admission first (§21: maxConcurrency bounds every execution), inlined rather than
-    // Semaphore.run so that a tool call costs one async layer here, not three.
-    const sem = this.semaphore
-    const w = sem._take()
-    if (w !== 0) await new Promise((resolve) => sem._waiters.set(w, resolve))
+  execute(toolName, input, context, options) {
+    // Settles as an async function would (a throw here rejects). Not one itself: a call waiting
+    // for a slot is a small record in the semaphore's queue, not a suspended frame with its
+    // await (≈ 0.5 KB less per waiting call, and every agent of issue 18's W2 waits here).
+    try {
+      // A registry's rail (issue 19) holds on this direct path too, before anything else, with
+      // the runner's not-granted text. Without a rail: one property read.
+      const rail = this.registry._rail
+      if (rail !== undefined && rail.has(toolName)) return Promise.resolve({ data: native.notGrantedText(`${toolName}`), isError: true })
+      // Admission first (§21: maxConcurrency bounds every execution).
+      const sem = this.semaphore
+      const w = sem._take()
+      if (w === 0) return this._admitted(sem, toolName, input, context, options, null)
+      return new Promise((resolve, reject) => {
+        sem._waiters.set(w, { executor: this, sem, toolName, input, context, options, resolve, reject })
+      })
+    } catch (e) {
+      return Promise.reject(e)
+    }
+  }
+
+  /** A call holding a slot of `sem` (released when it ends). `parked`: the record of a call that
+   *  waited, whose promise this settles; otherwise the returned promise is execute's. */
+  async _admitted(sem, toolName, input, context, options, parked) {
+    let value
     try {
       const gate = (options === undefined || options === null ? undefined : options.onToolCall) ?? this.onToolCall
       const call = new ToolCall(this, toolName, input, context, gate)
@@ -536,10 +562,17 @@ class ToolExecutor {
         if (kind === K_TIMED_OUT) deadline.expire(call.text)
         call.run()
       }
-      return call.end()
-    } finally {
+      value = call.end()
+    } catch (e) {
+      // The slot is freed before the call settles, as a `finally` would.
       sem.release()
+      if (parked === null) throw e
+      parked.reject(e)
+      return
     }
+    sem.release()
+    if (parked === null) return value
+    parked.resolve(value)
   }
 
   async executeBatch(calls, context) {
