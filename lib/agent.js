@@ -619,7 +619,7 @@ class Agent {
               // toward the runner's maxTokenBudget.
               if (word & COUNT_SPENT) {
                 let spent = 0
-                for (const a of attempts) spent += a.tokenUsage.input_tokens + a.tokenUsage.output_tokens
+                for (let i = 0; i < attempts.length; i++) spent += attempts[i].tokenUsage.input_tokens + attempts[i].tokenUsage.output_tokens
                 options[BUDGET_SPENT] = spent
               }
               if (word & RETRY) {

@@ -348,16 +348,17 @@ function roundContext(ro, options, signal, shell) {
   return context
 }
 
-/** A settled round's records (appended to `toolCalls`) and its tool_result blocks. */
+/** A settled round's records (appended to `toolCalls`) and its tool_result blocks, in an array
+ *  of their number (each is kept in the conversation: one grown by push would keep room for 17). */
 function roundResults(calls, done, toolCalls) {
-  const resultBlocks = []
+  const resultBlocks = new Array(calls.length)
   for (let i = 0; i < calls.length; i++) {
     const d = done[i]
     toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
     // The block holds what the machine holds: a non-string `data` (which only a custom
     // executor, or a getter changing its answer after validation, can produce) as text,
     // so that the history stays writable as JSON.
-    resultBlocks.push({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
+    resultBlocks[i] = { type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError }
   }
   return resultBlocks
 }
@@ -551,7 +552,8 @@ class AgentRunner {
                         throw llm.fromNative(e)
                       }
                       if (batch.length === 0) throw new Error('LLM stream ended without a final response')
-                      for (const ev of batch) {
+                      for (let k = 0; k < batch.length; k++) {
+                        const ev = batch[k]
                         if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
                         if (ev.type === 'text') {
                           if (ev.data !== '' && streaming) yield { type: 'text_delta', data: ev.data }
@@ -639,7 +641,8 @@ class AgentRunner {
             // its gate judged (read once): never a second read of the adapter's live blocks,
             // whose toJSON or getters may tell another story.
             const { calls, granted } = action
-            if (streaming) for (const call of calls) yield { type: 'tool_use', data: call }
+            // (Indexed loops: a for-of keeps its iterator's state in the frame's slots.)
+            if (streaming) for (let k = 0; k < calls.length; k++) yield { type: 'tool_use', data: calls[k] }
             const context = roundContext(ro, options, signal, shell)
             const done = new Array(calls.length)
             if (calls.length === 1) {
@@ -667,7 +670,7 @@ class AgentRunner {
             if (calls.length === 1) wire.respondToolResult(id, 0, done[0].text, done[0].isError, done[0].usage)
             else wire.respondToolResults(id, done)
             const resultBlocks = roundResults(calls, done, toolCalls)
-            if (streaming) for (const block of resultBlocks) yield { type: 'tool_result', data: block }
+            if (streaming) for (let k = 0; k < resultBlocks.length; k++) yield { type: 'tool_result', data: resultBlocks[k] }
             if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
             append(conv, newMessages, options, { role: 'user', content: resultBlocks })
             break
@@ -739,7 +742,11 @@ class AgentRunner {
   async _runBlocks(calls, granted, context, options, watch, onTrace, trace, done) {
     let failure = null
     const fail = (err) => { if (failure === null) failure = { err } }
-    const pending = []
+    // Blocks not yet finished (+1 while blocks are still being started); the last to finish wakes
+    // the round: a count rather than Promise.all over the chains (one promise and one reaction
+    // less per call, issue 18's W1).
+    let left = 1
+    let wake = null
     for (let i = 0; i < calls.length; i++) {
       let started
       try {
@@ -749,18 +756,20 @@ class AgentRunner {
         fail(err)
         continue
       }
+      left++
       const finish = (result) => {
         try {
           done[i] = this._finishBlock(calls[i], started.startMs, result, options, onTrace, trace)
         } catch (err) {
           fail(err)
         }
+        if (--left === 0 && wake !== null) wake()
       }
       if (started.pending === null) finish({ data: native.notGrantedText(calls[i].name), isError: true })
-      else pending.push(attach(started.pending, finish, (err) => finish({ data: thrownMessage(err), isError: true })))
+      else attach(started.pending, finish, (err) => finish({ data: thrownMessage(err), isError: true }))
     }
-    // Never rejects: every chain above catches its own throws.
-    await Promise.all(pending)
+    // Every chain above catches its own throws, so this waits for all of them.
+    if (--left !== 0) await new Promise((resolve) => { wake = resolve })
     if (failure !== null) throw failure.err
   }
 

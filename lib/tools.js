@@ -39,7 +39,10 @@ class Semaphore {
     // semaphore needs no finalizer: executors are often created per agent.
     this._max = max
     this._id = -1
-    this._waiters = new Map()
+    // Waiters in the order they parked, which is the order the kernel hands them the slot
+    // (its FIFO, its ids handed out in that same order): a queue, not a Map by id (a Map's
+    // set/delete churn cost ≈ 80 B of garbage per parked call, issue 18's W1).
+    this._waiters = []
   }
   get limit() { return this._max }
   get active() { return this._id < 0 ? 0 : native.semStats(this._id)[1] }
@@ -53,15 +56,14 @@ class Semaphore {
   acquire() {
     const w = this._take()
     if (w === 0) return Promise.resolve()
-    return new Promise((resolve) => this._waiters.set(w, resolve))
+    return new Promise((resolve) => this._waiters.push(resolve))
   }
   release() {
     if (this._id < 0) return // an extra release (§21: a no-op)
     const w = native.semRelease(this._id)
     if (w < 0) this._id = -1
     else if (w !== 0) {
-      const wake = this._waiters.get(w)
-      this._waiters.delete(w)
+      const wake = this._waiters.shift()
       // A waiter is a resolver (acquire, run) or a parked tool call (ToolExecutor.execute),
       // which starts one microtask later, as an `await` of a resolver would resume.
       if (typeof wake === 'function') wake()
@@ -71,7 +73,7 @@ class Semaphore {
   async run(fn) {
     // A free slot is taken synchronously: no extra await on the hot path.
     const w = this._take()
-    if (w !== 0) await new Promise((resolve) => this._waiters.set(w, resolve))
+    if (w !== 0) await new Promise((resolve) => this._waiters.push(resolve))
     try {
       return await fn()
     } finally {
@@ -261,9 +263,18 @@ function truncateToolOutput(data, maxChars) {
 class ToolCall {
   /** `gate`: the call's `onToolCall` gate, if any; a gated call starts on the machine's gated
    *  steps, which reach `execute` only through the gate's allow. */
-  constructor(executor, toolName, input, context, gate) {
+  constructor(executor, toolName, input, context, gate, options, sem, parked) {
     this.executor = executor
     this.context = context
+    this.options = options
+    // The slot the call holds, and the record of a call that waited for it (else null).
+    this.sem = sem
+    this.parked = parked
+    this.gate = gate
+    this.deadline = null
+    this.ms = 0
+    this.ended = false
+    this.awaiting = false
     this.input = input
     this.name = toolName
     this.tool = undefined
@@ -437,6 +448,115 @@ class ToolCall {
     }
   }
 
+  // The driver of an admitted call (ToolExecutor._admitted), written with `then` rather than as
+  // an async function: a suspended frame per call cost ≈ 0.4 KB of garbage and its resumption
+  // (issue 18's W1). Each wait is a `then` on what the original awaits, settling at the same
+  // tick; the call's end frees its slot and settles it in the same job, as the function's
+  // `finally` and return did.
+
+  /** After the gate: the steps from the machine's next action on. */
+  resume() {
+    try {
+      return this.proceed(this.run())
+    } catch (e) {
+      if (this.ended) throw e
+      return this.close(false, e)
+    }
+  }
+
+  /** From `action` on: the tool's run when the machine asks for it, then the end. Returns the
+   *  end's value, or (the tool awaited) the promise of it; throws what rejects a direct call. */
+  proceed(action) {
+    if (action !== A_EXECUTE) return this.close(true, this.end())
+    const tool = this.tool
+    const options = this.options
+    const context = this.context
+    // The call's timeout: the tool's own, else the execution's, else the executor's. Unset
+    // (the default), the call below is exactly the untimed one: no timer, no signal, no copy.
+    let limit = tool.timeoutMs
+    let setting
+    if (limit === undefined || limit === null) {
+      limit = options === undefined || options === null ? undefined : options.toolTimeoutMs
+      if (limit === undefined || limit === null) {
+        limit = this.executor.toolTimeoutMs
+        setting = EXECUTOR_SETTING
+      } else setting = EXECUTION_SETTING
+    } else setting = toolSetting(tool.name)
+    const ms = limit === undefined || limit === null ? 0 : timeoutMs(limit, setting)
+    this.ms = ms
+    let r
+    try {
+      if (ms === 0) r = tool.execute(this.parsed, context)
+      else {
+        this.deadline = new ToolDeadline(ms, context === undefined || context === null ? undefined : context.abortSignal)
+        r = this.deadline.run(tool, this.parsed, context)
+      }
+    } catch (err) {
+      return this.settled(K_THREW, thrownMessage(err), undefined)
+    }
+    this.awaiting = true
+    return attach(r, (result) => this.returned(result), (err) => this.settled(K_THREW, thrownMessage(err), undefined))
+  }
+
+  /** What the tool's execute resolved with, described to the machine. */
+  returned(result) {
+    let kind, arg, num
+    try {
+      this.result = result
+      if (result === TIMED_OUT) {
+        kind = K_TIMED_OUT
+        num = this.ms
+      } else if (result === undefined || result === null) {
+        kind = K_BAD_RESULT
+        num = BAD_NULLISH
+        arg = String(result)
+      } else if (typeof result !== 'object') {
+        kind = K_BAD_RESULT
+        num = BAD_NOT_OBJECT
+        arg = typeof result
+      } else if (typeof result.data !== 'string') {
+        kind = K_BAD_RESULT
+        num = BAD_DATA_NOT_STRING
+        arg = result.data === null ? 'null' : typeof result.data
+      } else {
+        kind = result.isError ? K_RETURNED_IS_ERROR : K_RETURNED
+      }
+    } catch (err) {
+      kind = K_THREW
+      arg = thrownMessage(err)
+    }
+    return this.settled(kind, arg, num)
+  }
+
+  /** The tool's outcome answered, the remaining steps, the end. */
+  settled(kind, arg, num) {
+    try {
+      this.answer(kind, arg, undefined, num, undefined)
+      // The tool learns of its timeout once the machine worded it (the signal's reason).
+      if (kind === K_TIMED_OUT) this.deadline.expire(this.text)
+      this.run()
+      return this.close(true, this.end())
+    } catch (e) {
+      if (this.ended) throw e
+      return this.close(false, e)
+    }
+  }
+
+  /** The call's end: its slot freed first, then a waited call's own promise settled; a direct
+   *  call's value returned or its error thrown (for the promise execute returned). */
+  close(ok, v) {
+    this.ended = true
+    this.sem.release()
+    const parked = this.parked
+    if (parked === null) {
+      if (ok) return v
+      throw v
+    }
+    if (ok) parked.resolve(v)
+    else parked.reject(v)
+    return undefined
+  }
+
   /** The value execute resolves with, once the machine asks to return. */
   end() {
     const gate = this.verdict
@@ -458,8 +578,8 @@ function withGate(result, gate) {
 
 /** Starts a parked call that was given its slot (see Semaphore.release). */
 function startParked(p) {
-  // It settles `p` itself; the catch only keeps a fault after that from going unhandled.
-  promiseThen.call(p.executor._admitted(p.sem, p.toolName, p.input, p.context, p.options, p), undefined, p.reject)
+  // Settles `p` itself, whatever happens.
+  p.executor._admitted(p.sem, p.toolName, p.input, p.context, p.options, p)
 }
 
 class ToolExecutor {
@@ -492,87 +612,39 @@ class ToolExecutor {
       const w = sem._take()
       if (w === 0) return this._admitted(sem, toolName, input, context, options, null)
       return new Promise((resolve, reject) => {
-        sem._waiters.set(w, { executor: this, sem, toolName, input, context, options, resolve, reject })
+        sem._waiters.push({ executor: this, sem, toolName, input, context, options, resolve, reject })
       })
     } catch (e) {
       return Promise.reject(e)
     }
   }
 
-  /** A call holding a slot of `sem` (released when it ends). `parked`: the record of a call that
-   *  waited, whose promise this settles; otherwise the returned promise is execute's. */
-  async _admitted(sem, toolName, input, context, options, parked) {
-    let value
+  /** A call holding a slot of `sem`, driven to its end, which frees the slot. `parked`: the
+   *  record of a call that waited, which the call settles; otherwise returns execute's promise. */
+  _admitted(sem, toolName, input, context, options, parked) {
+    let call = null
     try {
       const gate = (options === undefined || options === null ? undefined : options.onToolCall) ?? this.onToolCall
-      const call = new ToolCall(this, toolName, input, context, gate)
-      let action = call.run()
+      call = new ToolCall(this, toolName, input, context, gate, options, sem, parked)
+      const action = call.run()
       if (action === A_CALL_GATE) {
-        await call.callGate(gate)
-        action = call.run()
+        // The gate's verdict first (callGate never rejects); execute's promise then follows
+        // the rest of the call.
+        const after = promiseThen.call(call.callGate(gate), () => call.resume())
+        return parked === null ? after : undefined
       }
-      if (action === A_EXECUTE) {
-        const tool = call.tool
-        // The call's timeout: the tool's own, else the execution's, else the executor's. Unset
-        // (the default), the call below is exactly the untimed one: no timer, no signal, no copy.
-        let limit = tool.timeoutMs
-        let setting
-        if (limit === undefined || limit === null) {
-          limit = options === undefined || options === null ? undefined : options.toolTimeoutMs
-          if (limit === undefined || limit === null) {
-            limit = this.toolTimeoutMs
-            setting = EXECUTOR_SETTING
-          } else setting = EXECUTION_SETTING
-        } else setting = toolSetting(tool.name)
-        const ms = limit === undefined || limit === null ? 0 : timeoutMs(limit, setting)
-        let deadline = null
-        let kind, arg, num
-        try {
-          let result
-          if (ms === 0) result = await tool.execute(call.parsed, context)
-          else {
-            deadline = new ToolDeadline(ms, context === undefined || context === null ? undefined : context.abortSignal)
-            result = await deadline.run(tool, call.parsed, context)
-          }
-          call.result = result
-          if (result === TIMED_OUT) {
-            kind = K_TIMED_OUT
-            num = ms
-          } else if (result === undefined || result === null) {
-            kind = K_BAD_RESULT
-            num = BAD_NULLISH
-            arg = String(result)
-          } else if (typeof result !== 'object') {
-            kind = K_BAD_RESULT
-            num = BAD_NOT_OBJECT
-            arg = typeof result
-          } else if (typeof result.data !== 'string') {
-            kind = K_BAD_RESULT
-            num = BAD_DATA_NOT_STRING
-            arg = result.data === null ? 'null' : typeof result.data
-          } else {
-            kind = result.isError ? K_RETURNED_IS_ERROR : K_RETURNED
-          }
-        } catch (err) {
-          kind = K_THREW
-          arg = thrownMessage(err)
-        }
-        call.answer(kind, arg, undefined, num, undefined)
-        // The tool learns of its timeout once the machine worded it (the signal's reason).
-        if (kind === K_TIMED_OUT) deadline.expire(call.text)
-        call.run()
-      }
-      value = call.end()
+      const out = call.proceed(action)
+      return parked !== null || call.awaiting ? out : Promise.resolve(out)
     } catch (e) {
-      // The slot is freed before the call settles, as a `finally` would.
-      sem.release()
-      if (parked === null) throw e
-      parked.reject(e)
-      return
+      // A throw before the call's end (a throwing schema or option): its end, with that error.
+      // (A direct call's end throws its error itself, having freed the slot.)
+      if (call === null || !call.ended) {
+        if (call !== null) call.ended = true
+        sem.release()
+        if (parked !== null) parked.reject(e)
+      }
+      return parked === null ? Promise.reject(e) : undefined
     }
-    sem.release()
-    if (parked === null) return value
-    parked.resolve(value)
   }
 
   async executeBatch(calls, context) {
