@@ -262,6 +262,9 @@ function buildResult(word, attempts, feedbacks, structured, error) {
 
 function noop() {}
 
+/** runSignal's answer for a run with neither a signal nor a timeout (most runs): one object. */
+const UNTIMED = Object.freeze({ signal: undefined, timeout: undefined, dispose: noop })
+
 /** The run's outgoing messages after beforeRun (`hooked`), for the step `word` that runs them. */
 function outgoingOf(word, hooked) {
   if (!(word & REWRITE_LAST_USER)) return hooked.messages
@@ -272,7 +275,7 @@ function outgoingOf(word, hooked) {
  *  unhooks the merge once the run is over: a caller's long-lived signal would otherwise keep
  *  one listener (and its controller) per run that used it. */
 function runSignal(callerSignal, timeoutMs) {
-  if (!(timeoutMs > 0)) return { signal: callerSignal, timeout: undefined, dispose: noop }
+  if (!(timeoutMs > 0)) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
   const timeout = AbortSignal.timeout(timeoutMs)
   if (!callerSignal) return { signal: timeout, timeout, dispose: noop }
   const ctl = new AbortController()
@@ -362,10 +365,9 @@ class Agent {
       return Promise.reject(e)
     }
     // Not an async function: a running agent keeps no frame of run() alive (issue 18's W2).
-    const run = messages === null
+    return messages === null
       ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions ?? {}, false)
       : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
-    return run.then(resultOf)
   }
 
   async prompt(input) {
@@ -567,7 +569,7 @@ class Agent {
   }
 
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
-   *  the result and the history verdict. Never rejects. */
+   *  the result and the history verdict (for run, the result alone). Never rejects. */
   async _executeRun(entry, messages, callerOptions, callerMessages) {
     let word = start(setupOf(entry, this.config, callerOptions.onTrace, this._retrySetup))
     const startMs = Date.now()
@@ -657,7 +659,8 @@ class Agent {
               break
             case FINISH:
               if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
-              return { result, history: (word & HISTORY_MASK) >>> HISTORY_SHIFT }
+              // run() keeps no history: its promise is this one's, with the result alone.
+              return entry === ENTRY_RUN ? result : { result, history: (word & HISTORY_MASK) >>> HISTORY_SHIFT }
             default:
               throw new Error(`oma-kernel: unknown agent action ${word & ACTION_MASK}`)
           }
@@ -720,8 +723,6 @@ function messageOf(error) {
     return safeString(error)
   }
 }
-
-const resultOf = (r) => r.result
 
 function restore(history, userMessage) {
   const i = history.lastIndexOf(userMessage)
