@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
-const { attach, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
+const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
 const { thrownMessage } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
@@ -406,12 +406,12 @@ class AgentRunner {
       const event = r.value
       if (event.type === 'error') {
         const fail = () => { throw event.data }
-        return drive.return().then(fail, fail)
+        return promiseThen.call(drive.return(), fail, fail)
       }
       if (event.type === 'done') result = event.data
-      return drive.next().then(step)
+      return promiseThen.call(drive.next(), step)
     }
-    return drive.next().then(step)
+    return promiseThen.call(drive.next(), step)
   }
 
   stream(initialMessages, options = {}) {

@@ -7,9 +7,7 @@
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
-const { attach } = require('./util.js')
-
-const promiseThen = Promise.prototype.then
+const { attach, promiseThen } = require('./util.js')
 const { ToolDeadline, TIMED_OUT, timeoutMs, toolSetting } = require('./tool-deadline.js')
 
 function defineTool(config) {

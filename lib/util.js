@@ -6,6 +6,10 @@ const { isError } = require('./errors.js')
 /** `isOwnEnumerable.call(o, key)`: whether JSON.stringify would read `o[key]` (own, enumerable). */
 const isOwnEnumerable = Object.prototype.propertyIsEnumerable
 
+// Promise.prototype.then as loaded: called as `promiseThen.call(p, …)` rather than `p.then(…)`.
+// A property lookup of `then` in optimised code depends on the engine's promise-then protector,
+// which code elsewhere in the process may invalidate (spawning a child process did), deoptimising
+// every such function at once (measured: the whole run loop, recompiled in W1's window).
 const promiseThen = Promise.prototype.then
 function noop() {}
 
@@ -73,4 +77,4 @@ function onlyKeys(o, a, b) {
   return k.length === 2 && k[0] === a && k[1] === b
 }
 
-module.exports = { isOwnEnumerable, onlyKeys, isError, attach, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+module.exports = { isOwnEnumerable, onlyKeys, isError, attach, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
