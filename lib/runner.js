@@ -607,6 +607,9 @@ class AgentRunner {
               emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
             }
             append(conv, newMessages, options, { role: 'assistant', content: nativeAdapter ? response.content : content })
+            // Not kept across the next awaits: the conversation holds what is needed of them.
+            response = undefined
+            content = undefined
             break
           }
           case OP.TEXT:
