@@ -45,16 +45,15 @@ function decode(w) {
       return { op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] }
     case OP.TOOL_ROUND: {
       // The calls as tool_use blocks (with the provider's signature when the block had one) and
-      // the gate's verdict for each.
-      const n = a.length - 2
+      // the gate's verdict for each: five fields a call.
+      const n = (a.length - 2) / 5
       const calls = new Array(n)
       const granted = new Array(n)
-      for (let i = 0; i < n; i++) {
-        const c = a[i + 2]
-        calls[i] = c.length === 4
-          ? { type: 'tool_use', id: c[0], name: c[1], input: c[2] }
-          : { type: 'tool_use', id: c[0], name: c[1], input: c[2], signature: c[4] }
-        granted[i] = c[3]
+      for (let i = 0, p = 2; i < n; i++, p += 5) {
+        calls[i] = a[p + 4] === null
+          ? { type: 'tool_use', id: a[p], name: a[p + 1], input: a[p + 2] }
+          : { type: 'tool_use', id: a[p], name: a[p + 1], input: a[p + 2], signature: a[p + 4] }
+        granted[i] = a[p + 3]
       }
       return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
     }

@@ -467,6 +467,16 @@ fn parse_block_slow(raw: &RawValue, strict: Strictness) -> Result<Block, String>
 
 /// `parse_content` straight from JSON text: one pass for the usual all-well-formed array.
 pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
+    // The usual content (a model's answer, on every call) in one scan, as `parse_messages`
+    // reads the history; what the scan declines goes to serde below.
+    if let Some(blocks) = scanned_content(json, strict) {
+        return Ok(blocks);
+    }
+    parse_content_by_serde(json, strict)
+}
+
+/// `parse_content_str` without the scan.
+fn parse_content_by_serde(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
     if let Ok(fast) = serde_json::from_str::<Vec<FastBlockWithRaw>>(json) {
         // Exact capacity: a collect through Option would reserve room for four blocks, and a
         // long history keeps every message's vector.
@@ -480,6 +490,19 @@ pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, S
         return Ok(blocks);
     }
     parse_content_slow(json, strict)
+}
+
+/// The blocks when every one is usual (`scanned_block`), else `None`.
+fn scanned_content(json: &str, strict: Strictness) -> Option<Vec<Block>> {
+    let mut s = Scan::new(json);
+    let mut blocks = Vec::new();
+    s.array(|s| {
+        blocks.push(scanned_block(s, strict == Strictness::Lenient)?);
+        Some(())
+    })?;
+    // Exact capacity, as below: the history keeps every message's vector.
+    blocks.shrink_to_fit();
+    s.at_end().then_some(blocks)
 }
 
 fn parse_content_slow(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
@@ -617,9 +640,12 @@ fn scanned_message(s: &mut Scan, strict: Strictness) -> Option<Message> {
 
 /// One block as the rules read it (`parse_block`), or `None` for serde to read.
 fn scanned_block(s: &mut Scan, lenient: bool) -> Option<Block> {
+    if let Some(block) = stringified_tool_use(s) {
+        return Some(block);
+    }
     let (mut kind, mut text, mut signature, mut redacted_data, mut provenance) = (None, None, None, None, None);
     let (mut id, mut name, mut tool_use_id, mut content) = (None, None, None, None);
-    let mut input: Option<&str> = None;
+    let mut input: Option<Box<RawValue>> = None;
     let mut is_error = None;
     let mut source = None;
     let mut seen = Seen(0);
@@ -649,7 +675,7 @@ fn scanned_block(s: &mut Scan, lenient: bool) -> Option<Block> {
             16 => provenance = s.opt_string()?,
             32 => id = s.opt_string()?,
             64 => name = s.opt_string()?,
-            128 => input = Some(s.skip_raw()?),
+            128 => input = Some(s.raw_value()?),
             256 => tool_use_id = s.opt_string()?,
             512 => content = s.opt_string()?,
             1024 => is_error = s.opt_bool()?,
@@ -668,7 +694,7 @@ fn scanned_block(s: &mut Scan, lenient: bool) -> Option<Block> {
         },
         "tool_use" => {
             let input = match input {
-                Some(raw) if raw.starts_with('{') => RawValue::from_string(raw.to_string()).ok()?,
+                Some(raw) if raw.get().starts_with('{') => raw,
                 _ if lenient => empty_object(),
                 _ => return None,
             };
@@ -684,6 +710,29 @@ fn scanned_block(s: &mut Scan, lenient: bool) -> Option<Block> {
             Block::Image { media_type: media_type.into_owned(), data: data.into_owned() }
         }
         _ => return None,
+    })
+}
+
+/// A tool_use block as `JSON.stringify` writes the usual one (a model's answer holds one per
+/// call): `{"type":"tool_use","id":…,"name":…,"input":{…}}`, with a string `"signature"` last
+/// or not at all. What the general reader below makes of it, read without taking the keys one
+/// by one (≈ 0.8k instructions a block less in W1); anything else is left to that reader.
+fn stringified_tool_use(s: &mut Scan) -> Option<Block> {
+    s.exact_object(|s| {
+        s.exact(br#""type":"tool_use","id":"#)?;
+        let id = s.string()?.into_owned();
+        s.exact(br#","name":"#)?;
+        let name = s.string()?.into_owned();
+        s.exact(br#","input":"#)?;
+        if s.peek()? != b'{' {
+            return None;
+        }
+        let input = s.raw_value()?;
+        let signature = match s.exact(br#","signature":"#) {
+            Some(()) => Some(s.string()?.into_owned()),
+            None => None,
+        };
+        Some(Block::ToolUse { id, name, input, signature })
     })
 }
 
@@ -936,6 +985,49 @@ mod tests {
         let long = format!("[{}]", msgs.join(","));
         let m = scanned(&long, Strictness::Strict).expect("scanned");
         assert_eq!(show(Ok(m)), show(parse_messages_by_serde(&long, Strictness::Strict)));
+    }
+
+    #[test]
+    fn the_content_scan_reads_what_serde_reads() {
+        let show = |r: Result<Vec<Block>, String>| r.map(|b| serde_json::to_string(&b).unwrap());
+        let mut contents: Vec<String> = vec![
+            // A model's usual answers, as JSON.stringify writes them.
+            r#"[{"type":"tool_use","id":"call_0_0","name":"tool0","input":{"a":0,"b":0}},{"type":"tool_use","id":"c\"1","name":"t","input":{},"signature":"s"}]"#.into(),
+            r#"[{"type":"text","text":"a \u0001 é"},{"type":"reasoning","text":"r"}]"#.into(),
+            r#"[{"type":"tool_use","id":"1","name":"f","input":{"x":1},"cache_control":{"type":"ephemeral"}}]"#.into(),
+            r#"[{"type":"tool_use","id":"1","name":"f","input":{"x":1},"signature":null}]"#.into(),
+            r#"[{"type":"tool_use","id":"1","id":"2","name":"f","input":{}}]"#.into(),
+            r#"[{"type":"thinking","thinking":"x"}]"#.into(),
+            "null".into(),
+            " [ ] ".into(),
+        ];
+        for json in HISTORIES {
+            if let Ok(serde_json::Value::Array(ms)) = serde_json::from_str::<serde_json::Value>(json) {
+                contents.extend(ms.iter().filter_map(|m| m.get("content")).map(|c| c.to_string()));
+            }
+        }
+        let mut taken = 0;
+        for strict in [Strictness::Strict, Strictness::Lenient] {
+            for json in &contents {
+                let want = show(parse_content_by_serde(json, strict));
+                assert_eq!(show(parse_content_str(json, strict)), want, "{json}");
+                for cut in 0..json.len() {
+                    for variant in [
+                        json.get(..cut).map(str::to_string),
+                        json.get(..cut).zip(json.get(cut + 1..)).map(|(a, b)| format!("{a}{b}")),
+                        Some(json.clone()),
+                    ] {
+                        let Some(v) = variant else { continue };
+                        if let Some(b) = scanned_content(&v, strict) {
+                            taken += 1;
+                            assert_eq!(show(Ok(b)), show(parse_content_by_serde(&v, strict)), "{v}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(taken >= 100, "{taken}");
+        assert!(scanned_content(&contents[0], Strictness::Strict).is_some());
     }
 
     #[test]

@@ -429,7 +429,8 @@ pub struct Machine {
     queue: std::collections::VecDeque<ActionKind>,
     // Per-turn state.
     turn_text: String,
-    tool_uses: Vec<(String, String)>,
+    /// The ids of the turn's tool_use blocks, for the results that answer them.
+    tool_uses: Vec<String>,
     pending_break: bool,
     inject: Option<LoopKind>,
     loop_info: Option<LoopInfo>,
@@ -768,7 +769,7 @@ impl Machine {
         for b in &content {
             match b {
                 Block::Text { text: Some(t) } => self.turn_text.push_str(t),
-                Block::ToolUse { id, name, .. } => self.tool_uses.push((id.clone(), name.clone())),
+                Block::ToolUse { id, .. } => self.tool_uses.push(id.clone()),
                 _ => {}
             }
         }
@@ -868,7 +869,7 @@ impl Machine {
         let content = self
             .tool_uses
             .iter()
-            .map(|(id, _)| Block::ToolResult {
+            .map(|id| Block::ToolResult {
                 tool_use_id: id.clone(),
                 content: LOOP_STOPPED_RESULT.to_string(),
                 is_error: Some(true),
@@ -907,7 +908,7 @@ impl Machine {
                 self.usage.add(u);
             }
             content.push(Block::ToolResult {
-                tool_use_id: std::mem::take(&mut self.tool_uses[k].0),
+                tool_use_id: std::mem::take(&mut self.tool_uses[k]),
                 content: std::mem::take(&mut r.content),
                 is_error: r.is_error,
             });
