@@ -574,6 +574,14 @@ function withGate(result, gate) {
   return { ...result, metadata: { ...result.metadata, toolCallGate: gate } }
 }
 
+// The record `park` gives its promise's resolvers to: a promise executor runs synchronously, so one
+// shared executor serves every parked call (a closure per call cost ≈ 100 B, issue 18's W1).
+let parking = null
+function park(resolve, reject) {
+  parking.resolve = resolve
+  parking.reject = reject
+}
+
 /** Starts a parked call that was given its slot (see Semaphore.release). */
 function startParked(p) {
   // Settles `p` itself, whatever happens.
@@ -609,9 +617,12 @@ class ToolExecutor {
       const sem = this.semaphore
       const w = sem._take()
       if (w === 0) return this._admitted(sem, toolName, input, context, options, null)
-      return new Promise((resolve, reject) => {
-        sem._waiters.push({ executor: this, sem, toolName, input, context, options, resolve, reject })
-      })
+      const record = { executor: this, sem, toolName, input, context, options, resolve: null, reject: null }
+      parking = record
+      const promise = new Promise(park)
+      parking = null
+      sem._waiters.push(record)
+      return promise
     } catch (e) {
       return Promise.reject(e)
     }
