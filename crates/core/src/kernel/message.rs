@@ -495,12 +495,13 @@ fn parse_content_by_serde(json: &str, strict: Strictness) -> Result<Vec<Block>, 
 /// The blocks when every one is usual (`scanned_block`), else `None`.
 fn scanned_content(json: &str, strict: Strictness) -> Option<Vec<Block>> {
     let mut s = Scan::new(json);
-    let mut blocks = Vec::new();
+    // Exact capacity, as below (the history keeps every message's vector): room for one block
+    // first, the usual answer (a text, one call), which then needs no shrinking.
+    let mut blocks = Vec::with_capacity(1);
     s.array(|s| {
         blocks.push(scanned_block(s, strict == Strictness::Lenient)?);
         Some(())
     })?;
-    // Exact capacity, as below: the history keeps every message's vector.
     blocks.shrink_to_fit();
     s.at_end().then_some(blocks)
 }

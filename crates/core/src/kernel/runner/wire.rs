@@ -84,8 +84,13 @@ pub fn encode(action: &Action<'_>) -> Wire {
     if let Action::CallModel { turn } = action {
         return Wire::Number(code as u32 | turn << KIND_BITS);
     }
-    // Written in place (no text per field): this runs for most actions of every run.
-    let mut out = String::with_capacity(64);
+    // Written in place (no text per field): this runs for most actions of every run. A round
+    // is sized up front (it grew through five reallocations at 16 calls).
+    let capacity = match action {
+        Action::ToolRound { calls, .. } => 64 + calls.blocks.iter().map(call_len).sum::<usize>(),
+        _ => 64,
+    };
+    let mut out = String::with_capacity(capacity);
     out.push('[');
     push_uint(&mut out, code as u64);
     let out_ = &mut out;
@@ -146,6 +151,17 @@ fn push_calls(out: &mut String, calls: &ToolCalls<'_>) {
             Some(sig) => str_field(out, sig),
             None => raw_field(out, "null"),
         }
+    }
+}
+
+/// About the bytes a block takes in a round's layout (none unless it is a call): its texts and
+/// the quotes, commas and verdict around them.
+fn call_len(b: &Block) -> usize {
+    match b {
+        Block::ToolUse { id, name, input, signature } => {
+            id.len() + name.len() + input.get().len() + signature.as_ref().map_or(4, |s| s.len() + 2) + 16
+        }
+        _ => 0,
     }
 }
 
