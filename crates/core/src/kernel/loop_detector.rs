@@ -251,19 +251,28 @@ fn signature_into(calls: &[(&str, &str)], mut out: String, matching: Match) -> S
         out.push('\u{0}');
         return out;
     }
-    let mut items: Vec<(&str, String)> = calls
-        .iter()
-        .map(|(name, input)| {
-            let mut canon = String::with_capacity(input.len());
-            push_canonical(input, &mut canon, matching);
-            (*name, canon)
-        })
-        .collect();
+    // Each call's canonical input borrowed when its text already is one (the usual case: a
+    // model's or JSON.stringify's compact, key-ordered arguments), so that a wide round costs
+    // no string per call; the sorted entries are then written once into a buffer of their size.
+    let mut items: Vec<(&str, Cow<'_, str>)> =
+        calls.iter().map(|(name, input)| (*name, canonical_cow(input, matching))).collect();
     items.sort();
-    for (n, i) in items {
-        push_entry(&mut out, n, &i);
+    out.reserve(items.iter().map(|(n, i)| n.len() + i.len() + 8).sum());
+    for (n, i) in &items {
+        push_entry(&mut out, n, i);
     }
     out
+}
+
+/// `input` in canonical form (see `push_canonical`), borrowed when it already is.
+fn canonical_cow(input: &str, matching: Match) -> Cow<'_, str> {
+    let trimmed = input.trim();
+    if matching == Match::Exact && already_canonical(trimmed.as_bytes()) {
+        return Cow::Borrowed(trimmed);
+    }
+    let mut canon = String::with_capacity(input.len());
+    push_canonical(input, &mut canon, matching);
+    Cow::Owned(canon)
 }
 
 /// True when compact JSON text already has every object's keys in ascending order (and no
