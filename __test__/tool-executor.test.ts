@@ -57,6 +57,11 @@ describe('defineTool and ToolRegistry', () => {
     const defs = r.toToolDefs()
     expect(defs[0]).toEqual({ name: 't', description: 'd', inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } })
     expect(defs[1].inputSchema).toBe(llm)
+    // A Zod schema is converted once: later definitions (every run's, for the adapter) hand out
+    // that same JSON Schema object; the definition objects themselves are new each time.
+    const again = r.toToolDefs()
+    expect(again[0]).not.toBe(defs[0])
+    expect(again[0].inputSchema).toBe(defs[0].inputSchema)
     expect(r.toLLMTools()).toEqual([
       { name: 't', description: 'd', input_schema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } },
       { name: 'raw', description: 'r', input_schema: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false } },
