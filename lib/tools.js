@@ -268,7 +268,6 @@ class ToolCall {
     // The slot the call holds, and the record of a call that waited for it (else null).
     this.sem = sem
     this.parked = parked
-    this.gate = gate
     this.deadline = null
     this.ms = 0
     this.ended = false
