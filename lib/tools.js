@@ -37,15 +37,15 @@ class Semaphore {
     // semaphore needs no finalizer: executors are often created per agent.
     this._max = max
     this._id = -1
-    // Waiters in the order they parked, which is the order the kernel hands them the slot
-    // (its FIFO, its ids handed out in that same order): a queue, not a Map by id (a Map's
-    // set/delete churn cost ≈ 80 B of garbage per parked call, issue 18's W1).
+    // Waiters in the order they parked: the kernel counts them and says when a release hands
+    // the slot over, always to the longest waiter, this queue's head (a Map by waiter id cost
+    // ≈ 80 B of garbage per parked call, issue 18's W1).
     this._waiters = []
   }
   get limit() { return this._max }
   get active() { return this._id < 0 ? 0 : native.semStats(this._id)[1] }
   get pending() { return this._id < 0 ? 0 : native.semStats(this._id)[2] }
-  /** Takes a slot: 0 = taken now, otherwise the waiter id to park under. */
+  /** Takes a slot: 0 = taken now, 1 = the caller parks at the end of `_waiters`. */
   _take() {
     if (this._id >= 0) return native.semAcquire(this._id)
     this._id = native.semOpen(this._max)
@@ -60,7 +60,7 @@ class Semaphore {
     if (this._id < 0) return // an extra release (§21: a no-op)
     const w = native.semRelease(this._id)
     if (w < 0) this._id = -1
-    else if (w !== 0) {
+    else if (w === 1) {
       const wake = this._waiters.shift()
       // A waiter is a resolver (acquire, run) or a parked tool call (ToolExecutor.execute),
       // which starts one microtask later, as an `await` of a resolver would resume.
@@ -543,15 +543,7 @@ class ToolCall {
    *  call's value returned or its error thrown (for the promise execute returned). */
   close(ok, v) {
     this.ended = true
-    this.sem.release()
-    const parked = this.parked
-    if (parked === null) {
-      if (ok) return v
-      throw v
-    }
-    if (ok) parked.resolve(v)
-    else parked.reject(v)
-    return undefined
+    return endCall(this.sem, this.parked, ok, v)
   }
 
   /** The value execute resolves with, once the machine asks to return. */
@@ -566,6 +558,19 @@ class ToolCall {
         return gate === undefined ? { data: this.text, isError: true } : { data: this.text, isError: true, metadata: { toolCallGate: gate } }
     }
   }
+}
+
+/** The end of a call holding a slot of `sem`: the slot freed first, then a waited call's own
+ *  promise settled (`parked`, its record); a direct call's value returned or its error thrown. */
+function endCall(sem, parked, ok, v) {
+  sem.release()
+  if (parked === null) {
+    if (ok) return v
+    throw v
+  }
+  if (ok) parked.resolve(v)
+  else parked.reject(v)
+  return undefined
 }
 
 /** The gate's verdict merged over the tool's own metadata (upstream's shape). */
@@ -644,14 +649,15 @@ class ToolExecutor {
       const out = call.proceed(action)
       return parked !== null || call.awaiting ? out : Promise.resolve(out)
     } catch (e) {
+      // A direct call's end throws its error itself, having freed the slot.
+      if (call !== null && call.ended) return parked === null ? Promise.reject(e) : undefined
       // A throw before the call's end (a throwing schema or option): its end, with that error.
-      // (A direct call's end throws its error itself, having freed the slot.)
-      if (call === null || !call.ended) {
-        if (call !== null) call.ended = true
-        sem.release()
-        if (parked !== null) parked.reject(e)
+      if (call !== null) call.ended = true
+      try {
+        return endCall(sem, parked, false, e)
+      } catch {
+        return Promise.reject(e)
       }
-      return parked === null ? Promise.reject(e) : undefined
     }
   }
 

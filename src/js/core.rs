@@ -14,7 +14,7 @@ use oma_core::kernel::grants::resolve_tools_railed;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, Wire};
 use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
-use oma_core::kernel::semaphore::{Acquire, Semaphore};
+use oma_core::kernel::semaphore::{Release, Semaphore};
 use oma_core::kernel::{structured_output, tokens, truncate};
 
 /// Agents are often created per request with identical options: parsed configurations are
@@ -409,28 +409,24 @@ fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
     })
 }
 
-/// `semAcquire` (`fast.rs`): 0 = acquired now; otherwise the waiter id to park.
+/// `semAcquire` (`fast.rs`): 0 = acquired now; 1 = park (at the end of the JS queue).
 pub(super) fn sem_acquire_id(id: u32) -> std::result::Result<u32, String> {
-    with_sem(id, |s| match s.acquire() {
-        Acquire::Now => 0,
-        Acquire::Wait(w) => w,
-    })
-    .map_err(|e| e.reason)
+    with_sem(id, |s| if s.acquire() { 0 } else { 1 }).map_err(|e| e.reason)
 }
 
-/// `semRelease` (`fast.rs`): the waiter id that now holds the slot; 0 = slot freed, others
-/// still hold; -1 = now idle, and the slot is closed.
+/// `semRelease` (`fast.rs`): 1 = handed to the longest waiter (the JS queue's head); 0 = slot
+/// freed, others still hold; -1 = now idle, and the slot is closed.
 pub(super) fn sem_release_id(id: u32) -> std::result::Result<i32, String> {
     SEMAPHORES.with(|s| {
         let mut slab = s.borrow_mut();
         let sem = slab.get_mut(id).ok_or("oma-kernel: this semaphore has already been released")?;
         Ok(match sem.release() {
-            Some(w) => w as i32,
-            None if sem.is_idle() => {
+            Release::HandedOver => 1,
+            Release::Freed if sem.is_idle() => {
                 slab.remove(id);
                 -1
             }
-            None => 0,
+            Release::Freed => 0,
         })
     })
 }

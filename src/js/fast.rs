@@ -257,7 +257,7 @@ pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f:
     })
 }
 
-/// `semAcquire(id)`: 0 = acquired now, otherwise the waiter id to park.
+/// `semAcquire(id)`: 0 = acquired now, 1 = park.
 unsafe extern "C" fn sem_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call::<1>(env, info, |a| Ok(Ret::U32(core::sem_acquire_id(a.u32(0)?)?)))
 }
@@ -267,7 +267,7 @@ unsafe extern "C" fn sem_open(env: sys::napi_env, info: sys::napi_callback_info)
     call::<1>(env, info, |a| Ok(Ret::U32(core::sem_open_id(a.u32(0)?))))
 }
 
-/// `semRelease(id)`: the waiter id that now holds the slot, 0 = slot freed, -1 = idle and closed.
+/// `semRelease(id)`: 1 = handed to the longest waiter, 0 = slot freed, -1 = idle and closed.
 unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call::<1>(env, info, |a| Ok(Ret::I32(core::sem_release_id(a.u32(0)?)?)))
 }

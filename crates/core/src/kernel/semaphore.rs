@@ -1,24 +1,27 @@
 //! FIFO admission for the executor (CONTRACT §10, with the §21 fixes: invalid limits are
-//! rejected by the caller, an extra `release()` is a no-op). Waiters are ids the JS side
-//! maps to promise resolvers.
-
-use std::collections::VecDeque;
+//! rejected by the caller, an extra `release()` is a no-op). The kernel decides who holds a
+//! slot; the waiters themselves (promise resolvers, parked calls) stay on the JS side, in a
+//! queue in the order they parked, so the kernel only counts them: a release hands the slot
+//! to the longest waiter, which is that queue's head.
 
 pub struct Semaphore {
     max: usize,
     active: usize,
-    waiters: VecDeque<u32>,
-    next_id: u32,
+    waiting: usize,
 }
 
-pub enum Acquire {
-    Now,
-    Wait(u32),
+/// What a release did with the slot.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Given to the longest waiter, which now holds it.
+    HandedOver,
+    /// Freed (or there was nothing to free: an extra release).
+    Freed,
 }
 
 impl Semaphore {
     pub fn new(max: usize) -> Semaphore {
-        Semaphore { max, active: 0, waiters: VecDeque::new(), next_id: 0 }
+        Semaphore { max, active: 0, waiting: 0 }
     }
     pub fn limit(&self) -> usize {
         self.max
@@ -27,31 +30,30 @@ impl Semaphore {
         self.active
     }
     pub fn pending(&self) -> usize {
-        self.waiters.len()
+        self.waiting
     }
     /// No holder and no waiter: the state is just its limit again.
     pub fn is_idle(&self) -> bool {
-        self.active == 0 && self.waiters.is_empty()
+        self.active == 0 && self.waiting == 0
     }
 
-    pub fn acquire(&mut self) -> Acquire {
+    /// `true`: a slot is taken now; `false`: the caller waits, behind every earlier waiter.
+    pub fn acquire(&mut self) -> bool {
         if self.active < self.max {
             self.active += 1;
-            return Acquire::Now;
+            return true;
         }
-        // Ids stay within 1..=i32::MAX so that the binding can return them as JS int32s.
-        self.next_id = if self.next_id >= i32::MAX as u32 { 1 } else { self.next_id + 1 };
-        self.waiters.push_back(self.next_id);
-        Acquire::Wait(self.next_id)
+        self.waiting += 1;
+        false
     }
 
-    /// Returns the waiter that now holds the released slot, if any.
-    pub fn release(&mut self) -> Option<u32> {
-        if let Some(id) = self.waiters.pop_front() {
-            return Some(id);
+    pub fn release(&mut self) -> Release {
+        if self.waiting > 0 {
+            self.waiting -= 1;
+            return Release::HandedOver;
         }
         self.active = self.active.saturating_sub(1);
-        None
+        Release::Freed
     }
 }
 
@@ -62,33 +64,33 @@ mod tests {
     #[test]
     fn fifo_handoff_and_no_underflow() {
         let mut s = Semaphore::new(1);
-        assert!(matches!(s.acquire(), Acquire::Now));
-        let a = match s.acquire() {
-            Acquire::Wait(id) => id,
-            _ => panic!(),
-        };
-        let b = match s.acquire() {
-            Acquire::Wait(id) => id,
-            _ => panic!(),
-        };
+        assert!(s.acquire());
+        assert!(!s.acquire());
+        assert!(!s.acquire());
         assert_eq!(s.pending(), 2);
-        assert_eq!(s.release(), Some(a));
+        assert_eq!(s.release(), Release::HandedOver);
         assert_eq!(s.active(), 1);
-        assert_eq!(s.release(), Some(b));
+        assert_eq!(s.pending(), 1);
+        assert_eq!(s.release(), Release::HandedOver);
         assert!(!s.is_idle());
-        assert_eq!(s.release(), None);
+        assert_eq!(s.release(), Release::Freed);
         assert_eq!(s.active(), 0);
         assert!(s.is_idle());
-        assert_eq!(s.release(), None);
+        assert_eq!(s.release(), Release::Freed);
         assert_eq!(s.active(), 0);
     }
 
     #[test]
-    fn waiter_ids_stay_positive_int32() {
-        let mut s = Semaphore::new(1);
-        s.next_id = i32::MAX as u32 - 1;
-        assert!(matches!(s.acquire(), Acquire::Now));
-        assert!(matches!(s.acquire(), Acquire::Wait(id) if id == i32::MAX as u32));
-        assert!(matches!(s.acquire(), Acquire::Wait(1)));
+    fn a_freed_slot_is_taken_before_anyone_waits() {
+        let mut s = Semaphore::new(2);
+        assert!(s.acquire());
+        assert!(s.acquire());
+        assert!(!s.acquire());
+        assert_eq!(s.release(), Release::HandedOver);
+        assert_eq!(s.release(), Release::Freed);
+        assert_eq!((s.active(), s.pending()), (1, 0));
+        assert!(s.acquire());
+        assert!(!s.acquire());
+        assert_eq!((s.active(), s.pending()), (2, 1));
     }
 }
