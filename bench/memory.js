@@ -41,4 +41,38 @@ function v8Spaces() {
   return spaces
 }
 
-module.exports = { residentSplit, v8Spaces }
+/** The young generation's capacity in bytes (both semi-spaces): V8 doubles it when the bytes that
+ *  survived its scavenges since the last growth exceed one semi-space, and the pages it then
+ *  fills stay resident (W2's largest share, see bench/README.md). */
+function youngCapacity() {
+  return v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space').space_size
+}
+
+/** Counts V8's collections from now on: `count(t0, t1)` gives `{ minor, major }` that started in
+ *  [t0, t1] (performance.now() times). Node delivers the entries in batches some time after the
+ *  collections (not by the next setImmediate, measured): await `settle()` before counting.
+ *  `stop()` disconnects. */
+function gcCounter() {
+  const { PerformanceObserver, constants } = require('perf_hooks')
+  const seen = []
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) seen.push({ start: e.startTime, kind: e.detail.kind })
+  })
+  obs.observe({ entryTypes: ['gc'] })
+  return {
+    count(t0, t1) {
+      let minor = 0
+      let major = 0
+      for (const e of seen) {
+        if (e.start < t0 || e.start > t1) continue
+        if (e.kind === constants.NODE_PERFORMANCE_GC_MINOR) minor++
+        else if (e.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++
+      }
+      return { minor, major }
+    },
+    settle() { return new Promise((resolve) => setTimeout(resolve, 200)) },
+    stop() { obs.disconnect() },
+  }
+}
+
+module.exports = { residentSplit, v8Spaces, youngCapacity, gcCounter }

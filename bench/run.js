@@ -23,7 +23,7 @@ const os = require('os')
 const { spawnSync } = require('child_process')
 const v8 = require('v8')
 const vm = require('vm')
-const { residentSplit, v8Spaces } = require('./memory.js')
+const { residentSplit, v8Spaces, youngCapacity, gcCounter } = require('./memory.js')
 
 const ROOT = path.resolve(__dirname, '..')
 const kernel = require(ROOT)
@@ -318,6 +318,10 @@ async function w2Child(side, N, T) {
   const noop = () => {}
   for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 20 }, () => fn(1, T, noop)))
   gc(); gc()
+  // The young generation before and after, and the collections during the run: W2's RSS per
+  // agent follows whether V8 grew the young generation (see bench/README.md).
+  const gcs = gcCounter()
+  const young0 = youngCapacity()
   const split0 = memorySplit()
   const base = process.memoryUsage.rss()
   // Peak RSS: Linux's VmHWM high-water mark, reset just before the run (writing 5 to
@@ -337,7 +341,9 @@ async function w2Child(side, N, T) {
   const before = executed[side]
   const t0 = performance.now()
   await Promise.all(Array.from({ length: N }, () => fn(1, T, onCall)))
-  const wallMs = performance.now() - t0
+  const t1 = performance.now()
+  const wallMs = t1 - t0
+  const young1 = youngCapacity()
   calls = 0
   onCall()
   if (executed[side] - before !== N * T) fail(`${side}: W2 executed ${executed[side] - before} tools, expected ${N * T}`)
@@ -345,7 +351,11 @@ async function w2Child(side, N, T) {
   // Read after the peak was taken (reading smaps allocates): what the run left resident.
   const split = splitPerAgent(split0, memorySplit(), N)
   const peak = Math.max(peakSampled, hwmKb !== null ? hwmKb * 1024 : 0)
-  return { side, N, T, addon: ADDON, wallMs, baseRss: base, peakRss: peak, peakSampled, hwm: hwmKb !== null ? hwmKb * 1024 : null, deltaKbPerAgent: (peak - base) / 1024 / N, split }
+  await gcs.settle()
+  const { minor, major } = gcs.count(t0, t1)
+  gcs.stop()
+  const young = { beforeMb: young0 / 1048576, afterMb: young1 / 1048576, scavenges: minor, markCompacts: major }
+  return { side, N, T, addon: ADDON, wallMs, baseRss: base, peakRss: peak, peakSampled, hwm: hwmKb !== null ? hwmKb * 1024 : null, deltaKbPerAgent: (peak - base) / 1024 / N, split, young }
 }
 
 function w2Parent(N, T, reps) {
@@ -373,6 +383,8 @@ function w2Parent(N, T, reps) {
       peakMb: median(xs.map((x) => x.peakRss)) / 1048576,
       baseMb: median(xs.map((x) => x.baseRss)) / 1048576,
       split: xs.every((x) => x.split) ? Object.fromEntries(Object.keys(xs[0].split).map((k) => [k, median(xs.map((x) => x.split[k]))])) : null,
+      // Per child, not a median: whether the young generation grew is a yes/no per run.
+      young: xs.map((x) => x.young),
       runs: xs,
     }
     process.stderr.write(`W2 ${side}: wall ${summary[side].wallMs.toFixed(0)} ms, ${summary[side].deltaKbPerAgent.toFixed(1)} KB RSS/agent (${xs.map((x) => x.wallMs.toFixed(0)).join(', ')} ms)\n`)
@@ -419,6 +431,15 @@ function report(rows, w2res, N, T2, samples, sampleMs, env) {
         const p = w2res[side].split
         out.push(`| ${side} | ${f(p.newSpace)} | ${f(p.oldSpace)} | ${f(p.otherV8)} | ${f(p.otherAnon)} | ${f(p.file)} |`)
       }
+    }
+    out.push('')
+    out.push('Young generation (both semi-spaces) before → after the run, and V8\'s collections during it, per child: V8 doubles the semi-spaces when the bytes surviving its scavenges since the last growth exceed one semi-space, and the run then fills the larger ones.')
+    out.push('')
+    out.push('| side | young generation MB, before → after | scavenges | mark-compacts |')
+    out.push('|---|---|---|---|')
+    for (const side of ['kernel', 'ai']) {
+      const ys = w2res[side].young
+      out.push(`| ${side} | ${ys.map((y) => `${f(y.beforeMb, 0)} → ${f(y.afterMb, 0)}`).join(', ')} | ${ys.map((y) => y.scavenges).join(', ')} | ${ys.map((y) => y.markCompacts).join(', ')} |`)
     }
   }
   // The issue's targets, checked against what was measured (reported, never enforced).
