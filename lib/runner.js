@@ -308,9 +308,6 @@ function blockContext(c, id) {
   return b
 }
 
-// The driver's steps that await nothing live outside it: every local of `_drive` is a slot of
-// its frame, which each running agent keeps alive across its awaits (issue 18's W2).
-
 /** A Done action's RunResult. */
 function doneResult(action, newMessages, toolCalls) {
   const result = {
@@ -324,13 +321,6 @@ function doneResult(action, newMessages, toolCalls) {
   if (action.budgetExceeded) result.budgetExceeded = true
   if (action.aborted) result.aborted = true
   return result
-}
-
-/** A message the run adds: to the conversation, to the run's new messages, then onMessage. */
-function append(conv, newMessages, options, msg) {
-  conv.push(msg)
-  newMessages.push(msg)
-  if (options.onMessage) options.onMessage(msg)
 }
 
 /** The tool context a round's calls share. */
@@ -361,6 +351,206 @@ function roundResults(calls, done, toolCalls) {
     resultBlocks[i] = { type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError }
   }
   return resultBlocks
+}
+
+/**
+ * One run's state and the driver's steps that neither await nor yield: `_drive` keeps only
+ * those. A generator's locals are slots of its frame, which each running agent keeps alive
+ * across its awaits (issue 18's W2), and a large generator is one TurboFan takes long to
+ * optimise: 196 ms for the 5.7 KB of bytecode `_drive` had when it held all of this, compiled
+ * while W2 ran, on a background thread whose malloc arena kept the compiler's memory.
+ */
+class Drive {
+  constructor(runner, initialMessages, options, streaming) {
+    const ro = runner.options
+    this.runner = runner
+    this.options = options
+    this.streaming = streaming
+    this.conv = initialMessages.slice()
+    const toolDefs = runner.resolveTools()
+    const signal = options.abortSignal ?? ro.abortSignal
+    this.signal = signal
+    this.chatOptions = {
+      model: ro.model,
+      tools: toolDefs.length > 0 ? toolDefs : undefined,
+      maxTokens: ro.maxTokens,
+      temperature: ro.temperature,
+      topP: ro.topP,
+      topK: ro.topK,
+      minP: ro.minP,
+      parallelToolCalls: ro.parallelToolCalls,
+      frequencyPenalty: ro.frequencyPenalty,
+      presencePenalty: ro.presencePenalty,
+      extraBody: ro.extraBody,
+      thinking: ro.thinking,
+      preserveReasoningAsText: ro.preserveReasoningAsText,
+      compressReasoningText: ro.compressReasoningText,
+      systemPrompt: ro.systemPrompt,
+      abortSignal: signal,
+    }
+    // Grants what resolveTools() just resolved: its plan, or one made for this start from the
+    // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
+    const resolved = runner._resolved
+    const plan = resolved.plan >= 0 ? resolved.plan : native.runnerPlan(runner._json, resolved.list)
+    const prompt = promptOf(this.conv)
+    // The run's one abort listener (disposed when the run ends, whichever way).
+    this.watch = listenable(signal) ? new AbortWatch(signal) : null
+    // Read once per run: unset (the default) leaves every model call exactly as without it.
+    this.callTimeoutMs = ro.callTimeoutMs
+    // A configured shell executor, as this run's tools see it: leased by the run's first command
+    // and released when the run ends, whichever way (lib/shell.js). Unset: nothing is made.
+    this.shell = ro.shellExecutor === undefined || ro.shellExecutor === null ? null : new RunScopedShellExecutor(ro.shellExecutor)
+    this.shellReleased = false
+    try {
+      // run() shows no events: the machine then skips the actions that only emit one.
+      const onWarning = typeof options.onWarning === 'function'
+      const spent = options[BUDGET_SPENT]
+      this.id = prompt === undefined
+        ? native.runnerStart(plan, runner._summaryCache, JSON.stringify(this.conv), onWarning, streaming, spent)
+        : native.runnerStartPrompt(plan, runner._summaryCache, prompt, onWarning, streaming, spent)
+    } catch (e) {
+      if (this.watch !== null) this.watch.dispose()
+      throw e
+    } finally {
+      if (plan !== resolved.plan) native.runnerPlanFree(plan)
+    }
+    // A generator dropped without return() never reaches `finally`: free its run on GC.
+    const lease = streaming ? {} : null
+    if (lease) runLeases.register(lease, this.id, lease)
+    if (lease && this.shell !== null) shellLeases.register(lease, this.shell, lease)
+    this.lease = lease
+    // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
+    const nh = runner.adapter ? runner.adapter[llm.NATIVE_ADAPTER] : undefined
+    this.nativeAdapter = nh && runner.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
+    this.nativeOptions = undefined
+    this.checked = null // the conversation array last checked for the native path
+    this.newMessages = []
+    this.toolCalls = []
+    const onTrace = options.onTrace
+    this.onTrace = onTrace
+    this.trace = onTrace ? { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' } : null
+    this.content = undefined // the JS adapter's content, read once (see respond)
+    this.pending = undefined // an action already fetched together with the model's response
+    this.released = false
+  }
+
+  /** The machine's next action: the one that came with the model's answer, else polled. */
+  next() {
+    const action = this.pending ?? wire.next(this.id, this.signal?.aborted === true)
+    this.pending = undefined
+    return action
+  }
+
+  /** Done's RunResult; handing out Done released the run. */
+  finish(action) {
+    this.released = true
+    if (this.lease) runLeases.unregister(this.lease)
+    return doneResult(action, this.newMessages, this.toolCalls)
+  }
+
+  /** The run's shell executor when it is still to be released (from now on it counts as
+   *  released), else null. */
+  unreleasedShell() {
+    if (this.shell === null || this.shellReleased) return null
+    this.shellReleased = true
+    if (this.lease) shellLeases.unregister(this.lease)
+    return this.shell
+  }
+
+  /** The end of the run, whichever way: its abort listener, and its machine unless Done freed it. */
+  close() {
+    if (this.watch !== null) this.watch.dispose()
+    if (!this.released) {
+      if (this.lease) runLeases.unregister(this.lease)
+      native.runRelease(this.id)
+    }
+  }
+
+  /** A JS adapter's answer to the conversation (a JS adapter may ignore the signal: the run does
+   *  not wait for it past an abort). */
+  chat() {
+    const r = this.runner
+    const deadline = this.callTimeoutMs === undefined ? null : callDeadline(this.callTimeoutMs, this.signal, r.options.agentName)
+    return settleOrAbandon(deadline === null
+      ? r.adapter.chat(this.conv, this.chatOptions)
+      : deadline.chat(r.adapter, this.conv, this.chatOptions), this.watch, requestAborted)
+  }
+
+  /** The JS adapter's answer handed to the machine (see respond). */
+  answered(response) {
+    const a = respond(this.id, response)
+    this.pending = a.action
+    this.content = a.content
+  }
+
+  /**
+   * What a call to our own adapter needs: the request body is built from the machine's history,
+   * so the conversation never crosses into or out of JS objects on the way out. Only the
+   * caller's (or a strategy's) messages need the §15.1 check: what the run appends is
+   * well-formed by construction. The adapter and options go over once per run (runChat keeps
+   * them for the next calls). Under a deadline, its signal (the caller's merged with it)
+   * cancels the request. The caller unlinks the signal and clears the deadline when done.
+   */
+  nativeRequest() {
+    if (this.checked !== this.conv) {
+      llm.assertValidMessages(this.conv)
+      this.checked = this.conv
+    }
+    let first = false
+    if (this.nativeOptions === undefined) {
+      this.nativeOptions = llm.runOptionsJson(this.chatOptions)
+      first = true
+    }
+    const deadline = this.callTimeoutMs === undefined ? null : callDeadline(this.callTimeoutMs, this.signal, this.runner.options.agentName)
+    const [cancel, unlink] = llm.linkSignal(deadline === null ? this.signal : deadline.signal)
+    return { first, deadline, cancel, unlink }
+  }
+
+  /** runChat's reply: the response, with the machine's next action kept. */
+  nativeReply(out) {
+    const reply = wire.decodeModelReply(out)
+    this.pending = reply.action
+    return reply.response
+  }
+
+  /** After the model's answer: refused (a malformed response) it fails the run and nothing of it
+   *  is kept; otherwise its trace, and the assistant message. */
+  modelAnswered(action, response, startMs) {
+    if (this.pending.op === REJECTED) throw new Error(this.pending.message)
+    if (this.onTrace) {
+      const endMs = Date.now()
+      emitTrace(this.onTrace, { type: 'llm_call', ...this.trace, model: this.runner.options.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+    }
+    this.append({ role: 'assistant', content: this.nativeAdapter ? response.content : this.content })
+    this.content = undefined
+  }
+
+  /** A message the run adds: to the conversation, to the run's new messages, then onMessage. */
+  append(msg) {
+    this.conv.push(msg)
+    this.newMessages.push(msg)
+    if (this.options.onMessage) this.options.onMessage(msg)
+  }
+
+  /** The tool context a round's calls share. */
+  roundContext() {
+    return roundContext(this.runner.options, this.options, this.signal, this.shell)
+  }
+
+  /** A settled round: the machine takes the outcomes before anything below reads them (none of
+   *  it runs user code; one crossing for the round when it had several calls); its records;
+   *  its tool_result blocks. */
+  roundSettled(calls, done) {
+    if (calls.length === 1) wire.respondToolResult(this.id, 0, done[0].text, done[0].isError, done[0].usage)
+    else wire.respondToolResults(this.id, done)
+    return roundResults(calls, done, this.toolCalls)
+  }
+
+  /** The round's user message (with the machine's trailing warning, if any). */
+  roundAnswered(action, resultBlocks) {
+    if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
+    this.append({ role: 'user', content: resultBlocks })
+  }
 }
 
 /** The per-execution options of a runner without a gate or a tool timeout (no object per call). */
@@ -421,195 +611,64 @@ class AgentRunner {
   /** The driver. `streaming`: a stream() consumer sees every event and may drop the generator
    * without return(), so its run is also freed when the generator is collected. run() only
    * reads `done` / `error`: the per-turn events are not built (each yield of an async
-   * generator costs several promise hops, measured ≈ 0.5 µs, a tenth of a tool turn). */
+   * generator costs several promise hops, measured ≈ 0.5 µs, a tenth of a tool turn).
+   * Only what awaits or yields is here; the run's state and every other step are the Drive's. */
   async *_drive(initialMessages, options, streaming) {
-    const ro = this.options
-    let conv = initialMessages.slice()
-    const toolDefs = this.resolveTools()
-    const signal = options.abortSignal ?? ro.abortSignal
-    const chatOptions = {
-      model: ro.model,
-      tools: toolDefs.length > 0 ? toolDefs : undefined,
-      maxTokens: ro.maxTokens,
-      temperature: ro.temperature,
-      topP: ro.topP,
-      topK: ro.topK,
-      minP: ro.minP,
-      parallelToolCalls: ro.parallelToolCalls,
-      frequencyPenalty: ro.frequencyPenalty,
-      presencePenalty: ro.presencePenalty,
-      extraBody: ro.extraBody,
-      thinking: ro.thinking,
-      preserveReasoningAsText: ro.preserveReasoningAsText,
-      compressReasoningText: ro.compressReasoningText,
-      systemPrompt: ro.systemPrompt,
-      abortSignal: signal,
-    }
-    // Grants what resolveTools() just resolved: its plan, or one made for this start from the
-    // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
-    const resolved = this._resolved
-    const plan = resolved.plan >= 0 ? resolved.plan : native.runnerPlan(this._json, resolved.list)
-    const prompt = promptOf(conv)
-    // The run's one abort listener (disposed when the run ends, whichever way).
-    const watch = listenable(signal) ? new AbortWatch(signal) : null
-    // Read once per run: unset (the default) leaves every model call exactly as without it.
-    const callTimeoutMs = ro.callTimeoutMs
-    // A configured shell executor, as this run's tools see it: leased by the run's first command
-    // and released when the run ends, whichever way (lib/shell.js). Unset: nothing is made.
-    const shell = ro.shellExecutor === undefined || ro.shellExecutor === null ? null : new RunScopedShellExecutor(ro.shellExecutor)
-    let shellReleased = false
-    let id
-    try {
-      // run() shows no events: the machine then skips the actions that only emit one.
-      const onWarning = typeof options.onWarning === 'function'
-      const spent = options[BUDGET_SPENT]
-      id = prompt === undefined
-        ? native.runnerStart(plan, this._summaryCache, JSON.stringify(conv), onWarning, streaming, spent)
-        : native.runnerStartPrompt(plan, this._summaryCache, prompt, onWarning, streaming, spent)
-    } catch (e) {
-      if (watch !== null) watch.dispose()
-      throw e
-    } finally {
-      if (plan !== resolved.plan) native.runnerPlanFree(plan)
-    }
-    // A generator dropped without return() never reaches `finally`: free its run on GC.
-    const lease = streaming ? {} : null
-    if (lease) runLeases.register(lease, id, lease)
-    if (lease && shell !== null) shellLeases.register(lease, shell, lease)
-    // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
-    const nh = this.adapter ? this.adapter[llm.NATIVE_ADAPTER] : undefined
-    const nativeAdapter = nh && this.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
-    let nativeOptions
-    let checked = null // the conversation array last checked for the native path
-    const newMessages = []
-    const toolCalls = []
-    const onTrace = options.onTrace
-    const trace = onTrace ? { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' } : null
-    let response
-    let content // the JS adapter's content, read once (see respond)
-
-    let pending // an action already fetched together with the model's response
-    let released = false
+    const d = new Drive(this, initialMessages, options, streaming)
     try {
       for (;;) {
-        const action = pending ?? wire.next(id, signal?.aborted === true)
-        pending = undefined
+        const action = d.next()
         switch (action.op) {
           case OP.DONE: {
-            // Handing out Done released the run.
-            released = true
-            if (lease) runLeases.unregister(lease)
-            const result = doneResult(action, newMessages, toolCalls)
-            if (shell !== null) {
-              // Before the result: a dispose that fails makes the run fail (the error below).
-              shellReleased = true
-              if (lease) shellLeases.unregister(lease)
-              await shell.release()
-            }
+            const result = d.finish(action)
+            // Before the result: a dispose that fails makes the run fail (the error below).
+            const shell = d.unreleasedShell()
+            if (shell !== null) await shell.release()
             yield { type: 'done', data: result }
             return
           }
           case OP.APPLY_PLAN:
-            conv = applyPlan(conv, action.plan)
+            d.conv = applyPlan(d.conv, action.plan)
             break
           case OP.CUSTOM_COMPRESS:
-            conv = await this._compress(id, conv, action.estimatedTokens, watch)
+            d.conv = await this._compress(d.id, d.conv, action.estimatedTokens, d.watch)
             break
           case OP.SUMMARIZE:
-            await this._summarize(id, action, chatOptions, callTimeoutMs, signal, watch, onTrace, trace)
+            await this._summarize(d.id, action, d.chatOptions, d.callTimeoutMs, d.signal, d.watch, d.onTrace, d.trace)
             break
           case OP.CALL_MODEL: {
             // Timestamps feed only the trace.
-            const startMs = onTrace ? Date.now() : 0
-            if (nativeAdapter) {
-              // Our own adapter: the request body is built from the machine's history, so the
-              // conversation never crosses into or out of JS objects on the way out. Only the
-              // caller's (or a strategy's) messages need the §15.1 check: what the run appends
-              // is well-formed by construction.
-              if (checked !== conv) {
-                llm.assertValidMessages(conv)
-                checked = conv
-              }
-              // The adapter and options go over once per run (runChat keeps them for the next calls).
-              let first = false
-              if (nativeOptions === undefined) {
-                nativeOptions = llm.runOptionsJson(chatOptions)
-                first = true
-              }
-              // Under a deadline, its signal (the caller's merged with it) cancels the request.
-              const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
-              const [cancel, unlink] = llm.linkSignal(deadline === null ? signal : deadline.signal)
+            const startMs = d.onTrace ? Date.now() : 0
+            let response
+            if (d.nativeAdapter) {
+              const req = d.nativeRequest()
               try {
-                if (options.streamDeltas === true) {
-                  const s = native.runStream(id, nativeAdapter, nativeOptions, cancel)
-                  let final = null
-                  try {
-                    while (final === null) {
-                      let batch
-                      try {
-                        batch = JSON.parse(await s.nextBatch())
-                      } catch (e) {
-                        throw llm.fromNative(e)
-                      }
-                      if (batch.length === 0) throw new Error('LLM stream ended without a final response')
-                      for (let k = 0; k < batch.length; k++) {
-                        const ev = batch[k]
-                        if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
-                        if (ev.type === 'text') {
-                          if (ev.data !== '' && streaming) yield { type: 'text_delta', data: ev.data }
-                        }
-                        else if (ev.type === 'done') {
-                          final = ev.data
-                          break
-                        }
-                      }
-                    }
-                  } finally {
-                    s.close()
-                  }
-                  // The native stream's final response is well-formed: the machine cannot refuse it.
-                  const u = final.usage
-                  pending = wire.respondModel(id, JSON.stringify(final.content), u.input_tokens, u.output_tokens)
-                  response = final
-                } else {
+                if (options.streamDeltas === true) response = yield* this._nativeStream(d, req)
+                else {
                   // The machine has taken the response by the time this resolves (no second
                   // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
-                    out = await native.runChat(id, first ? nativeAdapter : null, first ? nativeOptions : null, cancel)
+                    out = await native.runChat(d.id, req.first ? d.nativeAdapter : null, req.first ? d.nativeOptions : null, req.cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
-                  const reply = wire.decodeModelReply(out)
-                  pending = reply.action
-                  response = reply.response
+                  response = d.nativeReply(out)
                 }
               } catch (e) {
-                throw deadline === null ? e : deadline.error(e)
+                throw req.deadline === null ? e : req.deadline.error(e)
               } finally {
-                unlink()
-                if (deadline !== null) deadline.clear()
+                req.unlink()
+                if (req.deadline !== null) req.deadline.clear()
               }
             } else {
-              // A JS adapter may ignore the signal: the run does not wait for it past an abort.
-              const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
-              response = await settleOrAbandon(deadline === null
-                ? this.adapter.chat(conv, chatOptions)
-                : deadline.chat(this.adapter, conv, chatOptions), watch, requestAborted)
-              const a = respond(id, response)
-              pending = a.action
-              content = a.content
+              response = await d.chat()
+              d.answered(response)
             }
-            // The machine refused the answer (a malformed response): nothing of it is kept.
-            if (pending.op === REJECTED) throw new Error(pending.message)
-            if (onTrace) {
-              const endMs = Date.now()
-              emitTrace(onTrace, { type: 'llm_call', ...trace, model: ro.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
-            }
-            append(conv, newMessages, options, { role: 'assistant', content: nativeAdapter ? response.content : content })
-            // Not kept across the next awaits: the conversation holds what is needed of them.
+            d.modelAnswered(action, response, startMs)
+            // Not kept across the next awaits (a frame's slot outlives its block): the
+            // conversation holds what is needed of it.
             response = undefined
-            content = undefined
             break
           }
           case OP.TEXT:
@@ -617,36 +676,36 @@ class AgentRunner {
             yield { type: 'text', data: action.text }
             break
           case OP.BUDGET_EXCEEDED:
-            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(ro.agentName ?? 'unknown', action.totalTokens, ro.maxTokenBudget) }
+            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(this.options.agentName ?? 'unknown', action.totalTokens, this.options.maxTokenBudget) }
             break
           case OP.LOOP_DETECTED: {
             const info = action.info
             if (streaming) yield { type: 'loop_detected', data: info }
             if (options.onWarning) options.onWarning(info.detail)
             if (action.awaitsPolicy) {
-              const policy = ro.loopDetection.onLoopDetected
-              wire.respondLoopAction(id, String(await settleOrAbandon(policy(info), watch, policyAborted)))
+              const policy = this.options.loopDetection.onLoopDetected
+              wire.respondLoopAction(d.id, String(await settleOrAbandon(policy(info), d.watch, policyAborted)))
             }
             break
           }
           case OP.INJECT_WARNING:
-            append(conv, newMessages, options, { role: 'user', content: [{ type: 'text', text: action.text }] })
+            d.append({ role: 'user', content: [{ type: 'text', text: action.text }] })
             break
           case OP.FIRST_TURN_WARNING:
             if (options.onWarning) options.onWarning(action.text)
             break
           case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
-            append(conv, newMessages, options, { role: 'user', content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })) })
+            d.append({ role: 'user', content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })) })
             break
           case OP.TOOL_ROUND: {
             // What runs, is recorded and is answered is the machine's copy of the calls, the one
             // its gate judged (read once): never a second read of the adapter's live blocks,
             // whose toJSON or getters may tell another story.
-            const { calls, granted } = action
+            const calls = action.calls
             // (Indexed loops: a for-of keeps its iterator's state in the frame's slots.)
             if (streaming) for (let k = 0; k < calls.length; k++) yield { type: 'tool_use', data: calls[k] }
-            const context = roundContext(ro, options, signal, shell)
+            const context = d.roundContext()
             const done = new Array(calls.length)
             if (calls.length === 1) {
               // The common case, awaited directly: no Promise.all and no .then() layer. A throw
@@ -654,28 +713,23 @@ class AgentRunner {
               // onToolResult after it settled.
               // The round's one call owns the round's context: no copy.
               context.toolCallId = calls[0].id
-              const { startMs, pending: p } = this._startBlock(calls[0], granted[0], context, options, watch)
+              const started = this._startBlock(calls[0], action.granted[0], context, options, d.watch)
               let result
-              if (p === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
+              if (started.pending === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
               else {
                 try {
-                  result = await p
+                  result = await started.pending
                 } catch (err) {
                   result = { data: thrownMessage(err), isError: true }
                 }
               }
-              done[0] = this._finishBlock(calls[0], startMs, result, options, onTrace, trace)
+              done[0] = this._finishBlock(calls[0], started.startMs, result, options, d.onTrace, d.trace)
             } else {
-              await this._runBlocks(calls, granted, context, options, watch, onTrace, trace, done)
+              await this._runBlocks(calls, action.granted, context, options, d.watch, d.onTrace, d.trace, done)
             }
-            // The machine takes the outcomes before anything below reads them (none of it runs
-            // user code): one crossing for the round when it had several calls.
-            if (calls.length === 1) wire.respondToolResult(id, 0, done[0].text, done[0].isError, done[0].usage)
-            else wire.respondToolResults(id, done)
-            const resultBlocks = roundResults(calls, done, toolCalls)
+            const resultBlocks = d.roundSettled(calls, done)
             if (streaming) for (let k = 0; k < resultBlocks.length; k++) yield { type: 'tool_result', data: resultBlocks[k] }
-            if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
-            append(conv, newMessages, options, { role: 'user', content: resultBlocks })
+            d.roundAnswered(action, resultBlocks)
             break
           }
           default:
@@ -683,26 +737,51 @@ class AgentRunner {
         }
       }
     } catch (err) {
-      if (shell !== null && !shellReleased) {
-        // The run fails with its own error; the executor is disposed before that is reported.
-        shellReleased = true
-        if (lease) shellLeases.unregister(lease)
-        await releaseUnreported(shell)
-      }
+      // The run fails with its own error; the executor is disposed before that is reported.
+      const shell = d.unreleasedShell()
+      if (shell !== null) await releaseUnreported(shell)
       yield { type: 'error', data: toError(err) }
     } finally {
-      if (watch !== null) watch.dispose()
-      if (!released) {
-        if (lease) runLeases.unregister(lease)
-        native.runRelease(id)
-      }
+      d.close()
       // A stream whose consumer stopped early (return() at a yield).
-      if (shell !== null && !shellReleased) {
-        shellReleased = true
-        if (lease) shellLeases.unregister(lease)
-        await releaseUnreported(shell)
-      }
+      const shell = d.unreleasedShell()
+      if (shell !== null) await releaseUnreported(shell)
     }
+  }
+
+  /** A native adapter's streamed answer (`streamDeltas`): its text deltas as events (a stream()
+   *  only), and the final response, which the machine has then taken. */
+  async *_nativeStream(d, req) {
+    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, req.cancel)
+    let final = null
+    try {
+      while (final === null) {
+        let batch
+        try {
+          batch = JSON.parse(await s.nextBatch())
+        } catch (e) {
+          throw llm.fromNative(e)
+        }
+        if (batch.length === 0) throw new Error('LLM stream ended without a final response')
+        for (let k = 0; k < batch.length; k++) {
+          const ev = batch[k]
+          if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
+          if (ev.type === 'text') {
+            if (ev.data !== '' && d.streaming) yield { type: 'text_delta', data: ev.data }
+          }
+          else if (ev.type === 'done') {
+            final = ev.data
+            break
+          }
+        }
+      }
+    } finally {
+      s.close()
+    }
+    // The native stream's final response is well-formed: the machine cannot refuse it.
+    const u = final.usage
+    d.pending = wire.respondModel(d.id, JSON.stringify(final.content), u.input_tokens, u.output_tokens)
+    return final
   }
 
   /** A custom strategy's compression (CUSTOM_COMPRESS): the conversation the run goes on with. */
