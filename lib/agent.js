@@ -569,116 +569,52 @@ class Agent {
   }
 
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
-   *  the result and the history verdict (for run, the result alone). Never rejects. */
+   *  the result and the history verdict (for run, the result alone). Never rejects. Only what
+   *  it awaits is here; the run's state and its other steps are the AgentRun's. */
   async _executeRun(entry, messages, callerOptions, callerMessages) {
-    let word = start(setupOf(entry, this.config, callerOptions.onTrace, this._retrySetup))
-    const startMs = Date.now()
-    let outgoing = messages
-    let runner = null
-    let options
-    let timeout
-    let dispose = noop
-    let hooked = null
-    // Every attempt's runner result and the feedback message each failed one produced.
-    const attempts = []
-    const feedbacks = []
-    let usageIn = 0
-    let usageOut = 0
-    let structured
-    let error
-    let result
-    // The text of the current step: the JSON to validate, or the retry's feedback.
-    let given = ''
+    const r = new AgentRun(this, entry, messages, callerOptions)
     try {
       for (;;) {
         let event
-        let text = null
+        r.text = null
         try {
-          this._apply(word, error, usageIn, usageOut)
-          switch (word & ACTION_MASK) {
+          this._apply(r.word, r.error, r.usageIn, r.usageOut)
+          switch (r.word & ACTION_MASK) {
             case BEFORE_RUN:
-              hooked = await this._beforeRun(messages, callerMessages)
-              event = hooked.event
+              r.hooked = await this._beforeRun(messages, callerMessages)
+              event = r.hooked.event
               break
-            case RUN_RUNNER: {
-              if (runner === null) {
-                if (hooked !== null) outgoing = outgoingOf(word, hooked)
+            case RUN_RUNNER:
+              if (r.runner === null) {
+                if (r.hooked !== null) r.outgoing = outgoingOf(r.word, r.hooked)
                 // Always awaited: the model is never called before run() has returned its promise.
-                runner = await (this.runner ?? this._getRunner())
-                options = { ...callerOptions }
-                options.onMessage = (msg) => {
-                  this.state.messages.push(msg)
-                  if (callerOptions.onMessage) callerOptions.onMessage(msg)
-                }
-                if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
-                const merged = runSignal(callerOptions.abortSignal, this.config.timeoutMs)
-                timeout = merged.timeout
-                dispose = merged.dispose
-                if (merged.signal !== undefined) options.abortSignal = merged.signal
+                r.begin(await (this.runner ?? this._getRunner()))
               }
-              let conversation = outgoing
-              // A checked retry (outputSchemaRetries set): the earlier attempts' tokens count
-              // toward the runner's maxTokenBudget.
-              if (word & COUNT_SPENT) {
-                let spent = 0
-                for (let i = 0; i < attempts.length; i++) spent += attempts[i].tokenUsage.input_tokens + attempts[i].tokenUsage.output_tokens
-                options[BUDGET_SPENT] = spent
-              }
-              if (word & RETRY) {
-                feedbacks.push({ role: 'user', content: [{ type: 'text', text: given }] })
-                conversation = outgoing.slice()
-                for (let i = 0; i < attempts.length; i++) conversation.push(...attempts[i].messages, feedbacks[i])
-              }
-              const r = await runner.run(conversation, options)
-              const u = r.tokenUsage
-              usageIn = u.input_tokens
-              usageOut = u.output_tokens
-              attempts.push(r)
-              event = resultEvent(r, timeout)
-              if (word & REPORT_OUTPUT) text = String(r.output)
+              event = r.ran(await r.runner.run(r.conversation(), r.options))
               break
-            }
             case VALIDATE:
-              try {
-                structured = validateOutput(this.config.outputSchema, JSON.parse(given))
-                event = EV_VALID
-              } catch (e) {
-                event = EV_INVALID
-                text = isError(e) ? messageOf(e) : safeString(e)
-              }
+              event = r.validate()
               break
             case AFTER_RUN:
-              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
-              result = await this.config.afterRun(result)
+              r.result = await this.config.afterRun(r.built())
               event = EV_AFTER_RUN_RETURNED
               break
             case TRACE:
-              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
-              this._agentTrace(callerOptions, result, startMs)
+              this._agentTrace(callerOptions, r.built(), r.startMs)
               event = EV_TRACE_EMITTED
               break
             case FINISH:
-              if (word & BUILD) result = buildResult(word, attempts, feedbacks, structured, error)
-              // run() keeps no history: its promise is this one's, with the result alone.
-              return entry === ENTRY_RUN ? result : { result, history: (word & HISTORY_MASK) >>> HISTORY_SHIFT }
+              return r.finish()
             default:
-              throw new Error(`oma-kernel: unknown agent action ${word & ACTION_MASK}`)
+              throw new Error(`oma-kernel: unknown agent action ${r.word & ACTION_MASK}`)
           }
         } catch (err) {
-          error = toError(err)
-          event = EV_THREW | (timeout?.aborted ? EV_TIMED_OUT : 0)
-          text = null
+          event = r.threw(err)
         }
-        const out = respond(word, event, text)
-        if (typeof out === 'number') {
-          word = out
-        } else {
-          word = out.step
-          given = out.text
-        }
+        r.step(event)
       }
     } finally {
-      dispose()
+      r.dispose()
     }
   }
 
@@ -697,6 +633,129 @@ class Agent {
       endMs,
       durationMs: endMs - startMs,
     })
+  }
+}
+
+/**
+ * One run's or prompt's state across the machine's steps, and the steps that await nothing:
+ * `Agent._executeRun` keeps only its awaits, so the frame a running agent keeps suspended is
+ * small (issue 18's W2).
+ */
+class AgentRun {
+  constructor(agent, entry, messages, callerOptions) {
+    this.agent = agent
+    this.entry = entry
+    this.callerOptions = callerOptions
+    this.word = start(setupOf(entry, agent.config, callerOptions.onTrace, agent._retrySetup))
+    this.startMs = Date.now()
+    this.outgoing = messages
+    this.runner = null
+    this.options = undefined
+    this.timeout = undefined
+    this.dispose = noop
+    this.hooked = null
+    // Every attempt's runner result and the feedback message each failed one produced.
+    this.attempts = []
+    this.feedbacks = []
+    this.usageIn = 0
+    this.usageOut = 0
+    this.structured = undefined
+    this.error = undefined
+    this.result = undefined
+    // The text of the current step: the JSON to validate, or the retry's feedback.
+    this.given = ''
+    // The text the current step reports with its event (the output, or why it is invalid).
+    this.text = null
+  }
+
+  /** The run's runner, and the options every attempt runs with: the agent's state follows its
+   *  messages, and the caller's signal is merged with the agent's timeout. */
+  begin(runner) {
+    const agent = this.agent
+    const callerOptions = this.callerOptions
+    this.runner = runner
+    const options = { ...callerOptions }
+    this.options = options
+    options.onMessage = (msg) => {
+      agent.state.messages.push(msg)
+      if (callerOptions.onMessage) callerOptions.onMessage(msg)
+    }
+    if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
+    const merged = runSignal(callerOptions.abortSignal, agent.config.timeoutMs)
+    this.timeout = merged.timeout
+    this.dispose = merged.dispose
+    if (merged.signal !== undefined) options.abortSignal = merged.signal
+  }
+
+  /** The conversation this attempt runs on: a checked retry (outputSchemaRetries set) goes on
+   *  after the earlier attempts and their feedback, whose tokens count toward the runner's
+   *  maxTokenBudget. */
+  conversation() {
+    let conversation = this.outgoing
+    if (this.word & COUNT_SPENT) {
+      let spent = 0
+      for (let i = 0; i < this.attempts.length; i++) spent += this.attempts[i].tokenUsage.input_tokens + this.attempts[i].tokenUsage.output_tokens
+      this.options[BUDGET_SPENT] = spent
+    }
+    if (this.word & RETRY) {
+      this.feedbacks.push({ role: 'user', content: [{ type: 'text', text: this.given }] })
+      conversation = this.outgoing.slice()
+      for (let i = 0; i < this.attempts.length; i++) conversation.push(...this.attempts[i].messages, this.feedbacks[i])
+    }
+    return conversation
+  }
+
+  /** An attempt's runner result: its usage, kept; the machine's event for it. */
+  ran(result) {
+    const u = result.tokenUsage
+    this.usageIn = u.input_tokens
+    this.usageOut = u.output_tokens
+    this.attempts.push(result)
+    const event = resultEvent(result, this.timeout)
+    if (this.word & REPORT_OUTPUT) this.text = String(result.output)
+    return event
+  }
+
+  /** The structured output's check: the event, with why it is invalid as the step's text. */
+  validate() {
+    try {
+      this.structured = validateOutput(this.agent.config.outputSchema, JSON.parse(this.given))
+      return EV_VALID
+    } catch (e) {
+      this.text = isError(e) ? messageOf(e) : safeString(e)
+      return EV_INVALID
+    }
+  }
+
+  /** The result as the current step describes it (built when the step says so). */
+  built() {
+    if (this.word & BUILD) this.result = buildResult(this.word, this.attempts, this.feedbacks, this.structured, this.error)
+    return this.result
+  }
+
+  /** What the run settles with: run() keeps no history, so its promise is this one's, with the
+   *  result alone. */
+  finish() {
+    const result = this.built()
+    return this.entry === ENTRY_RUN ? result : { result, history: (this.word & HISTORY_MASK) >>> HISTORY_SHIFT }
+  }
+
+  /** A step that threw: the error kept, the machine's event for it. */
+  threw(err) {
+    this.error = toError(err)
+    this.text = null
+    return EV_THREW | (this.timeout?.aborted ? EV_TIMED_OUT : 0)
+  }
+
+  /** The machine's next step for `event`. */
+  step(event) {
+    const out = respond(this.word, event, this.text)
+    if (typeof out === 'number') {
+      this.word = out
+    } else {
+      this.word = out.step
+      this.given = out.text
+    }
   }
 }
 
