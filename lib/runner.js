@@ -424,6 +424,10 @@ class Drive {
     this.nativeAdapter = nh && runner.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
     this.nativeOptions = undefined
     this.checked = null // the conversation array last checked for the native path
+    // The native call in flight (see nativeRequest).
+    this.deadline = null
+    this.cancel = null
+    this.unlink = null
     this.newMessages = []
     this.toolCalls = []
     const onTrace = options.onTrace
@@ -489,7 +493,8 @@ class Drive {
    * caller's (or a strategy's) messages need the §15.1 check: what the run appends is
    * well-formed by construction. The adapter and options go over once per run (runChat keeps
    * them for the next calls). Under a deadline, its signal (the caller's merged with it)
-   * cancels the request. The caller unlinks the signal and clears the deadline when done.
+   * cancels the request (`cancel`). Returns whether this is the run's first call; the caller
+   * ends the request with `endRequest`. (Fields, not an object per call: W5 counts them.)
    */
   nativeRequest() {
     if (this.checked !== this.conv) {
@@ -502,8 +507,25 @@ class Drive {
       first = true
     }
     const deadline = this.callTimeoutMs === undefined ? null : callDeadline(this.callTimeoutMs, this.signal, this.runner.options.agentName)
-    const [cancel, unlink] = llm.linkSignal(deadline === null ? this.signal : deadline.signal)
-    return { first, deadline, cancel, unlink }
+    const link = llm.linkSignal(deadline === null ? this.signal : deadline.signal)
+    this.deadline = deadline
+    this.cancel = link[0]
+    this.unlink = link[1]
+    return first
+  }
+
+  /** A native call's error, as its deadline words it when it has one. */
+  requestError(e) {
+    return this.deadline === null ? e : this.deadline.error(e)
+  }
+
+  /** The end of a native call, whichever way: its signal unlinked, its deadline cleared. */
+  endRequest() {
+    this.unlink()
+    if (this.deadline !== null) this.deadline.clear()
+    this.deadline = null
+    this.cancel = null
+    this.unlink = null
   }
 
   /** runChat's reply: the response, with the machine's next action kept. */
@@ -641,25 +663,24 @@ class AgentRunner {
             const startMs = d.onTrace ? Date.now() : 0
             let response
             if (d.nativeAdapter) {
-              const req = d.nativeRequest()
+              const first = d.nativeRequest()
               try {
-                if (options.streamDeltas === true) response = yield* this._nativeStream(d, req)
+                if (options.streamDeltas === true) response = yield* this._nativeStream(d)
                 else {
                   // The machine has taken the response by the time this resolves (no second
                   // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
-                    out = await native.runChat(d.id, req.first ? d.nativeAdapter : null, req.first ? d.nativeOptions : null, req.cancel)
+                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, d.cancel)
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
                   response = d.nativeReply(out)
                 }
               } catch (e) {
-                throw req.deadline === null ? e : req.deadline.error(e)
+                throw d.requestError(e)
               } finally {
-                req.unlink()
-                if (req.deadline !== null) req.deadline.clear()
+                d.endRequest()
               }
             } else {
               response = await d.chat()
@@ -751,8 +772,8 @@ class AgentRunner {
 
   /** A native adapter's streamed answer (`streamDeltas`): its text deltas as events (a stream()
    *  only), and the final response, which the machine has then taken. */
-  async *_nativeStream(d, req) {
-    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, req.cancel)
+  async *_nativeStream(d) {
+    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, d.cancel)
     let final = null
     try {
       while (final === null) {
