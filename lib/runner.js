@@ -308,51 +308,6 @@ function blockContext(c, id) {
   return b
 }
 
-/** A Done action's RunResult. */
-function doneResult(action, newMessages, toolCalls) {
-  const result = {
-    messages: newMessages,
-    output: action.output,
-    toolCalls,
-    tokenUsage: { input_tokens: action.inputTokens, output_tokens: action.outputTokens },
-    turns: action.turns,
-  }
-  if (action.loopDetected) result.loopDetected = true
-  if (action.budgetExceeded) result.budgetExceeded = true
-  if (action.aborted) result.aborted = true
-  return result
-}
-
-/** The tool context a round's calls share. */
-function roundContext(ro, options, signal, shell) {
-  const context = {
-    agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
-    abortSignal: signal,
-    cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
-  }
-  if (options.team !== undefined) context.team = options.team
-  if (shell !== null) context.shellExecutor = shell
-  // What an onToolCall gate is told (upstream's ToolUseContext fields).
-  if (options.runId !== undefined) context.runId = options.runId
-  if (options.taskId !== undefined) context.taskId = options.taskId
-  return context
-}
-
-/** A settled round's records (appended to `toolCalls`) and its tool_result blocks, in an array
- *  of their number (each is kept in the conversation: one grown by push would keep room for 17). */
-function roundResults(calls, done, toolCalls) {
-  const resultBlocks = new Array(calls.length)
-  for (let i = 0; i < calls.length; i++) {
-    const d = done[i]
-    toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
-    // The block holds what the machine holds: a non-string `data` (which only a custom
-    // executor, or a getter changing its answer after validation, can produce) as text,
-    // so that the history stays writable as JSON.
-    resultBlocks[i] = { type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError }
-  }
-  return resultBlocks
-}
-
 /**
  * One run's state and the driver's steps that neither await nor yield: `_drive` keeps only
  * those. A generator's locals are slots of its frame, which each running agent keeps alive
@@ -449,7 +404,17 @@ class Drive {
   finish(action) {
     this.released = true
     if (this.lease) runLeases.unregister(this.lease)
-    return doneResult(action, this.newMessages, this.toolCalls)
+    const result = {
+      messages: this.newMessages,
+      output: action.output,
+      toolCalls: this.toolCalls,
+      tokenUsage: { input_tokens: action.inputTokens, output_tokens: action.outputTokens },
+      turns: action.turns,
+    }
+    if (action.loopDetected) result.loopDetected = true
+    if (action.budgetExceeded) result.budgetExceeded = true
+    if (action.aborted) result.aborted = true
+    return result
   }
 
   /** The run's shell executor when it is still to be released (from now on it counts as
@@ -556,16 +521,38 @@ class Drive {
 
   /** The tool context a round's calls share. */
   roundContext() {
-    return roundContext(this.runner.options, this.options, this.signal, this.shell)
+    const ro = this.runner.options
+    const options = this.options
+    const context = {
+      agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
+      abortSignal: this.signal,
+      cwd: ro.cwd === undefined ? defaultWorkspaceDir() : ro.cwd,
+    }
+    if (options.team !== undefined) context.team = options.team
+    if (this.shell !== null) context.shellExecutor = this.shell
+    // What an onToolCall gate is told (upstream's ToolUseContext fields).
+    if (options.runId !== undefined) context.runId = options.runId
+    if (options.taskId !== undefined) context.taskId = options.taskId
+    return context
   }
 
   /** A settled round: the machine takes the outcomes before anything below reads them (none of
-   *  it runs user code; one crossing for the round when it had several calls); its records;
-   *  its tool_result blocks. */
+   *  it runs user code; one crossing for the round when it had several calls); its records,
+   *  appended to `toolCalls`; its tool_result blocks, in an array of their number (each is kept
+   *  in the conversation: one grown by push would keep room for 17). */
   roundSettled(calls, done) {
     if (calls.length === 1) wire.respondToolResult(this.id, 0, done[0].text, done[0].isError, done[0].usage)
     else wire.respondToolResults(this.id, done)
-    return roundResults(calls, done, this.toolCalls)
+    const resultBlocks = new Array(calls.length)
+    for (let i = 0; i < calls.length; i++) {
+      const d = done[i]
+      this.toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
+      // The block holds what the machine holds: a non-string `data` (which only a custom
+      // executor, or a getter changing its answer after validation, can produce) as text,
+      // so that the history stays writable as JSON.
+      resultBlocks[i] = { type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError }
+    }
+    return resultBlocks
   }
 
   /** The round's user message (with the machine's trailing warning, if any). */
