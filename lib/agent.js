@@ -614,7 +614,7 @@ class Agent {
         r.step(event)
       }
     } finally {
-      r.dispose()
+      r.signals.dispose()
     }
   }
 
@@ -652,7 +652,7 @@ class AgentRun {
     this.runner = null
     this.options = undefined
     this.timeout = undefined
-    this.dispose = noop
+    this.signals = UNTIMED // runSignal's answer (its dispose ends the merge)
     this.hooked = null
     // Every attempt's runner result and the feedback message each failed one produced.
     this.attempts = []
@@ -674,16 +674,24 @@ class AgentRun {
     const agent = this.agent
     const callerOptions = this.callerOptions
     this.runner = runner
-    const options = { ...callerOptions }
-    this.options = options
-    options.onMessage = (msg) => {
-      agent.state.messages.push(msg)
-      if (callerOptions.onMessage) callerOptions.onMessage(msg)
+    // The closure is written in the literal, not assigned to a property afterwards: a closure
+    // made per run and stored with a property assignment, while V8 runs that code unoptimised,
+    // kept every run's objects (reached through its context: the agent, its runner, the
+    // conversation) alive through the following scavenges, so a process's first thousands of
+    // runs grew the young generation (issue 18's S2: `bench/README.md`). Same properties, same order.
+    const options = {
+      ...callerOptions,
+      onMessage: (msg) => {
+        agent.state.messages.push(msg)
+        if (callerOptions.onMessage) callerOptions.onMessage(msg)
+      },
     }
+    this.options = options
     if (callerOptions.onTrace && !callerOptions.runId) options.runId = generateRunId()
+    // Kept as the object runSignal returned, for the same reason (its dispose is a closure).
     const merged = runSignal(callerOptions.abortSignal, agent.config.timeoutMs)
     this.timeout = merged.timeout
-    this.dispose = merged.dispose
+    this.signals = merged
     if (merged.signal !== undefined) options.abortSignal = merged.signal
   }
 

@@ -51,11 +51,8 @@ class Deadline {
     if (this.baseAborted()) {
       this.controller.abort(base.reason)
     } else if (listenable(base)) {
-      this.baseListener = () => {
-        this.baseListener = null
-        this.onBaseAbort()
-        this.controller.abort(base.reason)
-      }
+      // Bound, not an arrow assigned here: see AgentRun.begin (lib/agent.js) on storing closures.
+      this.baseListener = this.baseAbortedNow.bind(this)
       base.addEventListener('abort', this.baseListener, { once: true })
     }
   }
@@ -70,6 +67,13 @@ class Deadline {
         this.fire(pending)
       }
     }, Math.min(remaining, MAX_TIMER_MS))
+  }
+
+  /** The caller's abort, as it happens: the timer told (`onBaseAbort`), the deadline's signal aborted. */
+  baseAbortedNow() {
+    this.baseListener = null
+    this.onBaseAbort()
+    this.controller.abort(this.base.reason)
   }
 
   baseAborted() {

@@ -195,12 +195,16 @@ class AbortWatch {
     this.reject = null // the driver's current wait (it awaits one user call at a time)
     this.abandoned = null
     this.timer = null
-    this.onAbort = () => {
-      for (const answer of this.tools) answer()
-      this.tools.clear()
-      this.arm()
-    }
+    // Bound, not an arrow assigned here: see AgentRun.begin on storing per-run closures.
+    this.onAbort = this.abortTools.bind(this)
     signal.addEventListener('abort', this.onAbort, { once: true })
+  }
+
+  /** The abort: every running tool answered, the current wait given its time. */
+  abortTools() {
+    for (const answer of this.tools) answer()
+    this.tools.clear()
+    this.arm()
   }
 
   arm() {
@@ -382,7 +386,7 @@ class Drive {
     // The native call in flight (see nativeRequest).
     this.deadline = null
     this.cancel = null
-    this.unlink = null
+    this.link = null // linkSignal's pair: kept whole (see AgentRun.begin on storing closures)
     this.newMessages = []
     this.toolCalls = []
     const onTrace = options.onTrace
@@ -475,7 +479,7 @@ class Drive {
     const link = llm.linkSignal(deadline === null ? this.signal : deadline.signal)
     this.deadline = deadline
     this.cancel = link[0]
-    this.unlink = link[1]
+    this.link = link
     return first
   }
 
@@ -486,11 +490,11 @@ class Drive {
 
   /** The end of a native call, whichever way: its signal unlinked, its deadline cleared. */
   endRequest() {
-    this.unlink()
+    this.link[1]()
     if (this.deadline !== null) this.deadline.clear()
     this.deadline = null
     this.cancel = null
-    this.unlink = null
+    this.link = null
   }
 
   /** runChat's reply: the response, with the machine's next action kept. */
