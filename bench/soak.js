@@ -18,8 +18,9 @@
 // new space from 8 to 32 MiB over S2's 100k runs, RSS 68 → 102 MB; bench/README.md, issue 18).
 //
 // A watchdog fails the run (exit 2) if no run completes for 30 s: a deadlock shows as a
-// failure, not as a hang. Usage: node bench/soak.js [--quick]   (--quick: a tenth of the work;
-// --child s1|s2|s3: internal, one workload)
+// failure, not as a hang. Usage: node bench/soak.js [--quick] [--only s2] [--s2-runs N]
+// (--quick: a tenth of the work; --only: one workload; --s2-runs: S2's length, say 500000 to
+// see where V8's young generation settles; --child s1|s2|s3: internal, one workload)
 const path = require('path')
 const { fork } = require('child_process')
 const { residentSplit, v8Spaces } = require('./memory.js')
@@ -29,6 +30,12 @@ const { z } = require('zod')
 
 const quick = process.argv.includes('--quick')
 const scale = quick ? 10 : 1
+const argAfter = (flag) => {
+  const i = process.argv.indexOf(flag)
+  return i < 0 ? undefined : process.argv[i + 1]
+}
+const s2Runs = Number(argAfter('--s2-runs') ?? 100_000 / scale)
+if (!(Number.isInteger(s2Runs) && s2Runs >= 10)) throw new Error('soak: --s2-runs wants an integer ≥ 10')
 
 // The workload's process (the parent only starts the children, one after the other).
 const child = process.argv.indexOf('--child')
@@ -99,12 +106,13 @@ async function s1() {
 }
 
 async function s2() {
-  const total = 100_000 / scale
+  const total = s2Runs
+  const every = Math.floor(total / 10)
   await sample('S2 start', 0)
   for (let i = 1; i <= total; i++) {
     const agent = new Agent({ name: 's', model: 'm', adapter: adapterFor(i % 1000), tools: ['add'] }, registry, executor)
     check(await agent.run('go'))
-    if (i % (total / 10) === 0) await (sample('S2', i))
+    if (i % every === 0) await (sample('S2', i))
   }
 }
 
@@ -135,8 +143,10 @@ if (child >= 0) {
 } else {
   ;(async () => {
     const rows = []
-    for (const w of ['s1', 's2', 's3']) {
-      const args = ['--child', w]
+    const only = argAfter('--only')
+    if (only !== undefined && !['s1', 's2', 's3'].includes(only)) throw new Error('soak: --only wants s1, s2 or s3')
+    for (const w of only === undefined ? ['s1', 's2', 's3'] : [only]) {
+      const args = ['--child', w, '--s2-runs', String(s2Runs)]
       if (quick) args.push('--quick')
       const c = fork(__filename, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
       c.on('message', (row) => {
