@@ -621,6 +621,60 @@ describe('timeout and abort (§4.3, §20.1 #7, §21 aborted/timedOut)', () => {
     expect('aborted' in r).toBe(false)
     expect('timedOut' in r).toBe(false)
   })
+
+  test('a finished run stops its timeout: the signal it handed out never aborts afterwards', async () => {
+    // (AbortSignal.timeout's timer cannot be cleared: each finished run's signal stayed reachable
+    // until it fired.)
+    for (const stream of [false, true]) {
+      const adapter = new MockAdapter([textReply('a')])
+      const { agent } = setup({ timeoutMs: 100 }, adapter)
+      if (stream) for await (const _ of agent.stream('go')) { /* drain */ }
+      else expect((await agent.run('go')).success).toBe(true)
+      const signal = adapter.calls[0].options.abortSignal!
+      await sleep(300)
+      expect(signal.aborted).toBe(false)
+    }
+  })
+
+  test('a timeoutMs beyond what a Node timer holds (2^31 ms up to 2^32 - 1) does not fire early', async () => {
+    // AbortSignal.timeout(3e9) aborts after 1 ms (with a TimeoutOverflowWarning).
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    try {
+      const adapter = new MockAdapter([], async () => {
+        await sleep(50)
+        return textReply('late')
+      })
+      const { agent } = setup({ timeoutMs: 3_000_000_000 }, adapter)
+      const r = await agent.run('go')
+      expect(r.output).toBe('late')
+      expect('aborted' in r).toBe(false)
+      expect(adapter.calls[0].options.abortSignal!.aborted).toBe(false)
+      await sleep(10)
+      expect(warnings).not.toContain('TimeoutOverflowWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  test('a timeoutMs AbortSignal.timeout refuses fails the run with Node\'s own error, as before', async () => {
+    for (const timeoutMs of [1.5, 2 ** 32, Infinity]) {
+      let expected = ''
+      try {
+        AbortSignal.timeout(timeoutMs)
+      } catch (e) {
+        expected = (e as Error).message
+      }
+      expect(expected).not.toBe('')
+      const adapter = new MockAdapter([textReply('a')])
+      const { agent } = setup({ timeoutMs }, adapter)
+      const r = await agent.run('go')
+      expect(r.success).toBe(false)
+      expect(r.output).toBe(expected)
+      expect(adapter.calls).toHaveLength(0)
+    }
+  })
 })
 
 describe('call timing', () => {

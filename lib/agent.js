@@ -11,6 +11,7 @@ const { structuredSystemPrompt, validateOutput } = require('./structured.js')
 const { emitTrace, generateRunId, defaultWorkspaceDir } = require('./util.js')
 const { InvalidMessageError, toError, isError, safeString } = require('./errors.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
+const { RunTimeout } = require('./deadline.js')
 
 // The machine's wire codes and status names, as the kernel defines them (module constants:
 // the driver reads them on every step).
@@ -271,16 +272,18 @@ function outgoingOf(word, hooked) {
   return rewriteLastUser(hooked.messages, hooked.index, hooked.prompt, hooked.inPlace)
 }
 
-/** One signal for the run: the caller's, a per-call timeout, or both merged (§4.3). `dispose`
- *  unhooks the merge once the run is over: a caller's long-lived signal would otherwise keep
- *  one listener (and its controller) per run that used it. */
+/** One signal for the run: the caller's, a run timeout, or both merged (§4.3). `dispose` stops
+ *  the timeout and unhooks the merge once the run is over: a caller's long-lived signal would
+ *  otherwise keep one listener (and its controller) per run that used it. */
 function runSignal(callerSignal, timeoutMs) {
   if (!(timeoutMs > 0)) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
-  const timeout = AbortSignal.timeout(timeoutMs)
-  if (!callerSignal) return { signal: timeout, timeout, dispose: noop }
+  const run = new RunTimeout(timeoutMs)
+  const timeout = run.signal
+  if (!callerSignal) return { signal: timeout, timeout, dispose: () => run.clear() }
   const ctl = new AbortController()
-  if (callerSignal.aborted || timeout.aborted) {
+  if (callerSignal.aborted) {
     ctl.abort()
+    run.clear()
     return { signal: ctl.signal, timeout, dispose: noop }
   }
   const fire = () => ctl.abort()
@@ -289,6 +292,7 @@ function runSignal(callerSignal, timeoutMs) {
   const dispose = () => {
     callerSignal.removeEventListener('abort', fire)
     timeout.removeEventListener('abort', fire)
+    run.clear()
   }
   return { signal: ctl.signal, timeout, dispose }
 }

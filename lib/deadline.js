@@ -3,6 +3,7 @@
 // (each loop turn, the summarize strategy's call) gets a deadline of its own, armed when the call
 // starts and cleared when it settles. A deadline baked into the run's chat options would be a
 // second whole-run timeout instead.
+const timers = require('timers')
 const { LLMCallTimeoutError } = require('./errors.js')
 const { attach } = require('./util.js')
 
@@ -173,10 +174,46 @@ class CallDeadline extends Deadline {
   }
 }
 
+/**
+ * A run's `timeoutMs` (§4.3): `signal` aborts with `AbortSignal.timeout`'s reason once `ms` pass;
+ * `clear()` stops it when the run ends. Not `AbortSignal.timeout` itself: its timer cannot be
+ * cleared, so every finished run's signal, and whatever listens on it, stayed reachable until the
+ * timer fired (100k short runs with `timeoutMs: 60000` held 115 MB of heap: bench/README.md,
+ * issue 18). The same values are refused, with Node's own error (`deadlineMs`). The timer is
+ * `node:timers`' (a test's fake timers leave it alone, as they leave `AbortSignal.timeout`'s),
+ * unref'd like `AbortSignal.timeout`'s, and armed in pieces beyond what Node's timers hold.
+ */
+class RunTimeout {
+  constructor(ms) {
+    deadlineMs(ms)
+    this.controller = new AbortController()
+    this.signal = this.controller.signal
+    this.timer = null
+    this.arm(ms)
+  }
+
+  arm(remaining) {
+    // A module-level callback with arguments: no closure per run.
+    this.timer = timers.setTimeout(runTimeoutTick, Math.min(remaining, MAX_TIMER_MS), this, remaining)
+    this.timer.unref()
+  }
+
+  clear() {
+    if (this.timer !== null) timers.clearTimeout(this.timer)
+    this.timer = null
+  }
+}
+
+function runTimeoutTick(t, remaining) {
+  if (remaining > MAX_TIMER_MS) return t.arm(remaining - MAX_TIMER_MS)
+  t.timer = null
+  t.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
+}
+
 /** A deadline for one model call under `callTimeoutMs` (`value`), or null when there is none. */
 function callDeadline(value, base, agent) {
   const ms = deadlineMs(value)
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
 }
 
-module.exports = { callDeadline, Deadline, listenable, MAX_TIMER_MS }
+module.exports = { callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }
