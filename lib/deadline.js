@@ -19,6 +19,22 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 const UINT32_MAX = 2 ** 32 - 1
 
 /**
+ * Arms `owner.timer` with `set` (a `setTimeout`) for `remaining` ms, in pieces Node's timers hold;
+ * once the whole delay has passed, `owner.timer` is null and `owner.timeUp()` runs. A further
+ * piece is armed through `owner.arm`, which a subclass may extend. A module-level callback with
+ * arguments: no closure per timer.
+ */
+function armTimer(owner, set, remaining) {
+  owner.timer = set(timerPiece, Math.min(remaining, MAX_TIMER_MS), owner, remaining)
+}
+
+function timerPiece(owner, remaining) {
+  if (remaining > MAX_TIMER_MS) return owner.arm(remaining - MAX_TIMER_MS)
+  owner.timer = null
+  owner.timeUp()
+}
+
+/**
  * The deadline, in ms, that a `callTimeoutMs` value asks for; 0 for none. Unset or `<= 0` is
  * none, as upstream reads it. Upstream hands any other value to `AbortSignal.timeout`, which
  * refuses all but integers up to 2^32 - 1: such a value makes the call throw Node's own error,
@@ -59,15 +75,14 @@ class Deadline {
   }
 
   arm(remaining) {
-    this.timer = setTimeout(() => {
-      if (remaining > MAX_TIMER_MS) this.arm(remaining - MAX_TIMER_MS)
-      else {
-        this.timer = null
-        const pending = this.pending
-        this.clear()
-        this.fire(pending)
-      }
-    }, Math.min(remaining, MAX_TIMER_MS))
+    armTimer(this, setTimeout, remaining)
+  }
+
+  /** The whole delay has passed: the pending call forgotten, then `fire`d. */
+  timeUp() {
+    const pending = this.pending
+    this.clear()
+    this.fire(pending)
   }
 
   /** The caller's abort, as it happens: the timer told (`onBaseAbort`), the deadline's signal aborted. */
@@ -193,9 +208,12 @@ class RunTimeout {
   }
 
   arm(remaining) {
-    // A module-level callback with arguments: no closure per run.
-    this.timer = timers.setTimeout(runTimeoutTick, Math.min(remaining, MAX_TIMER_MS), this, remaining)
+    armTimer(this, timers.setTimeout, remaining)
     this.timer.unref()
+  }
+
+  timeUp() {
+    this.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
   }
 
   clear() {
@@ -204,16 +222,10 @@ class RunTimeout {
   }
 }
 
-function runTimeoutTick(t, remaining) {
-  if (remaining > MAX_TIMER_MS) return t.arm(remaining - MAX_TIMER_MS)
-  t.timer = null
-  t.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
-}
-
 /** A deadline for one model call under `callTimeoutMs` (`value`), or null when there is none. */
 function callDeadline(value, base, agent) {
   const ms = deadlineMs(value)
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
 }
 
-module.exports = { callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }
+module.exports = { armTimer, callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }

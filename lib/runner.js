@@ -385,8 +385,7 @@ class Drive {
     this.checked = null // the conversation array last checked for the native path
     // The native call in flight (see nativeRequest).
     this.deadline = null
-    this.cancel = null
-    this.link = null // linkSignal's pair: kept whole (see AgentRun.begin on storing closures)
+    this.link = null // linkSignal's pair [cancel handle, unlink]: kept whole (see AgentRun.begin on storing closures)
     this.newMessages = []
     this.toolCalls = []
     const onTrace = options.onTrace
@@ -462,7 +461,7 @@ class Drive {
    * caller's (or a strategy's) messages need the §15.1 check: what the run appends is
    * well-formed by construction. The adapter and options go over once per run (runChat keeps
    * them for the next calls). Under a deadline, its signal (the caller's merged with it)
-   * cancels the request (`cancel`). Returns whether this is the run's first call; the caller
+   * cancels the request (`link[0]`). Returns whether this is the run's first call; the caller
    * ends the request with `endRequest`. (Fields, not an object per call: W5 counts them.)
    */
   nativeRequest() {
@@ -478,7 +477,6 @@ class Drive {
     const deadline = this.callTimeoutMs === undefined ? null : callDeadline(this.callTimeoutMs, this.signal, this.runner.options.agentName)
     const link = llm.linkSignal(deadline === null ? this.signal : deadline.signal)
     this.deadline = deadline
-    this.cancel = link[0]
     this.link = link
     return first
   }
@@ -493,7 +491,6 @@ class Drive {
     this.link[1]()
     if (this.deadline !== null) this.deadline.clear()
     this.deadline = null
-    this.cancel = null
     this.link = null
   }
 
@@ -662,7 +659,7 @@ class AgentRunner {
                   // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
-                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, d.cancel)
+                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, d.link[0])
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
@@ -764,7 +761,7 @@ class AgentRunner {
   /** A native adapter's streamed answer (`streamDeltas`): its text deltas as events (a stream()
    *  only), and the final response, which the machine has then taken. */
   async *_nativeStream(d) {
-    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, d.cancel)
+    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, d.link[0])
     let final = null
     try {
       while (final === null) {
