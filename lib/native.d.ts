@@ -18,7 +18,7 @@ export declare function runNext(id: number, aborted: boolean): WireAction
  * The model's answer to `CallModel`: `JSON.stringify(response.content)` (`null` when there is
  * none) and the usage counts. Returns the next action, or the refusal of a malformed answer.
  */
-export declare function runRespond(id: number, contentJson: string | null, inputTokens: number, outputTokens: number): WireAction
+export declare function runRespond(id: number, contentJson: string | null, inputTokens: number, outputTokens: number, copied?: boolean): WireAction
 
 /**
  * Call `index`'s outcome in a `ToolRound`. `isError`: 0 false, 1 true, 2 not set; the two

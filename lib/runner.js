@@ -135,28 +135,34 @@ const shellLeases = new FinalizationRegistry((shell) => { releaseUnreported(shel
 const num = (v) => (typeof v === 'number' ? v : 0)
 
 /** The driver's view of one answer: `content` is read once (the mirror keeps that very
- *  value, not a second read of a getter) and `action` is the machine's next action. */
-const answer = { content: undefined, action: undefined }
+ *  value, not a second read of a getter), `copy` is the plain copy the machine was handed
+ *  (undefined when the content was not plain: see wire.plainCopy) and `action` is the machine's
+ *  next action. */
+const answer = { content: undefined, copy: undefined, action: undefined }
 
 /** Hands the model's answer to the machine: content as JSON, usage as numbers (the machine
- *  counts a non-finite one as 0). Fills `answer`; throws when the content cannot be written
- *  as JSON, saying why (the machine would only see that it is missing). */
+ *  counts a non-finite one as 0). Plain content goes as the JSON of its copy, which the round's
+ *  calls are then taken from. Fills `answer`; throws when the content cannot be written as JSON,
+ *  saying why (the machine would only see that it is missing). */
 function respond(id, response) {
   answer.content = undefined
+  answer.copy = undefined
   let action
   if (response === null || typeof response !== 'object') {
     action = wire.respondModel(id, null, 0, 0)
   } else {
     const content = response.content
+    const copy = wire.plainCopy(content)
     let json
     try {
-      json = JSON.stringify(content) ?? null
+      json = JSON.stringify(copy === undefined ? content : copy) ?? null
     } catch (e) {
       throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
     }
     const u = response.usage
     answer.content = content
-    action = wire.respondModel(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0)
+    answer.copy = copy
+    action = wire.respondModel(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0, copy)
   }
   answer.action = action
   return answer
@@ -392,14 +398,17 @@ class Drive {
     this.onTrace = onTrace
     this.trace = onTrace ? { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' } : null
     this.content = undefined // the JS adapter's content, read once (see respond)
+    this.copy = undefined // its plain copy, until the round that takes its calls from it
     this.pending = undefined // an action already fetched together with the model's response
     this.released = false
   }
 
   /** The machine's next action: the one that came with the model's answer, else polled. */
   next() {
-    const action = this.pending ?? wire.next(this.id, this.signal?.aborted === true)
+    const action = this.pending ?? wire.next(this.id, this.signal?.aborted === true, this.copy)
     this.pending = undefined
+    // The round has taken its calls from the copy (they keep what they need of it).
+    if (action.op === OP.TOOL_ROUND) this.copy = undefined
     return action
   }
 
@@ -453,6 +462,7 @@ class Drive {
     const a = respond(this.id, response)
     this.pending = a.action
     this.content = a.content
+    this.copy = a.copy
   }
 
   /**

@@ -18,8 +18,10 @@ const TOOL_PRESETS = Object.freeze(Object.fromEntries(
 ))
 const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
 
-/** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs. */
-function decode(w) {
+/** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs.
+ *  `copy`: the driver's copy of the model's last answer (`plainCopy`), which a round of the
+ *  verdicts-only layout takes its calls from. */
+function decode(w, copy) {
   // CallModel, the one action of every LLM call, is a number: no parse.
   if (typeof w === 'number') return { op: w & KIND_MASK, turn: w >>> KIND_BITS }
   const a = typeof w === 'string' ? JSON.parse(w) : w
@@ -44,6 +46,7 @@ function decode(w) {
     case OP.LOOP_DETECTED:
       return { op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] }
     case OP.TOOL_ROUND: {
+      if (typeof a[2] === 'boolean') return copiedRound(a, copy)
       // The calls as tool_use blocks (with the provider's signature when the block had one) and
       // the gate's verdict for each: five fields a call.
       const n = (a.length - 2) / 5
@@ -66,14 +69,115 @@ function decode(w) {
   }
 }
 
-/** Run `id`'s next action. */
-function next(id, aborted) {
-  return decode(native.runNext(id, aborted))
+/**
+ * A round in the verdicts-only layout (wire.rs): the machine's calls are the `tool_use` blocks of
+ * the driver's copy of the answer, in order, each with its verdict and the signature as the
+ * machine read it (two fields a call).
+ */
+function copiedRound(a, copy) {
+  const n = (a.length - 2) / 2
+  const calls = new Array(n)
+  const granted = new Array(n)
+  let i = 0
+  for (let b = 0; copy !== undefined && b < copy.length && i < n; b++) {
+    const block = copy[b]
+    if (block === null || typeof block !== 'object' || block.type !== 'tool_use') continue
+    const signature = a[3 + 2 * i]
+    calls[i] = signature === null
+      ? { type: 'tool_use', id: block.id, name: block.name, input: block.input }
+      : { type: 'tool_use', id: block.id, name: block.name, input: block.input, signature }
+    granted[i] = a[2 + 2 * i]
+    i++
+  }
+  if (i !== n) throw new Error('oma-kernel: a tool round does not match the answer it came from')
+  return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
 }
 
-/** The model's answer (content as JSON, or null when there is none) and the next action. */
-function respondModel(id, contentJson, inputTokens, outputTokens) {
-  return decode(native.runRespond(id, contentJson, inputTokens, outputTokens))
+/** Run `id`'s next action (`copy`: as for `decode`). */
+function next(id, aborted, copy) {
+  return decode(native.runNext(id, aborted), copy)
+}
+
+/** The model's answer (content as JSON, or null when there is none) and the next action.
+ *  `copy`: a `plainCopy` of the content that `contentJson` is the JSON of, or undefined. */
+function respondModel(id, contentJson, inputTokens, outputTokens, copy) {
+  return decode(native.runRespond(id, contentJson, inputTokens, outputTokens, copy !== undefined), copy)
+}
+
+// What `plainCopy` returns for a value it does not copy, and, inside it, for a member JSON leaves
+// out (undefined, a symbol).
+const NOT_PLAIN = Symbol('not plain')
+const LEFT_OUT = Symbol('left out')
+/** How deep `plainCopy` goes, and how long an array it copies: anything beyond takes
+ *  JSON.stringify's own path (its errors and texts), as does anything that is not plain. */
+const COPY_DEPTH = 64
+const COPY_LENGTH = 100000
+
+/**
+ * A copy of a JS adapter's answer content made of fresh plain objects, arrays and primitives that
+ * `JSON.stringify` writes exactly as they are (`JSON.parse` of the text gives the copy back),
+ * or undefined. Each property is read once. What it declines (`toJSON`, class instances, Maps,
+ * non-finite numbers, BigInts, functions, `__proto__` keys, more than COPY_DEPTH levels or
+ * COPY_LENGTH elements, a throwing getter or proxy) takes the JSON.stringify path instead.
+ * Objects of another realm (Jest's test environments) are plain too: an object counts as plain
+ * when its prototype has none (that realm's Object.prototype) or it has none itself.
+ * With the copy, the machine's round can name its calls by their place in it (`copiedRound`)
+ * instead of writing them out again: the tools still run with exactly what the machine judged.
+ */
+function plainCopy(content) {
+  if (!Array.isArray(content)) return undefined
+  try {
+    const copy = copyValue(content, 0)
+    return copy === NOT_PLAIN ? undefined : copy
+  } catch {
+    return undefined
+  }
+}
+
+function copyValue(v, depth) {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return v
+    case 'number':
+      // JSON writes -0 as 0 and a non-finite number as null: neither is copied as it is.
+      return Number.isFinite(v) ? (v === 0 ? 0 : v) : NOT_PLAIN
+    case 'undefined':
+    case 'symbol':
+      return LEFT_OUT
+    case 'object':
+      break
+    default:
+      // A function may carry a toJSON that JSON.stringify would call; a BigInt makes it throw.
+      return NOT_PLAIN
+  }
+  if (v === null) return null
+  if (depth >= COPY_DEPTH || typeof v.toJSON === 'function') return NOT_PLAIN
+  if (Array.isArray(v)) {
+    const n = v.length
+    if (n > COPY_LENGTH) return NOT_PLAIN
+    const out = new Array(n)
+    for (let i = 0; i < n; i++) {
+      const c = copyValue(v[i], depth + 1)
+      if (c === NOT_PLAIN) return NOT_PLAIN
+      out[i] = c === LEFT_OUT ? null : c
+    }
+    return out
+  }
+  const proto = Object.getPrototypeOf(v)
+  if (proto !== null && Object.getPrototypeOf(proto) !== null) return NOT_PLAIN
+  const keys = Object.keys(v)
+  if (keys.length > COPY_LENGTH) return NOT_PLAIN
+  const out = {}
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]
+    // An own "__proto__" (JSON.parse makes one) would set the copy's prototype instead.
+    if (k === '__proto__') return NOT_PLAIN
+    const c = copyValue(v[k], depth + 1)
+    if (c === NOT_PLAIN) return NOT_PLAIN
+    if (c !== LEFT_OUT) out[k] = c
+  }
+  return out
 }
 
 /** Answers that return nothing unless refused: the refusal's message, else undefined. */
@@ -161,6 +265,7 @@ module.exports = {
   decode,
   next,
   respondModel,
+  plainCopy,
   respondSummary,
   respondConversation,
   respondLoopAction,

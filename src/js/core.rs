@@ -12,7 +12,7 @@ use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools_railed;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
-use oma_core::kernel::runner::wire::{self, Wire};
+use oma_core::kernel::runner::wire::{self, RoundLayout, Wire};
 use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
 use oma_core::kernel::semaphore::{Release, Semaphore};
 use oma_core::kernel::{structured_output, tokens, truncate};
@@ -177,6 +177,9 @@ struct Run {
     /// The chat options of the run's native calls, parsed once, with the wire cache that
     /// belongs to them and the adapter they were used with.
     chat: Option<RunChat>,
+    /// How the round of the model's last answer is written: `Verdicts` when the driver handed
+    /// that answer over with its own copy (`runRespond`'s fifth argument), until the next call.
+    round: RoundLayout,
 }
 
 struct RunChat {
@@ -190,7 +193,12 @@ struct RunChat {
 impl Run {
     fn new(m: Machine) -> Run {
         static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Run { m, serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed), chat: None }
+        Run {
+            m,
+            serial: SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            chat: None,
+            round: RoundLayout::Full,
+        }
     }
 
     /// Takes the adapter and options of the run's native calls. The driver sends them on a run's
@@ -285,8 +293,13 @@ fn with_run<R>(id: u32, f: impl FnOnce(&mut Run) -> R) -> Result<R> {
 fn poll_wire(slab: &mut Slab<Run>, id: u32, aborted: bool) -> std::result::Result<Wire, String> {
     let run = slab.get_mut(id).ok_or(RELEASED)?;
     let action = run.m.poll(aborted).map_err(|e| e.to_string())?;
-    let done = action.kind() == ActionKind::Done;
-    let w = wire::encode(&action);
+    let kind = action.kind();
+    let done = kind == ActionKind::Done;
+    let w = wire::encode(&action, run.round);
+    // A layout holds for the round of one answer: the next model call's answer sets its own.
+    if kind == ActionKind::CallModel {
+        run.round = RoundLayout::Full;
+    }
     if done {
         slab.remove(id);
         super::memory::run_ended();
@@ -310,7 +323,8 @@ pub(super) fn run_next(id: u32, aborted: bool) -> std::result::Result<Wire, Stri
 
 /// A response as the driver's calls pass it, already read from JS.
 pub(super) enum JsResponse<'a> {
-    Model { content_json: Option<&'a str>, usage: Usage },
+    /// `copied`: the driver keeps a copy of the content that this JSON writes exactly.
+    Model { content_json: Option<&'a str>, usage: Usage, copied: bool },
     Summary(Option<&'a str>),
     Conversation(Option<&'a str>),
     LoopAction(&'a str),
@@ -327,7 +341,10 @@ pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Opt
         let run = slab.get_mut(id).ok_or(RELEASED)?;
         let is_model = matches!(r, JsResponse::Model { .. });
         let response = match r {
-            JsResponse::Model { content_json, usage } => Response::Model(ModelAnswer::Parts { content_json, usage }),
+            JsResponse::Model { content_json, usage, copied } => {
+                run.round = if copied { RoundLayout::Verdicts } else { RoundLayout::Full };
+                Response::Model(ModelAnswer::Parts { content_json, usage })
+            }
             JsResponse::Summary(json) => Response::Summary(json),
             JsResponse::Conversation(json) => Response::Conversation(json),
             JsResponse::LoopAction(action) => Response::LoopAction(action),

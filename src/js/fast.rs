@@ -277,14 +277,17 @@ unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info)
     call::<2>(env, info, |a| Ok(core::run_next(a.u32(0)?, a.bool(1)?)?.into()))
 }
 
-/// `runRespond(id, contentJson | null, inputTokens, outputTokens)`: the model's answer; returns
-/// the next action, or a rejection (`wire`).
+/// `runRespond(id, contentJson | null, inputTokens, outputTokens, copied?)`: the model's answer
+/// (`copied`: the driver keeps a copy that `contentJson` writes exactly, see `wire`); returns the
+/// next action, or a rejection (`wire`).
 unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<4>(env, info, |a| {
+    call::<5>(env, info, |a| {
         let id = a.u32(0)?;
         let usage = Usage { input_tokens: a.number(2)?, output_tokens: a.number(3)? };
-        let out =
-            a.with_opt_str(1, |content_json| core::run_respond(id, JsResponse::Model { content_json, usage }))??;
+        let copied = !a.is_nullish(4) && a.bool(4)?;
+        let out = a.with_opt_str(1, |content_json| {
+            core::run_respond(id, JsResponse::Model { content_json, usage, copied })
+        })??;
         Ok(out.map_or(Ret::Undefined, Ret::from))
     })
 }
