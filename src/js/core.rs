@@ -324,11 +324,20 @@ pub(super) fn run_next(id: u32, aborted: bool) -> std::result::Result<Wire, Stri
 /// A response as the driver's calls pass it, already read from JS.
 pub(super) enum JsResponse<'a> {
     /// `copied`: the driver keeps a copy of the content that this JSON writes exactly.
-    Model { content_json: Option<&'a str>, usage: Usage, copied: bool },
+    Model {
+        content_json: Option<&'a str>,
+        usage: Usage,
+        copied: bool,
+    },
     Summary(Option<&'a str>),
     Conversation(Option<&'a str>),
     LoopAction(&'a str),
-    ToolResult { index: u32, content: String, is_error: u32, usage: Option<Usage> },
+    ToolResult {
+        index: u32,
+        content: String,
+        is_error: u32,
+        usage: Option<Usage>,
+    },
 }
 
 /// Hands a response to the machine (`Machine::respond`, for every response call). A model answer
