@@ -42,8 +42,9 @@ describe('plainCopy', () => {
     expectExactCopy([{ type: 'text', text: 'hé "quoted" \n \u0001 😀' }, { type: 'tool_use', id: '1', name: 't', input: { nested: [1, [2, { d: null }]], e: true } }])
     // Members JSON leaves out (undefined, a symbol) or writes as null (the same in an array).
     const copy = expectExactCopy([{ type: 'tool_use', id: '1', name: 't', input: { u: undefined, s: sym, keep: 1, arr: [undefined, sym, 2] }, signature: undefined }])
-    expect(Object.keys(copy[0])).toEqual(['type', 'id', 'name', 'input'])
+    expect(Object.keys(copy[0].input)).toEqual(['keep', 'arr'])
     expect(copy[0].input).toEqual({ keep: 1, arr: [null, null, 2] })
+    expect(expectExactCopy([{ type: 'x', u: undefined, v: 1 }])).toStrictEqual([{ type: 'x', v: 1 }])
     // -0 is written as 0, and copied as 0.
     expect(Object.is(expectExactCopy([{ n: -0 }])[0].n, 0)).toBe(true)
     // Integer-like keys come first, as in JSON's own order; other keys keep theirs.
@@ -58,6 +59,17 @@ describe('plainCopy', () => {
     let deep: any = { leaf: true }
     for (let i = 0; i < 60; i++) deep = { d: deep }
     expectExactCopy([deep])
+  })
+
+  test('a tool_use block is copied as the fields the kernel keeps of a call; other blocks whole', () => {
+    const copy = plainCopy([
+      { cache_control: { type: 'ephemeral' }, input: { b: 1, a: 2 }, name: 't', id: '1', type: 'tool_use', signature: 'sig' },
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' }, extra: [1] },
+    ])
+    expect(JSON.stringify(copy)).toBe(
+      '[{"type":"tool_use","id":"1","name":"t","input":{"b":1,"a":2},"signature":"sig"},' +
+      '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="},"extra":[1]}]',
+    )
   })
 
   test('reads each property once', () => {
@@ -145,7 +157,7 @@ describe('a round taken from the copy', () => {
   const answer = () => [
     { type: 'text', text: 'calling' },
     { type: 'tool_use', id: 'c1', name: 'a', input: { q: [1, { r: 's' }], skip: undefined } },
-    { type: 'tool_use', id: 'c2', name: 'b', input: {} },
+    { type: 'tool_use', id: 'c2', name: 'b', input: {}, cache_control: { type: 'ephemeral' } },
     { type: 'tool_use', id: 'c3', name: 'a', input: { n: -0 }, signature: 'sig' },
   ]
 

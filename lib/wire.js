@@ -116,22 +116,57 @@ const COPY_LENGTH = 100000
 /**
  * A copy of a JS adapter's answer content made of fresh plain objects, arrays and primitives that
  * `JSON.stringify` writes exactly as they are (`JSON.parse` of the text gives the copy back),
- * or undefined. Each property is read once. What it declines (`toJSON`, class instances, Maps,
- * non-finite numbers, BigInts, functions, `__proto__` keys, more than COPY_DEPTH levels or
- * COPY_LENGTH elements, a throwing getter or proxy) takes the JSON.stringify path instead.
- * Objects of another realm (Jest's test environments) are plain too: an object counts as plain
- * when its prototype has none (that realm's Object.prototype) or it has none itself.
+ * or undefined. Each property is read once. A tool_use block is copied as the fields the kernel
+ * keeps of a call (`copyCall`); any other block whole. What it declines (`toJSON`, class
+ * instances, Maps, non-finite numbers, BigInts, functions, `__proto__` keys, more than COPY_DEPTH
+ * levels or COPY_LENGTH elements, a throwing getter or proxy) takes the JSON.stringify path
+ * instead. Objects of another realm (Jest's test environments) are plain too: an object counts as
+ * plain when its prototype has none (that realm's Object.prototype) or it has none itself.
  * With the copy, the machine's round can name its calls by their place in it (`copiedRound`)
  * instead of writing them out again: the tools still run with exactly what the machine judged.
  */
 function plainCopy(content) {
   if (!Array.isArray(content)) return undefined
   try {
-    const copy = copyValue(content, 0)
-    return copy === NOT_PLAIN ? undefined : copy
+    const n = content.length
+    if (n > COPY_LENGTH || typeof content.toJSON === 'function') return undefined
+    const copy = new Array(n)
+    for (let i = 0; i < n; i++) {
+      const b = content[i]
+      const c = plainObject(b) && b.type === 'tool_use' ? copyCall(b) : copyValue(b, 1)
+      if (c === NOT_PLAIN) return undefined
+      copy[i] = c === LEFT_OUT ? null : c
+    }
+    return copy
   } catch {
     return undefined
   }
+}
+
+/** Whether `v` is an object plainCopy copies as an object: no toJSON, and its prototype has none
+ *  (Object.prototype of any realm) or it has none itself. */
+function plainObject(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof v.toJSON === 'function') return false
+  const proto = Object.getPrototypeOf(v)
+  return proto === null || Object.getPrototypeOf(proto) === null
+}
+
+/**
+ * A tool_use block's copy: the fields the kernel reads of a call, in one literal. The kernel keeps
+ * nothing else of such a block, and a literal of one shape is what JSON.stringify writes fastest
+ * (copying every key of a block cost ≈ 250 ns against ≈ 130 ns this way, W1's blocks).
+ */
+function copyCall(b) {
+  const id = copyValue(b.id, 1)
+  const name = copyValue(b.name, 1)
+  const input = copyValue(b.input, 1)
+  const signature = copyValue(b.signature, 1)
+  // A missing id, name or input (which the kernel refuses) takes the JSON.stringify path.
+  if (id === NOT_PLAIN || name === NOT_PLAIN || input === NOT_PLAIN || signature === NOT_PLAIN ||
+    id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT) return NOT_PLAIN
+  return signature === LEFT_OUT
+    ? { type: 'tool_use', id, name, input }
+    : { type: 'tool_use', id, name, input, signature }
 }
 
 function copyValue(v, depth) {
@@ -152,8 +187,9 @@ function copyValue(v, depth) {
       return NOT_PLAIN
   }
   if (v === null) return null
-  if (depth >= COPY_DEPTH || typeof v.toJSON === 'function') return NOT_PLAIN
+  if (depth >= COPY_DEPTH) return NOT_PLAIN
   if (Array.isArray(v)) {
+    if (typeof v.toJSON === 'function') return NOT_PLAIN
     const n = v.length
     if (n > COPY_LENGTH) return NOT_PLAIN
     const out = new Array(n)
@@ -164,8 +200,7 @@ function copyValue(v, depth) {
     }
     return out
   }
-  const proto = Object.getPrototypeOf(v)
-  if (proto !== null && Object.getPrototypeOf(proto) !== null) return NOT_PLAIN
+  if (!plainObject(v)) return NOT_PLAIN
   const keys = Object.keys(v)
   if (keys.length > COPY_LENGTH) return NOT_PLAIN
   const out = {}
