@@ -21,13 +21,19 @@ function objectsOf(v: unknown, out = new Set<object>()): Set<object> {
   return out
 }
 
+/** The content as plainCopy writes it: a usual tool_use block as its call array. */
+const asCopied = (content: any[]) => content.map((b) => (b !== null && typeof b === 'object' && b.type === 'tool_use'
+  ? (b.signature === undefined ? [b.id, b.name, b.input] : [b.id, b.name, b.input, b.signature])
+  : b))
+
 /** What plainCopy promises for a copy it makes of `content`. */
 function expectExactCopy(content: unknown[]) {
   const copy = plainCopy(content)
   expect(copy).toBeDefined()
   const json = JSON.stringify(copy)
-  // The JSON of the copy is the JSON of the content, and parsing it gives the copy back.
-  expect(json).toBe(JSON.stringify(content))
+  // The JSON of the copy is the JSON of the content (calls as arrays), and parsing it gives the
+  // copy back.
+  expect(json).toBe(JSON.stringify(asCopied(content)))
   expect(isDeepStrictEqual(JSON.parse(json), copy)).toBe(true)
   // Fresh objects only: nothing the adapter can change later is shared.
   const mine = objectsOf(content)
@@ -42,8 +48,8 @@ describe('plainCopy', () => {
     expectExactCopy([{ type: 'text', text: 'hé "quoted" \n \u0001 😀' }, { type: 'tool_use', id: '1', name: 't', input: { nested: [1, [2, { d: null }]], e: true } }])
     // Members JSON leaves out (undefined, a symbol) or writes as null (the same in an array).
     const copy = expectExactCopy([{ type: 'tool_use', id: '1', name: 't', input: { u: undefined, s: sym, keep: 1, arr: [undefined, sym, 2] }, signature: undefined }])
-    expect(Object.keys(copy[0].input)).toEqual(['keep', 'arr'])
-    expect(copy[0].input).toEqual({ keep: 1, arr: [null, null, 2] })
+    expect(Object.keys(copy[0][2])).toEqual(['keep', 'arr'])
+    expect(copy[0][2]).toEqual({ keep: 1, arr: [null, null, 2] })
     expect(expectExactCopy([{ type: 'x', u: undefined, v: 1 }])).toStrictEqual([{ type: 'x', v: 1 }])
     // -0 is written as 0, and copied as 0.
     expect(Object.is(expectExactCopy([{ n: -0 }])[0].n, 0)).toBe(true)
@@ -65,11 +71,21 @@ describe('plainCopy', () => {
     const copy = plainCopy([
       { cache_control: { type: 'ephemeral' }, input: { b: 1, a: 2 }, name: 't', id: '1', type: 'tool_use', signature: 'sig' },
       { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' }, extra: [1] },
+      // Fields of a kind the kernel refuses: an object, so that the kernel's error names them.
+      { type: 'tool_use', id: 5, name: 't', input: {} },
+      { type: 'tool_use', id: '2', name: 't', input: [] },
+      { type: 'tool_use', id: '3', name: 't', input: {}, signature: { s: 1 } },
     ])
     expect(JSON.stringify(copy)).toBe(
-      '[{"type":"tool_use","id":"1","name":"t","input":{"b":1,"a":2},"signature":"sig"},' +
-      '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="},"extra":[1]}]',
+      '[["1","t",{"b":1,"a":2},"sig"],' +
+      '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="},"extra":[1]},' +
+      '{"type":"tool_use","id":5,"name":"t","input":{}},' +
+      '{"type":"tool_use","id":"2","name":"t","input":[]},' +
+      '{"type":"tool_use","id":"3","name":"t","input":{},"signature":{"s":1}}]',
     )
+    // An array in the content (which the kernel refuses as a block) is not copied: in the copy,
+    // an array is a call.
+    expect(plainCopy([['1', 't', {}]])).toBeUndefined()
   })
 
   test('reads each property once', () => {
@@ -77,7 +93,7 @@ describe('plainCopy', () => {
     const block = { type: 'tool_use', id: '1', name: 't', get input() { reads += 1; return { n: reads } } }
     const copy = plainCopy([block])
     expect(reads).toBe(1)
-    expect(copy[0].input).toEqual({ n: 1 })
+    expect(copy[0][2]).toEqual({ n: 1 })
   })
 
   test('declines what JSON does not write as it is, and what it bounds', () => {
@@ -189,6 +205,27 @@ describe('a round taken from the copy', () => {
       { type: 'tool_use', id: 'c1', name: 'a', input: {} },
       { type: 'tool_use', id: 'c2', name: 'a', input: {}, signature: 'x\ufffd' },
     ])
+  })
+
+  test('an answer the kernel refuses fails the run with the same words either way', async () => {
+    // [answer, whether it goes as a copy]
+    const refused: Array<[unknown[], boolean]> = [
+      [[{ type: 'tool_use', id: 'x\ud800', name: 'a', input: {} }], true], // as a call array
+      [[{ type: 'tool_use', id: 7, name: 'a', input: {} }], true], // as a tool_use object
+      [[{ type: 'tool_use', id: '1', name: 'a', input: [1] }], true],
+      [[{ type: 'tool_use', id: '1', name: 'a' }], false],
+      [[{ type: 'text', text: 1 }], true],
+    ]
+    for (const [answer, asCopy] of refused) {
+      const copied = await streamOf(() => answer)
+      expect(copied.copied[0]).toBe(asCopy)
+      const viaJson = await streamOf(() => Object.assign(answer.slice(), { toJSON: () => answer }))
+      const error = (r: typeof copied) => r.events.filter((e) => e.type === 'error').map((e) => String((e.data as Error).message))
+      expect(error(copied)).toHaveLength(1)
+      expect(error(copied)[0]).toMatch(/^LLM adapter returned a malformed response: /)
+      expect(error(copied)).toEqual(error(viaJson))
+      expect(copied.seen).toEqual([])
+    }
   })
 
   test('the tools get fresh objects: the adapter changing its blocks afterwards changes nothing', async () => {

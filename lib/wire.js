@@ -70,9 +70,9 @@ function decode(w, copy) {
 }
 
 /**
- * A round in the verdicts-only layout (wire.rs): the machine's calls are the `tool_use` blocks of
- * the driver's copy of the answer, in order, each with its verdict and the signature as the
- * machine read it (two fields a call).
+ * A round in the verdicts-only layout (wire.rs): the machine's calls are the calls of the
+ * driver's copy of the answer (its arrays and tool_use objects, see copyCall), in order, each with
+ * its verdict and the signature as the machine read it (two fields a call).
  */
 function copiedRound(a, copy) {
   const n = (a.length - 2) / 2
@@ -81,11 +81,18 @@ function copiedRound(a, copy) {
   let i = 0
   for (let b = 0; copy !== undefined && b < copy.length && i < n; b++) {
     const block = copy[b]
-    if (block === null || typeof block !== 'object' || block.type !== 'tool_use') continue
+    let id, name, input
+    if (Array.isArray(block)) {
+      id = block[0]
+      name = block[1]
+      input = block[2]
+    } else if (block !== null && typeof block === 'object' && block.type === 'tool_use') {
+      id = block.id
+      name = block.name
+      input = block.input
+    } else continue
     const signature = a[3 + 2 * i]
-    calls[i] = signature === null
-      ? { type: 'tool_use', id: block.id, name: block.name, input: block.input }
-      : { type: 'tool_use', id: block.id, name: block.name, input: block.input, signature }
+    calls[i] = signature === null ? { type: 'tool_use', id, name, input } : { type: 'tool_use', id, name, input, signature }
     granted[i] = a[2 + 2 * i]
     i++
   }
@@ -117,7 +124,7 @@ const COPY_LENGTH = 100000
  * A copy of a JS adapter's answer content made of fresh plain objects, arrays and primitives that
  * `JSON.stringify` writes exactly as they are (`JSON.parse` of the text gives the copy back),
  * or undefined. Each property is read once. A tool_use block is copied as the fields the kernel
- * keeps of a call (`copyCall`); any other block whole. What it declines (`toJSON`, class
+ * keeps of a call, usually as an array (`copyCall`); any other block whole. What it declines (`toJSON`, class
  * instances, Maps, non-finite numbers, BigInts, functions, `__proto__` keys, more than COPY_DEPTH
  * levels or COPY_LENGTH elements, a throwing getter or proxy) takes the JSON.stringify path
  * instead. Objects of another realm (Jest's test environments) are plain too: an object counts as
@@ -133,6 +140,8 @@ function plainCopy(content) {
     const copy = new Array(n)
     for (let i = 0; i < n; i++) {
       const b = content[i]
+      // An array stands for a call in the copy: a block that is one is not copied.
+      if (Array.isArray(b)) return undefined
       const c = plainObject(b) && b.type === 'tool_use' ? copyCall(b) : copyValue(b, 1)
       if (c === NOT_PLAIN) return undefined
       copy[i] = c === LEFT_OUT ? null : c
@@ -152,9 +161,11 @@ function plainObject(v) {
 }
 
 /**
- * A tool_use block's copy: the fields the kernel reads of a call, in one literal. The kernel keeps
- * nothing else of such a block, and a literal of one shape is what JSON.stringify writes fastest
- * (copying every key of a block cost ≈ 250 ns against ≈ 130 ns this way, W1's blocks).
+ * A tool_use block's copy: the fields the kernel keeps of a call. Usually the array
+ * `[id, name, input]` or `[id, name, input, signature]` (the kernel reads it as the object it
+ * stands for, `parse_copied_content_str`; JSON writes it in ≈ 60 % of the object's time, and
+ * copying every key of a block cost ≈ 250 ns against ≈ 130 ns this way, W1's blocks); an object
+ * of those fields when one of them is of a kind the kernel refuses (its error then names it).
  */
 function copyCall(b) {
   const id = copyValue(b.id, 1)
@@ -164,6 +175,10 @@ function copyCall(b) {
   // A missing id, name or input (which the kernel refuses) takes the JSON.stringify path.
   if (id === NOT_PLAIN || name === NOT_PLAIN || input === NOT_PLAIN || signature === NOT_PLAIN ||
     id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT) return NOT_PLAIN
+  if (typeof id === 'string' && typeof name === 'string' && input !== null && typeof input === 'object' && !Array.isArray(input)) {
+    if (signature === LEFT_OUT) return [id, name, input]
+    if (typeof signature === 'string') return [id, name, input, signature]
+  }
   return signature === LEFT_OUT
     ? { type: 'tool_use', id, name, input }
     : { type: 'tool_use', id, name, input, signature }

@@ -351,8 +351,13 @@ pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Opt
         let is_model = matches!(r, JsResponse::Model { .. });
         let response = match r {
             JsResponse::Model { content_json, usage, copied } => {
-                run.round = if copied { RoundLayout::Verdicts } else { RoundLayout::Full };
-                Response::Model(ModelAnswer::Parts { content_json, usage })
+                if copied {
+                    run.round = RoundLayout::Verdicts;
+                    Response::Model(ModelAnswer::CopiedParts { content_json, usage })
+                } else {
+                    run.round = RoundLayout::Full;
+                    Response::Model(ModelAnswer::Parts { content_json, usage })
+                }
             }
             JsResponse::Summary(json) => Response::Summary(json),
             JsResponse::Conversation(json) => Response::Conversation(json),

@@ -475,6 +475,90 @@ pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, S
     parse_content_by_serde(json, strict)
 }
 
+/// A model's answer as a JS driver hands it over with its own copy (`lib/wire.js`, `plainCopy`):
+/// the content's JSON where a call may be written as `[id, name, input]` or
+/// `[id, name, input, signature]` instead of its tool_use object (JSON writes an array of four
+/// values in ≈ 60 % of the time it takes for the object with its keys). Read strictly, with the
+/// same outcome and the same errors as the object each array stands for.
+pub fn parse_copied_content_str(json: &str) -> Result<Vec<Block>, String> {
+    if let Some(blocks) = scanned_copied_content(json) {
+        return Ok(blocks);
+    }
+    // What the scan declines (an escape it does not take, a malformed block): each call array
+    // rewritten as its object, then the reader of every other answer.
+    let items: Vec<&RawValue> = serde_json::from_str(json)
+        .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(json)))?;
+    let mut objects = String::with_capacity(json.len() + 48 * items.len());
+    objects.push('[');
+    for (k, item) in items.iter().enumerate() {
+        if k > 0 {
+            objects.push(',');
+        }
+        if item.get().starts_with('[') {
+            push_call_object(&mut objects, item)?;
+        } else {
+            objects.push_str(item.get());
+        }
+    }
+    objects.push(']');
+    parse_content_str(&objects, Strictness::Strict)
+}
+
+/// The one-scan read of `parse_copied_content_str`'s usual input.
+fn scanned_copied_content(json: &str) -> Option<Vec<Block>> {
+    let mut s = Scan::new(json);
+    let mut blocks = Vec::with_capacity(1);
+    s.array(|s| {
+        let block = if s.peek()? == b'[' { scanned_call(s)? } else { scanned_block(s, false)? };
+        blocks.push(block);
+        Some(())
+    })?;
+    blocks.shrink_to_fit();
+    s.at_end().then_some(blocks)
+}
+
+/// A call array whose id and name are strings the scan reads and whose input is an object.
+fn scanned_call(s: &mut Scan) -> Option<Block> {
+    let (mut id, mut name, mut input, mut signature) = (None, None, None, None);
+    let mut k = 0;
+    s.array(|s| {
+        match k {
+            0 => id = Some(s.string()?.into_owned()),
+            1 => name = Some(s.string()?.into_owned()),
+            2 if s.peek()? == b'{' => input = Some(s.raw_value()?),
+            3 => signature = Some(s.string()?.into_owned()),
+            _ => return None,
+        }
+        k += 1;
+        Some(())
+    })?;
+    Some(Block::ToolUse { id: id?, name: name?, input: input?, signature })
+}
+
+/// The tool_use object a call array stands for, written after `out`.
+fn push_call_object(out: &mut String, call: &RawValue) -> Result<(), String> {
+    let fields: Vec<&RawValue> =
+        serde_json::from_str(call.get()).map_err(|e| format!("unreadable copied call: {e}"))?;
+    if !(3..=4).contains(&fields.len()) {
+        return Err(format!(
+            "a copied call needs [id, name, input] or [id, name, input, signature], got {}",
+            preview(call.get())
+        ));
+    }
+    out.push_str("{\"type\":\"tool_use\",\"id\":");
+    out.push_str(fields[0].get());
+    out.push_str(",\"name\":");
+    out.push_str(fields[1].get());
+    out.push_str(",\"input\":");
+    out.push_str(fields[2].get());
+    if let Some(signature) = fields.get(3) {
+        out.push_str(",\"signature\":");
+        out.push_str(signature.get());
+    }
+    out.push('}');
+    Ok(())
+}
+
 /// `parse_content_str` without the scan.
 fn parse_content_by_serde(json: &str, strict: Strictness) -> Result<Vec<Block>, String> {
     if let Ok(fast) = serde_json::from_str::<Vec<FastBlockWithRaw>>(json) {
@@ -794,6 +878,44 @@ fn preview(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blocks compared through their JSON (`Block` has no `PartialEq`).
+    fn json_of(blocks: &[Block]) -> String {
+        serde_json::to_string(blocks).unwrap()
+    }
+
+    #[test]
+    fn a_copied_call_reads_as_the_object_it_stands_for() {
+        let objects = r#"[{"type":"text","text":"t"},{"type":"tool_use","id":"1","name":"a","input":{"k":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"bé","input":{},"signature":"s"}]"#;
+        let arrays = r#"[{"type":"text","text":"t"},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
+        let expected = json_of(&parse_content_str(objects, Strictness::Strict).unwrap());
+        assert_eq!(json_of(&parse_copied_content_str(arrays).unwrap()), expected);
+        // Declined by the scan (an unknown key): the same blocks by the rewrite.
+        let odd = r#"[{"type":"text","text":"t","x":{"y":[]}},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
+        assert_eq!(json_of(&parse_copied_content_str(odd).unwrap()), expected);
+        // Objects alone read as any answer does.
+        assert_eq!(json_of(&parse_copied_content_str(objects).unwrap()), expected);
+    }
+
+    #[test]
+    fn a_copied_call_is_refused_as_its_object_would_be() {
+        let pairs = [
+            (r#"[["\ud800","a",{}]]"#, r#"[{"type":"tool_use","id":"\ud800","name":"a","input":{}}]"#),
+            (r#"[["1",2,{}]]"#, r#"[{"type":"tool_use","id":"1","name":2,"input":{}}]"#),
+            (r#"[["1","a",[]]]"#, r#"[{"type":"tool_use","id":"1","name":"a","input":[]}]"#),
+            (
+                r#"[["1","a",{},"x\ud800"]]"#,
+                r#"[{"type":"tool_use","id":"1","name":"a","input":{},"signature":"x\ud800"}]"#,
+            ),
+        ];
+        for (array, object) in pairs {
+            let a = parse_copied_content_str(array).map(|b| json_of(&b));
+            let o = parse_content_str(object, Strictness::Strict).map(|b| json_of(&b));
+            assert_eq!(a, o, "{array}");
+        }
+        assert!(parse_copied_content_str(r#"[["1","a"]]"#).unwrap_err().contains("[id, name, input]"));
+        assert!(parse_copied_content_str("{}").is_err());
+    }
 
     #[test]
     fn half_a_surrogate_pair_becomes_a_replacement_character() {

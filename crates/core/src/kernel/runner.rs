@@ -43,7 +43,8 @@ use super::grants::GrantConfig;
 use super::history::History;
 use super::loop_detector::{LoopDetector, LoopInfo, LoopKind, Match};
 use super::message::{
-    parse_content, parse_content_str, parse_messages, parse_usage, Block, Message, Role, Strictness, Usage,
+    parse_content, parse_content_str, parse_copied_content_str, parse_messages, parse_usage, Block, Message, Role,
+    Strictness, Usage,
 };
 use super::tokens::estimate_tokens;
 
@@ -322,6 +323,9 @@ pub enum ModelAnswer<'a> {
     /// `JSON.stringify(response.content)` (`None` when there is none) and the usage counts,
     /// which spares a JS driver serialising the whole response.
     Parts { content_json: Option<&'a str>, usage: Usage },
+    /// `Parts` from a driver holding a copy of the content: calls may be written as arrays
+    /// (`message::parse_copied_content_str`).
+    CopiedParts { content_json: Option<&'a str>, usage: Usage },
     /// Already parsed (the native adapters).
     Parsed { content: Vec<Block>, usage: Usage },
 }
@@ -572,7 +576,10 @@ impl Machine {
                 }
                 let (content, usage) = match answer {
                     ModelAnswer::Json(json) => parse_response(json).map_err(DriverError::Rejected)?,
-                    ModelAnswer::Parts { content_json, usage } => (parse_content_json(content_json)?, usage),
+                    ModelAnswer::Parts { content_json, usage } => (parse_content_json(content_json, false)?, usage),
+                    ModelAnswer::CopiedParts { content_json, usage } => {
+                        (parse_content_json(content_json, true)?, usage)
+                    }
                     ModelAnswer::Parsed { content, usage } => (content, usage),
                 };
                 self.accept_response(content, usage);
@@ -962,10 +969,12 @@ fn malformed(detail: &str) -> String {
     format!("LLM adapter returned a malformed response: {detail}")
 }
 
-/// The content of `ModelAnswer::Parts`, read as strictly as `parse_response` reads it.
-fn parse_content_json(content_json: Option<&str>) -> Result<Vec<Block>, DriverError> {
+/// The content of `ModelAnswer::Parts` (`copied`: `CopiedParts`), read as strictly as
+/// `parse_response` reads it.
+fn parse_content_json(content_json: Option<&str>, copied: bool) -> Result<Vec<Block>, DriverError> {
     let json = content_json.ok_or_else(|| DriverError::Rejected(malformed(NOT_AN_OBJECT)))?;
-    parse_content_str(json, Strictness::Strict).map_err(|e| DriverError::Rejected(malformed(&e)))
+    let parsed = if copied { parse_copied_content_str(json) } else { parse_content_str(json, Strictness::Strict) };
+    parsed.map_err(|e| DriverError::Rejected(malformed(&e)))
 }
 
 #[cfg(test)]
