@@ -25,12 +25,13 @@
 //!
 //! A round answers the model's last answer. When the driver handed that answer over with a copy of
 //! its own (`runRespond`'s fifth argument: a copy JSON writes exactly as it is, so the machine's
-//! calls are that copy's `tool_use` blocks, in order, field for field), the round carries only
-//! the verdicts and the signatures (the one field the machine may read differently: a non-string
-//! one is dropped, half a surrogate pair replaced): the calls' ids, names and inputs are not
-//! written again here and parsed again in JS. The driver tells the layouts apart by the third
-//! element (a boolean there, a string id in the full layout). W1 16×10: ≈ 380 ns of `JSON.parse`
-//! per call, against ≈ 70 ns for the driver's copy.
+//! calls are that copy's calls, in order, field for field; a call is written there as
+//! `[id, name, input(, signature)]`, read by `message::parse_copied_content_str`), the round
+//! carries only the verdicts and the signatures (the one field the machine may read differently:
+//! a non-string one is dropped, half a surrogate pair replaced): the calls' ids, names and inputs
+//! are not written again here and parsed again in JS. The driver tells the layouts apart by the
+//! third element (a boolean there, a string id in the full layout). W1 16×10: ≈ 380 ns of
+//! `JSON.parse` per call, against ≈ 130 ns for the driver's copy.
 //!
 //! A response the machine refused crosses as `[-1, message]` ([`REJECTED`]), so that the driver
 //! builds the run's error in its own realm.
@@ -55,7 +56,7 @@
 //!
 //! | call | arguments | returns |
 //! |---|---|---|
-//! | `runRespond` | `id, contentJson \| null, inputTokens, outputTokens` | the next action, or a rejection |
+//! | `runRespond` | `id, contentJson \| null, inputTokens, outputTokens, copied?` | the next action, or a rejection |
 //! | `runToolResult` | `id, index, content, isError (0 false, 1 true, 2 unset)(, inputTokens, outputTokens)` | `undefined` |
 //! | `runRespondSummary` | `id, responseJson \| null` | `null`, or a rejection |
 //! | `runRespondConversation` | `id, messagesJson \| null` | `null`, or a rejection |
