@@ -890,9 +890,14 @@ mod tests {
         let arrays = r#"[{"type":"text","text":"t"},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
         let expected = json_of(&parse_content_str(objects, Strictness::Strict).unwrap());
         assert_eq!(json_of(&parse_copied_content_str(arrays).unwrap()), expected);
-        // Declined by the scan (an unknown key): the same blocks by the rewrite.
-        let odd = r#"[{"type":"text","text":"t","x":{"y":[]}},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
-        assert_eq!(json_of(&parse_copied_content_str(odd).unwrap()), expected);
+        // A block type the scan declines (kept as it is): the same calls, by the rewrite.
+        let odd_objects = r#"[{"type":"custom","x":[1]},{"type":"tool_use","id":"1","name":"a","input":{"k":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"bé","input":{},"signature":"s"}]"#;
+        let odd_arrays = r#"[{"type":"custom","x":[1]},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
+        assert!(scanned_copied_content(odd_arrays).is_none());
+        assert_eq!(
+            json_of(&parse_copied_content_str(odd_arrays).unwrap()),
+            json_of(&parse_content_str(odd_objects, Strictness::Strict).unwrap())
+        );
         // Objects alone read as any answer does.
         assert_eq!(json_of(&parse_copied_content_str(objects).unwrap()), expected);
     }
