@@ -53,9 +53,7 @@ function decode(w, copy) {
       const calls = new Array(n)
       const granted = new Array(n)
       for (let i = 0, p = 2; i < n; i++, p += 5) {
-        calls[i] = a[p + 4] === null
-          ? { type: 'tool_use', id: a[p], name: a[p + 1], input: a[p + 2] }
-          : { type: 'tool_use', id: a[p], name: a[p + 1], input: a[p + 2], signature: a[p + 4] }
+        calls[i] = callBlock(a[p], a[p + 1], a[p + 2], a[p + 4])
         granted[i] = a[p + 3]
       }
       return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
@@ -68,6 +66,11 @@ function decode(w, copy) {
       throw new Error(`oma-kernel: unknown runner action ${a[0]}`)
   }
 }
+
+/** A round's call as a tool_use block, with the signature when the machine holds one. */
+const callBlock = (id, name, input, signature) => (signature === null
+  ? { type: 'tool_use', id, name, input }
+  : { type: 'tool_use', id, name, input, signature })
 
 /**
  * A round in the verdicts-only layout (wire.rs): the machine's calls are the calls of the
@@ -91,8 +94,7 @@ function copiedRound(a, copy) {
       name = block.name
       input = block.input
     } else continue
-    const signature = a[3 + 2 * i]
-    calls[i] = signature === null ? { type: 'tool_use', id, name, input } : { type: 'tool_use', id, name, input, signature }
+    calls[i] = callBlock(id, name, input, a[3 + 2 * i])
     granted[i] = a[2 + 2 * i]
     i++
   }

@@ -178,7 +178,8 @@ struct Run {
     /// belongs to them and the adapter they were used with.
     chat: Option<RunChat>,
     /// How the round of the model's last answer is written: `Verdicts` when the driver handed
-    /// that answer over with its own copy (`runRespond`'s fifth argument), until the next call.
+    /// that answer over with its own copy (`runRespond`'s fifth argument). Set by every answer
+    /// `runRespond` takes; a run of a native adapter (`runChat`, `runStream`) never has one.
     round: RoundLayout,
 }
 
@@ -293,13 +294,8 @@ fn with_run<R>(id: u32, f: impl FnOnce(&mut Run) -> R) -> Result<R> {
 fn poll_wire(slab: &mut Slab<Run>, id: u32, aborted: bool) -> std::result::Result<Wire, String> {
     let run = slab.get_mut(id).ok_or(RELEASED)?;
     let action = run.m.poll(aborted).map_err(|e| e.to_string())?;
-    let kind = action.kind();
-    let done = kind == ActionKind::Done;
+    let done = action.kind() == ActionKind::Done;
     let w = wire::encode(&action, run.round);
-    // A layout holds for the round of one answer: the next model call's answer sets its own.
-    if kind == ActionKind::CallModel {
-        run.round = RoundLayout::Full;
-    }
     if done {
         slab.remove(id);
         super::memory::run_ended();

@@ -62,7 +62,7 @@
 //! | `runRespondConversation` | `id, messagesJson \| null` | `null`, or a rejection |
 //! | `runRespondLoopAction` | `id, action` | nothing |
 
-use super::{Action, ActionKind, DriverError, ToolCalls};
+use super::{Action, ActionKind, DriverError, ToolCall, ToolCalls};
 use crate::json::push_json_string;
 use crate::kernel::message::{Block, Usage};
 use crate::kernel::{context, grants};
@@ -172,21 +172,22 @@ fn push_calls(out: &mut String, calls: &ToolCalls<'_>) {
         str_field(out, c.id);
         str_field(out, c.name);
         raw_field(out, c.input.get());
-        raw_field(out, boolean(c.granted));
-        match c.signature {
-            Some(sig) => str_field(out, sig),
-            None => raw_field(out, "null"),
-        }
+        push_verdict(out, c);
     }
 }
 
 fn push_verdicts(out: &mut String, calls: &ToolCalls<'_>) {
     for c in calls.iter() {
-        raw_field(out, boolean(c.granted));
-        match c.signature {
-            Some(sig) => str_field(out, sig),
-            None => raw_field(out, "null"),
-        }
+        push_verdict(out, c);
+    }
+}
+
+/// A call's last two fields in either layout: the gate's verdict and the signature.
+fn push_verdict(out: &mut String, c: ToolCall<'_>) {
+    raw_field(out, boolean(c.granted));
+    match c.signature {
+        Some(sig) => str_field(out, sig),
+        None => raw_field(out, "null"),
     }
 }
 
