@@ -22,8 +22,12 @@ const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
  *  `copy`: the driver's copy of the model's last answer (`plainCopy`), which a round of the
  *  verdicts-only layout takes its calls from. */
 function decode(w, copy) {
-  // CallModel, the one action of every LLM call, is a number: no parse.
-  if (typeof w === 'number') return { op: w & KIND_MASK, turn: w >>> KIND_BITS }
+  // CallModel, the one action of every LLM call, is a number: no parse. So is a round of the
+  // verdicts layout whose calls are all granted, without signatures or a warning (its count).
+  if (typeof w === 'number') {
+    const op = w & KIND_MASK
+    return op === OP.TOOL_ROUND ? copiedRound(null, w >>> KIND_BITS, copy) : { op, turn: w >>> KIND_BITS }
+  }
   const a = typeof w === 'string' ? JSON.parse(w) : w
   switch (a[0]) {
     case OP.DONE:
@@ -46,7 +50,7 @@ function decode(w, copy) {
     case OP.LOOP_DETECTED:
       return { op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] }
     case OP.TOOL_ROUND: {
-      if (typeof a[2] === 'boolean') return copiedRound(a, copy)
+      if (typeof a[2] === 'boolean') return copiedRound(a, (a.length - 2) / 2, copy)
       // The calls as tool_use blocks (with the provider's signature when the block had one) and
       // the gate's verdict for each: five fields a call.
       const n = (a.length - 2) / 5
@@ -75,10 +79,10 @@ const callBlock = (id, name, input, signature) => (signature === null
 /**
  * A round in the verdicts-only layout (wire.rs): the machine's calls are the calls of the
  * driver's copy of the answer (its arrays and tool_use objects, see copyCall), in order, each with
- * its verdict and the signature as the machine read it (two fields a call).
+ * its verdict and the signature as the machine read it (two fields a call of `a`); `a` null: the
+ * round that crossed as its count `n`, every call granted, none with a signature, no warning.
  */
-function copiedRound(a, copy) {
-  const n = (a.length - 2) / 2
+function copiedRound(a, n, copy) {
   const calls = new Array(n)
   const granted = new Array(n)
   let i = 0
@@ -94,12 +98,12 @@ function copiedRound(a, copy) {
       name = block.name
       input = block.input
     } else continue
-    calls[i] = callBlock(id, name, input, a[3 + 2 * i])
-    granted[i] = a[2 + 2 * i]
+    calls[i] = callBlock(id, name, input, a === null ? null : a[3 + 2 * i])
+    granted[i] = a === null ? true : a[2 + 2 * i]
     i++
   }
   if (i !== n) throw new Error('oma-kernel: a tool round does not match the answer it came from')
-  return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
+  return { op: OP.TOOL_ROUND, trailingWarning: a === null ? null : a[1], calls, granted }
 }
 
 /** Run `id`'s next action (`copy`: as for `decode`). */

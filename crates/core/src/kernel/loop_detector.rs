@@ -231,11 +231,30 @@ fn nesting_deeper_than(b: &[u8], max: usize) -> bool {
 }
 
 fn push_entry(out: &mut String, name: &str, canon_input: &str) {
-    use std::fmt::Write;
-    let _ = write!(out, "{}:", name.len());
-    out.push_str(name);
+    push_name(out, name);
     out.push_str(canon_input);
     out.push('\u{0}');
+}
+
+/// `<len>:<name>`: the length in decimal digits pushed directly (`write!` through
+/// `core::fmt` was ≈ 270 instructions per call of a wide round, issue 18's W1).
+fn push_name(out: &mut String, name: &str) {
+    let mut digits = [0u8; 20];
+    let mut n = name.len();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(d as char);
+    }
+    out.push(':');
+    out.push_str(name);
 }
 
 /// Canonical form of a tool-call set, `<len>:<name><canonical input>\0` per call, sorted: key
@@ -243,10 +262,8 @@ fn push_entry(out: &mut String, name: &str, canon_input: &str) {
 fn signature_into(calls: &[(&str, &str)], mut out: String, matching: Match) -> String {
     if let [(name, input)] = calls {
         // One call (the usual turn): no sorting, so no intermediate strings.
-        use std::fmt::Write;
         out.reserve(name.len() + input.len() + 8);
-        let _ = write!(out, "{}:", name.len());
-        out.push_str(name);
+        push_name(&mut out, name);
         push_canonical(input, &mut out, matching);
         out.push('\u{0}');
         return out;
@@ -603,6 +620,21 @@ mod tests {
         assert!(d.record_tool_calls(&[("t", &at(r#"{"b":2,"a":"[[[[{{{{"}"#))]).is_some());
         assert!(!nesting_deeper_than(at("{}").as_bytes(), CANONICAL_MAX_DEPTH));
         assert!(nesting_deeper_than(deep("{}", CANONICAL_MAX_DEPTH).as_bytes(), CANONICAL_MAX_DEPTH));
+    }
+
+    #[test]
+    fn signatures_prefix_each_name_with_its_length() {
+        // The length keeps a name apart from the input it is written next to.
+        for (name, prefix) in [("", "0:"), ("t", "1:t"), (&"n".repeat(10) as &str, "10:nnnnnnnnnn")] {
+            assert_eq!(signature_into(&[(name, "{}")], String::new(), Match::Exact), format!("{prefix}{{}}\u{0}"));
+        }
+        let long = "x".repeat(12_345);
+        assert!(signature_into(&[(&long, "{}"), ("b", "1")], String::new(), Match::Exact)
+            .contains(&format!("12345:{long}{{}}\u{0}")));
+        assert_ne!(
+            signature_into(&[("ab", "1")], String::new(), Match::Exact),
+            signature_into(&[("a", "b1")], String::new(), Match::Exact)
+        );
     }
 
     fn sig(input: &str, matching: Match) -> String {

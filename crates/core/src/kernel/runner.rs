@@ -263,7 +263,8 @@ impl<'a> ToolCalls<'a> {
     }
 
     pub fn len(&self) -> usize {
-        self.iter().count()
+        // Counted without the gate's lookups `iter` makes.
+        self.blocks.iter().filter(|b| matches!(b, Block::ToolUse { .. })).count()
     }
 
     pub fn is_empty(&self) -> bool {
