@@ -235,23 +235,17 @@ impl<'a> Scan<'a> {
         Some(&self.s[start..self.i])
     }
 
-    /// Any value as an owned `RawValue`, read and checked by serde_json in one pass: skipping
-    /// it and handing its text to `RawValue::from_string` checked it twice (a small tool input
-    /// in W1: ≈ 1.1k instructions that way).
+    /// Any value as an owned `RawValue`, checked once, by the kernel's grammar (as `skip` checks
+    /// it). serde_json reading it as a `RawValue` cost ≈ 700 instructions for a small tool
+    /// input (W1 16×10, issue 18), most of it in its generic skipping; the grammar takes the same
+    /// texts (RFC 8259, a lone surrogate escape included) within the scan's depth limit, which is
+    /// below serde_json's own.
     pub fn raw_value(&mut self) -> Option<Box<RawValue>> {
-        self.ws();
-        let mut values = serde_json::Deserializer::from_str(&self.s[self.i..]).into_iter::<Box<RawValue>>();
-        let raw = values.next()?.ok()?;
-        let end = self.i + values.byte_offset();
-        // serde counts its nesting limit from here, above the scan's (a value it reads here
-        // could be one it refuses inside the whole text). A value nested n containers deep
-        // takes more than 2n bytes, so only a longer one can be past the scan's limit.
-        let limit = MAX_DEPTH.saturating_sub(self.depth + 1) as usize;
-        if end - self.i >= 2 * limit && value_end(self.b, self.i, limit)? != end {
-            return None;
-        }
-        self.i = end;
-        Some(raw)
+        let text = self.skip_raw()?;
+        // SAFETY: `skip_raw` returned exactly one value that the grammar checked, from its first
+        // token to its last: well-formed JSON without surrounding whitespace, which is all
+        // `from_string_unchecked` asks (debug builds check it again).
+        Some(unsafe { RawValue::from_string_unchecked(text.to_owned()) })
     }
 
     /// `true`, `false`, or `null` (`None`); anything else is not taken.
@@ -385,7 +379,8 @@ mod tests {
             let mut k = Scan::new(&text);
             assert_eq!(k.skip_raw(), Some(v.trim()));
         }
-        for v in ["{", "[1,]", "01", "tru", r#""\x""#] {
+        // A value is read up to where it ends ("01": the number 0); what follows is the caller's.
+        for v in ["{", "[1,]", "tru", r#""\x""#, "[01]"] {
             assert!(Scan::new(v).raw_value().is_none(), "{v}");
         }
         // Past the scan's depth limit: not taken, though serde alone would read it.
@@ -393,6 +388,44 @@ mod tests {
             let deep = format!("{}{}", "[".repeat(n), "]".repeat(n));
             let mut s = Scan::new(&deep);
             assert_eq!(s.raw_value().is_some(), Scan::new(&deep).skip_raw().is_some(), "{n}");
+        }
+    }
+
+    #[test]
+    fn raw_values_are_what_serde_json_takes_as_one() {
+        // The grammar stands in for serde_json's check: the same texts taken, the same text kept.
+        let cases = [
+            r#"{"a":0,"b":[1,-0,1e400,1.5E+3,-2e-2]}"#,
+            r#"{ "k" : "v" , "x" : [ ] }"#,
+            r#""\ud800 lone \udc00 \/ \b\f\n\r\t \u00e9""#,
+            "\"é ☃ 😀\"",
+            "[true,false,null]",
+            r#"{"":{}}"#,
+            "1.",
+            ".5",
+            "-",
+            "+1",
+            "0x1",
+            "01",
+            "1e",
+            "\"\u{1}\"",
+            "\"\t\"",
+            r#""\u12""#,
+            r#""\a""#,
+            "[1,]",
+            r#"{"a":1,}"#,
+            r#"{"a"}"#,
+            "{1:2}",
+            "[1 2]",
+            "nul",
+            "True",
+            "\"open",
+        ];
+        for v in cases {
+            let serde = serde_json::from_str::<Box<RawValue>>(v).ok().map(|r| r.get().to_string());
+            let mut s = Scan::new(v);
+            let mine = s.raw_value().filter(|_| s.at_end()).map(|r| r.get().to_string());
+            assert_eq!(mine, serde, "{v}");
         }
     }
 
