@@ -5,7 +5,7 @@
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
 const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
-const { thrownMessage } = require('./tools.js')
+const { thrownMessage, ToolExecutor } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
 const { callDeadline, listenable } = require('./deadline.js')
@@ -575,6 +575,8 @@ class Drive {
 
 /** The per-execution options of a runner without a gate or a tool timeout (no object per call). */
 const NO_GATE = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined })
+// The executor method `_dispatchBlock` may bypass (an instance or subclass replacing it is called).
+const EXECUTE = ToolExecutor.prototype.execute
 
 class AgentRunner {
   constructor(adapter, toolRegistry, toolExecutor, options) {
@@ -849,56 +851,93 @@ class AgentRunner {
     let left = 1
     let wake = null
     for (let i = 0; i < calls.length; i++) {
-      let started
+      const call = calls[i]
+      let startMs
       try {
-        // Each block's own context, naming its tool_use id (tools of a round run concurrently).
-        started = this._startBlock(calls[i], granted[i], blockContext(context, calls[i].id), options, watch)
+        startMs = this._beginBlock(call, options)
       } catch (err) {
         fail(err)
         continue
       }
       left++
+      // Called once per started block, possibly before _dispatchBlock returns.
       const finish = (result) => {
         try {
-          done[i] = this._finishBlock(calls[i], started.startMs, result, options, onTrace, trace)
+          done[i] = this._finishBlock(call, startMs, result, options, onTrace, trace)
         } catch (err) {
           fail(err)
         }
         if (--left === 0 && wake !== null) wake()
       }
-      if (started.pending === null) finish({ data: native.notGrantedText(calls[i].name), isError: true })
-      else attach(started.pending, finish, (err) => finish({ data: thrownMessage(err), isError: true }))
+      if (!granted[i]) finish({ data: native.notGrantedText(call.name), isError: true })
+      // Each block's own context, naming its tool_use id (tools of a round run concurrently).
+      else this._dispatchBlock(call, blockContext(context, call.id), watch, finish)
     }
     // Every chain above catches its own throws, so this waits for all of them.
     if (--left !== 0) await new Promise((resolve) => { wake = resolve })
     if (failure !== null) throw failure.err
   }
 
+  /** A block's start (CONTRACT §5.5 per-block steps 1–2): onToolCall, then its start time.
+   *  Synchronous, so block k+1's onToolCall follows block k's start. */
+  _beginBlock(call, options) {
+    if (options.onToolCall) options.onToolCall(call.name, call.input)
+    return Date.now()
+  }
+
+  /** What the runner passes per execution, as upstream: its gate (an undefined one leaves the
+   *  executor's own) and its default tool timeout likewise. */
+  _executionOptions() {
+    const gate = this.options.onToolCall
+    const toolTimeoutMs = this.options.toolTimeoutMs
+    return gate === undefined && toolTimeoutMs === undefined ? NO_GATE : { onToolCall: gate, toolTimeoutMs }
+  }
+
   /**
-   * Starts one block (CONTRACT §5.5 per-block steps 1–3): onToolCall, the gate, the executor.
-   * Synchronous up to the executor call, so block k+1's onToolCall follows block k's start.
-   * `pending` is whatever the executor returned (it may return anything, or throw): awaited,
-   * or attached to with `attach`, never trusted for a `then` method.
+   * Starts a round's only block (steps 1–3): `pending` is whatever the executor returned (it
+   * may return anything, or throw), to be awaited, never trusted for a `then` method; null
+   * when the gate did not grant the call.
    */
   _startBlock(call, granted, context, options, watch) {
-    if (options.onToolCall) options.onToolCall(call.name, call.input)
-    const startMs = Date.now()
+    const startMs = this._beginBlock(call, options)
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      // The runner's gate is passed per execution, as upstream (an undefined one leaves the
-      // executor's own); its default tool timeout likewise.
-      const gate = this.options.onToolCall
-      const toolTimeoutMs = this.options.toolTimeoutMs
-      pending = this.toolExecutor.execute(
-        call.name, call.input, context,
-        gate === undefined && toolTimeoutMs === undefined ? NO_GATE : { onToolCall: gate, toolTimeoutMs },
-      )
+      pending = this.toolExecutor.execute(call.name, call.input, context, this._executionOptions())
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
     }
     return { startMs, pending }
+  }
+
+  /**
+   * Step 3 for a block of a wider round: its outcome goes to `finish` once (a throw or a
+   * rejection as its error result), possibly before this returns. This package's executor takes
+   * the callbacks directly (`ToolExecutor._run`: no promise per call) unless the run watches an
+   * abort signal, whose watch races the call's promise; another executor, or one whose `execute`
+   * was replaced (a spy), is called as upstream calls it and its outcome attached to with
+   * `attach`.
+   */
+  _dispatchBlock(call, context, watch, finish) {
+    const failed = (err) => finish({ data: thrownMessage(err), isError: true })
+    try {
+      const executor = this.toolExecutor
+      // Read once (a getter is asked once, as a method call would ask it).
+      const execute = executor.execute
+      if (watch === null && execute === EXECUTE) {
+        executor._run(call.name, call.input, context, this._executionOptions(), finish, failed)
+        return
+      }
+      // Not a function: the call below throws the engine's own text for it, as before.
+      let pending = typeof execute === 'function'
+        ? execute.call(executor, call.name, call.input, context, this._executionOptions())
+        : executor.execute(call.name, call.input, context, this._executionOptions())
+      if (watch !== null) pending = watch.tool(pending, call.name)
+      attach(pending, finish, failed)
+    } catch (err) {
+      failed(err)
+    }
   }
 
   /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration.
