@@ -21,18 +21,19 @@ function objectsOf(v: unknown, out = new Set<object>()): Set<object> {
   return out
 }
 
-/** The content as plainCopy writes it: a usual tool_use block as its call array. */
-const asCopied = (content: any[]) => content.map((b) => (b !== null && typeof b === 'object' && b.type === 'tool_use'
-  ? (b.signature === undefined ? [b.id, b.name, b.input] : [b.id, b.name, b.input, b.signature])
-  : b))
+/** The content as plainCopy writes it: a usual tool_use block as its three fields, flat, or
+ *  with a signature as an array of four. */
+const asCopied = (content: any[]) => content.flatMap((b) => (b !== null && typeof b === 'object' && b.type === 'tool_use'
+  ? (b.signature === undefined ? [b.id, b.name, b.input] : [[b.id, b.name, b.input, b.signature]])
+  : [b]))
 
 /** What plainCopy promises for a copy it makes of `content`. */
 function expectExactCopy(content: unknown[]) {
   const copy = plainCopy(content)
   expect(copy).toBeDefined()
   const json = JSON.stringify(copy)
-  // The JSON of the copy is the JSON of the content (calls as arrays), and parsing it gives the
-  // copy back.
+  // The JSON of the copy is the JSON of the content (calls as their fields), and parsing it gives
+  // the copy back.
   expect(json).toBe(JSON.stringify(asCopied(content)))
   expect(isDeepStrictEqual(JSON.parse(json), copy)).toBe(true)
   // Fresh objects only: nothing the adapter can change later is shared.
@@ -48,8 +49,8 @@ describe('plainCopy', () => {
     expectExactCopy([{ type: 'text', text: 'hé "quoted" \n \u0001 😀' }, { type: 'tool_use', id: '1', name: 't', input: { nested: [1, [2, { d: null }]], e: true } }])
     // Members JSON leaves out (undefined, a symbol) or writes as null (the same in an array).
     const copy = expectExactCopy([{ type: 'tool_use', id: '1', name: 't', input: { u: undefined, s: sym, keep: 1, arr: [undefined, sym, 2] }, signature: undefined }])
-    expect(Object.keys(copy[0][2])).toEqual(['keep', 'arr'])
-    expect(copy[0][2]).toEqual({ keep: 1, arr: [null, null, 2] })
+    expect(Object.keys(copy[2])).toEqual(['keep', 'arr'])
+    expect(copy[2]).toEqual({ keep: 1, arr: [null, null, 2] })
     expect(expectExactCopy([{ type: 'x', u: undefined, v: 1 }])).toStrictEqual([{ type: 'x', v: 1 }])
     // -0 is written as 0, and copied as 0.
     expect(Object.is(expectExactCopy([{ n: -0 }])[0].n, 0)).toBe(true)
@@ -75,17 +76,21 @@ describe('plainCopy', () => {
       { type: 'tool_use', id: 5, name: 't', input: {} },
       { type: 'tool_use', id: '2', name: 't', input: [] },
       { type: 'tool_use', id: '3', name: 't', input: {}, signature: { s: 1 } },
+      { input: { z: [1] }, id: '4', name: 'u', type: 'tool_use', extra: true },
     ])
     expect(JSON.stringify(copy)).toBe(
       '[["1","t",{"b":1,"a":2},"sig"],' +
       '{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="},"extra":[1]},' +
       '{"type":"tool_use","id":5,"name":"t","input":{}},' +
       '{"type":"tool_use","id":"2","name":"t","input":[]},' +
-      '{"type":"tool_use","id":"3","name":"t","input":{},"signature":{"s":1}}]',
+      '{"type":"tool_use","id":"3","name":"t","input":{},"signature":{"s":1}},' +
+      '"4","u",{"z":[1]}]',
     )
-    // An array in the content (which the kernel refuses as a block) is not copied: in the copy,
-    // an array is a call.
+    // A string or an array in the content (which the kernel refuses as a block) is not copied: in
+    // the copy, a string starts a call and an array is one.
     expect(plainCopy([['1', 't', {}]])).toBeUndefined()
+    expect(plainCopy(['1', 't', {}])).toBeUndefined()
+    expect(plainCopy([{ type: 'text', text: 'x' }, 'stray'])).toBeUndefined()
   })
 
   test('random content: copied exactly when the rules say so, declined otherwise', () => {
@@ -120,7 +125,8 @@ describe('plainCopy', () => {
     }
     // The rules, written again from the documentation: a value JSON would write differently
     // (non-finite number), could not write (BigInt) or would ask (functions, Dates, Maps) is
-    // declined; so is an array as a block, and a call without an id, a name or an input.
+    // declined; so is a string or an array as a block, and a call without an id, a name or an
+    // input.
     const leftOut = (v: unknown) => v === undefined || typeof v === 'symbol'
     function declined(v: unknown): boolean {
       if (typeof v === 'number') return !Number.isFinite(v)
@@ -131,7 +137,7 @@ describe('plainCopy', () => {
       if (proto !== null && proto !== Object.prototype) return true
       return Object.keys(v).some((k) => declined((v as any)[k]))
     }
-    const declinedBlock = (b: any) => Array.isArray(b) || declined(b) ||
+    const declinedBlock = (b: any) => typeof b === 'string' || Array.isArray(b) || declined(b) ||
       (b !== null && typeof b === 'object' && b.type === 'tool_use' && (leftOut(b.id) || leftOut(b.name) || leftOut(b.input)))
     let copied = 0
     for (let n = 0; n < 3000; n++) {
@@ -142,8 +148,9 @@ describe('plainCopy', () => {
       copied += 1
       expect(isDeepStrictEqual(JSON.parse(JSON.stringify(copy)), copy)).toBe(true)
     }
-    // Most random answers are copied (the generator makes a declined value one time in a dozen).
-    expect(copied).toBeGreaterThan(1500)
+    // Many random answers are copied (the generator makes a declined value one time in a dozen
+    // and a bare string, declined as a block, about one block in six): 1388 of the 3000.
+    expect(copied).toBeGreaterThan(1200)
   })
 
   test('reads each property once', () => {
@@ -151,7 +158,7 @@ describe('plainCopy', () => {
     const block = { type: 'tool_use', id: '1', name: 't', get input() { reads += 1; return { n: reads } } }
     const copy = plainCopy([block])
     expect(reads).toBe(1)
-    expect(copy[0][2]).toEqual({ n: 1 })
+    expect(copy[2]).toEqual({ n: 1 })
   })
 
   test('declines what JSON does not write as it is, and what it bounds', () => {

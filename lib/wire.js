@@ -78,9 +78,10 @@ const callBlock = (id, name, input, signature) => (signature === null
 
 /**
  * A round in the verdicts-only layout (wire.rs): the machine's calls are the calls of the
- * driver's copy of the answer (its arrays and tool_use objects, see copyCall), in order, each with
- * its verdict and the signature as the machine read it (two fields a call of `a`); `a` null: the
- * round that crossed as its count `n`, every call granted, none with a signature, no warning.
+ * driver's copy of the answer (see pushCall: three flat elements, an array of four, or a tool_use
+ * object), in order, each with its verdict and the signature as the machine read it (two fields
+ * a call of `a`); `a` null: the round that crossed as its count `n`, every call granted, none
+ * with a signature, no warning.
  */
 function copiedRound(a, n, copy) {
   const calls = new Array(n)
@@ -89,7 +90,12 @@ function copiedRound(a, n, copy) {
   for (let b = 0; copy !== undefined && b < copy.length && i < n; b++) {
     const block = copy[b]
     let id, name, input
-    if (Array.isArray(block)) {
+    if (typeof block === 'string') {
+      id = block
+      name = copy[b + 1]
+      input = copy[b + 2]
+      b += 2
+    } else if (Array.isArray(block)) {
       id = block[0]
       name = block[1]
       input = block[2]
@@ -130,27 +136,34 @@ const COPY_LENGTH = 100000
  * A copy of a JS adapter's answer content made of fresh plain objects, arrays and primitives that
  * `JSON.stringify` writes exactly as they are (`JSON.parse` of the text gives the copy back),
  * or undefined. Each property is read once. A tool_use block is copied as the fields the kernel
- * keeps of a call, usually as an array (`copyCall`); any other block whole. What it declines (`toJSON`, class
- * instances, Maps, non-finite numbers, BigInts, functions, `__proto__` keys, more than COPY_DEPTH
- * levels or COPY_LENGTH elements, a throwing getter or proxy) takes the JSON.stringify path
- * instead. Objects of another realm (Jest's test environments) are plain too: an object counts as
- * plain when its prototype has none (that realm's Object.prototype) or it has none itself.
- * With the copy, the machine's round can name its calls by their place in it (`copiedRound`)
- * instead of writing them out again: the tools still run with exactly what the machine judged.
+ * keeps of a call (`pushCall`, usually three flat elements); any other block whole. What it
+ * declines (`toJSON`, class instances, Maps, non-finite numbers, BigInts, functions, `__proto__`
+ * keys, more than COPY_DEPTH levels or COPY_LENGTH elements, a throwing getter or proxy, a string
+ * or an array as a block) takes the JSON.stringify path instead. Objects of another realm (Jest's
+ * test environments) are plain too: an object counts as plain when its prototype has none (that
+ * realm's Object.prototype) or it has none itself. With the copy, the machine's round can name
+ * its calls by their place in it (`copiedRound`) instead of writing them out again: the tools
+ * still run with exactly what the machine judged.
  */
 function plainCopy(content) {
   if (!Array.isArray(content)) return undefined
   try {
     const n = content.length
     if (n > COPY_LENGTH || typeof content.toJSON === 'function') return undefined
-    const copy = new Array(n)
+    // Pushed (a copy's length is not the content's; an array made with its length would also
+    // be holey, which JSON writes on its slow path).
+    const copy = []
     for (let i = 0; i < n; i++) {
       const b = content[i]
-      // An array stands for a call in the copy: a block that is one is not copied.
-      if (Array.isArray(b)) return undefined
-      const c = plainObject(b) && b.type === 'tool_use' ? copyCall(b) : copyValue(b, 1)
+      // A string or an array stands for a call in the copy: a block that is one is not copied.
+      if (typeof b === 'string' || Array.isArray(b)) return undefined
+      if (plainObject(b) && b.type === 'tool_use') {
+        if (!pushCall(b, copy)) return undefined
+        continue
+      }
+      const c = copyValue(b, 1)
       if (c === NOT_PLAIN) return undefined
-      copy[i] = c === LEFT_OUT ? null : c
+      copy.push(c === LEFT_OUT ? null : c)
     }
     return copy
   } catch {
@@ -167,27 +180,35 @@ function plainObject(v) {
 }
 
 /**
- * A tool_use block's copy: the fields the kernel keeps of a call. Usually the array
- * `[id, name, input]` or `[id, name, input, signature]` (the kernel reads it as the object it
- * stands for, `parse_copied_content_str`; JSON writes it in ≈ 60 % of the object's time, and
- * copying every key of a block cost ≈ 250 ns against ≈ 130 ns this way, W1's blocks); an object
- * of those fields when one of them is of a kind the kernel refuses (its error then names it).
+ * Pushes a tool_use block's copy onto `copy`: the fields the kernel keeps of a call, usually
+ * flat as the three elements `id, name, input` (a string where a block would start begins a
+ * call), `[id, name, input, signature]` when it has a signature (the kernel reads either as the
+ * object it stands for, `parse_copied_content_str`; JSON writes the flat fields of W1's calls in
+ * ≈ 45 % of the object's time and a nested array in ≈ 60 %), an object of those fields when
+ * one of them is of a kind the kernel refuses (its error then names it). False: not copied.
  */
-function copyCall(b) {
+function pushCall(b, copy) {
   const id = copyValue(b.id, 1)
   const name = copyValue(b.name, 1)
   const input = copyValue(b.input, 1)
   const signature = copyValue(b.signature, 1)
   // A missing id, name or input (which the kernel refuses) takes the JSON.stringify path.
   if (id === NOT_PLAIN || name === NOT_PLAIN || input === NOT_PLAIN || signature === NOT_PLAIN ||
-    id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT) return NOT_PLAIN
+    id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT) return false
   if (typeof id === 'string' && typeof name === 'string' && input !== null && typeof input === 'object' && !Array.isArray(input)) {
-    if (signature === LEFT_OUT) return [id, name, input]
-    if (typeof signature === 'string') return [id, name, input, signature]
+    if (signature === LEFT_OUT) {
+      copy.push(id, name, input)
+      return true
+    }
+    if (typeof signature === 'string') {
+      copy.push([id, name, input, signature])
+      return true
+    }
   }
-  return signature === LEFT_OUT
+  copy.push(signature === LEFT_OUT
     ? { type: 'tool_use', id, name, input }
-    : { type: 'tool_use', id, name, input, signature }
+    : { type: 'tool_use', id, name, input, signature })
+  return true
 }
 
 function copyValue(v, depth) {

@@ -476,48 +476,88 @@ pub fn parse_content_str(json: &str, strict: Strictness) -> Result<Vec<Block>, S
 }
 
 /// A model's answer as a JS driver hands it over with its own copy (`lib/wire.js`, `plainCopy`):
-/// the content's JSON where a call may be written as `[id, name, input]` or
-/// `[id, name, input, signature]` instead of its tool_use object (JSON writes an array of four
-/// values in ≈ 60 % of the time it takes for the object with its keys). Read strictly, with the
-/// same outcome and the same errors as the object each array stands for.
+/// the content's JSON where a call may be written flat, as the three elements `id, name, input`
+/// in the content's own array (a string where a block would start begins one), or as the array
+/// `[id, name, input, signature]`, instead of its tool_use object (JSON writes the flat fields
+/// in ≈ 45 % of the time it takes for the object with its keys, an array of four in ≈ 60 %).
+/// Read strictly, with the same outcome and the same errors as the object each call stands for.
 pub fn parse_copied_content_str(json: &str) -> Result<Vec<Block>, String> {
     if let Some(blocks) = scanned_copied_content(json) {
         return Ok(blocks);
     }
-    // What the scan declines (an escape it does not take, a malformed block): each call array
+    // What the scan declines (an escape it does not take, a malformed block): each call
     // rewritten as its object, then the reader of every other answer.
     let items: Vec<&RawValue> = serde_json::from_str(json)
         .map_err(|_| format!("\"content\" must be an array of blocks, got {}", preview(json)))?;
     let mut objects = String::with_capacity(json.len() + 48 * items.len());
     objects.push('[');
-    for (k, item) in items.iter().enumerate() {
+    let mut k = 0;
+    while k < items.len() {
         if k > 0 {
             objects.push(',');
         }
-        if item.get().starts_with('[') {
-            push_call_object(&mut objects, item)?;
-        } else {
-            objects.push_str(item.get());
+        let item = items[k].get();
+        if item.starts_with('"') {
+            let fields = items.get(k..k + 3).ok_or_else(|| incomplete_call(item))?;
+            push_call_object(&mut objects, fields);
+            k += 3;
+            continue;
         }
+        if item.starts_with('[') {
+            let fields: Vec<&RawValue> =
+                serde_json::from_str(item).map_err(|e| format!("unreadable copied call: {e}"))?;
+            if fields.len() != 4 {
+                return Err(incomplete_call(item));
+            }
+            push_call_object(&mut objects, &fields);
+        } else {
+            objects.push_str(item);
+        }
+        k += 1;
     }
     objects.push(']');
     parse_content_str(&objects, Strictness::Strict)
+}
+
+fn incomplete_call(from: &str) -> String {
+    format!("a copied call needs id, name, input, or [id, name, input, signature], got {}", preview(from))
 }
 
 /// The one-scan read of `parse_copied_content_str`'s usual input.
 fn scanned_copied_content(json: &str) -> Option<Vec<Block>> {
     let mut s = Scan::new(json);
     let mut blocks = Vec::with_capacity(1);
+    // A flat call's id and name, read while its three elements go by.
+    let mut flat: (Option<String>, Option<String>) = (None, None);
     s.array(|s| {
-        let block = if s.peek()? == b'[' { scanned_call(s)? } else { scanned_block(s, false)? };
-        blocks.push(block);
+        match &mut flat {
+            (None, _) => match s.peek()? {
+                b'"' => flat.0 = Some(s.string()?.into_owned()),
+                b'[' => blocks.push(scanned_call(s)?),
+                _ => blocks.push(scanned_block(s, false)?),
+            },
+            (Some(_), None) => flat.1 = Some(s.string()?.into_owned()),
+            (Some(_), Some(_)) => {
+                if s.peek()? != b'{' {
+                    return None;
+                }
+                let input = s.raw_value()?;
+                let (id, name) = (flat.0.take()?, flat.1.take()?);
+                blocks.push(Block::ToolUse { id, name, input, signature: None });
+            }
+        }
         Some(())
     })?;
+    // A call cut short is the general reader's, which says so.
+    if flat.0.is_some() {
+        return None;
+    }
     blocks.shrink_to_fit();
     s.at_end().then_some(blocks)
 }
 
-/// A call array whose id and name are strings the scan reads and whose input is an object.
+/// A call array `[id, name, input, signature]` whose id, name and signature are strings the scan
+/// reads and whose input is an object.
 fn scanned_call(s: &mut Scan) -> Option<Block> {
     let (mut id, mut name, mut input, mut signature) = (None, None, None, None);
     let mut k = 0;
@@ -532,19 +572,12 @@ fn scanned_call(s: &mut Scan) -> Option<Block> {
         k += 1;
         Some(())
     })?;
-    Some(Block::ToolUse { id: id?, name: name?, input: input?, signature })
+    Some(Block::ToolUse { id: id?, name: name?, input: input?, signature: Some(signature?) })
 }
 
-/// The tool_use object a call array stands for, written after `out`.
-fn push_call_object(out: &mut String, call: &RawValue) -> Result<(), String> {
-    let fields: Vec<&RawValue> =
-        serde_json::from_str(call.get()).map_err(|e| format!("unreadable copied call: {e}"))?;
-    if !(3..=4).contains(&fields.len()) {
-        return Err(format!(
-            "a copied call needs [id, name, input] or [id, name, input, signature], got {}",
-            preview(call.get())
-        ));
-    }
+/// The tool_use object a copied call stands for (`fields`: id, name, input and, when given, the
+/// signature), written after `out`.
+fn push_call_object(out: &mut String, fields: &[&RawValue]) {
     out.push_str("{\"type\":\"tool_use\",\"id\":");
     out.push_str(fields[0].get());
     out.push_str(",\"name\":");
@@ -556,7 +589,6 @@ fn push_call_object(out: &mut String, call: &RawValue) -> Result<(), String> {
         out.push_str(signature.get());
     }
     out.push('}');
-    Ok(())
 }
 
 /// `parse_content_str` without the scan.
@@ -886,17 +918,18 @@ mod tests {
 
     #[test]
     fn a_copied_call_reads_as_the_object_it_stands_for() {
-        let objects = r#"[{"type":"text","text":"t"},{"type":"tool_use","id":"1","name":"a","input":{"k":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"bé","input":{},"signature":"s"}]"#;
-        let arrays = r#"[{"type":"text","text":"t"},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
+        let objects = r#"[{"type":"text","text":"t"},{"type":"tool_use","id":"1","name":"a","input":{"k":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"bé","input":{},"signature":"s"},{"type":"tool_use","id":"3","name":"c","input":{}}]"#;
+        let copied = r#"[{"type":"text","text":"t"},"1","a",{"k":[1,{"q":"\""}]},["2\"","bé",{},"s"],"3","c",{}]"#;
         let expected = json_of(&parse_content_str(objects, Strictness::Strict).unwrap());
-        assert_eq!(json_of(&parse_copied_content_str(arrays).unwrap()), expected);
+        assert!(scanned_copied_content(copied).is_some());
+        assert_eq!(json_of(&parse_copied_content_str(copied).unwrap()), expected);
         // A block type the scan declines (kept as it is): the same calls, by the rewrite.
-        let odd_objects = r#"[{"type":"custom","x":[1]},{"type":"tool_use","id":"1","name":"a","input":{"k":[1,{"q":"\""}]}},{"type":"tool_use","id":"2\"","name":"bé","input":{},"signature":"s"}]"#;
-        let odd_arrays = r#"[{"type":"custom","x":[1]},["1","a",{"k":[1,{"q":"\""}]}],["2\"","bé",{},"s"]]"#;
-        assert!(scanned_copied_content(odd_arrays).is_none());
+        let odd_objects = objects.replace(r#"{"type":"text","text":"t"}"#, r#"{"type":"custom","x":[1]}"#);
+        let odd_copied = copied.replace(r#"{"type":"text","text":"t"}"#, r#"{"type":"custom","x":[1]}"#);
+        assert!(scanned_copied_content(&odd_copied).is_none());
         assert_eq!(
-            json_of(&parse_copied_content_str(odd_arrays).unwrap()),
-            json_of(&parse_content_str(odd_objects, Strictness::Strict).unwrap())
+            json_of(&parse_copied_content_str(&odd_copied).unwrap()),
+            json_of(&parse_content_str(&odd_objects, Strictness::Strict).unwrap())
         );
         // Objects alone read as any answer does.
         assert_eq!(json_of(&parse_copied_content_str(objects).unwrap()), expected);
@@ -905,20 +938,29 @@ mod tests {
     #[test]
     fn a_copied_call_is_refused_as_its_object_would_be() {
         let pairs = [
-            (r#"[["\ud800","a",{}]]"#, r#"[{"type":"tool_use","id":"\ud800","name":"a","input":{}}]"#),
-            (r#"[["1",2,{}]]"#, r#"[{"type":"tool_use","id":"1","name":2,"input":{}}]"#),
-            (r#"[["1","a",[]]]"#, r#"[{"type":"tool_use","id":"1","name":"a","input":[]}]"#),
+            (r#"["\ud800","a",{}]"#, r#"[{"type":"tool_use","id":"\ud800","name":"a","input":{}}]"#),
+            (r#"["1",2,{}]"#, r#"[{"type":"tool_use","id":"1","name":2,"input":{}}]"#),
+            (r#"["1","a",[]]"#, r#"[{"type":"tool_use","id":"1","name":"a","input":[]}]"#),
+            (r#"["1","a","{}"]"#, r#"[{"type":"tool_use","id":"1","name":"a","input":"{}"}]"#),
             (
                 r#"[["1","a",{},"x\ud800"]]"#,
                 r#"[{"type":"tool_use","id":"1","name":"a","input":{},"signature":"x\ud800"}]"#,
             ),
+            (r#"[["1","a",[],"s"]]"#, r#"[{"type":"tool_use","id":"1","name":"a","input":[],"signature":"s"}]"#),
         ];
-        for (array, object) in pairs {
-            let a = parse_copied_content_str(array).map(|b| json_of(&b));
+        for (copied, object) in pairs {
+            let a = parse_copied_content_str(copied).map(|b| json_of(&b));
             let o = parse_content_str(object, Strictness::Strict).map(|b| json_of(&b));
-            assert_eq!(a, o, "{array}");
+            assert_eq!(a, o, "{copied}");
         }
-        assert!(parse_copied_content_str(r#"[["1","a"]]"#).unwrap_err().contains("[id, name, input]"));
+        // A call cut short, or an array that is not one of four fields.
+        for short in [r#"["1","a"]"#, r#"["1"]"#, r#"[{"type":"text","text":"t"},"1","a"]"#, r#"[["1","a",{}]]"#] {
+            let e = parse_copied_content_str(short).unwrap_err();
+            assert!(
+                e.starts_with("a copied call needs id, name, input, or [id, name, input, signature], got "),
+                "{short}: {e}"
+            );
+        }
         assert!(parse_copied_content_str("{}").is_err());
     }
 

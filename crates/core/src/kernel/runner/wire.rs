@@ -28,8 +28,9 @@
 //!
 //! A round answers the model's last answer. When the driver handed that answer over with a copy of
 //! its own (`runRespond`'s fifth argument: a copy JSON writes exactly as it is, so the machine's
-//! calls are that copy's calls, in order, field for field; a call is written there as
-//! `[id, name, input(, signature)]`, read by `message::parse_copied_content_str`), the round
+//! calls are that copy's calls, in order, field for field; a call is written there flat as
+//! `id, name, input` or as `[id, name, input, signature]`, read by
+//! `message::parse_copied_content_str`), the round
 //! carries only the verdicts and the signatures (the one field the machine may read differently:
 //! a non-string one is dropped, half a surrogate pair replaced): the calls' ids, names and inputs
 //! are not written again here and parsed again in JS. The driver tells the layouts apart by the
