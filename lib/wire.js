@@ -234,11 +234,12 @@ function copyValue(v, depth) {
     if (typeof v.toJSON === 'function') return NOT_PLAIN
     const n = v.length
     if (n > COPY_LENGTH) return NOT_PLAIN
-    const out = new Array(n)
+    // Pushed, so that it is not holey (see plainCopy).
+    const out = []
     for (let i = 0; i < n; i++) {
       const c = copyValue(v[i], depth + 1)
       if (c === NOT_PLAIN) return NOT_PLAIN
-      out[i] = c === LEFT_OUT ? null : c
+      out.push(c === LEFT_OUT ? null : c)
     }
     return out
   }
