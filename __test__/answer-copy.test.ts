@@ -280,6 +280,10 @@ describe('a round taken from the copy', () => {
       [[{ type: 'tool_use', id: '1', name: 'a', input: [1] }], true],
       [[{ type: 'tool_use', id: '1', name: 'a' }], false],
       [[{ type: 'text', text: 1 }], true],
+      // A string or an array where a block belongs: declined by the copy (in it, a string starts
+      // a call and an array is one), refused by the kernel on the other path.
+      [[{ type: 'text', text: 'x' }, 'c1', 'a', {}], false],
+      [[['c1', 'a', {}, 'sig']], false],
     ]
     for (const [answer, asCopy] of refused) {
       const copied = await streamOf(() => answer)
