@@ -14,7 +14,7 @@ mod text;
 
 pub use grammar::{is_valid_json, value_end};
 pub use js::{
-    empty_object, is_js_canonical_object, js_number, json_string, normalize, push_json_string, raw_object,
+    empty_object, is_js_canonical_object, js_number, json_string, normalize, push_json_string, push_uint, raw_object,
     replace_lone_surrogates, to_js_json, truthy, JsObject,
 };
 pub use scan::{Scan, Seen};

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
-use crate::json::{is_js_space, js_trim};
+use crate::json::{is_js_space, js_trim, push_uint};
 
 /// How two tool calls' arguments are compared (`loopDetection.match`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -236,23 +236,9 @@ fn push_entry(out: &mut String, name: &str, canon_input: &str) {
     out.push('\u{0}');
 }
 
-/// `<len>:<name>`: the length in decimal digits pushed directly (`write!` through
-/// `core::fmt` was ≈ 270 instructions per call of a wide round, issue 18's W1).
+/// `<len>:<name>`.
 fn push_name(out: &mut String, name: &str) {
-    let mut digits = [0u8; 20];
-    let mut n = name.len();
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[at..] {
-        out.push(d as char);
-    }
+    push_uint(out, name.len() as u64);
     out.push(':');
     out.push_str(name);
 }

@@ -67,7 +67,7 @@
 //! | `runRespondLoopAction` | `id, action` | nothing |
 
 use super::{Action, ActionKind, DriverError, ToolCall, ToolCalls};
-use crate::json::push_json_string;
+use crate::json::{push_json_string, push_uint};
 use crate::kernel::message::{Block, Usage};
 use crate::kernel::{context, grants};
 
@@ -351,21 +351,6 @@ fn push_js_number(out: &mut String, x: f64) {
     }
 }
 
-/// Decimal digits without an intermediate string.
-fn push_uint(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
-}
-
 fn boolean(b: bool) -> &'static str {
     if b {
         "true"
@@ -513,6 +498,14 @@ mod tests {
         )
     }
 
+    /// A configuration whose loop detector fires on the first repeat and answers with `action`.
+    fn looping(action: LoopAction) -> RunnerConfig {
+        let mut cfg = RunnerConfig::default();
+        cfg.loop_detection =
+            Some(LoopConfig { max_repetitions: Some(1.0), window: None, action, matching: Match::Exact });
+        cfg
+    }
+
     const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go \"quoted\"\n"}]}]"#;
 
     fn model(m: &mut Machine, content: &str, i: f64, o: f64) {
@@ -537,13 +530,7 @@ mod tests {
 
     #[test]
     fn tool_round_with_gate_signature_and_trailing_warning() {
-        let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(1.0),
-            window: None,
-            action: LoopAction::Fixed("warn".into()),
-            matching: Match::Exact,
-        });
+        let cfg = looping(LoopAction::Fixed("warn".into()));
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(round_trip(&mut m), ActionKind::CallModel);
         model(
@@ -644,13 +631,7 @@ mod tests {
             Wire::Json("[10,null,true,null,true,\"s\"]".into())
         );
         // A trailing warning (a loop the configuration answers with one) goes with the round.
-        let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(1.0),
-            window: None,
-            action: LoopAction::Fixed("warn".into()),
-            matching: Match::Exact,
-        });
+        let cfg = looping(LoopAction::Fixed("warn".into()));
         let Wire::Json(text) = round(two, cfg, RoundLayout::Verdicts) else { panic!("a warned round is text") };
         let fields: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(fields, json!([10, W_TOOL, true, null, true, null]));
@@ -658,13 +639,7 @@ mod tests {
 
     #[test]
     fn loop_detected_with_policy_and_loop_stop_results() {
-        let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(1.0),
-            window: None,
-            action: LoopAction::Callback,
-            matching: Match::Exact,
-        });
+        let cfg = looping(LoopAction::Callback);
         let mut m = machine(cfg, START, &["a"]);
         m.poll(false).unwrap();
         model(&mut m, r#"[{"type":"tool_use","id":"7","name":"a","input":{}}]"#, 1.0, 1.0);
@@ -687,13 +662,7 @@ mod tests {
         assert_eq!(round_trip(&mut m), ActionKind::BudgetExceeded);
         assert_eq!(round_trip(&mut m), ActionKind::Done);
 
-        let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(1.0),
-            window: None,
-            action: LoopAction::Fixed("warn".into()),
-            matching: Match::Exact,
-        });
+        let cfg = looping(LoopAction::Fixed("warn".into()));
         let mut m = machine(cfg, START, &[]);
         m.poll(false).unwrap();
         model(&mut m, r#"[{"type":"text","text":"same"}]"#, 1.0, 1.0);
