@@ -135,6 +135,46 @@ describe.each(variants)('a wide round through %s', (variant) => {
   })
 })
 
+describe.each(variants)('a wide round through %s, with a gate and a timeout', (variant) => {
+  test('the runner\'s onToolCall gate judges each block; a denied one is its error result', async () => {
+    const log: string[] = []
+    const registry = tools(log)
+    const { executor } = executorOf(variant, registry, { maxConcurrency: 1 })
+    const { adapter, seen } = scripted([resp(round(3)), resp([{ type: 'text', text: 'fin' }])])
+    const runner = new AgentRunner(adapter, registry, executor, {
+      model: 'm', allowedTools: ['work'],
+      onToolCall: async ({ input }) => ((input as { n: number }).n === 1 ? { action: 'deny', reason: 'not one' } : { action: 'allow' }),
+    })
+    await runner.run([user('go')])
+    expect((seen[1][seen[1].length - 1].content as Array<{ content: string }>).map((b) => b.content)).toEqual([
+      'done 0', 'Tool "work" denied by onToolCall: not one', 'done 2',
+    ])
+    expect(log).toEqual(['start 0', 'end 0', 'start 2', 'end 2'])
+  })
+
+  test('a block that outlives its timeout frees its slot for the next one', async () => {
+    const log: string[] = []
+    const registry = new ToolRegistry()
+    registry.register(defineTool({
+      name: 'work', description: 'w', inputSchema: z.object({ n: z.number() }), timeoutMs: 30,
+      // Block 0 never settles; the others end at once.
+      execute: ({ n }: { n: number }) => {
+        log.push(`start ${n}`)
+        return n === 0 ? new Promise<never>(() => {}) : Promise.resolve({ data: `done ${n}` })
+      },
+    }))
+    const { executor } = executorOf(variant, registry, { maxConcurrency: 1 })
+    const { adapter, seen } = scripted([resp(round(3)), resp([{ type: 'text', text: 'fin' }])])
+    const runner = new AgentRunner(adapter, registry, executor, { model: 'm', allowedTools: ['work'] })
+    const r = await runner.run([user('go')])
+    expect(r.output).toBe('fin')
+    expect((seen[1][seen[1].length - 1].content as Array<{ content: string }>).map((b) => b.content)).toEqual([
+      'Tool "work" timed out after 30ms.', 'done 1', 'done 2',
+    ])
+    expect(log).toEqual(['start 0', 'start 1', 'start 2'])
+  })
+})
+
 describe('the runner and the executor it is given', () => {
   test('passes each block its own context and the runner\'s per-execution options, as upstream', async () => {
     const log: string[] = []
