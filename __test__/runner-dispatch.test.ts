@@ -152,6 +152,21 @@ describe.each(variants)('a wide round through %s, with a gate and a timeout', (v
     expect(log).toEqual(['start 0', 'end 0', 'start 2', 'end 2'])
   })
 
+  test('an executor whose registry disallows the tool refuses every block, though the runner granted it', async () => {
+    const log: string[] = []
+    // The runner's registry has no rail; the executor's does (`new ToolRegistry({ disallow })`).
+    const runnerRegistry = tools(log)
+    const railed = new ToolRegistry({ disallow: ['work'] })
+    for (const t of runnerRegistry.list()) railed.register(t)
+    const { executor } = executorOf(variant, railed)
+    const { adapter, seen } = scripted([resp(round(2)), resp([{ type: 'text', text: 'fin' }])])
+    const runner = new AgentRunner(adapter, runnerRegistry, executor, { model: 'm', allowedTools: ['work'] })
+    await runner.run([user('go')])
+    const notGranted = 'Tool "work" is not granted to this agent. Built-in tools are opt-in: grant it via the agent\'s "tools" allowlist or "toolPreset" (or set the orchestrator\'s "defaultToolPreset").'
+    expect(seen[1][seen[1].length - 1].content).toEqual([0, 1].map((n) => ({ type: 'tool_result', tool_use_id: `c${n}`, content: notGranted, is_error: true })))
+    expect(log).toEqual([])
+  })
+
   test('a block that outlives its timeout frees its slot for the next one', async () => {
     const log: string[] = []
     const registry = new ToolRegistry()

@@ -641,12 +641,10 @@ class ToolExecutor {
    * per call of a wide round, issue 18's W1). Same steps, texts and slot order as `execute`.
    */
   _run(toolName, input, context, options, onOk, onErr) {
-    let railed = false
     try {
       // The registry's rail, as execute checks it.
       const rail = this.registry._rail
-      railed = rail !== undefined && rail.has(toolName)
-      if (!railed) {
+      if (rail === undefined || !rail.has(toolName)) {
         const sem = this.semaphore
         const record = { executor: this, sem, toolName, input, context, options, resolve: onOk, reject: onErr }
         // The call settles its record itself, whatever happens in it (see _admitted).
@@ -657,6 +655,7 @@ class ToolExecutor {
     } catch (e) {
       return onErr(e)
     }
+    // Railed: not granted (outside the try, so that nothing onOk does reaches onErr).
     onOk({ data: native.notGrantedText(`${toolName}`), isError: true })
   }
 
