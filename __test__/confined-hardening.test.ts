@@ -189,6 +189,42 @@ describe('System V IPC', () => {
   })
 })
 
+// The same class: the kernel keyrings are found by id or description, not by path, and the
+// user keyring is shared by every process of the uid.
+describe('kernel keyrings', () => {
+  const withX64Python = withPython === test && process.arch === 'x64' ? test : test.skip
+  withX64Python("a key in the uid's user keyring made outside is out of reach (ENOSYS)", async () => {
+    const desc = `oma-hardening-${process.pid}`
+    // add_key 248, keyctl 250 (x86_64); KEY_SPEC_USER_KEYRING -4; KEYCTL_SEARCH 10, READ 11, UNLINK 9.
+    const py = (body: string) => `import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n${body}\n`
+    const key = child_process
+      .execFileSync(PY, ['-c', py(`k = libc.syscall(248, b"user", b"${desc}", b"key-secret", 10, -4)\nprint(k if k > 0 else -ctypes.get_errno())`)], { encoding: 'utf8' })
+      .trim()
+    if (Number(key) <= 0) {
+      // eslint-disable-next-line no-console
+      console.warn(`confined-hardening: keyring case skipped: add_key failed here (${key})`)
+      return
+    }
+    try {
+      const shell = new ConfinedShellExecutor({ network: 'allow' })
+      const root = newRoot('keys')
+      fs.writeFileSync(
+        path.join(root, 'keys.py'),
+        py(`for what, r in (("search", lambda: libc.syscall(250, 10, -4, b"user", b"${desc}", 0)),
+                 ("read", lambda: libc.syscall(250, 11, ${key}, ctypes.create_string_buffer(64), 64)),
+                 ("add", lambda: libc.syscall(248, b"user", b"${desc}", b"x", 1, -4))):
+    n = r()
+    print(what, "ok" if n >= 0 else errno.errorcode[ctypes.get_errno()])`).replace('import ctypes, os', 'import ctypes, errno, os'),
+      )
+      const r = await shell.exec(`${PY} keys.py`, opts(root))
+      expect([r.stdout, r.stderr]).toEqual(['search ENOSYS\nread ENOSYS\nadd ENOSYS\n', ''])
+      await shell.dispose()
+    } finally {
+      child_process.execFileSync(PY, ['-c', py(`libc.syscall(250, 9, ${key}, -4)`)])
+    }
+  })
+})
+
 // ---- point 11: set-id files ----------------------------------------------------------------
 
 describe('set-id files', () => {

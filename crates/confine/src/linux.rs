@@ -387,9 +387,11 @@ struct ArchNumbers {
     openat: u32,
     /// Answered ENOSYS whatever the policy: `openat2` (its mode is in a struct the filter
     /// cannot read; callers fall back to `openat`, which it can), `io_uring_setup` (io_uring
-    /// opens files and creates sockets past seccomp), and System V IPC (`ipc`, `shm*`,
-    /// `msg*`, `sem*`: its objects are shared by every process of the uid, outside included).
-    nosys: [u32; 16],
+    /// opens files and creates sockets past seccomp), System V IPC (`ipc`, `shm*`, `msg*`,
+    /// `sem*`) and the kernel keyrings (`add_key`, `request_key`, `keyctl`): their objects are
+    /// found by key or id, not by path, and shared by every process of the uid, outside the
+    /// sandbox included (Landlock has no rule for them).
+    nosys: &'static [u32],
     /// x32 calls carry this bit on x86_64's audit arch.
     x32_bit: u32,
 }
@@ -406,9 +408,9 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
         mode2: [268, 452, 259],
         open: 2,
         openat: 257,
-        // openat2, io_uring_setup, ipc; shmget shmat shmctl shmdt; msgget msgsnd msgrcv msgctl;
-        // semget semop semctl semtimedop; semtimedop_time64.
-        nosys: [437, 425, NONE, 29, 30, 31, 67, 68, 69, 70, 71, 64, 65, 66, 220, NONE],
+        // openat2, io_uring_setup; shmget shmat shmctl shmdt; msgget msgsnd msgrcv msgctl;
+        // semget semop semctl semtimedop; add_key request_key keyctl.
+        nosys: &[437, 425, 29, 30, 31, 67, 68, 69, 70, 71, 64, 65, 66, 220, 248, 249, 250],
         x32_bit: 0x4000_0000,
     },
     ArchNumbers {
@@ -419,7 +421,8 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
         mode2: [306, 452, 297],
         open: 5,
         openat: 295,
-        nosys: [437, 425, 117, 395, 397, 396, 398, 399, 400, 401, 402, 393, NONE, 394, NONE, 420],
+        // The same, with i386's `ipc` multiplexer (117) and semtimedop_time64 (420).
+        nosys: &[437, 425, 117, 395, 397, 396, 398, 399, 400, 401, 402, 393, 394, 420, 286, 287, 288],
         x32_bit: NONE,
     },
 ]);
@@ -433,7 +436,7 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
         mode2: [53, 452, 33],
         open: NONE,
         openat: 56,
-        nosys: [437, 425, NONE, 194, 196, 195, 197, 186, 189, 188, 187, 190, 193, 191, 192, NONE],
+        nosys: &[437, 425, 194, 196, 195, 197, 186, 189, 188, 187, 190, 193, 191, 192, 217, 218, 219],
         x32_bit: NONE,
     },
     ArchNumbers {
@@ -445,7 +448,7 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
         open: 5,
         openat: 322,
         // EABI has no `ipc` multiplexer (OABI's 117 is not offered by arm64's compat layer).
-        nosys: [437, 425, NONE, 307, 305, 308, 306, 303, 301, 302, 304, 299, 298, 300, 312, 420],
+        nosys: &[437, 425, 307, 305, 308, 306, 303, 301, 302, 304, 299, 298, 300, 312, 420, 309, 310, 311],
         x32_bit: NONE,
     },
 ]);
@@ -466,8 +469,9 @@ const CREATING_FLAGS: u32 = 0o100 | 0o2000_0000;
 ///   `fchmodat2`, `creat`, `mknod`, `mknodat`, and `open`/`openat` with `O_CREAT` or
 ///   `O_TMPFILE` (without them the mode argument is unused, whatever garbage it holds).
 ///   `mkdir` needs no rule: the kernel keeps only the permission and sticky bits of its mode;
-/// - `openat2`, `io_uring_setup` and System V IPC → ENOSYS (see [`ArchNumbers::nosys`]): what
-///   a kernel without them answers, so callers take the path they have for one.
+/// - `openat2`, `io_uring_setup`, System V IPC and the keyrings → ENOSYS (see
+///   [`ArchNumbers::nosys`]): what a kernel without them answers, so callers take the path they
+///   have for one.
 ///
 /// With the network denied: `socket()` of a family other than AF_UNIX → EACCES. Everything
 /// else is allowed; every answer is an errno, never a kill (a call from an architecture the
@@ -514,7 +518,7 @@ pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>>
         }
         on(a.open, OPEN);
         on(a.openat, OPENAT);
-        for nr in a.nosys {
+        for &nr in a.nosys {
             on(nr, NOSYS);
         }
         if deny_network {

@@ -670,6 +670,9 @@ fn native_numbers_match_the_target() {
         libc::SYS_semop,
         libc::SYS_semctl,
         libc::SYS_semtimedop,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_keyctl,
     ] {
         assert!(n.nosys.contains(&sys(nr)), "{nr} is not refused");
     }
@@ -677,5 +680,71 @@ fn native_numbers_match_the_target() {
     {
         assert_eq!(n.open, sys(libc::SYS_open));
         assert_eq!(n.mode1, [libc::SYS_chmod, libc::SYS_fchmod, libc::SYS_creat, libc::SYS_mknod].map(sys));
+    }
+}
+
+#[test]
+fn the_keyrings_are_refused() {
+    let d = Dirs::new();
+    const KEY_SPEC_USER_KEYRING: i32 = -4;
+    const KEYCTL_SEARCH: i32 = 10;
+    const KEYCTL_READ: i32 = 11;
+    const KEYCTL_UNLINK: i32 = 9;
+    let desc = CString::new(format!("oma-confine-test-{}", std::process::id())).unwrap();
+    let user = c"user";
+    // A key in the uid's user keyring, shared by every process of the uid, as a login or a
+    // credential helper would leave one.
+    // SAFETY: add_key with NUL-terminated strings and a payload of the given length.
+    let key = unsafe {
+        libc::syscall(
+            libc::SYS_add_key,
+            user.as_ptr(),
+            desc.as_ptr(),
+            b"secret".as_ptr(),
+            6usize,
+            KEY_SPEC_USER_KEYRING,
+        )
+    };
+    if key < 0 {
+        eprintln!("skipped the_keyrings_are_refused: add_key failed ({})", errno_now());
+        return;
+    }
+    for network in [Network::Deny, Network::Allow] {
+        let p = prepare(&d.policy(network)).unwrap();
+        let search = || {
+            res(unsafe {
+                libc::syscall(libc::SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, user.as_ptr(), desc.as_ptr(), 0)
+            })
+        };
+        let read = || {
+            let mut buf = [0u8; 16];
+            res(unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_READ, key, buf.as_mut_ptr(), buf.len()) })
+        };
+        let add = || {
+            res(unsafe {
+                libc::syscall(
+                    libc::SYS_add_key,
+                    user.as_ptr(),
+                    desc.as_ptr(),
+                    b"x".as_ptr(),
+                    1usize,
+                    KEY_SPEC_USER_KEYRING,
+                )
+            })
+        };
+        let request = || res(unsafe { libc::syscall(libc::SYS_request_key, user.as_ptr(), desc.as_ptr(), 0usize, 0) });
+        for (what, attempt) in
+            [("search", &search as &dyn Fn() -> i32), ("read", &read), ("add", &add), ("request", &request)]
+        {
+            assert_eq!(in_child(&p, attempt), libc::ENOSYS, "{what} ({network:?})");
+        }
+    }
+    // The key is still there, unchanged; removed here.
+    let mut buf = [0u8; 16];
+    // SAFETY: keyctl on our own key.
+    unsafe {
+        assert_eq!(libc::syscall(libc::SYS_keyctl, KEYCTL_READ, key, buf.as_mut_ptr(), buf.len()), 6);
+        assert_eq!(&buf[..6], b"secret");
+        libc::syscall(libc::SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_USER_KEYRING);
     }
 }
