@@ -240,6 +240,9 @@ describe('set-id files', () => {
       ['mknodat', `os.mknod("mknodat", stat.S_IFREG | 0o2711, dir_fd=os.open(".", os.O_RDONLY))`],
       ['tmpfile', `os.open(".", os.O_TMPFILE | os.O_WRONLY, 0o4755)`],
       ['chmod', `os.chmod("existing", 0o4755)`],
+      // File capabilities are set-id's sibling: setting them needs CAP_SETFCAP, which is dropped.
+      // (VFS_CAP_REVISION_2, CAP_SETUID permitted and effective.)
+      ['setcap', `os.setxattr("existing", "security.capability", bytes.fromhex("01000002" "80000000" "00000000" "0000000000000000"))`],
     ]
     const script = cases
       .map(([name, call]) => `try:\n    ${call}\n    print("${name}: made")\nexcept OSError as e:\n    print("${name}: " + errno.errorcode[e.errno])`)
