@@ -466,6 +466,20 @@ pub fn kill_tree(helper: i32) -> bool {
     true
 }
 
+/// Whether the helper may have descendants left, read from its children list (one small file,
+/// where [`kill_tree`] scans all of /proc). Every descendant's chain of parents ends at a
+/// child of the helper (orphans are re-parented to it), so none of them means the tree is
+/// empty, and stays so: nothing is left to fork. Unknown (a kernel without the list): `true`.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+fn may_have_descendants(helper: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{helper}/task/{helper}/children")).map_or(true, |s| !s.trim().is_empty())
+}
+
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+fn may_have_descendants(_helper: i32) -> bool {
+    true
+}
+
 /// SIGKILLs the helper's process group: the helper, bash and every descendant that stayed in
 /// the group. The helper is an unreaped child until `wait_helper`, so its pid (the group id)
 /// cannot be reused meanwhile.
@@ -701,7 +715,7 @@ pub fn exec_bash_with(
         // orphans, setsid'd or double-forked ones too, stay its descendants). A process the
         // bounded kill could not finish (stuck in uninterruptible sleep, with its SIGKILL
         // pending) is killed again from the reaping thread until the tree is empty.
-        let gone = kill_tree(helper);
+        let gone = !may_have_descendants(helper) || kill_tree(helper);
         std::thread::spawn(move || {
             if !gone {
                 while !kill_tree(helper) {
