@@ -1,8 +1,7 @@
 //! The confined shell (`ConfinedShellExecutor`, issue 14): its options and their checks, the
 //! private home and temp dir of each sandbox root, where a command runs, and the texts a user
-//! sees. The operating
-//! system's part (Landlock, seccomp, rlimits) is oma-confine's; the spawn, kill and capture
-//! are bash's (`bash::exec_bash_with`).
+//! sees. The operating system's part (Landlock, seccomp, rlimits) is oma-confine's; the spawn,
+//! kill and capture are bash's (`bash::exec_bash_with`).
 //!
 //! The root a command is confined to is the agent's filesystem sandbox root (`sandboxRoot` in
 //! the exec options, which bash sets from the tool context's `cwd`), never a path the model
