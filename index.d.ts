@@ -278,7 +278,7 @@ export interface ConfinedShellProbe {
 /**
  * bash confined on Linux, in-process (no container, no external binary): a command may write
  * only in the agent's filesystem sandbox root (the exec options' `sandboxRoot`, which `bash` sets
- * from the agent's `cwd`) and a private temp dir (`TMPDIR`), read only the system's read-only
+ * from the agent's `cwd`) and that root's private dir (`HOME`, `TMPDIR`), read only the system's read-only
  * locations, the root and `readPaths`, reach no network by default, and cannot signal, trace or
  * read the environment of processes outside its own tree (Landlock, seccomp, no_new_privs, no
  * capabilities, optional rlimits). It runs in the sandbox root; `cwd` may only name a directory
@@ -287,10 +287,11 @@ export interface ConfinedShellProbe {
  */
 export declare class ConfinedShellExecutor implements ShellExecutor {
   constructor(options?: ConfinedShellExecutorOptions)
-  /** Creates the private temp dir. */
+  /** Creates the directory of the private dirs (one per sandbox root, made on its first command). */
   start(): Promise<void>
   exec(command: string, options: ShellExecOptions): Promise<ConfinedShellExecResult>
-  /** Ends the commands still running and removes the temp dir. */
+  /** Ends the commands still running and removes every private dir. A command's leftovers
+   *  (background jobs, daemons) already ended with it. */
   dispose(): Promise<void>
   /** The host's Landlock ABI and platform, without starting anything. */
   static probe(): ConfinedShellProbe

@@ -1,6 +1,6 @@
 'use strict'
 // ConfinedShellExecutor (issue 14): bash under Landlock, seccomp and resource limits, behind the
-// ShellExecutor seam. JS glue only: the option checks, the policy, the temp dir, where a command
+// ShellExecutor seam. JS glue only: the option checks, the policy, the private dirs, where a command
 // runs and every text are the kernel's (crates/core/src/tool/builtin/confined.rs over
 // crates/confine); this file describes the options for the check, wires the AbortSignal to a
 // cancel handle, tracks the commands in flight for dispose(), and warns once.
@@ -36,8 +36,8 @@ function aborted(signal) {
 
 /**
  * A ShellExecutor whose commands run confined (Linux): they may write only in the agent's
- * sandbox root (`sandboxRoot`, which bash sets from the tool context's cwd) and a private temp
- * dir, read only the system's read-only locations plus the root, reach no network unless
+ * sandbox root (`sandboxRoot`, which bash sets from the tool context's cwd) and that root's
+ * private dir (HOME, TMPDIR), read only the system's read-only locations plus the root, reach no network unless
  * `network: 'allow'`, and cannot signal, trace or read the environment of processes outside.
  * The command runs in the sandbox root; `cwd` may only name a directory inside it.
  */
@@ -54,7 +54,7 @@ class ConfinedShellExecutor {
     this.#described = described
   }
 
-  /** Creates the private temp dir; refuses on a platform without the confinement. */
+  /** Creates the directory of the private dirs; refuses on a platform without the confinement. */
   async start() {
     if (this.#shell === null) this.#shell = new native.ConfinedShell(this.#described)
   }
@@ -99,7 +99,7 @@ class ConfinedShellExecutor {
     }
   }
 
-  /** Ends the commands still running (their whole trees) and removes the temp dir. */
+  /** Ends the commands still running (their whole trees) and removes every private dir. */
   async dispose() {
     const shell = this.#shell
     this.#shell = null

@@ -21,10 +21,14 @@
 //!   abstract unix socket created outside it.
 //! - With the network denied: Landlock TCP bind/connect rules (ABI 4) and a seccomp filter that
 //!   refuses `socket()` of every family but `AF_UNIX` with `EACCES` (UDP, raw, netlink
-//!   included) and `io_uring_setup` with `ENOSYS` (io_uring can create sockets past seccomp).
-//! - Always, in the same filter: `chmod` and its variants refuse setuid and setgid bits (`EPERM`):
-//!   Landlock has no rule for file modes, and a command started by root could otherwise leave a
-//!   setuid-root program behind.
+//!   included).
+//! - Always, in the same filter: every call that gives a file a mode refuses setuid and setgid
+//!   bits (`EPERM`): `chmod` and its variants, `creat`, `mknod`/`mknodat`, and `open`/`openat`
+//!   with `O_CREAT` or `O_TMPFILE`. Landlock has no rule for file modes, and a command started
+//!   by root could otherwise leave a setuid-root program behind. `openat2` (whose mode the
+//!   filter cannot read), `io_uring_setup` (io_uring opens files and creates sockets past
+//!   seccomp), System V IPC and the kernel keyrings (objects shared by every process of the
+//!   uid, found by key rather than by path) answer `ENOSYS`, as on a kernel without them.
 //! - Capabilities: a command started by root loses every capability (bounding set included), so
 //!   it cannot reconfigure the machine (mount is refused by Landlock anyway).
 //! - Resource limits (`setrlimit`): CPU seconds, address space, file size, open files, processes.
@@ -121,7 +125,8 @@ pub struct Limits {
 pub struct Policy {
     /// The sandbox root: readable and writable, the command's working directory.
     pub root: PathBuf,
-    /// The private temp dir (TMPDIR): readable and writable.
+    /// The root's private dir (HOME and TMPDIR): readable and writable. Never shared with
+    /// another root's commands (the caller gives each root its own).
     pub temp_dir: PathBuf,
     pub read_paths: Vec<PathBuf>,
     pub write_paths: Vec<PathBuf>,

@@ -325,11 +325,11 @@ pub unsafe fn apply_in_child(p: &Prepared, ruleset_fd: Option<RawFd>) -> Result<
 
 // ---- the seccomp program ------------------------------------------------------------------
 
-/// `struct seccomp_data` offsets: nr, arch, and the low words of args[0..3] (little-endian
+/// `struct seccomp_data` offsets: nr, arch, and the low words of args[0..4] (little-endian
 /// targets only).
 const OFF_NR: u32 = 0;
 const OFF_ARCH: u32 = 4;
-const OFF_ARG: [u32; 3] = [16, 24, 32];
+const OFF_ARG: [u32; 4] = [16, 24, 32, 40];
 
 #[derive(Clone, Copy)]
 enum Ins {
@@ -347,7 +347,7 @@ fn assemble(prog: &[Ins]) -> Vec<libc::sock_filter> {
     const BPF_JEQ_K: u16 = 0x15;
     const BPF_JSET_K: u16 = 0x45;
     const BPF_RET_K: u16 = 0x06;
-    let mut labels = [0usize; 16];
+    let mut labels = [0usize; 32];
     let mut pc = 0;
     for i in prog {
         match i {
@@ -374,14 +374,24 @@ fn assemble(prog: &[Ins]) -> Vec<libc::sock_filter> {
 struct ArchNumbers {
     audit: u32,
     socket: u32,
-    io_uring_setup: u32,
     /// i386's multiplexer: its `SYS_SOCKET` call cannot be inspected (the domain is in
     /// memory), so every socket it would create is refused.
     socketcall: u32,
-    /// The mode is argument 1.
-    chmod: [u32; 2],
-    /// The mode is argument 2.
-    chmodat: [u32; 2],
+    /// Calls whose argument 1 is a mode: `chmod`, `fchmod`, `creat`, `mknod`.
+    mode1: [u32; 4],
+    /// Calls whose argument 2 is a mode: `fchmodat`, `fchmodat2`, `mknodat`.
+    mode2: [u32; 3],
+    /// `open`: the flags are argument 1, the mode argument 2.
+    open: u32,
+    /// `openat`: the flags are argument 2, the mode argument 3.
+    openat: u32,
+    /// Answered ENOSYS whatever the policy: `openat2` (its mode is in a struct the filter
+    /// cannot read; callers fall back to `openat`, which it can), `io_uring_setup` (io_uring
+    /// opens files and creates sockets past seccomp), System V IPC (`ipc`, `shm*`, `msg*`,
+    /// `sem*`) and the kernel keyrings (`add_key`, `request_key`, `keyctl`): their objects are
+    /// found by key or id, not by path, and shared by every process of the uid, outside the
+    /// sandbox included (Landlock has no rule for them).
+    nosys: &'static [u32],
     /// x32 calls carry this bit on x86_64's audit arch.
     x32_bit: u32,
 }
@@ -393,19 +403,26 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
     ArchNumbers {
         audit: 0xC000_003E,
         socket: 41,
-        io_uring_setup: 425,
         socketcall: NONE,
-        chmod: [90, 91],
-        chmodat: [268, 452],
+        mode1: [90, 91, 85, 133],
+        mode2: [268, 452, 259],
+        open: 2,
+        openat: 257,
+        // openat2, io_uring_setup; shmget shmat shmctl shmdt; msgget msgsnd msgrcv msgctl;
+        // semget semop semctl semtimedop; add_key request_key keyctl.
+        nosys: &[437, 425, 29, 30, 31, 67, 68, 69, 70, 71, 64, 65, 66, 220, 248, 249, 250],
         x32_bit: 0x4000_0000,
     },
     ArchNumbers {
         audit: 0x4000_0003,
         socket: 359,
-        io_uring_setup: 425,
         socketcall: 102,
-        chmod: [15, 94],
-        chmodat: [306, 452],
+        mode1: [15, 94, 8, 14],
+        mode2: [306, 452, 297],
+        open: 5,
+        openat: 295,
+        // The same, with i386's `ipc` multiplexer (117) and semtimedop_time64 (420).
+        nosys: &[437, 425, 117, 395, 397, 396, 398, 399, 400, 401, 402, 393, 394, 420, 286, 287, 288],
         x32_bit: NONE,
     },
 ]);
@@ -414,31 +431,51 @@ const ARCHES: Option<[ArchNumbers; 2]> = Some([
     ArchNumbers {
         audit: 0xC000_00B7,
         socket: 198,
-        io_uring_setup: 425,
         socketcall: NONE,
-        chmod: [NONE, 52],
-        chmodat: [53, 452],
+        mode1: [NONE, 52, NONE, NONE],
+        mode2: [53, 452, 33],
+        open: NONE,
+        openat: 56,
+        nosys: &[437, 425, 194, 196, 195, 197, 186, 189, 188, 187, 190, 193, 191, 192, 217, 218, 219],
         x32_bit: NONE,
     },
     ArchNumbers {
         audit: 0x4000_0028,
         socket: 281,
-        io_uring_setup: 425,
         socketcall: NONE,
-        chmod: [15, 94],
-        chmodat: [333, 452],
+        mode1: [15, 94, 8, 14],
+        mode2: [333, 452, 324],
+        open: 5,
+        openat: 322,
+        // EABI has no `ipc` multiplexer (OABI's 117 is not offered by arm64's compat layer).
+        nosys: &[437, 425, 307, 305, 308, 306, 303, 301, 302, 304, 299, 298, 300, 312, 420, 309, 310, 311],
         x32_bit: NONE,
     },
 ]);
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const ARCHES: Option<[ArchNumbers; 2]> = None;
 
-/// The confined command's seccomp filter. Always: `chmod`/`fchmod`/`fchmodat`/`fchmodat2`
-/// setting a setuid or setgid bit → EPERM (Landlock has no rule for file modes, and a command
-/// started by root could otherwise leave a setuid-root program behind). With the network
-/// denied: `socket()` of a family other than AF_UNIX → EACCES, `io_uring_setup` → ENOSYS (io_uring
-/// can create sockets past seccomp). Everything else is allowed; every answer is an errno, never
-/// a kill (a call from an architecture the kernel should not even offer gets ENOSYS).
+/// The set-id bits no call of the command may give a file. Landlock has no rule for file
+/// modes, and a command started by root could otherwise leave a setuid-root program behind.
+const SETID_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
+
+/// `open`/`openat` flags with which the mode argument is used (the same values on every
+/// architecture of [`ARCHES`]): `O_CREAT`, and `O_TMPFILE`'s own bit (a temporary file can be
+/// linked into the tree later with the mode it was made with).
+const CREATING_FLAGS: u32 = 0o100 | 0o2000_0000;
+
+/// The confined command's seccomp filter. Always:
+/// - a set-id mode → EPERM on every call that sets a mode: `chmod`, `fchmod`, `fchmodat`,
+///   `fchmodat2`, `creat`, `mknod`, `mknodat`, and `open`/`openat` with `O_CREAT` or
+///   `O_TMPFILE` (without them the mode argument is unused, whatever garbage it holds).
+///   `mkdir` needs no rule: the kernel keeps only the permission and sticky bits of its mode;
+/// - `openat2`, `io_uring_setup`, System V IPC and the keyrings → ENOSYS (see
+///   [`ArchNumbers::nosys`]): what a kernel without them answers, so callers take the path they
+///   have for one.
+///
+/// With the network denied: `socket()` of a family other than AF_UNIX → EACCES. Everything
+/// else is allowed; every answer is an errno, never a kill (a call from an architecture the
+/// kernel should not even offer gets ENOSYS).
 pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>> {
     let arches = ARCHES?;
     let errno = |e: i32| libc::SECCOMP_RET_ERRNO | (e as u32 & 0xffff);
@@ -451,7 +488,10 @@ pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>>
     const NOSYS: u8 = 6;
     const MODE1: u8 = 7;
     const MODE2: u8 = 8;
-    const DENY_MODE: u8 = 9;
+    const MODE3: u8 = 9;
+    const DENY_MODE: u8 = 10;
+    const OPEN: u8 = 11;
+    const OPENAT: u8 = 12;
     let deny_network = network == Network::Deny;
     let mut p = vec![
         Ins::Ld(OFF_ARCH),
@@ -470,28 +510,43 @@ pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>>
                 }
             }
         };
-        for nr in a.chmod {
+        for nr in a.mode1 {
             on(nr, MODE1);
         }
-        for nr in a.chmodat {
+        for nr in a.mode2 {
             on(nr, MODE2);
+        }
+        on(a.open, OPEN);
+        on(a.openat, OPENAT);
+        for &nr in a.nosys {
+            on(nr, NOSYS);
         }
         if deny_network {
             on(a.socket, DOMAIN);
-            on(a.io_uring_setup, NOSYS);
             on(a.socketcall, SOCKETCALL);
         }
         p.push(Ins::Ret(libc::SECCOMP_RET_ALLOW));
     }
     const SYS_SOCKET: u32 = 1;
-    const SETID_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
     p.extend([
+        Ins::Label(OPEN),
+        Ins::Ld(OFF_ARG[1]),
+        Ins::Jset(CREATING_FLAGS, MODE2),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(OPENAT),
+        Ins::Ld(OFF_ARG[2]),
+        Ins::Jset(CREATING_FLAGS, MODE3),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
         Ins::Label(MODE1),
         Ins::Ld(OFF_ARG[1]),
         Ins::Jset(SETID_BITS, DENY_MODE),
         Ins::Ret(libc::SECCOMP_RET_ALLOW),
         Ins::Label(MODE2),
         Ins::Ld(OFF_ARG[2]),
+        Ins::Jset(SETID_BITS, DENY_MODE),
+        Ins::Ret(libc::SECCOMP_RET_ALLOW),
+        Ins::Label(MODE3),
+        Ins::Ld(OFF_ARG[3]),
         Ins::Jset(SETID_BITS, DENY_MODE),
         Ins::Ret(libc::SECCOMP_RET_ALLOW),
         Ins::Label(DENY_MODE),

@@ -56,6 +56,20 @@ pub const MAX_CAPTURE_BYTES: usize = 10 * 1024 * 1024;
 /// could hold a copy of them).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// What becomes of the processes a command leaves behind when it ends normally (bash exited
+/// and its output pipes closed: a background process still holding them keeps the command
+/// running until it closes them or the timeout kills the tree).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leftovers {
+    /// They keep running: the `bash` tool and `LocalShellExecutor`, as upstream's spawn (a
+    /// `nohup server > log 2>&1 &` outlives the command; timeouts and aborts still kill it).
+    Keep,
+    /// They are killed with the command's whole tree, `setsid`'d ones included: the confined
+    /// shell, whose leftovers would otherwise stay confined but able to write the sandbox root
+    /// after the command (and the executor) ended.
+    End,
+}
+
 pub struct BashInput {
     pub command: String,
     /// Effective timer delay in ms (the JS side applies `?? 30000` and Node's setTimeout
@@ -431,17 +445,17 @@ fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
 }
 
 /// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
-/// uninterruptible sleep cannot hold the tool for long).
+/// uninterruptible sleep cannot hold the tool for long). `true`: none is left.
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
-pub fn kill_tree(helper: i32) {
+pub fn kill_tree(helper: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
     for round in 0.. {
         if Instant::now() >= deadline {
-            return;
+            return false;
         }
         let (live, tree) = descendants(helper);
         if live.is_empty() {
-            return;
+            return true;
         }
         for pid in live {
             sigkill(pid, &tree);
@@ -449,15 +463,31 @@ pub fn kill_tree(helper: i32) {
         // Killed processes turn into zombies asynchronously; do not spin on /proc.
         std::thread::sleep(Duration::from_millis(if round < 5 { 1 } else { 10 }));
     }
+    true
+}
+
+/// Whether the helper may have descendants left, read from its children list (one small file,
+/// where [`kill_tree`] scans all of /proc). Every descendant's chain of parents ends at a
+/// child of the helper (orphans are re-parented to it), so none of them means the tree is
+/// empty, and stays so: nothing is left to fork. Unknown (a kernel without the list): `true`.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+fn may_have_descendants(helper: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{helper}/task/{helper}/children")).map_or(true, |s| !s.trim().is_empty())
+}
+
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+fn may_have_descendants(_helper: i32) -> bool {
+    true
 }
 
 /// SIGKILLs the helper's process group: the helper, bash and every descendant that stayed in
 /// the group. The helper is an unreaped child until `wait_helper`, so its pid (the group id)
 /// cannot be reused meanwhile.
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
-pub fn kill_tree(helper: i32) {
+pub fn kill_tree(helper: i32) -> bool {
     // SAFETY: plain signal to a process group of ours.
     unsafe { libc::killpg(helper, libc::SIGKILL) };
+    true
 }
 
 fn wait_helper(pid: i32) {
@@ -514,7 +544,7 @@ pub fn run_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashOutcome 
 /// polled (the abort signal); it returns promptly after a timeout or abort even if some
 /// process outside the tree holds the pipes.
 pub fn exec_bash(input: &BashInput, cancelled: &dyn Fn() -> bool) -> BashRaw {
-    exec_bash_with(input, None, cancelled).raw
+    exec_bash_with(input, None, Leftovers::Keep, cancelled).raw
 }
 
 /// A command's raw parts and how bash ended, for the confined shell's notes.
@@ -526,8 +556,14 @@ pub struct Exec {
 
 /// [`exec_bash`], optionally confined: `confine` is applied in bash's process after the
 /// `chdir`, before `execve` (`oma_confine::apply_in_child`). `input.env` is used as given
-/// after the allowlist (the confined shell adds its TMPDIR first).
-pub fn exec_bash_with(input: &BashInput, confine: Option<&Prepared>, cancelled: &dyn Fn() -> bool) -> Exec {
+/// after the allowlist (the confined shell adds its TMPDIR first). `leftovers`: what becomes
+/// of the processes the command leaves when it ends normally.
+pub fn exec_bash_with(
+    input: &BashInput,
+    confine: Option<&Prepared>,
+    leftovers: Leftovers,
+    cancelled: &dyn Fn() -> bool,
+) -> Exec {
     let done = |raw| Exec { raw, signal: None };
     let env = safe_env(&input.env);
     let Some(bash) = find_bash(&env) else { return done(spawn_error(libc::ENOENT)) };
@@ -673,6 +709,21 @@ pub fn exec_bash_with(input: &BashInput, confine: Option<&Prepared>, cancelled: 
             unsafe { libc::kill(helper, libc::SIGKILL) };
         }
         wait_helper(helper);
+    } else if leftovers == Leftovers::End {
+        // Normal completion, leftovers end with the command: killed before the result is
+        // returned, so none of them can act after it. Nothing escapes the helper (a subreaper:
+        // orphans, setsid'd or double-forked ones too, stay its descendants). A process the
+        // bounded kill could not finish (stuck in uninterruptible sleep, with its SIGKILL
+        // pending) is killed again from the reaping thread until the tree is empty.
+        let gone = !may_have_descendants(helper) || kill_tree(helper);
+        std::thread::spawn(move || {
+            if !gone {
+                while !kill_tree(helper) {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+            wait_helper(helper)
+        });
     } else {
         // Normal completion: background processes the command left behind keep running,
         // as in the original; the helper reaps them and is reaped here in turn.

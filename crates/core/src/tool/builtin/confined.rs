@@ -1,7 +1,7 @@
 //! The confined shell (`ConfinedShellExecutor`, issue 14): its options and their checks, the
-//! per-executor temp dir, where a command runs, and the texts a user sees. The operating
-//! system's part (Landlock, seccomp, rlimits) is oma-confine's; the spawn, kill and capture
-//! are bash's (`bash::exec_bash_with`).
+//! private home and temp dir of each sandbox root, where a command runs, and the texts a user
+//! sees. The operating system's part (Landlock, seccomp, rlimits) is oma-confine's; the spawn,
+//! kill and capture are bash's (`bash::exec_bash_with`).
 //!
 //! The root a command is confined to is the agent's filesystem sandbox root (`sandboxRoot` in
 //! the exec options, which bash sets from the tool context's `cwd`), never a path the model
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use super::bash::{self, BashInput, BashRaw, Exec};
+use super::bash::{self, BashInput, BashRaw, Exec, Leftovers};
 use super::path_safety::{self, SandboxSpec};
 
 pub use oma_confine::{landlock_abi, Limits, Network, Prepared, REQUIRED_LANDLOCK_ABI};
@@ -285,7 +285,7 @@ pub fn limit_note(limits: &Limits, e: &Exec) -> Option<String> {
     None
 }
 
-/// The variables that point at the executor's private temp dir.
+/// The variables that point at the sandbox root's private dir (its home and temp dir).
 pub const PRIVATE_DIR_VARS: [&str; 4] = ["HOME", "TMPDIR", "TMP", "TEMP"];
 
 /// One `exec` of the confined shell.
@@ -308,18 +308,35 @@ pub struct ExecResult {
     pub landlock_abi: i32,
 }
 
-/// A started confined shell: its options, private temp dir and prepared policies.
+/// A started confined shell: its options, the directory holding the private dirs, and the
+/// prepared policies.
+///
+/// Each sandbox root gets a private dir of its own (`HOME`, `TMPDIR`, `TMP`, `TEMP`), and a
+/// command's Landlock rules grant only its own root's: agents sharing an executor but not a
+/// root share nothing writable, so one cannot plant a `~/.gitconfig` (`core.fsmonitor`), a
+/// shell profile or a cache entry that then runs in another's root.
 pub struct ConfinedShell {
     options: Options,
+    /// Holds the private dirs (0700, never granted itself); removed on dispose.
     temp_dir: PathBuf,
-    prepared: Mutex<Vec<Cached>>,
+    state: Mutex<State>,
 }
 
-/// A prepared policy and the root's identity when it was prepared: Landlock's rules hold
-/// inodes, so a root deleted and made again (a new directory at the same path) needs new ones.
+#[derive(Default)]
+struct State {
+    /// Private dir by sandbox root (the real path), made on the root's first command. Kept
+    /// for the executor's life (a policy dropped from `prepared` finds its dir again).
+    private: Vec<(String, PathBuf)>,
+    prepared: Vec<Cached>,
+}
+
+/// A prepared policy and the identities of the root and its private dir when it was prepared:
+/// Landlock's rules hold inodes, so a directory deleted and made again (a new one at the same
+/// path) needs new ones.
 struct Cached {
     root: String,
     id: (u64, u64),
+    private_id: (u64, u64),
     prepared: Arc<Prepared>,
 }
 
@@ -342,30 +359,56 @@ fn new_temp_dir() -> std::io::Result<PathBuf> {
     }
 }
 
+fn temp_dir_error(e: std::io::Error) -> String {
+    format!("The confined shell could not create its temp dir: {e}.")
+}
+
 impl ConfinedShell {
-    /// `start()`: refuses off Linux, creates the private temp dir.
+    /// `start()`: refuses off Linux, creates the directory of the private dirs.
     pub fn start(options: Options) -> Result<ConfinedShell, String> {
         if !cfg!(target_os = "linux") {
             return Err(oma_confine::unsupported_text(std::env::consts::OS));
         }
-        let temp_dir = new_temp_dir().map_err(|e| format!("The confined shell could not create its temp dir: {e}."))?;
-        Ok(ConfinedShell { options, temp_dir, prepared: Mutex::new(Vec::new()) })
+        let temp_dir = new_temp_dir().map_err(temp_dir_error)?;
+        Ok(ConfinedShell { options, temp_dir, state: Mutex::new(State::default()) })
     }
 
+    /// The directory of the private dirs (each root's is a directory in it).
     pub fn temp_dir(&self) -> &std::path::Path {
         &self.temp_dir
     }
 
-    fn prepared_for(&self, real_root: &str) -> Result<Arc<Prepared>, String> {
+    /// The root's private dir, made on first use (and again if something removed it).
+    fn private_dir(&self, state: &mut State, real_root: &str) -> Result<PathBuf, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = match state.private.iter().find(|(r, _)| r == real_root) {
+            Some((_, d)) => d.clone(),
+            None => {
+                let d = self.temp_dir.join(format!("root-{}", state.private.len()));
+                state.private.push((real_root.to_string(), d.clone()));
+                d
+            }
+        };
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(temp_dir_error(e)),
+            _ => Ok(dir),
+        }
+    }
+
+    /// The prepared policy and the private dir for a root.
+    fn prepared_for(&self, real_root: &str) -> Result<(Arc<Prepared>, PathBuf), String> {
         let id = dir_id(real_root);
-        let mut cache = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = cache.iter().find(|c| c.root == real_root && c.id == id) {
-            return Ok(c.prepared.clone());
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let private = self.private_dir(&mut state, real_root)?;
+        let private_id = dir_id(&private.to_string_lossy());
+        let cache = &mut state.prepared;
+        if let Some(c) = cache.iter().find(|c| c.root == real_root && c.id == id && c.private_id == private_id) {
+            return Ok((c.prepared.clone(), private));
         }
         cache.retain(|c| c.root != real_root);
         let policy = oma_confine::Policy {
             root: real_root.into(),
-            temp_dir: self.temp_dir.clone(),
+            temp_dir: private.clone(),
             read_paths: self.options.read_paths.iter().map(PathBuf::from).collect(),
             write_paths: self.options.write_paths.iter().map(PathBuf::from).collect(),
             network: self.options.network,
@@ -376,8 +419,8 @@ impl ConfinedShell {
         if cache.len() >= CACHED_ROOTS {
             cache.remove(0);
         }
-        cache.push(Cached { root: real_root.to_string(), id, prepared: p.clone() });
-        Ok(p)
+        cache.push(Cached { root: real_root.to_string(), id, private_id, prepared: p.clone() });
+        Ok((p, private))
     }
 
     /// Runs a command confined. `Err`: nothing ran (no sandbox root, a cwd outside it, a
@@ -391,8 +434,8 @@ impl ConfinedShell {
         };
         let spec = SandboxSpec { root: Some(root), process_cwd: req.process_cwd.clone() };
         let resolved = path_safety::resolve_path_within_cwd(&cwd, &spec, true)?;
-        let prepared = self.prepared_for(&resolved.root)?;
-        let tmp = self.temp_dir.to_string_lossy().into_owned();
+        let (prepared, private) = self.prepared_for(&resolved.root)?;
+        let tmp = private.to_string_lossy().into_owned();
         // HOME too: the real one is not readable under the policy (keys, tokens, shell
         // history), and tools that read or write there (git's global config, caches) fail on
         // an unreadable HOME where they accept a missing file.
@@ -402,7 +445,7 @@ impl ConfinedShell {
             env.push((k.to_string(), tmp.clone()));
         }
         let input = BashInput { command: req.command, timeout_ms: req.timeout_ms, cwd: Some(resolved.path), env };
-        let mut e = bash::exec_bash_with(&input, Some(&prepared), cancelled);
+        let mut e = bash::exec_bash_with(&input, Some(&prepared), Leftovers::End, cancelled);
         if let Some(note) = limit_note(&self.options.limits, &e) {
             let err = &mut e.raw.stderr;
             if !err.is_empty() && !err.ends_with('\n') {
@@ -413,7 +456,9 @@ impl ConfinedShell {
         Ok(ExecResult { raw: e.raw, missing: prepared.not_enforced().to_vec(), landlock_abi: prepared.landlock_abi() })
     }
 
-    /// `dispose()`: removes the temp dir and what the commands left in it.
+    /// `dispose()`: removes every private dir and what the commands left in them (no command
+    /// runs any more: each one's leftovers ended with it, and the JS side ends the commands in
+    /// flight first).
     pub fn dispose(&self) -> Result<(), String> {
         match std::fs::remove_dir_all(&self.temp_dir) {
             Ok(()) => Ok(()),

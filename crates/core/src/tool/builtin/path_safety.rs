@@ -847,14 +847,15 @@ impl Sandbox {
             unsafe { libc::unlinkat(dirfd, tmp.as_ptr(), 0) };
         };
         if let Some(st) = &old {
-            // Owner first (a chown clears set-id bits), then the mode. Either may be refused
-            // (another user's file): best effort, the content is what matters.
+            // Owner first, then the mode without the set-id and sticky bits (KEPT_MODE_BITS).
+            // Either may be refused (another user's file): best effort, the content is what
+            // matters.
             // SAFETY: plain syscalls on our descriptor.
             unsafe {
                 if libc::fchown(tmpfd.as_raw_fd(), st.st_uid, st.st_gid) != 0 {
                     libc::fchown(tmpfd.as_raw_fd(), u32::MAX, st.st_gid);
                 }
-                libc::fchmod(tmpfd.as_raw_fd(), st.st_mode & 0o7777);
+                libc::fchmod(tmpfd.as_raw_fd(), st.st_mode & KEPT_MODE_BITS);
             }
         }
         if let Err(e) = write_fd(tmpfd.as_raw_fd(), data) {
@@ -883,6 +884,22 @@ impl Sandbox {
     }
 }
 
+/// The mode bits a rewritten file keeps: the permission bits only. Set-user-id, set-group-id
+/// and sticky bits are dropped, as the kernel drops set-id bits when a process without
+/// `CAP_FSETID` writes a file: Node running as root keeps that capability, so without this a
+/// set-id file a confined command left (or a program anyone could swap in) would get the
+/// model's content and keep its privilege.
+const KEPT_MODE_BITS: libc::mode_t = 0o777;
+
+/// Drops the set-id and sticky bits of a file rewritten in place (best effort: the file may
+/// be another user's).
+fn drop_special_bits(fd: RawFd, mode: libc::mode_t) {
+    if mode & 0o7000 != 0 {
+        // SAFETY: plain syscall on a live descriptor.
+        unsafe { libc::fchmod(fd, mode & KEPT_MODE_BITS) };
+    }
+}
+
 /// Sandbox disabled, a symlink that does not resolve (dangling: Node creates its target;
 /// a loop: ELOOP): opened by path as Node's writeFile would, refusing a non-regular file.
 fn write_through_symlink(path: &str, data: &[u8]) -> Result<(), FsError> {
@@ -893,6 +910,7 @@ fn write_through_symlink(path: &str, data: &[u8]) -> Result<(), FsError> {
     if let Some(kind) = special_kind(st.st_mode) {
         return Err(FsError::NotRegular(kind));
     }
+    drop_special_bits(fd.as_raw_fd(), st.st_mode);
     // SAFETY: plain syscall on our descriptor.
     if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
         return Err(FsError::Os(last_errno(), "write", None));
@@ -913,6 +931,7 @@ fn write_in_place(dirfd: RawFd, name: &CStr, existed: bool, data: &[u8]) -> Opti
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_nlink != 1 {
         return None;
     }
+    drop_special_bits(fd.as_raw_fd(), st.st_mode);
     // SAFETY: plain syscall on our descriptor.
     if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
         return Some(Err(last_errno()));
@@ -1023,6 +1042,38 @@ mod tests {
         );
         assert_eq!(r.sandbox.mkdir_p(&long).unwrap_err(), FsError::Os(libc::ENAMETOOLONG, "mkdir", Some(long.clone())));
         rm_rf(&root);
+    }
+
+    #[test]
+    fn a_rewrite_never_keeps_set_id_or_sticky_bits() {
+        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let base = tmp_dir("ps-setid");
+        let root = format!("{base}/root");
+        std::fs::create_dir_all(&root).unwrap();
+        let mode = |p: &str| std::fs::metadata(p).unwrap().mode() & 0o7777;
+        for (name, bits) in [("suid", 0o4755), ("sgid", 0o2750), ("both", 0o6711), ("sticky", 0o1644)] {
+            let p = format!("{root}/{name}");
+            std::fs::write(&p, "old\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(bits)).unwrap();
+            // A non-root user not in the file's group cannot set its set-gid bit: nothing to test.
+            if mode(&p) != bits {
+                continue;
+            }
+            // Replaced (the sandbox), rewritten without one, and rewritten in place.
+            Sandbox::open_root(&root).unwrap().write_file(&p, b"new\n").unwrap();
+            assert_eq!((name, mode(&p)), (name, bits & 0o777));
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(bits)).unwrap();
+            Sandbox::disabled().write_file(&p, b"newer\n").unwrap();
+            assert_eq!((name, mode(&p)), (name, bits & 0o777));
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(bits)).unwrap();
+            let dir = std::fs::File::open(&root).unwrap();
+            let c = std::ffi::CString::new(name).unwrap();
+            assert_eq!(write_in_place(dir.as_raw_fd(), &c, true, b"in place\n"), Some(Ok(())));
+            assert_eq!((name, mode(&p)), (name, bits & 0o777));
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), "in place\n");
+        }
+        rm_rf(&base);
     }
 
     #[test]

@@ -111,7 +111,8 @@ fn commands_run_in_the_root_with_a_private_tmp() {
     std::fs::create_dir_all(format!("{root}/sub")).unwrap();
     std::fs::write(format!("{base}/secret"), "s3cret").unwrap();
     let shell = ConfinedShell::start(Options::default()).unwrap();
-    let tmp = shell.temp_dir().to_string_lossy().into_owned();
+    let dirs = shell.temp_dir().to_string_lossy().into_owned();
+    let tmp = format!("{dirs}/root-0");
     let r = shell
         .exec(
             req("pwd; echo $TMPDIR $TMP $TEMP $HOME; echo x > $TMPDIR/t && cat $TMPDIR/t; echo y > f", &root, None),
@@ -143,7 +144,72 @@ fn commands_run_in_the_root_with_a_private_tmp() {
     let r = shell.exec(req("echo again > g && cat g", &root, None), &|| false).unwrap();
     assert_eq!((r.raw.stdout.as_str(), r.raw.stderr.as_str()), ("again\n", ""));
     shell.dispose().unwrap();
-    assert!(!std::path::Path::new(&tmp).exists());
+    assert!(!std::path::Path::new(&dirs).exists());
+    rm_rf(&base);
+}
+
+/// Lines of `ps` naming `marker` exactly (live processes: zombies show as `[sleep] <defunct>`).
+fn running(marker: &str) -> usize {
+    let out = std::process::Command::new("ps").args(["-A", "-o", "args="]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.trim() == marker).count()
+}
+
+#[test]
+fn each_sandbox_root_has_its_own_private_dir() {
+    if !landlock() {
+        return;
+    }
+    let base = tmp_dir("confined-private");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let shell = ConfinedShell::start(Options::default()).unwrap();
+    let home = |root: &str| shell.exec(req("printf %s \"$HOME\"", root, None), &|| false).unwrap().raw.stdout;
+    let (home_a, home_b) = (home(&a), home(&b));
+    assert_ne!(home_a, home_b);
+    assert_eq!(home(&a), home_a, "a root keeps its private dir");
+    // Agent A plants a git config in its HOME and tries B's: only its own is writable.
+    let plant = format!(
+        "printf '[core]\\n\\tfsmonitor = touch {a}/pwned\\n' > ~/.gitconfig && echo own; \
+         printf x > {home_b}/.gitconfig && echo other; ls {home_b}"
+    );
+    let r = shell.exec(req(&plant, &a, None), &|| false).unwrap();
+    assert_eq!(r.raw.stdout, "own\n", "{}", r.raw.stderr);
+    assert_eq!(r.raw.stderr.matches("Permission denied").count(), 2, "{}", r.raw.stderr);
+    // B's commands see an empty home of their own: no planted config runs there.
+    let r = shell.exec(req("ls -A ~; git config --global core.fsmonitor; echo $?", &b, None), &|| false).unwrap();
+    assert_eq!(r.raw.stdout, "1\n", "{}", r.raw.stderr);
+    // In A's own root its config is read, as a home's is.
+    let r = shell.exec(req("git config --global core.fsmonitor", &a, None), &|| false).unwrap();
+    assert_eq!(r.raw.stdout, format!("touch {a}/pwned\n"), "{}", r.raw.stderr);
+    // A private dir removed from outside is made again, and the rules follow the new one.
+    rm_rf(&home_b);
+    let r = shell.exec(req("echo z > ~/z && cat ~/z", &b, None), &|| false).unwrap();
+    assert_eq!((r.raw.stdout.as_str(), r.raw.stderr.as_str()), ("z\n", ""));
+    shell.dispose().unwrap();
+    assert!(!std::path::Path::new(&home_a).exists() && !std::path::Path::new(&home_b).exists());
+    rm_rf(&base);
+}
+
+#[test]
+fn leftovers_end_with_the_command() {
+    let base = tmp_dir("confined-leftovers");
+    let shell = ConfinedShell::start(Options { required: false, ..Options::default() }).unwrap();
+    let marker = format!("sleep 8.{}", std::process::id());
+    // A background child, a nohup'd one and a setsid'd daemon, none holding the output pipes,
+    // and a command that exits 0 at once. The portable kill (a process group) cannot reach a
+    // setsid'd process, as for any bash.
+    let quiet = "> /dev/null 2>&1";
+    let mut cmd = format!("{marker} {quiet} & nohup {marker} {quiet} & ");
+    if cfg!(all(target_os = "linux", not(feature = "portable"))) {
+        cmd.push_str(&format!("(setsid {marker} {quiet} &); "));
+    }
+    cmd.push_str("echo started");
+    let r = shell.exec(req(&cmd, &base, None), &|| false).unwrap();
+    assert_eq!((r.raw.stdout.as_str(), r.raw.exit_code), ("started\n", 0), "{}", r.raw.stderr);
+    // Killed before exec returned: nothing to wait for.
+    assert_eq!(running(&marker), 0);
+    shell.dispose().unwrap();
     rm_rf(&base);
 }
 
