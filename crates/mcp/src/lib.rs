@@ -22,9 +22,11 @@
 //! - [`session`]: the JSON-RPC session machine (no I/O, no clock).
 //! - [`stdio`]: the child process transport and the task that drives a session over it.
 //! - [`http`]: the Streamable HTTP transport, driven by the same task.
+//! - [`queue`]: the byte-bounded queues between the transports and the driver.
 
 pub mod config;
 pub mod http;
+pub mod queue;
 pub mod rules;
 pub mod session;
 pub mod stdio;

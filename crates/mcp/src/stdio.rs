@@ -9,8 +9,12 @@
 //!   the config's `env` (a `None` value removes the variable, as Node drops `undefined`).
 //! - **stderr** is inherited (the SDK's default), so a server's logs reach the terminal.
 //! - **Lines** longer than [`MAX_LINE_BYTES`] (the SDK's read buffer limit) end the connection
-//!   with a clear error instead of growing a buffer; a flood of shorter lines is read with
-//!   back-pressure (a bounded channel), so memory stays bounded either way.
+//!   with a clear error instead of growing a buffer. Lines read and lines to write pass through
+//!   byte-bounded queues ([`crate::queue`]), and the driver reads no further line while what it
+//!   has to write does not fit: a server that floods requests and never reads its stdin stalls
+//!   on its own stdout instead of growing the client. The client holds at most a few lines of
+//!   [`MAX_LINE_BYTES`] plus two [`crate::queue::QUEUE_BYTES`] for it; its requests still end at
+//!   their deadlines.
 //! - **The process tree:** the child leads its own process group; ending it closes stdin,
 //!   waits [`GRACE`] for an exit, sends SIGTERM to the group, waits [`GRACE`] again, then
 //!   SIGKILL to the group (the SDK's close order, on the group so descendants go too). A
@@ -27,7 +31,8 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::session::{CallOutcome, Config, Event, Session, Tool};
+use crate::queue;
+use crate::session::{CallOutcome, Config, Event, Session, Tool, Transmit};
 
 /// The variables a child inherits when `env` does not set them (the SDK's list).
 #[cfg(not(windows))]
@@ -195,9 +200,9 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
 
-    let (line_tx, line_rx) = mpsc::channel::<Read>(16);
+    let (line_tx, line_rx) = queue::channel::<Read>();
     tokio::spawn(read_lines(stdout, line_tx));
-    let (write_tx, write_rx) = mpsc::unbounded_channel::<String>();
+    let (write_tx, write_rx) = queue::channel::<Transmit>();
     tokio::spawn(write_lines(stdin, write_rx));
 
     let (tx, rx) = mpsc::unbounded_channel();
@@ -213,19 +218,43 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     }
 }
 
-async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>) {
+/// What a read item counts in its queue.
+pub(crate) fn read_bytes(r: &Read) -> usize {
+    match r {
+        Read::Line(l) => l.len(),
+        Read::End(d) => d.as_ref().map_or(0, String::len),
+        Read::Fail(_, m) => m.len(),
+    }
+}
+
+/// What an item to write counts in its queue.
+fn transmit_bytes(t: &Transmit) -> usize {
+    match t {
+        Transmit::Line(l) => l.len(),
+        Transmit::End(_) => 0,
+    }
+}
+
+async fn read_lines(stdout: tokio::process::ChildStdout, tx: queue::Sender<Read>) {
+    // Waits for room in the queue: while the driver cannot write, it reads nothing, this task
+    // stops reading the pipe, and the server blocks on its stdout.
+    let send = |r: Read| {
+        let n = read_bytes(&r);
+        let tx = tx.clone();
+        async move { tx.send(r, n).await }
+    };
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     loop {
         let buf = match r.fill_buf().await {
             Ok(b) => b,
             Err(e) => {
-                let _ = tx.send(Read::End(Some(format!("reading the server's stdout failed: {e}")))).await;
+                let _ = send(Read::End(Some(format!("reading the server's stdout failed: {e}")))).await;
                 return;
             }
         };
         if buf.is_empty() {
-            let _ = tx.send(Read::End(None)).await;
+            let _ = send(Read::End(None)).await;
             return;
         }
         let (take, complete) = match memchr(buf) {
@@ -234,8 +263,7 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>)
         };
         let body = if complete { &buf[..take - 1] } else { &buf[..take] };
         if line.len() + body.len() > MAX_LINE_BYTES {
-            let _ =
-                tx.send(Read::End(Some(format!("the server wrote a line longer than {MAX_LINE_BYTES} bytes")))).await;
+            let _ = send(Read::End(Some(format!("the server wrote a line longer than {MAX_LINE_BYTES} bytes")))).await;
             return;
         }
         line.extend_from_slice(body);
@@ -246,7 +274,7 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>)
             if line.capacity() > 1024 * 1024 {
                 line.shrink_to(64 * 1024);
             }
-            if tx.send(Read::Line(text)).await.is_err() {
+            if send(Read::Line(text)).await.is_err() {
                 return;
             }
         }
@@ -257,8 +285,11 @@ fn memchr(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
-async fn write_lines(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::UnboundedReceiver<String>) {
-    while let Some(mut line) = rx.recv().await {
+async fn write_lines(mut stdin: tokio::process::ChildStdin, mut rx: queue::Receiver<Transmit>) {
+    // The permit is held until the line is written: the queue's room is what the pipe took.
+    while let Some((t, _permit)) = rx.recv().await {
+        // A request's end concerns transports with a stream per request, not a pipe.
+        let Transmit::Line(mut line) = t else { continue };
         line.push('\n');
         if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
             // The server stopped reading; its exit (or the reader's end) closes the session.
@@ -287,8 +318,8 @@ pub(crate) struct Proc {
 pub(crate) async fn drive(
     mut session: Session,
     ending: Ending,
-    mut lines: mpsc::Receiver<Read>,
-    write_tx: mpsc::UnboundedSender<String>,
+    mut lines: queue::Receiver<Read>,
+    write_tx: queue::Sender<Transmit>,
     mut commands: mpsc::UnboundedReceiver<Command_>,
     ready: Ready,
 ) {
@@ -299,10 +330,21 @@ pub(crate) async fn drive(
     let mut by_id: HashMap<u64, u64> = HashMap::new();
     let mut write_tx = Some(write_tx);
     let mut disconnected: Option<oneshot::Sender<()>> = None;
+    // What the session had to say that did not fit the write queue: while it waits, no line is
+    // read (back-pressure), and the rest waits in the session.
+    let mut held: Option<Transmit> = None;
     loop {
-        while let Some(line) = session.poll_transmit() {
-            if let Some(w) = &write_tx {
-                let _ = w.send(line);
+        if let Some(w) = &write_tx {
+            while let Some(t) = held.take().or_else(|| session.poll_transmit()) {
+                match w.try_room(transmit_bytes(&t)) {
+                    Some(p) => {
+                        let _ = w.send_with(t, p);
+                    }
+                    None => {
+                        held = Some(t);
+                        break;
+                    }
+                }
             }
         }
         while let Some(ev) = session.poll_event() {
@@ -335,12 +377,30 @@ pub(crate) async fn drive(
             break;
         }
         let deadline = session.poll_deadline().map(Instant::from_std);
+        let room = {
+            let need = held.as_ref().map(transmit_bytes);
+            let w = write_tx.clone();
+            async move {
+                match (w, need) {
+                    (Some(w), Some(n)) => w.room(n).await,
+                    _ => std::future::pending().await,
+                }
+            }
+        };
         tokio::select! {
-            read = lines.recv() => match read {
-                Some(Read::Line(l)) => session.handle_line(&l, Instant::now().into_std()),
-                Some(Read::End(detail)) => session.close(detail.as_deref()),
-                Some(Read::Fail(id, message)) => session.fail_request(id, &message),
+            // The permit goes when the line has been handled (what it led to is queued).
+            read = lines.recv(), if held.is_none() => match read {
+                Some((Read::Line(l), _permit)) => session.handle_line(&l, Instant::now().into_std()),
+                Some((Read::End(detail), _)) => session.close(detail.as_deref()),
+                Some((Read::Fail(id, message), _)) => session.fail_request(id, &message),
                 None => session.close(None),
+            },
+            permit = room => match (permit, held.take(), &write_tx) {
+                (Some(p), Some(t), Some(w)) => {
+                    let _ = w.send_with(t, p);
+                }
+                // The writer is gone: the reader's end closes the session.
+                _ => {}
             },
             cmd = commands.recv() => match cmd {
                 Some(Command_::Call { key, raw_name, arguments, reply }) => {
@@ -442,6 +502,7 @@ mod tests {
             client_version: rules::DEFAULT_CLIENT_VERSION.into(),
             name_prefix: None,
             request_timeout: Duration::from_millis(timeout_ms),
+            server: "sh".into(),
         }
     }
 
