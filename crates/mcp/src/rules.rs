@@ -41,6 +41,12 @@ pub fn unreadable_message() -> String {
     format!("the server sent a message nested more than {MAX_JSON_DEPTH} levels deep, which could not be read")
 }
 
+/// What a later timeout adds when the server sent an error with a `null` id (it could not read
+/// a request, so no request can be told).
+pub fn error_for_no_request(error: &str) -> String {
+    format!("the server sent an error for no request: {error}")
+}
+
 /// A message (or a part of one the client needs) nested deeper than [`MAX_JSON_DEPTH`]: the
 /// error of the request it answers.
 pub fn message_too_deep(what: &str) -> String {

@@ -270,8 +270,17 @@ impl Session {
             // Notifications (progress, logging, list_changed, cancelled): nothing to do for a
             // tools client that lists once.
             (Some(_), None) => {}
-            (None, Some(Value::Number(n))) => {
-                let Some(id) = n.as_u64() else { return };
+            (None, Some(Value::Null)) => {
+                if let Some(err) = msg.get("error") {
+                    let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+                    let text = err.get("message").and_then(Value::as_str).unwrap_or("");
+                    self.unreadable = Some(rules::error_for_no_request(&mcp_error(code, text)));
+                }
+            }
+            (None, Some(id)) => {
+                // An answer to no request in flight (a late one, after a timeout or a cancel):
+                // nothing waits for it.
+                let Some(id) = answer_id(&id) else { return };
                 let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
                 let (_, kind, _) = self.pending.swap_remove(i);
                 self.end(id);
@@ -284,7 +293,7 @@ impl Session {
                 let result = msg.remove("result").unwrap_or(Value::Null);
                 self.succeed(kind, id, result, line.len(), now);
             }
-            _ => {}
+            (None, None) => {}
         }
     }
 
@@ -305,8 +314,8 @@ impl Session {
             // notification's neither: the depth changes nothing.
             (Some(m), Some(id)) => self.serve(&m, &id),
             (Some(_), None) => {}
-            (None, Some(Value::Number(n))) => {
-                let Some(id) = n.as_u64() else { return };
+            (None, Some(id)) => {
+                let Some(id) = answer_id(&id) else { return };
                 let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
                 let (_, kind, _) = self.pending.swap_remove(i);
                 self.end(id);
@@ -550,6 +559,16 @@ impl Session {
         };
         self.pending.push((id, kind, deadline));
         id
+    }
+}
+
+/// The request an answer's id names: a number, or a string of digits (the SDK matches answers
+/// by `Number(id)`, so a server that echoes ids as strings works with it).
+fn answer_id(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
+        _ => None,
     }
 }
 
@@ -990,5 +1009,37 @@ mod tests {
         reply(&mut s, b, json!({"content": []}), t0);
         s.cancel(c, "again");
         assert!(transmits(&mut s).is_empty());
+    }
+
+    #[test]
+    fn string_ids_and_errors_for_no_request() {
+        let t0 = Instant::now();
+        let mut s = ready(json!([{"name": "t"}]), t0);
+        events(&mut s);
+        // The SDK matches answers by Number(id): "2" answers request 2.
+        let a = s.call_tool("t", "{}", t0);
+        s.handle_line(
+            &format!(r#"{{"jsonrpc":"2.0","id":"{a}","result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#),
+            t0,
+        );
+        assert_eq!(events(&mut s), vec![Event::CallDone(a, CallOutcome { text: "ok".into(), is_error: false })]);
+        // Not a number's digits: answers nothing.
+        let b = s.call_tool("t", "{}", t0);
+        s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":" {b}","result":{{}}}}"#), t0);
+        assert!(events(&mut s).is_empty());
+        // An error for no request (the server could not parse one): the timeout says so.
+        s.handle_line(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#, t0);
+        assert!(events(&mut s).is_empty());
+        s.handle_timeout(t0 + Duration::from_secs(1));
+        assert_eq!(
+            events(&mut s),
+            vec![Event::CallDone(
+                b,
+                CallOutcome {
+                    text: "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent an error for no request: MCP error -32700: Parse error)".into(),
+                    is_error: true
+                }
+            )]
+        );
     }
 }
