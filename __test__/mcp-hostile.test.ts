@@ -76,6 +76,12 @@ describe('stdio: bounded memory and listings', () => {
     expect(events().filter((e) => 'page' in e)).toHaveLength(1000)
   })
 
+  test('requestTimeoutMs bounds the whole listing, not each page', async () => {
+    // Five pages of 400 ms each: every page within 1000 ms, the listing (2 s at least) not.
+    await expect(connect(stdio('slow-pages', { requestTimeoutMs: 1000 }))).rejects.toThrow('MCP error -32001: Request timed out')
+    expect(events().filter((e) => 'page' in e).length).toBeLessThan(5)
+  })
+
   test('too many tools: the connect fails at the tool limit', async () => {
     await expect(connect(stdio('tools'))).rejects.toThrow(`MCP server "${process.execPath}" listed more than 10000 tools in tools/list (the limit for one server)`)
     expect(events().filter((e) => 'page' in e)).toHaveLength(3)
