@@ -119,7 +119,7 @@ export declare class NativeMcpClient {
   cancel(key: number, reason: string): void
   /** SIGTERM to the server's process group now (the glue's `process.on('exit')`). */
   terminateNow(): void
-  /** Ends the server and its process group. */
+  /** Ends the server and its process tree. */
   disconnect(): Promise<undefined>
 }
 

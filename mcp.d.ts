@@ -17,7 +17,7 @@ export interface ConnectMCPToolsConfig {
    * Example: prefix `github` + MCP tool `search_issues` → `github_search_issues`.
    */
   namePrefix?: string
-  /** Timeout (ms) for connect, each `tools/list` page and each call. Defaults to 60000. */
+  /** Timeout (ms) for `initialize`, the whole `tools/list` listing (all pages) and each call. Defaults to 60000. */
   requestTimeoutMs?: number
   /** Client metadata sent to the MCP server (defaults `open-multi-agent`, `0.0.0`). */
   clientName?: string
@@ -56,7 +56,7 @@ export interface ConnectedMCPTools {
    * natively against it); `llmInputSchema` the same object.
    */
   tools: ToolDefinition<Record<string, unknown>, any>[]
-  /** Ends the server and its process group. */
+  /** Ends the server and its process tree (on Linux including descendants that left its group). */
   disconnect: () => Promise<void>
 }
 

@@ -88,7 +88,7 @@ impl NativeMcpClient {
         self.client.terminate_now();
     }
 
-    /// Ends the server and its process group.
+    /// Ends the server and its process tree.
     #[napi]
     pub fn disconnect<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, ()>> {
         let client = self.client.clone();

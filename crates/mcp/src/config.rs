@@ -55,7 +55,7 @@ fn pairs(o: &Map<String, Value>, field: &str) -> Result<Vec<(String, Option<Stri
 pub fn parse(json: &str) -> Result<(Transport, Config), String> {
     let v: Value = serde_json::from_str(json).map_err(|_| "connectMCPTools: config must be an object".to_string())?;
     let o = v.as_object().ok_or_else(|| "connectMCPTools: config must be an object".to_string())?;
-    let config = session_config(o)?;
+    let mut config = session_config(o)?;
     let has = |k: &str| !matches!(o.get(k), None | Some(Value::Null));
     if has("url") {
         if has("command") {
@@ -73,6 +73,7 @@ pub fn parse(json: &str) -> Result<(Transport, Config), String> {
             }
         }
         let egress = egress_policy(o)?;
+        config.server = server_label_of_url(&url);
         return Ok((Transport::Http(HttpSpec { url, headers, token: opt_string(o, "token")?, egress }), config));
     }
     let command = match o.get("command") {
@@ -90,6 +91,7 @@ pub fn parse(json: &str) -> Result<(Transport, Config), String> {
     };
     let default_env =
         pairs(o, "defaultEnv")?.into_iter().filter_map(|(k, v)| v.filter(|v| inheritable(v)).map(|v| (k, v))).collect();
+    config.server = command.clone();
     let spawn = Spawn { command, args, default_env, env: pairs(o, "env")?, cwd: opt_string(o, "cwd")? };
     Ok((Transport::Stdio(spawn), config))
 }
@@ -110,6 +112,15 @@ fn egress_policy(o: &Map<String, Value>) -> Result<Option<EgressPolicy>, String>
     EgressPolicy::normalize(Some(object)).map(Some).map_err(|e| e.message)
 }
 
+/// How texts name an HTTP server: its origin and path (no userinfo or query, which may hold
+/// secrets).
+fn server_label_of_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(u) => format!("{}{}", u.origin().ascii_serialization(), u.path()),
+        Err(_) => url.to_string(),
+    }
+}
+
 fn session_config(o: &Map<String, Value>) -> Result<Config, String> {
     let timeout = match o.get("requestTimeoutMs") {
         None | Some(Value::Null) => rules::DEFAULT_REQUEST_TIMEOUT_MS as f64,
@@ -124,6 +135,7 @@ fn session_config(o: &Map<String, Value>) -> Result<Config, String> {
         client_version: opt_string(o, "clientVersion")?.unwrap_or_else(|| rules::DEFAULT_CLIENT_VERSION.into()),
         name_prefix: opt_string(o, "namePrefix")?,
         request_timeout: Duration::from_secs_f64(timeout.ceil() / 1000.0),
+        server: String::new(),
     })
 }
 
@@ -143,6 +155,9 @@ mod tests {
         assert_eq!((c.client_name.as_str(), c.client_version.as_str()), ("open-multi-agent", "0.0.0"));
         assert_eq!(c.request_timeout, Duration::from_millis(60_000));
         assert_eq!(c.name_prefix, None);
+        assert_eq!(c.server, "srv");
+        let (_, c) = parse(r#"{"url":"http://u:p@127.0.0.1:9/mcp?key=k"}"#).unwrap();
+        assert_eq!(c.server, "http://127.0.0.1:9/mcp");
         let (_, c) =
             parse(r#"{"command":"s","requestTimeoutMs":1.5,"namePrefix":"p","clientName":"n","clientVersion":"v"}"#)
                 .unwrap();

@@ -20,8 +20,17 @@
 //! - **Order:** notifications and answers to the server are sent one after the other (the
 //!   server sees `notifications/initialized` before the next request); requests run
 //!   concurrently, each under the session's deadline.
+//! - **Each request's connection ends with the request:** a request runs in a task of its own,
+//!   aborted when the session says the request is over ([`Transmit::End`]: answered, timed out,
+//!   cancelled), which drops its response and so closes its connection, whether the server was
+//!   still streaming events or had not answered the POST at all. Notifications and answers to
+//!   the server are POSTed in order, each under the request timeout.
+//! - **Bounded:** what the streams deliver and what the session writes pass through the
+//!   byte-bounded queues of [`crate::queue`]; a server that floods requests over its streams
+//!   while refusing the answers' POSTs stalls its own streams.
 //! - The connection pool and TLS are oma-llm's process-wide client.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,11 +41,12 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION,
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::session::{Config, Session, Tool};
-use crate::stdio::{drive, Client, Ending, Read, MAX_LINE_BYTES};
+use crate::queue;
+use crate::session::{Config, Session, Tool, Transmit};
+use crate::stdio::{drive, read_bytes, Client, Ending, Read, MAX_LINE_BYTES};
 
 /// How to reach the server.
 #[derive(Clone, Debug, Default)]
@@ -200,9 +210,9 @@ fn check_token(t: &str) -> Result<(), String> {
 /// Connects over Streamable HTTP: the handshake and the tool list as over stdio.
 pub async fn connect(spec: HttpSpec, config: Config) -> Result<(Client, Vec<Tool>), String> {
     let shared = Arc::new(Shared::new(&spec)?);
-    let (line_tx, line_rx) = mpsc::channel::<Read>(16);
-    let (write_tx, write_rx) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(post_lines(shared.clone(), write_rx, line_tx));
+    let (line_tx, line_rx) = queue::channel::<Read>();
+    let (write_tx, write_rx) = queue::channel::<Transmit>();
+    tokio::spawn(post_lines(shared.clone(), write_rx, line_tx, config.request_timeout));
     let (tx, rx) = mpsc::unbounded_channel();
     let (ready_tx, ready_rx) = oneshot::channel();
     let session = Session::new(config, Instant::now().into_std());
@@ -215,33 +225,74 @@ pub async fn connect(spec: HttpSpec, config: Config) -> Result<(Client, Vec<Tool
     }
 }
 
-/// Sends what the session writes. Ends (dropping, so aborting, the requests in flight) when
-/// the driver closes the channel.
-async fn post_lines(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<String>, tx: mpsc::Sender<Read>) {
+/// Sends what the session writes. A request runs in a task of its own until the session ends
+/// it; everything ends (dropping, so aborting, the requests in flight) when the driver closes
+/// the channel.
+async fn post_lines(
+    shared: Arc<Shared>,
+    mut rx: queue::Receiver<Transmit>,
+    tx: queue::Sender<Read>,
+    timeout: Duration,
+) {
     let mut inflight = JoinSet::new();
+    // Request id → its task, until the request is over.
+    let mut tasks: HashMap<u64, AbortHandle> = HashMap::new();
     loop {
         tokio::select! {
-            line = rx.recv() => {
-                let Some(line) = line else { return };
+            item = rx.recv() => {
+                let Some((t, permit)) = item else { return };
+                let line = match t {
+                    Transmit::Line(l) => l,
+                    Transmit::End(id) => {
+                        // Dropping the task drops its response: the stream and its connection end.
+                        if let Some(task) = tasks.remove(&id) {
+                            task.abort();
+                        }
+                        continue;
+                    }
+                };
                 let msg: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
-                let request = msg.get("method").is_some() && msg.get("id").is_some();
-                if request {
-                    inflight.spawn(post_one(shared.clone(), line, msg, tx.clone()));
-                } else {
-                    post_one(shared.clone(), line, msg, tx.clone()).await;
+                let request = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
+                match request {
+                    Some(id) => {
+                        // The task holds the request's text; the queue's room is given back at
+                        // once, since the requests in flight are the caller's (its calls).
+                        drop(permit);
+                        let task = inflight.spawn({
+                            let (shared, tx) = (shared.clone(), tx.clone());
+                            async move {
+                                post_one(shared, line, msg, tx).await;
+                                id
+                            }
+                        });
+                        tasks.insert(id, task);
+                    }
+                    // A notification or an answer to the server: in order, each bounded by the
+                    // request timeout (a server that never answers a POST cannot stall the rest),
+                    // and holding its room meanwhile (back-pressure on the session).
+                    None => {
+                        let _ = tokio::time::timeout(timeout, post_one(shared.clone(), line, msg, tx.clone())).await;
+                        drop(permit);
+                    }
                 }
             }
-            Some(_) = inflight.join_next(), if !inflight.is_empty() => {}
+            Some(done) = inflight.join_next(), if !inflight.is_empty() => {
+                if let Ok(id) = done {
+                    tasks.remove(&id);
+                }
+            }
         }
     }
 }
 
-async fn post_one(shared: Arc<Shared>, line: String, msg: Value, tx: mpsc::Sender<Read>) {
+async fn post_one(shared: Arc<Shared>, line: String, msg: Value, tx: queue::Sender<Read>) {
     let id = msg.get("method").and(msg.get("id")).and_then(Value::as_u64);
     let initialize = msg.get("method").and_then(Value::as_str) == Some("initialize");
     let fail = |message: String| async {
         if let Some(id) = id {
-            let _ = tx.send(Read::Fail(id, message)).await;
+            let r = Read::Fail(id, message);
+            let n = read_bytes(&r);
+            let _ = tx.send(r, n).await;
         }
     };
     let had_session = lock(&shared.session_id).is_some();
@@ -256,7 +307,9 @@ async fn post_one(shared: Arc<Shared>, line: String, msg: Value, tx: mpsc::Sende
         }
     }
     if status == StatusCode::NOT_FOUND && had_session {
-        let _ = tx.send(Read::End(Some("the server ended the session: HTTP 404".into()))).await;
+        let r = Read::End(Some("the server ended the session: HTTP 404".into()));
+        let n = read_bytes(&r);
+        let _ = tx.send(r, n).await;
         return;
     }
     if !status.is_success() {
@@ -280,7 +333,8 @@ async fn post_one(shared: Arc<Shared>, line: String, msg: Value, tx: mpsc::Sende
                     if initialize {
                         note_protocol(&shared, &m);
                     }
-                    let _ = tx.send(Read::Line(m)).await;
+                    let n = m.len();
+                    let _ = tx.send(Read::Line(m), n).await;
                 }
             }
             None => {
@@ -324,7 +378,7 @@ async fn read_events(
     resp: reqwest::Response,
     id: Option<u64>,
     initialize: bool,
-    tx: &mpsc::Sender<Read>,
+    tx: &queue::Sender<Read>,
 ) -> bool {
     let mut first = Some(resp);
     let (mut last, mut retry) = (None::<String>, None::<u64>);
@@ -361,7 +415,7 @@ async fn read_stream(
     mut resp: reqwest::Response,
     id: Option<u64>,
     initialize: bool,
-    tx: &mpsc::Sender<Read>,
+    tx: &queue::Sender<Read>,
 ) -> bool {
     let mut events: Vec<SseEvent> = Vec::new();
     let mut answered = false;
@@ -390,7 +444,7 @@ async fn read_stream(
     answered
 }
 
-async fn deliver(shared: &Shared, ev: SseEvent, id: Option<u64>, initialize: bool, tx: &mpsc::Sender<Read>) -> bool {
+async fn deliver(shared: &Shared, ev: SseEvent, id: Option<u64>, initialize: bool, tx: &queue::Sender<Read>) -> bool {
     if ev.data.is_empty() || ev.event.as_deref().is_some_and(|e| e != "message") {
         return false;
     }
@@ -400,7 +454,8 @@ async fn deliver(shared: &Shared, ev: SseEvent, id: Option<u64>, initialize: boo
     if is_answer && initialize {
         note_protocol(shared, &ev.data);
     }
-    let _ = tx.send(Read::Line(ev.data)).await;
+    let n = ev.data.len();
+    let _ = tx.send(Read::Line(ev.data), n).await;
     is_answer
 }
 

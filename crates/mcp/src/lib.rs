@@ -22,9 +22,14 @@
 //! - [`session`]: the JSON-RPC session machine (no I/O, no clock).
 //! - [`stdio`]: the child process transport and the task that drives a session over it.
 //! - [`http`]: the Streamable HTTP transport, driven by the same task.
+//! - [`queue`]: the byte-bounded queues between the transports and the driver.
+//! - `reaper` (Linux): the subreaper helper a stdio server runs under, so its whole tree ends.
 
 pub mod config;
 pub mod http;
+pub mod queue;
+#[cfg(target_os = "linux")]
+mod reaper;
 pub mod rules;
 pub mod session;
 pub mod stdio;

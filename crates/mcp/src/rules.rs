@@ -6,8 +6,52 @@
 use oma_core::json::{js_number, js_trim, push_json_string, to_js_json, utf16_len};
 use serde_json::{Map, Value};
 
-/// `requestTimeoutMs`'s default: connect, each `tools/list` page and each call.
+/// `requestTimeoutMs`'s default: `initialize`, the whole `tools/list` listing (every page under
+/// one deadline) and each call.
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 60_000;
+
+/// The most `tools/list` pages one connect reads: a server whose `nextCursor` never ends would
+/// otherwise keep the connect pending and its memory growing.
+pub const MAX_LIST_PAGES: usize = 1000;
+/// The most tools one server may list.
+pub const MAX_TOOLS: usize = 10_000;
+/// The most bytes of `tools/list` answers one connect reads (all pages together; a page is one
+/// message of at most `stdio::MAX_LINE_BYTES`).
+pub const MAX_LIST_BYTES: usize = 32 * 1024 * 1024;
+/// How deep a server's message may nest (serde_json's recursion limit, counted from the message
+/// itself: a tool's `inputSchema` sits 5 levels down a `tools/list` answer).
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The connect error when a listing passes one of the limits above; `what` names it
+/// (`"1000 pages"`, `"10000 tools"`, …).
+pub fn list_too_long(server: &str, what: &str) -> String {
+    format!("MCP server \"{server}\" listed more than {what} in tools/list (the limit for one server)")
+}
+
+/// The connect error for a tool whose entry (its `inputSchema`, usually) nests too deeply.
+pub fn tool_too_deep(server: &str, tool: &str) -> String {
+    format!(
+        "MCP server \"{server}\" listed tool \"{tool}\" with an inputSchema nested too deeply to read \
+         (a message may nest at most {MAX_JSON_DEPTH} levels)"
+    )
+}
+
+/// What a later timeout adds when a message too deep to tell its request was dropped.
+pub fn unreadable_message() -> String {
+    format!("the server sent a message nested more than {MAX_JSON_DEPTH} levels deep, which could not be read")
+}
+
+/// What a later timeout adds when the server sent an error with a `null` id (it could not read
+/// a request, so no request can be told).
+pub fn error_for_no_request(error: &str) -> String {
+    format!("the server sent an error for no request: {error}")
+}
+
+/// A message (or a part of one the client needs) nested deeper than [`MAX_JSON_DEPTH`]: the
+/// error of the request it answers.
+pub fn message_too_deep(what: &str) -> String {
+    format!("the server's {what} is nested too deeply to read (a message may nest at most {MAX_JSON_DEPTH} levels)")
+}
 /// `clientName`'s default (the `clientInfo.name` sent in `initialize`).
 pub const DEFAULT_CLIENT_NAME: &str = "open-multi-agent";
 /// `clientVersion`'s default.

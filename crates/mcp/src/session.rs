@@ -3,10 +3,24 @@
 //! (connected with the tool list, connect failed, a call finished). No I/O, no clock, no
 //! threads: the stdio transport (and its tests' scripted drivers) perform what it asks.
 //!
-//! The sequence of a connect, each step under its own `requestTimeoutMs` deadline:
-//! `initialize` (protocol version, `clientInfo`, capabilities `{}`) → the server's version
-//! checked → `notifications/initialized` → `tools/list` pages while `nextCursor` is a non-empty
-//! string → the names normalised and checked for duplicates → [`Event::Ready`].
+//! The sequence of a connect: `initialize` (protocol version, `clientInfo`, capabilities `{}`)
+//! under its `requestTimeoutMs` deadline → the server's version checked →
+//! `notifications/initialized` → `tools/list` pages while `nextCursor` is a non-empty string,
+//! all pages under one `requestTimeoutMs` deadline and within [`rules::MAX_LIST_PAGES`],
+//! [`rules::MAX_TOOLS`] and [`rules::MAX_LIST_BYTES`] → the names normalised and checked for
+//! duplicates → [`Event::Ready`].
+//!
+//! **Bounded queues:** what the session queues is bounded by what it was handed: each server
+//! line adds at most one line to write (an answer) and one event; each request ends once (one
+//! cancellation, one [`Transmit::End`], one event). The transport must stop handing it lines
+//! while it cannot write what the session has to say (back-pressure), and it drains the events
+//! after each step.
+//!
+//! **Deep messages:** a message nested deeper than serde_json reads
+//! ([`rules::MAX_JSON_DEPTH`]) is read level by level for what the client needs (its id, and
+//! the fields of the answer it uses), so the request it answers fails with a clear error (a
+//! tool's schema names the tool) rather than waiting for its deadline. One whose id cannot be
+//! read is noted, and a later timeout says so.
 //!
 //! Error texts are the TypeScript SDK's (`McpError`: `MCP error <code>: <message>`), so a
 //! failed call reads as it did under open-multi-agent: a timeout is
@@ -44,6 +58,8 @@ pub struct Config {
     pub client_version: String,
     pub name_prefix: Option<String>,
     pub request_timeout: Duration,
+    /// How the texts name the server (the command, or the URL without query).
+    pub server: String,
 }
 
 /// One tool as the bridge hands it to JS.
@@ -64,6 +80,16 @@ pub struct Tool {
 pub struct CallOutcome {
     pub text: String,
     pub is_error: bool,
+}
+
+/// What the session asks the transport to send.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transmit {
+    /// A line (without its newline).
+    Line(String),
+    /// Request `id` is over (answered, timed out, cancelled or failed): a transport that keeps
+    /// a stream or a task per request (Streamable HTTP) ends it. Comes after the request's line.
+    End(u64),
 }
 
 #[derive(Debug, PartialEq)]
@@ -95,7 +121,13 @@ pub struct Session {
     /// In-flight requests with their deadlines: few at a time, scanned.
     pending: Vec<(u64, Pending, Instant)>,
     listed: Vec<Value>,
-    out: VecDeque<String>,
+    /// Pages and bytes of `tools/list` read so far, and the listing's one deadline.
+    list_pages: usize,
+    list_bytes: usize,
+    list_deadline: Option<Instant>,
+    /// Why a message whose request could not be told was unreadable (a later timeout says so).
+    unreadable: Option<String>,
+    out: VecDeque<Transmit>,
     events: VecDeque<Event>,
 }
 
@@ -108,6 +140,10 @@ impl Session {
             next_id: 0,
             pending: Vec::new(),
             listed: Vec::new(),
+            list_pages: 0,
+            list_bytes: 0,
+            list_deadline: None,
+            unreadable: None,
             out: VecDeque::new(),
             events: VecDeque::new(),
         };
@@ -122,8 +158,8 @@ impl Session {
         s
     }
 
-    /// The next line to write (without its newline).
-    pub fn poll_transmit(&mut self) -> Option<String> {
+    /// The next line to write, or request to end, in order.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
     }
 
@@ -166,6 +202,7 @@ impl Session {
         let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
         let (id, kind, _) = self.pending.swap_remove(i);
         self.send_cancelled(id, reason);
+        self.end(id);
         self.fail(kind, id, mcp_error(REQUEST_TIMEOUT, reason));
     }
 
@@ -174,6 +211,7 @@ impl Session {
     pub fn fail_request(&mut self, id: u64, message: &str) {
         let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
         let (id, kind, _) = self.pending.swap_remove(i);
+        self.end(id);
         self.fail(kind, id, message.to_string());
     }
 
@@ -182,7 +220,12 @@ impl Session {
         while let Some(i) = self.pending.iter().position(|p| p.2 <= now) {
             let (id, kind, _) = self.pending.swap_remove(i);
             self.send_cancelled(id, "McpError: MCP error -32001: Request timed out");
-            self.fail(kind, id, mcp_error(REQUEST_TIMEOUT, "Request timed out"));
+            self.end(id);
+            let message = match &self.unreadable {
+                Some(why) => format!("Request timed out ({why})"),
+                None => "Request timed out".to_string(),
+            };
+            self.fail(kind, id, mcp_error(REQUEST_TIMEOUT, &message));
         }
     }
 
@@ -215,17 +258,32 @@ impl Session {
             return;
         }
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(line) else { return };
+        let mut msg = match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(m)) => m,
+            Err(e) if is_too_deep(&e) => return self.handle_deep(line, now),
+            // Not JSON, or not an object: skipped as the SDK skips it.
+            _ => return,
+        };
         let method = msg.get("method").and_then(Value::as_str).map(str::to_string);
         match (method, msg.get("id").cloned()) {
             (Some(m), Some(id)) => self.serve(&m, &id),
             // Notifications (progress, logging, list_changed, cancelled): nothing to do for a
             // tools client that lists once.
             (Some(_), None) => {}
-            (None, Some(Value::Number(n))) => {
-                let Some(id) = n.as_u64() else { return };
+            (None, Some(Value::Null)) => {
+                if let Some(err) = msg.get("error") {
+                    let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
+                    let text = err.get("message").and_then(Value::as_str).unwrap_or("");
+                    self.unreadable = Some(rules::error_for_no_request(&mcp_error(code, text)));
+                }
+            }
+            (None, Some(id)) => {
+                // An answer to no request in flight (a late one, after a timeout or a cancel):
+                // nothing waits for it.
+                let Some(id) = answer_id(&id) else { return };
                 let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
                 let (_, kind, _) = self.pending.swap_remove(i);
+                self.end(id);
                 if let Some(err) = msg.get("error") {
                     let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
                     let text = err.get("message").and_then(Value::as_str).unwrap_or("");
@@ -233,10 +291,104 @@ impl Session {
                     return;
                 }
                 let result = msg.remove("result").unwrap_or(Value::Null);
-                self.succeed(kind, id, result, now);
+                self.succeed(kind, id, result, line.len(), now);
             }
-            _ => {}
+            (None, None) => {}
         }
+    }
+
+    /// A line nested deeper than serde_json reads: its envelope read level by level (a
+    /// `RawValue` skips what is below without recursing), then the answer's fields the client
+    /// uses; whatever of those is still too deep fails the request it answers, naming it.
+    fn handle_deep(&mut self, line: &str, now: Instant) {
+        let Some(top) = raw_fields(line) else {
+            // Not even the envelope reads (an array nested too deeply, a deep id): no request
+            // can be told. Noted for the timeout the request then runs into.
+            self.unreadable = Some(rules::unreadable_message());
+            return;
+        };
+        let method = top.get("method").and_then(|m| serde_json::from_str::<String>(m.get()).ok());
+        let id = top.get("id").and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
+        match (method, id) {
+            // A request's params are never read (ping is answered, the rest refused) and a
+            // notification's neither: the depth changes nothing.
+            (Some(m), Some(id)) => self.serve(&m, &id),
+            (Some(_), None) => {}
+            (None, Some(id)) => {
+                let Some(id) = answer_id(&id) else { return };
+                let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
+                let (_, kind, _) = self.pending.swap_remove(i);
+                self.end(id);
+                if let Some(err) = top.get("error") {
+                    // The code and message only: `data` may be the deep part.
+                    let fields = raw_fields(err.get());
+                    let field = |k: &str| fields.as_ref().and_then(|f| f.get(k)).map(|r| r.get());
+                    let code = field("code").and_then(|c| serde_json::from_str::<i64>(c).ok()).unwrap_or(0);
+                    let text = field("message").and_then(|c| serde_json::from_str::<String>(c).ok());
+                    return self.fail(kind, id, mcp_error(code, text.as_deref().unwrap_or("")));
+                }
+                let result = top.get("result").map(|r| r.get()).unwrap_or("null");
+                match self.shallow_result(&kind, result) {
+                    Ok(result) => self.succeed(kind, id, result, line.len(), now),
+                    Err(message) => self.fail(kind, id, message),
+                }
+            }
+            _ => self.unreadable = Some(rules::unreadable_message()),
+        }
+    }
+
+    /// The fields of a deep answer that `kind` uses, as a value `succeed` takes; the error names
+    /// what is too deep (for a tool list, the tool).
+    fn shallow_result(&self, kind: &Pending, result: &str) -> Result<Value, String> {
+        let Some(fields) = raw_fields(result) else { return Err(rules::message_too_deep("result")) };
+        let read = |k: &str| fields.get(k).map(|r| serde_json::from_str::<Value>(r.get()));
+        let mut out = serde_json::Map::new();
+        match kind {
+            Pending::Initialize => {
+                // Only the version is read from an `initialize` answer.
+                if let Some(Ok(v)) = read("protocolVersion") {
+                    out.insert("protocolVersion".into(), v);
+                }
+            }
+            Pending::ListPage => {
+                if let Some(Ok(v)) = read("nextCursor") {
+                    out.insert("nextCursor".into(), v);
+                }
+                if let Some(raw) = fields.get("tools") {
+                    let Ok(tools) = serde_json::from_str::<Vec<&serde_json::value::RawValue>>(raw.get()) else {
+                        return Err(rules::message_too_deep("tools/list result"));
+                    };
+                    let mut list = Vec::with_capacity(tools.len());
+                    for (i, t) in tools.iter().enumerate() {
+                        match serde_json::from_str::<Value>(t.get()) {
+                            Ok(v) => list.push(v),
+                            Err(_) => {
+                                let name = raw_fields(t.get())
+                                    .and_then(|f| {
+                                        f.get("name").and_then(|n| serde_json::from_str::<String>(n.get()).ok())
+                                    })
+                                    .unwrap_or_else(|| format!("#{i}"));
+                                return Err(rules::tool_too_deep(&self.config.server, &name));
+                            }
+                        }
+                    }
+                    out.insert("tools".into(), Value::Array(list));
+                }
+            }
+            Pending::Call(_) => {
+                // The text is made from all of these; one too deep makes the answer unreadable.
+                for k in ["toolResult", "content", "structuredContent", "isError"] {
+                    match read(k) {
+                        Some(Ok(v)) => {
+                            out.insert(k.into(), v);
+                        }
+                        Some(Err(_)) => return Err(rules::message_too_deep(&format!("answer's {k}"))),
+                        None => {}
+                    }
+                }
+            }
+        }
+        Ok(Value::Object(out))
     }
 
     fn serve(&mut self, method: &str, id: &Value) {
@@ -247,10 +399,11 @@ impl Session {
             // roots, sampling, elicitation: not offered (capabilities `{}`).
             format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":{METHOD_NOT_FOUND},\"message\":\"Method not found\"}}}}")
         };
-        self.out.push_back(line);
+        self.out.push_back(Transmit::Line(line));
     }
 
-    fn succeed(&mut self, kind: Pending, id: u64, result: Value, now: Instant) {
+    /// `bytes`: the length of the line the result came in (counted against the listing's limit).
+    fn succeed(&mut self, kind: Pending, id: u64, result: Value, bytes: usize, now: Instant) {
         match kind {
             Pending::Initialize => {
                 let version = result.get("protocolVersion").and_then(Value::as_str);
@@ -265,13 +418,29 @@ impl Session {
                         return self.connect_failed(format!("Server's protocol version is not supported: {shown}"));
                     }
                 }
-                self.out.push_back("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".into());
+                self.out
+                    .push_back(Transmit::Line("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".into()));
+                // One deadline for the whole listing, whatever its pages.
+                self.list_deadline = Some(now + self.config.request_timeout);
                 self.request("tools/list", "{}", Pending::ListPage, now);
             }
             Pending::ListPage => {
-                if let Some(tools) = result.get("tools") {
+                let mut result = result;
+                self.list_pages += 1;
+                self.list_bytes = self.list_bytes.saturating_add(bytes);
+                if self.list_bytes > rules::MAX_LIST_BYTES {
+                    let what = format!("{} bytes", rules::MAX_LIST_BYTES);
+                    return self.connect_failed(rules::list_too_long(&self.config.server, &what));
+                }
+                if let Some(tools) = result.get_mut("tools") {
                     match tools {
-                        Value::Array(a) => self.listed.extend(a.iter().cloned()),
+                        Value::Array(a) => {
+                            if self.listed.len() + a.len() > rules::MAX_TOOLS {
+                                let what = format!("{} tools", rules::MAX_TOOLS);
+                                return self.connect_failed(rules::list_too_long(&self.config.server, &what));
+                            }
+                            self.listed.append(a)
+                        }
                         _ => {
                             return self.connect_failed(
                                 "MCP server sent an invalid tools/list result: tools is not an array".into(),
@@ -280,6 +449,10 @@ impl Session {
                     }
                 }
                 match result.get("nextCursor").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+                    Some(_) if self.list_pages >= rules::MAX_LIST_PAGES => {
+                        let what = format!("{} pages", rules::MAX_LIST_PAGES);
+                        self.connect_failed(rules::list_too_long(&self.config.server, &what))
+                    }
                     Some(cursor) => {
                         let mut params = String::from("{\"cursor\":");
                         push_json_string(&mut params, cursor);
@@ -361,7 +534,14 @@ impl Session {
         );
         push_json_string(&mut line, reason);
         line.push_str("}}");
-        self.out.push_back(line);
+        self.out.push_back(Transmit::Line(line));
+    }
+
+    /// Request `id` is over: the transport may end what it keeps for it.
+    fn end(&mut self, id: u64) {
+        if self.phase != Phase::Closed {
+            self.out.push_back(Transmit::End(id));
+        }
     }
 
     fn request(&mut self, method: &str, params: &str, kind: Pending, now: Instant) -> u64 {
@@ -372,10 +552,35 @@ impl Session {
         line.push_str(",\"params\":");
         line.push_str(params);
         line.push('}');
-        self.out.push_back(line);
-        self.pending.push((id, kind, now + self.config.request_timeout));
+        self.out.push_back(Transmit::Line(line));
+        let deadline = match (&kind, self.list_deadline) {
+            (Pending::ListPage, Some(d)) => d,
+            _ => now + self.config.request_timeout,
+        };
+        self.pending.push((id, kind, deadline));
         id
     }
+}
+
+/// The request an answer's id names: a number, or a string of digits (the SDK matches answers
+/// by `Number(id)`, so a server that echoes ids as strings works with it).
+fn answer_id(id: &Value) -> Option<u64> {
+    match id {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Whether serde_json gave up on a line for its nesting (the line is JSON, too deep to read).
+fn is_too_deep(e: &serde_json::Error) -> bool {
+    e.is_syntax() && e.to_string().starts_with("recursion limit exceeded")
+}
+
+/// The top-level fields of a JSON object, each left unread (`None` when `json` is not an
+/// object). Reads any depth without recursing: serde_json skips a `RawValue` iteratively.
+fn raw_fields(json: &str) -> Option<std::collections::HashMap<String, &serde_json::value::RawValue>> {
+    serde_json::from_str(json).ok()
 }
 
 #[cfg(test)]
@@ -389,11 +594,23 @@ mod tests {
             client_version: rules::DEFAULT_CLIENT_VERSION.into(),
             name_prefix: prefix.map(str::to_string),
             request_timeout: Duration::from_millis(1000),
+            server: "srv".into(),
         }
     }
 
+    /// The lines the session wrote (the ends of requests are checked by `ended`).
     fn sent(s: &mut Session) -> Vec<Value> {
-        std::iter::from_fn(|| s.poll_transmit()).map(|l| serde_json::from_str(&l).unwrap()).collect()
+        transmits(s)
+            .into_iter()
+            .filter_map(|t| match t {
+                Transmit::Line(l) => Some(serde_json::from_str(&l).unwrap()),
+                Transmit::End(_) => None,
+            })
+            .collect()
+    }
+
+    fn transmits(s: &mut Session) -> Vec<Transmit> {
+        std::iter::from_fn(|| s.poll_transmit()).collect()
     }
 
     fn events(s: &mut Session) -> Vec<Event> {
@@ -451,23 +668,28 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
             ]
         );
-        // Each page has its own deadline.
+        // The listing has one deadline, whatever its pages.
         assert_eq!(s.poll_deadline(), Some(t1 + Duration::from_millis(1000)));
+        let t2 = t1 + Duration::from_millis(700);
         reply(
             &mut s,
             1,
             json!({"tools": [{"name": "a/b", "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}}}], "nextCursor": "c2"}),
-            t1,
+            t2,
         );
         assert_eq!(
-            sent(&mut s),
-            vec![json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "c2"}})]
+            transmits(&mut s),
+            vec![
+                Transmit::End(1),
+                Transmit::Line(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"c2"}}"#.into())
+            ]
         );
+        assert_eq!(s.poll_deadline(), Some(t1 + Duration::from_millis(1000)));
         reply(
             &mut s,
             2,
             json!({"tools": [{"name": "c", "description": "see", "inputSchema": []}], "nextCursor": ""}),
-            t1,
+            t2,
         );
         assert_eq!(
             events(&mut s),
@@ -616,6 +838,205 @@ mod tests {
                 f,
                 CallOutcome {
                     text: "MCP tool \"echo\" failed: MCP error -32000: Connection closed".into(),
+                    is_error: true
+                }
+            )]
+        );
+    }
+
+    /// A session through `initialize`, waiting for the first `tools/list` page (id 1).
+    fn listing(t0: Instant) -> Session {
+        let mut s = Session::new(config(None), t0);
+        reply(&mut s, 0, json!({"protocolVersion": "2025-06-18"}), t0);
+        transmits(&mut s);
+        s
+    }
+
+    fn deep(levels: usize) -> String {
+        format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+    }
+
+    #[test]
+    fn endless_pagination_stops_at_the_page_limit() {
+        let t0 = Instant::now();
+        let mut s = listing(t0);
+        for id in 1..=rules::MAX_LIST_PAGES as u64 {
+            assert!(events(&mut s).is_empty(), "page {id}");
+            reply(&mut s, id, json!({"tools": [], "nextCursor": format!("c{id}")}), t0);
+        }
+        assert_eq!(
+            events(&mut s),
+            vec![Event::ConnectFailed(
+                "MCP server \"srv\" listed more than 1000 pages in tools/list (the limit for one server)".into()
+            )]
+        );
+        assert!(s.is_closed());
+        assert!(sent(&mut s).is_empty(), "no further page is asked for");
+    }
+
+    #[test]
+    fn the_tool_and_byte_limits() {
+        let t0 = Instant::now();
+        let mut s = listing(t0);
+        let page: Vec<Value> = (0..rules::MAX_TOOLS / 2).map(|i| json!({"name": format!("t{i}")})).collect();
+        reply(&mut s, 1, json!({"tools": page, "nextCursor": "more"}), t0);
+        reply(&mut s, 2, json!({"tools": page, "nextCursor": "more"}), t0);
+        assert!(events(&mut s).is_empty(), "exactly the limit is fine");
+        reply(&mut s, 3, json!({"tools": [{"name": "one-more"}]}), t0);
+        assert_eq!(
+            events(&mut s),
+            vec![Event::ConnectFailed(
+                "MCP server \"srv\" listed more than 10000 tools in tools/list (the limit for one server)".into()
+            )]
+        );
+
+        let mut s = listing(t0);
+        let description = "d".repeat(rules::MAX_LIST_BYTES / 4);
+        for id in 1..=4 {
+            reply(
+                &mut s,
+                id,
+                json!({"tools": [{"name": format!("t{id}"), "description": description}], "nextCursor": "n"}),
+                t0,
+            );
+        }
+        assert_eq!(
+            events(&mut s),
+            vec![Event::ConnectFailed(
+                "MCP server \"srv\" listed more than 33554432 bytes in tools/list (the limit for one server)".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn one_deadline_for_the_whole_listing() {
+        let t0 = Instant::now();
+        let mut s = listing(t0);
+        let step = Duration::from_millis(300);
+        for id in 1..=3 {
+            let now = t0 + step * id as u32;
+            s.handle_timeout(now);
+            reply(&mut s, id, json!({"tools": [], "nextCursor": "again"}), now);
+        }
+        assert!(events(&mut s).is_empty());
+        // Page 4 was asked for at 900 ms; the listing started at 0: it ends at 1000 ms, not 1900.
+        assert_eq!(s.poll_deadline(), Some(t0 + Duration::from_millis(1000)));
+        s.handle_timeout(t0 + Duration::from_millis(1000));
+        assert_eq!(events(&mut s), vec![Event::ConnectFailed("MCP error -32001: Request timed out".into())]);
+    }
+
+    #[test]
+    fn deep_messages_fail_their_request_with_a_clear_error() {
+        let t0 = Instant::now();
+        // A tool whose schema is 150 levels deep: the connect fails naming it, at once.
+        let mut s = listing(t0);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"ok"}},{{"name":"deep","inputSchema":{}}}]}}}}"#,
+            deep(150)
+        );
+        s.handle_line(&line, t0);
+        assert_eq!(
+            events(&mut s),
+            vec![Event::ConnectFailed(
+                "MCP server \"srv\" listed tool \"deep\" with an inputSchema nested too deeply to read (a message may nest at most 128 levels)".into()
+            )]
+        );
+        // Deep where the client reads nothing (a result's _meta, an error's data, a request's
+        // params): the message is used as usual.
+        let mut s = listing(t0);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"_meta":{},"tools":[{{"name":"t"}}]}}}}"#, deep(200));
+        s.handle_line(&line, t0);
+        assert!(matches!(events(&mut s).as_slice(), [Event::Ready(t)] if t.len() == 1));
+        s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}}"#, deep(200)), t0);
+        assert_eq!(sent(&mut s), vec![json!({"jsonrpc": "2.0", "id": 7, "result": {}})]);
+        let a = s.call_tool("t", "{}", t0);
+        s.handle_line(
+            &format!(r#"{{"jsonrpc":"2.0","id":{a},"error":{{"code":-32603,"message":"boom","data":{}}}}}"#, deep(200)),
+            t0,
+        );
+        assert_eq!(
+            events(&mut s),
+            vec![Event::CallDone(
+                a,
+                CallOutcome { text: "MCP tool \"t\" failed: MCP error -32603: boom".into(), is_error: true }
+            )]
+        );
+        // A call whose answer is too deep where the text is made from.
+        let b = s.call_tool("t", "{}", t0);
+        s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":{b},"result":{{"content":[{}]}}}}"#, deep(200)), t0);
+        assert_eq!(
+            events(&mut s),
+            vec![Event::CallDone(
+                b,
+                CallOutcome {
+                    text: "MCP tool \"t\" failed: the server's answer's content is nested too deeply to read (a message may nest at most 128 levels)".into(),
+                    is_error: true
+                }
+            )]
+        );
+        // No request can be told (the whole message is a deep array): the next timeout says why.
+        let c = s.call_tool("t", "{}", t0);
+        s.handle_line(&format!("[{}]", deep(200)), t0);
+        assert!(events(&mut s).is_empty());
+        s.handle_timeout(t0 + Duration::from_secs(1));
+        assert_eq!(
+            events(&mut s),
+            vec![Event::CallDone(
+                c,
+                CallOutcome {
+                    text: "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent a message nested more than 128 levels deep, which could not be read)".into(),
+                    is_error: true
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn every_request_ends_once_after_its_line() {
+        let t0 = Instant::now();
+        let mut s = ready(json!([{"name": "t"}]), t0);
+        events(&mut s);
+        transmits(&mut s);
+        let a = s.call_tool("t", "{}", t0);
+        let b = s.call_tool("t", "{}", t0);
+        let c = s.call_tool("t", "{}", t0);
+        s.cancel(b, "stop");
+        reply(&mut s, a, json!({"content": []}), t0);
+        s.handle_timeout(t0 + Duration::from_secs(1));
+        let ends: Vec<Transmit> = transmits(&mut s).into_iter().filter(|t| matches!(t, Transmit::End(_))).collect();
+        assert_eq!(ends, vec![Transmit::End(b), Transmit::End(a), Transmit::End(c)]);
+        // A late answer or a second cancel ends nothing again.
+        reply(&mut s, b, json!({"content": []}), t0);
+        s.cancel(c, "again");
+        assert!(transmits(&mut s).is_empty());
+    }
+
+    #[test]
+    fn string_ids_and_errors_for_no_request() {
+        let t0 = Instant::now();
+        let mut s = ready(json!([{"name": "t"}]), t0);
+        events(&mut s);
+        // The SDK matches answers by Number(id): "2" answers request 2.
+        let a = s.call_tool("t", "{}", t0);
+        s.handle_line(
+            &format!(r#"{{"jsonrpc":"2.0","id":"{a}","result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#),
+            t0,
+        );
+        assert_eq!(events(&mut s), vec![Event::CallDone(a, CallOutcome { text: "ok".into(), is_error: false })]);
+        // Not a number's digits: answers nothing.
+        let b = s.call_tool("t", "{}", t0);
+        s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":" {b}","result":{{}}}}"#), t0);
+        assert!(events(&mut s).is_empty());
+        // An error for no request (the server could not parse one): the timeout says so.
+        s.handle_line(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#, t0);
+        assert!(events(&mut s).is_empty());
+        s.handle_timeout(t0 + Duration::from_secs(1));
+        assert_eq!(
+            events(&mut s),
+            vec![Event::CallDone(
+                b,
+                CallOutcome {
+                    text: "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent an error for no request: MCP error -32700: Parse error)".into(),
                     is_error: true
                 }
             )]

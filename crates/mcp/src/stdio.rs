@@ -9,25 +9,33 @@
 //!   the config's `env` (a `None` value removes the variable, as Node drops `undefined`).
 //! - **stderr** is inherited (the SDK's default), so a server's logs reach the terminal.
 //! - **Lines** longer than [`MAX_LINE_BYTES`] (the SDK's read buffer limit) end the connection
-//!   with a clear error instead of growing a buffer; a flood of shorter lines is read with
-//!   back-pressure (a bounded channel), so memory stays bounded either way.
-//! - **The process tree:** the child leads its own process group; ending it closes stdin,
-//!   waits [`GRACE`] for an exit, sends SIGTERM to the group, waits [`GRACE`] again, then
-//!   SIGKILL to the group (the SDK's close order, on the group so descendants go too). A
-//!   descendant that starts its own session escapes the group (as with the SDK).
+//!   with a clear error instead of growing a buffer. Lines read and lines to write pass through
+//!   byte-bounded queues ([`crate::queue`]), and the driver reads no further line while what it
+//!   has to write does not fit: a server that floods requests and never reads its stdin stalls
+//!   on its own stdout instead of growing the client. The client holds at most a few lines of
+//!   [`MAX_LINE_BYTES`] plus two [`crate::queue::QUEUE_BYTES`] for it; its requests still end at
+//!   their deadlines.
+//! - **The process tree:** ending the server closes its stdin, waits [`GRACE`] for an exit,
+//!   sends SIGTERM to its process group, waits [`GRACE`] again, then SIGKILLs the whole tree
+//!   (the SDK's close order, on the tree so descendants go too). On Linux the server runs under
+//!   a child-subreaper helper ([`crate::reaper`], the layout `bash` uses): descendants that
+//!   called `setsid` or double-forked stay in the tree and end too. Elsewhere the server leads
+//!   its own process group and the kill is the group's: a descendant that starts its own
+//!   session escapes it (as with the SDK).
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+#[cfg(not(target_os = "linux"))]
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::session::{CallOutcome, Config, Event, Session, Tool};
+use crate::queue;
+use crate::session::{CallOutcome, Config, Event, Session, Tool, Transmit};
 
 /// The variables a child inherits when `env` does not set them (the SDK's list).
 #[cfg(not(windows))]
@@ -113,6 +121,8 @@ pub(crate) enum Read {
 
 /// A connected server. Dropping it (without [`Client::disconnect`]) ends the server the same way.
 pub struct Client {
+    /// Unbounded, as it holds only the caller's own commands: one per call it awaits (and one
+    /// cancel per call), never anything a server controls.
     pub(crate) tx: mpsc::UnboundedSender<Command_>,
     pub(crate) pid: Option<u32>,
     /// Set once the driver has ended the tree: the group id may be reused after that.
@@ -161,7 +171,7 @@ impl Client {
         }
     }
 
-    /// Ends the server and its process group; resolves when it is gone.
+    /// Ends the server and its process tree; resolves when it is gone.
     pub async fn disconnect(&self) {
         let (done, rx) = oneshot::channel();
         if self.tx.send(Command_::Disconnect { done }).is_ok() {
@@ -171,9 +181,50 @@ impl Client {
 }
 
 /// Starts the server, runs the handshake and lists its tools. On any failure the child (and
-/// its group) is ended before the error is returned. Must run inside a tokio runtime with
-/// time and process drivers; the connection's task stays on it.
+/// its tree) is ended before the error is returned. Must run inside a tokio runtime with
+/// time and process (or, on Linux, I/O) drivers; the connection's task stays on it.
 pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>), String> {
+    let command = spawn.command.clone();
+    let (proc, stdin, stdout) = start(spawn).await.map_err(|e| spawn_error(&command, &e))?;
+    let pid = proc.group();
+    let ended = proc.ended.clone();
+    let (line_tx, line_rx) = queue::channel::<Read>();
+    tokio::spawn(read_lines(stdout, line_tx));
+    let (write_tx, write_rx) = queue::channel::<Transmit>();
+    tokio::spawn(write_lines(stdin, write_rx));
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let session = Session::new(config, Instant::now().into_std());
+    tokio::spawn(drive(session, Ending::Process(proc), line_rx, write_tx, rx, ready_tx));
+    match ready_rx.await {
+        Ok(Ok(tools)) => Ok((Client { tx, pid, ended, http: None }, tools)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed")),
+    }
+}
+
+/// The server started under the subreaper helper, with its pipes.
+#[cfg(target_os = "linux")]
+async fn start(
+    spawn: Spawn,
+) -> std::io::Result<(Proc, tokio::net::unix::pipe::Sender, tokio::net::unix::pipe::Receiver)> {
+    use tokio::net::unix::pipe;
+    let started = tokio::task::spawn_blocking(move || crate::reaper::start(&spawn))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+    let helper = started.helper;
+    // From here the tree is ended on every path (Proc's drop), also if a pipe fails.
+    let mut proc = Proc { helper, exited: None, ended: Arc::new(AtomicBool::new(false)) };
+    proc.exited = Some(pipe::Receiver::from_owned_fd(started.exited)?);
+    let stdin = pipe::Sender::from_owned_fd(started.stdin)?;
+    let stdout = pipe::Receiver::from_owned_fd(started.stdout)?;
+    Ok((proc, stdin, stdout))
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn start(spawn: Spawn) -> std::io::Result<(Proc, tokio::process::ChildStdin, tokio::process::ChildStdout)> {
+    use std::process::Stdio;
     let mut cmd = Command::new(&spawn.command);
     cmd.args(&spawn.args)
         .env_clear()
@@ -188,44 +239,52 @@ pub async fn connect(spawn: Spawn, config: Config) -> Result<(Client, Vec<Tool>)
     cmd.process_group(0);
     // The last resort if the driver task itself is torn down (runtime shutdown).
     cmd.kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| spawn_error(&spawn.command, &e))?;
+    let mut child = cmd.spawn()?;
     // Kept from the start: `Child::id` forgets it once the child is reaped, and the group
     // may outlive the leader.
     let pid = child.id();
     let stdin = child.stdin.take().expect("stdin is piped");
     let stdout = child.stdout.take().expect("stdout is piped");
+    Ok((Proc { child, pid, ended: Arc::new(AtomicBool::new(false)) }, stdin, stdout))
+}
 
-    let (line_tx, line_rx) = mpsc::channel::<Read>(16);
-    tokio::spawn(read_lines(stdout, line_tx));
-    let (write_tx, write_rx) = mpsc::unbounded_channel::<String>();
-    tokio::spawn(write_lines(stdin, write_rx));
-
-    let (tx, rx) = mpsc::unbounded_channel();
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let session = Session::new(config, Instant::now().into_std());
-    let ended = Arc::new(AtomicBool::new(false));
-    let proc = Proc { child, pid, ended: ended.clone() };
-    tokio::spawn(drive(session, Ending::Process(proc), line_rx, write_tx, rx, ready_tx));
-    match ready_rx.await {
-        Ok(Ok(tools)) => Ok((Client { tx, pid, ended, http: None }, tools)),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(crate::session::mcp_error(crate::session::CONNECTION_CLOSED, "Connection closed")),
+/// What a read item counts in its queue.
+pub(crate) fn read_bytes(r: &Read) -> usize {
+    match r {
+        Read::Line(l) => l.len(),
+        Read::End(d) => d.as_ref().map_or(0, String::len),
+        Read::Fail(_, m) => m.len(),
     }
 }
 
-async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>) {
+/// What an item to write counts in its queue.
+fn transmit_bytes(t: &Transmit) -> usize {
+    match t {
+        Transmit::Line(l) => l.len(),
+        Transmit::End(_) => 0,
+    }
+}
+
+async fn read_lines(stdout: impl AsyncRead + Unpin, tx: queue::Sender<Read>) {
+    // Waits for room in the queue: while the driver cannot write, it reads nothing, this task
+    // stops reading the pipe, and the server blocks on its stdout.
+    let send = |r: Read| {
+        let n = read_bytes(&r);
+        let tx = tx.clone();
+        async move { tx.send(r, n).await }
+    };
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line: Vec<u8> = Vec::new();
     loop {
         let buf = match r.fill_buf().await {
             Ok(b) => b,
             Err(e) => {
-                let _ = tx.send(Read::End(Some(format!("reading the server's stdout failed: {e}")))).await;
+                let _ = send(Read::End(Some(format!("reading the server's stdout failed: {e}")))).await;
                 return;
             }
         };
         if buf.is_empty() {
-            let _ = tx.send(Read::End(None)).await;
+            let _ = send(Read::End(None)).await;
             return;
         }
         let (take, complete) = match memchr(buf) {
@@ -234,8 +293,7 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>)
         };
         let body = if complete { &buf[..take - 1] } else { &buf[..take] };
         if line.len() + body.len() > MAX_LINE_BYTES {
-            let _ =
-                tx.send(Read::End(Some(format!("the server wrote a line longer than {MAX_LINE_BYTES} bytes")))).await;
+            let _ = send(Read::End(Some(format!("the server wrote a line longer than {MAX_LINE_BYTES} bytes")))).await;
             return;
         }
         line.extend_from_slice(body);
@@ -246,7 +304,7 @@ async fn read_lines(stdout: tokio::process::ChildStdout, tx: mpsc::Sender<Read>)
             if line.capacity() > 1024 * 1024 {
                 line.shrink_to(64 * 1024);
             }
-            if tx.send(Read::Line(text)).await.is_err() {
+            if send(Read::Line(text)).await.is_err() {
                 return;
             }
         }
@@ -257,8 +315,11 @@ fn memchr(b: &[u8]) -> Option<usize> {
     b.iter().position(|&c| c == b'\n')
 }
 
-async fn write_lines(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::UnboundedReceiver<String>) {
-    while let Some(mut line) = rx.recv().await {
+async fn write_lines(mut stdin: impl AsyncWrite + Unpin, mut rx: queue::Receiver<Transmit>) {
+    // The permit is held until the line is written: the queue's room is what the pipe took.
+    while let Some((t, _permit)) = rx.recv().await {
+        // A request's end concerns transports with a stream per request, not a pipe.
+        let Transmit::Line(mut line) = t else { continue };
         line.push('\n');
         if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
             // The server stopped reading; its exit (or the reader's end) closes the session.
@@ -277,18 +338,85 @@ pub(crate) enum Ending {
 }
 
 /// The server process as the driver ends it.
+#[cfg(not(target_os = "linux"))]
 pub(crate) struct Proc {
     child: Child,
-    /// Kept from the spawn (see `connect`).
+    /// Kept from the spawn (see `start`).
     pid: Option<u32>,
     ended: Arc<AtomicBool>,
+}
+
+#[cfg(not(target_os = "linux"))]
+impl Proc {
+    fn group(&self) -> Option<u32> {
+        self.pid
+    }
+
+    async fn end(&mut self) {
+        end_tree(&mut self.child, self.pid).await;
+    }
+}
+
+/// The server under its subreaper helper, as the driver ends it.
+#[cfg(target_os = "linux")]
+pub(crate) struct Proc {
+    /// The helper's pid, also the group id. An unreaped child of ours until the tree is ended,
+    /// so neither can be reused meanwhile.
+    helper: i32,
+    /// Readable once the server has exited (see `reaper`).
+    exited: Option<tokio::net::unix::pipe::Receiver>,
+    ended: Arc<AtomicBool>,
+}
+
+#[cfg(target_os = "linux")]
+impl Proc {
+    fn group(&self) -> Option<u32> {
+        Some(self.helper as u32)
+    }
+
+    /// Whether the server exited within `wait`.
+    async fn exits_within(&mut self, wait: Duration) -> bool {
+        use tokio::io::AsyncReadExt;
+        let Some(r) = self.exited.as_mut() else { return true };
+        let mut b = [0u8; 4];
+        // A record or EOF (the helper is gone): either way the server is.
+        if tokio::time::timeout(wait, r.read(&mut b)).await.is_ok() {
+            self.exited = None;
+            return true;
+        }
+        false
+    }
+
+    /// Stdin is already closed: wait, SIGTERM to the group, wait, then the tree's SIGKILL.
+    async fn end(&mut self) {
+        if !self.exits_within(GRACE).await {
+            crate::reaper::signal_group(self.helper, libc::SIGTERM);
+            self.exits_within(GRACE).await;
+        }
+        // Descendants outlive the server's exit as often as not (a daemon, a setsid'd child):
+        // the tree goes in every case.
+        let helper = self.helper;
+        let _ = tokio::task::spawn_blocking(move || crate::reaper::end_tree(helper)).await;
+        self.ended.store(true, Ordering::Release);
+    }
+}
+
+/// The last resort if the driver never ended the tree (runtime shutdown, a failed start): the
+/// whole group at once; what left the group is left.
+#[cfg(target_os = "linux")]
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if !self.ended.load(Ordering::Acquire) {
+            crate::reaper::signal_group(self.helper, libc::SIGKILL);
+        }
+    }
 }
 
 pub(crate) async fn drive(
     mut session: Session,
     ending: Ending,
-    mut lines: mpsc::Receiver<Read>,
-    write_tx: mpsc::UnboundedSender<String>,
+    mut lines: queue::Receiver<Read>,
+    write_tx: queue::Sender<Transmit>,
     mut commands: mpsc::UnboundedReceiver<Command_>,
     ready: Ready,
 ) {
@@ -299,10 +427,21 @@ pub(crate) async fn drive(
     let mut by_id: HashMap<u64, u64> = HashMap::new();
     let mut write_tx = Some(write_tx);
     let mut disconnected: Option<oneshot::Sender<()>> = None;
+    // What the session had to say that did not fit the write queue: while it waits, no line is
+    // read (back-pressure), and the rest waits in the session.
+    let mut held: Option<Transmit> = None;
     loop {
-        while let Some(line) = session.poll_transmit() {
-            if let Some(w) = &write_tx {
-                let _ = w.send(line);
+        if let Some(w) = &write_tx {
+            while let Some(t) = held.take().or_else(|| session.poll_transmit()) {
+                match w.try_room(transmit_bytes(&t)) {
+                    Some(p) => {
+                        let _ = w.send_with(t, p);
+                    }
+                    None => {
+                        held = Some(t);
+                        break;
+                    }
+                }
             }
         }
         while let Some(ev) = session.poll_event() {
@@ -335,13 +474,31 @@ pub(crate) async fn drive(
             break;
         }
         let deadline = session.poll_deadline().map(Instant::from_std);
+        let room = {
+            let need = held.as_ref().map(transmit_bytes);
+            let w = write_tx.clone();
+            async move {
+                match (w, need) {
+                    (Some(w), Some(n)) => w.room(n).await,
+                    _ => std::future::pending().await,
+                }
+            }
+        };
         tokio::select! {
-            read = lines.recv() => match read {
-                Some(Read::Line(l)) => session.handle_line(&l, Instant::now().into_std()),
-                Some(Read::End(detail)) => session.close(detail.as_deref()),
-                Some(Read::Fail(id, message)) => session.fail_request(id, &message),
+            // The permit goes when the line has been handled (what it led to is queued).
+            read = lines.recv(), if held.is_none() => match read {
+                Some((Read::Line(l), _permit)) => session.handle_line(&l, Instant::now().into_std()),
+                Some((Read::End(detail), _)) => session.close(detail.as_deref()),
+                Some((Read::Fail(id, message), _)) => session.fail_request(id, &message),
                 None => session.close(None),
             },
+            permit = room => {
+                // Without a writer (it is gone) the item is dropped: the reader's end closes the
+                // session.
+                if let (Some(p), Some(t), Some(w)) = (permit, held.take(), &write_tx) {
+                    let _ = w.send_with(t, p);
+                }
+            }
             cmd = commands.recv() => match cmd {
                 Some(Command_::Call { key, raw_name, arguments, reply }) => {
                     let id = session.call_tool(&raw_name, &arguments, Instant::now().into_std());
@@ -367,7 +524,7 @@ pub(crate) async fn drive(
     drop(write_tx.take());
     match ending {
         Ending::Process(mut proc) => {
-            end_tree(&mut proc.child, proc.pid).await;
+            proc.end().await;
             proc.ended.store(true, Ordering::Release);
         }
         Ending::Http(shared) => shared.end_session().await,
@@ -390,6 +547,7 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 /// Ends the child and its process group: stdin is already closed; wait, SIGTERM, wait, SIGKILL.
+#[cfg(not(target_os = "linux"))]
 async fn end_tree(child: &mut Child, pid: Option<u32>) {
     if tokio::time::timeout(GRACE, child.wait()).await.is_err() {
         signal_group(child, pid, libc::SIGTERM);
@@ -403,7 +561,7 @@ async fn end_tree(child: &mut Child, pid: Option<u32>) {
     signal_group(child, pid, libc::SIGKILL);
 }
 
-#[cfg(unix)]
+#[cfg(all(unix, not(target_os = "linux")))]
 fn signal_group(_child: &mut Child, pid: Option<u32>, sig: libc::c_int) {
     signal_pid_group(pid, sig)
 }
@@ -411,8 +569,8 @@ fn signal_group(_child: &mut Child, pid: Option<u32>, sig: libc::c_int) {
 #[cfg(unix)]
 fn signal_pid_group(pid: Option<u32>, sig: libc::c_int) {
     if let Some(pid) = pid {
-        // SAFETY: kill(2) with a negative pid signals the process group the child leads
-        // (process_group(0)); no memory is involved.
+        // SAFETY: kill(2) with a negative pid signals the server's process group (led by the
+        // subreaper helper on Linux, by the child elsewhere); no memory is involved.
         unsafe {
             libc::kill(-(pid as libc::pid_t), sig);
         }
@@ -442,6 +600,7 @@ mod tests {
             client_version: rules::DEFAULT_CLIENT_VERSION.into(),
             name_prefix: None,
             request_timeout: Duration::from_millis(timeout_ms),
+            server: "sh".into(),
         }
     }
 
@@ -532,6 +691,38 @@ mod tests {
         assert!(!alive(pid), "the descendant outlived disconnect");
         let r = client.call(1, "t".into(), "{}".into()).await;
         assert!(r.is_error && r.text.ends_with("Connection closed"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A descendant that left the server's session and group (`setsid`) and ignores SIGTERM
+    /// and SIGHUP ends at disconnect too (Linux: the subreaper helper keeps it in the tree).
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn disconnect_ends_a_setsid_descendant() {
+        if !oma_core::tool::builtin::bash::KILL_TREE_REACHES_ESCAPED {
+            // oma-core's portable build: the group kill, which a setsid'd process escapes.
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("oma-mcp-setsid-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("pid");
+        let rest = format!(
+            "setsid sh -c 'trap \"\" TERM HUP; echo $$ > {p}.tmp; mv {p}.tmp {p}; exec sleep 300' & wait; while :; do sleep 1; done",
+            p = pidfile.display()
+        );
+        let (client, _) = connect(sh(&rest), config(60_000)).await.unwrap();
+        let pid: i32 = loop {
+            match std::fs::read_to_string(&pidfile) {
+                Ok(p) if p.ends_with('\n') => break p.trim().parse().unwrap(),
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        assert!(alive(pid));
+        // SAFETY: no memory is involved.
+        assert_ne!(unsafe { libc::getsid(pid) }, unsafe { libc::getsid(client.pid.unwrap() as i32) });
+        client.disconnect().await;
+        // kill_tree returns once no live descendant is left: gone (or a zombie) at once.
+        assert!(!alive(pid), "the setsid descendant outlived disconnect");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

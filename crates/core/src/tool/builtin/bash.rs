@@ -444,6 +444,10 @@ fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
     }
 }
 
+/// Whether [`kill_tree`] reaches descendants that left the helper's process group (`setsid`,
+/// `setpgid`): the subreaper's `/proc` scan does, the portable group kill does not.
+pub const KILL_TREE_REACHES_ESCAPED: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
+
 /// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
 /// uninterruptible sleep cannot hold the tool for long). `true`: none is left.
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
