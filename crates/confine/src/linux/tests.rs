@@ -11,6 +11,9 @@ use std::sync::Arc;
 use super::*;
 use crate::{prepare, Limits, Network, Policy};
 
+/// A named system call made in the confined child; its errno (0: it succeeded).
+type Attempt<'a> = (&'a str, Box<dyn Fn() -> i32 + 'a>);
+
 struct Dirs {
     base: PathBuf,
     root: PathBuf,
@@ -485,7 +488,7 @@ fn set_id_bits_are_refused_on_every_creation_path() {
             move || res(unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, cf.as_ptr(), flags, mode) })
         };
         // Each creation path with a set-id mode: refused, and no such file appears.
-        let refused: Vec<(&str, Box<dyn Fn() -> i32>)> = vec![
+        let refused: Vec<Attempt<'_>> = vec![
             ("open O_CREAT 04755", Box::new(open(wr | libc::O_CREAT, 0o4755))),
             ("open O_CREAT|O_TRUNC 06755", Box::new(open(wr | libc::O_CREAT | libc::O_TRUNC, 0o6755))),
             ("openat O_CREAT 02755", Box::new(openat(wr | libc::O_CREAT | libc::O_EXCL, 0o2755))),
@@ -581,7 +584,7 @@ fn system_v_ipc_is_refused() {
     assert!(shm >= 0 && msq >= 0 && sem >= 0, "System V IPC unavailable here");
     for network in [Network::Deny, Network::Allow] {
         let p = prepare(&d.policy(network)).unwrap();
-        let attempts: Vec<(&str, Box<dyn Fn() -> i32>)> = vec![
+        let attempts: Vec<Attempt<'_>> = vec![
             ("shmget", Box::new(|| res(unsafe { libc::shmget(key, 0, 0) } as _))),
             ("shmget IPC_PRIVATE", Box::new(|| res(unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, 0o600) } as _))),
             (
