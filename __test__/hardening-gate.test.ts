@@ -460,3 +460,27 @@ describe('3. ToolExecutor.execute honours its abort signal while it waits', () =
     ])
   })
 })
+
+describe('the same class elsewhere', () => {
+  test('a signal-like object whose abort event says nothing of `aborted`: a gated call seen aborted never runs without its slot', async () => {
+    const ran: unknown[] = []
+    const registry = new ToolRegistry()
+    registry.register(runTool(ran))
+    const target = new EventTarget()
+    const fake = Object.assign(target, { aborted: false, reason: undefined }) as unknown as AbortSignal
+    const gateCalled = signal()
+    let allow!: () => void
+    const executor = new ToolExecutor(registry, {
+      maxConcurrency: 1,
+      onToolCall: () => new Promise((r) => { allow = () => r({ action: 'allow' }); gateCalled.fire() }),
+    })
+    const p = executor.execute('run', { cmd: 'ls' }, { ...ctx, abortSignal: fake })
+    await gateCalled.fired
+    target.dispatchEvent(new Event('abort'))
+    expect(sem(executor).active).toBe(0)
+    // The gate allows within its time: the machine's abort check after it still stops the call.
+    allow()
+    expect(await p).toEqual({ data: beforeText('run'), isError: true, metadata: { toolCallGate: { action: 'allow' } } })
+    expect(ran).toEqual([])
+  })
+})

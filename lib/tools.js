@@ -427,7 +427,9 @@ class ToolCall {
         case A_CHECK_ABORT: {
           const signal = this.context?.abortSignal
           this.signal = signal
-          this.answer(signal?.aborted === true ? K_ABORTED : K_NOT_ABORTED)
+          // A call whose abort was seen (its slot freed) stays aborted, whatever a signal-like
+          // object's `aborted` says later: it must not run without its slot.
+          this.answer(signal?.aborted === true || this.slotFreed ? K_ABORTED : K_NOT_ABORTED)
           break
         }
         case A_CHECK_INPUT:
