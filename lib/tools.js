@@ -184,6 +184,10 @@ function abortWatched(signal, set) {
 
 const abandonCall = (call) => call.abandon()
 
+// ToolCall.flags.
+const SLOT_FREED = 1
+const ABANDONED = 2
+
 /** A slot that is not held: the end of a call answered without one. */
 const NO_SLOT = { release() {} }
 
@@ -352,6 +356,7 @@ class ToolCall {
     this.ms = 0
     this.ended = false
     this.awaiting = false
+    // The input as given; once checked, a gated call's copy for its gate (checkInput).
     this.input = input
     this.name = toolName
     this.tool = undefined
@@ -362,17 +367,13 @@ class ToolCall {
     this.text = undefined
     // `metadata.toolCallGate` once the machine read a valid decision.
     this.verdict = undefined
-    // The abort signal the machine's last abort check read; whether the call is in that
-    // signal's set (see watchAbort); whether its abort answered the call.
-    this.signal = undefined
-    this.watched = false
-    this.abandoned = false
-    // Once its signal aborted while it awaited user code: its slot was freed then (so its end
-    // frees none), and `grace` is the timer that answers it if that code does not settle.
-    this.slotFreed = false
-    this.grace = null
-    // A gated call's input as its gate is shown it (see checkInput).
-    this.shown = undefined
+    // SLOT_FREED | ABANDONED (see aborted, abandon): a small integer, and `abort` null unless
+    // the call waits on user code under a signal, so that an ungated call without a signal
+    // allocates no more than it did (W1 counts the garbage of every call).
+    this.flags = 0
+    // `{ signal, grace }` while the call is in its signal's set (watchAbort): `grace` is the
+    // timer that answers it if its gate or tool does not settle after the abort.
+    this.abort = null
   }
 
   /** The CALL_GATE step: calls the gate with the call's context and describes its decision to
@@ -383,8 +384,9 @@ class ToolCall {
       const tool = this.tool
       const context = this.context
       // Built inside the try, as upstream: a context without `agent` reads as the gate's throw.
-      // The gate's own copy: what it (or whatever it hands it to) does with it is not what runs.
-      const ctx = { toolName: tool.name, input: this.shown, agentName: context.agent.name }
+      // The gate's own copy (checkInput): what it, or whatever it hands it to, does with it is
+      // not what runs.
+      const ctx = { toolName: tool.name, input: this.input, agentName: context.agent.name }
       if (tool.consequential === true) ctx.consequential = true
       if (context.runId !== undefined) ctx.runId = context.runId
       if (context.taskId !== undefined) ctx.taskId = context.taskId
@@ -425,11 +427,9 @@ class ToolCall {
           this.answer(this.tool ? K_FOUND : K_MISSING)
           break
         case A_CHECK_ABORT: {
-          const signal = this.context?.abortSignal
-          this.signal = signal
           // A call whose abort was seen (its slot freed) stays aborted, whatever a signal-like
           // object's `aborted` says later: it must not run without its slot.
-          this.answer(signal?.aborted === true || this.slotFreed ? K_ABORTED : K_NOT_ABORTED)
+          this.answer(this.context?.abortSignal?.aborted === true || (this.flags & SLOT_FREED) !== 0 ? K_ABORTED : K_NOT_ABORTED)
           break
         }
         case A_CHECK_INPUT:
@@ -505,10 +505,11 @@ class ToolCall {
     return errs.length > 0 ? this.answer(K_INPUT_INVALID, undefined, errs.flat()) : this.answer(K_INPUT_VALID)
   }
 
-  /** The gate's copy of the validated input; false when it cannot be read (answered so). */
+  /** The gate's copy of the validated input, kept in `input` (which nothing reads once the input
+   *  is checked); false when it cannot be read (answered so). */
   showGate() {
     try {
-      this.shown = copyInput(this.parsed)
+      this.input = copyInput(this.parsed)
       return true
     } catch (e) {
       this.answer(K_INPUT_UNREADABLE, thrownMessage(e))
@@ -520,11 +521,11 @@ class ToolCall {
    *  the abort answers it and frees its slot at once. Only a call that settles a record of
    *  its own (execute makes one whenever its context has a signal) can be answered early. */
   watch() {
-    const signal = this.signal
-    if (this.watched || this.parked === null || signal === undefined || signal === null || !listenable(signal)) return
-    if (signal.aborted === true) return
+    if (this.abort !== null || this.parked === null) return
+    const signal = this.context?.abortSignal
+    if (signal === undefined || signal === null || !listenable(signal) || signal.aborted === true) return
+    this.abort = { signal, grace: null }
     watchAbort(signal, this)
-    this.watched = true
   }
 
   /** Its signal aborted while the call awaited its gate or its tool: the slot is freed now (the
@@ -532,19 +533,19 @@ class ToolCall {
    *  abort through the signal, has ABANDON_AFTER_MS to settle with its own outcome (a gate's
    *  verdict then meets the machine's abort check after it; a tool's result is kept). */
   aborted() {
-    if (this.ended || this.slotFreed) return
-    this.slotFreed = true
+    if (this.ended || (this.flags & SLOT_FREED) !== 0) return
+    this.flags |= SLOT_FREED
     this.sem.release()
-    this.grace = setTimeout(abandonCall, ABANDON_AFTER_MS, this)
+    this.abort.grace = setTimeout(abandonCall, ABANDON_AFTER_MS, this)
   }
 
   /** The aborted call's gate or tool did not settle in time: the call ends, answered as the
    *  runner answers an aborted call; that code's later outcome is ignored (its handlers stay
    *  attached, so a rejection is never unhandled). */
   abandon() {
-    this.grace = null
+    this.abort.grace = null
     if (this.ended) return
-    this.abandoned = true
+    this.flags |= ABANDONED
     const d = this.deadline
     if (d !== null) {
       // The tool learns of the abort through its own signal, as it would have; its timer goes
@@ -624,7 +625,7 @@ class ToolCall {
 
   /** After the gate: the steps from the machine's next action on. */
   resume() {
-    if (this.abandoned) return undefined
+    if ((this.flags & ABANDONED) !== 0) return undefined
     try {
       return this.proceed(this.run())
     } catch (e) {
@@ -670,7 +671,7 @@ class ToolCall {
 
   /** What the tool's execute resolved with, described to the machine. */
   returned(result) {
-    if (this.abandoned) return undefined
+    if ((this.flags & ABANDONED) !== 0) return undefined
     let kind, arg, num
     try {
       this.result = result
@@ -701,7 +702,7 @@ class ToolCall {
 
   /** The tool's outcome answered, the remaining steps, the end. */
   settled(kind, arg, num) {
-    if (this.abandoned) return undefined
+    if ((this.flags & ABANDONED) !== 0) return undefined
     try {
       this.answer(kind, arg, undefined, num, undefined)
       // The tool learns of its timeout once the machine worded it (the signal's reason).
@@ -718,15 +719,15 @@ class ToolCall {
    *  call's value returned or its error thrown (for the promise execute returned). */
   close(ok, v) {
     this.ended = true
-    if (this.watched) {
-      this.watched = false
-      unwatchAbort(this.signal, this)
+    const a = this.abort
+    if (a !== null) {
+      unwatchAbort(a.signal, this)
+      if (a.grace !== null) {
+        clearTimeout(a.grace)
+        a.grace = null
+      }
     }
-    if (this.grace !== null) {
-      clearTimeout(this.grace)
-      this.grace = null
-    }
-    return endCall(this.slotFreed ? NO_SLOT : this.sem, this.parked, ok, v)
+    return endCall((this.flags & SLOT_FREED) !== 0 ? NO_SLOT : this.sem, this.parked, ok, v)
   }
 
   /** The value execute resolves with, once the machine asks to return. */
