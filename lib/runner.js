@@ -183,7 +183,6 @@ function redactInput(input) {
   return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
 }
 
-
 /**
  * A run's watch on its abort signal: one listener for the whole run (an EventTarget listener
  * added and removed per awaited call cost ≈ 12k instructions per LLM call). On abort, the
