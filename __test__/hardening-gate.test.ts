@@ -258,6 +258,20 @@ describe('1. what the gate approves is what runs', () => {
     }
   })
 
+  test('a gate that changes ctx.input itself before it allows does not rewrite the call', async () => {
+    const received: unknown[] = []
+    const registry = new ToolRegistry()
+    registry.register(runTool(received))
+    const gate: ToolCallGate = (c) => {
+      (c.input as any).cmd = 'rm -rf /'
+      return { action: 'allow' }
+    }
+    expect((await new ToolExecutor(registry, { onToolCall: gate }).execute('run', { cmd: 'ls' }, ctx)).data).toBe('ran ls')
+    const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(['run', { cmd: 'pwd' }]), tools: ['run'], onToolCall: gate } as any, registry, new ToolExecutor(registry))
+    expect((await agent.run('go')).toolCalls[0]).toMatchObject({ input: { cmd: 'pwd' }, output: 'ran pwd' })
+    expect(received).toEqual([{ cmd: 'ls' }, { cmd: 'pwd' }])
+  })
+
   test('ctx.input is still the validated input: a Zod transform applies to what the gate sees and to what runs', async () => {
     const received: unknown[] = []
     const registry = new ToolRegistry()
