@@ -19,6 +19,8 @@ import {
   ToolCallGate,
   ToolUseContext,
   TraceEvent,
+  ShellExecutor,
+  registerBuiltInTools,
 } from '../index'
 
 const ctx: ToolUseContext = { agent: { name: 'a', role: 'r', model: 'm' } }
@@ -496,5 +498,33 @@ describe('the same class elsewhere', () => {
     allow()
     expect(await p).toEqual({ data: beforeText('run'), isError: true, metadata: { toolCallGate: { action: 'allow' } } })
     expect(ran).toEqual([])
+  })
+
+  test('an aborted run does not wait for a ShellExecutor whose start or dispose never settles', async () => {
+    for (const stuck of ['start', 'dispose'] as const) {
+      const registry = new ToolRegistry()
+      registerBuiltInTools(registry)
+      const reached = signal()
+      const never = () => { reached.fire(); return new Promise<void>(() => {}) }
+      const shell: ShellExecutor = {
+        start: stuck === 'start' ? never : async () => {},
+        exec: async () => ({ stdout: 'hi\n', stderr: '', exitCode: 0 }),
+        dispose: stuck === 'dispose' ? never : async () => {},
+      }
+      const agent = new Agent({ name: 's', model: 'm', adapter: adapterCalling(['bash', { command: 'echo hi' }]), tools: ['bash'], shellExecutor: shell } as any, registry, new ToolExecutor(registry))
+      const ac = new AbortController()
+      const run = agent.run('go', { abortSignal: ac.signal })
+      await reached.fired
+      ac.abort()
+      const r = await run
+      if (stuck === 'start') {
+        // The abort answered the bash call waiting for its session.
+        expect(r.toolCalls[0].output).toBe(duringText('bash'))
+      } else {
+        // The run was done; only its executor's dispose was still pending.
+        expect(r.success).toBe(true)
+        expect(r.toolCalls[0].output).toBe('hi\n')
+      }
+    }
   })
 })

@@ -10,7 +10,7 @@ const llm = require('./llm.js')
 const wire = require('./wire.js')
 const { ABANDON_AFTER_MS, callDeadline, listenable } = require('./deadline.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
-const { RunScopedShellExecutor, releaseUnreported } = require('./shell.js')
+const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('./shell.js')
 
 const { OP, REJECTED } = wire
 
@@ -262,6 +262,28 @@ class AbortWatch {
     this.timer = null
     this.reject = null
   }
+}
+
+// What an aborted run's wait on its shell release gives up with (awaitShellRelease).
+const LEFT_BEHIND = Symbol('left behind')
+const leftBehind = () => LEFT_BEHIND
+
+/**
+ * A run's shell release (`release`, its promise), awaited through the run's abort watch (issue
+ * 30: nothing a run waits on at its end may hold it past its abort). A lease is released only
+ * once its ShellExecutor's `start` settled, and its last release awaits `dispose`: an aborted
+ * run waits ABANDON_AFTER_MS at most for either, then ends without it; the release goes on
+ * behind the run, a failure then a process warning (as for a run that already failed).
+ */
+async function awaitShellRelease(release, watch) {
+  if (watch === null) return release
+  try {
+    await watch.wait(release, leftBehind)
+  } catch (e) {
+    if (e !== LEFT_BEHIND) throw e
+    attach(release, undefined, warnUnreported)
+  }
+  return undefined
 }
 
 /** `value` awaited through the run's watch, if it has one. */
@@ -651,7 +673,7 @@ class AgentRunner {
             const result = d.finish(action)
             // Before the result: a dispose that fails makes the run fail (the error below).
             const shell = d.unreleasedShell()
-            if (shell !== null) await shell.release()
+            if (shell !== null) await awaitShellRelease(shell.release(), d.watch)
             yield { type: 'done', data: result }
             return
           }
@@ -767,7 +789,7 @@ class AgentRunner {
     } catch (err) {
       // The run fails with its own error; the executor is disposed before that is reported.
       const shell = d.unreleasedShell()
-      if (shell !== null) await releaseUnreported(shell)
+      if (shell !== null) await awaitShellRelease(releaseUnreported(shell), d.watch)
       yield { type: 'error', data: toError(err) }
     } finally {
       d.close()
