@@ -492,6 +492,12 @@ export declare function runRespondSummary(id: number, responseJson?: string | un
 /** `adapter.stream` over the run's conversation, for `streamDeltas`. */
 export declare function runStream(id: number, adapter: NativeLlmAdapter, optionsJson: string, cancel?: CancelHandle | undefined | null): NativeLlmStream
 
+/**
+ * `semLeave`: a parked call aborted before its turn leaves the queue (the JS side removed its
+ * record); `false` when nobody was waiting.
+ */
+export declare function semLeave(id: number): boolean
+
 /** `[limit, active, pending]`. */
 export declare function semStats(id: number): Array<number>
 

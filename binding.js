@@ -902,6 +902,7 @@ module.exports.runRespondConversation = nativeBinding.runRespondConversation
 module.exports.runRespondLoopAction = nativeBinding.runRespondLoopAction
 module.exports.runRespondSummary = nativeBinding.runRespondSummary
 module.exports.runStream = nativeBinding.runStream
+module.exports.semLeave = nativeBinding.semLeave
 module.exports.semStats = nativeBinding.semStats
 module.exports.structuredInstruction = nativeBinding.structuredInstruction
 module.exports.structuredSystemPrompt = nativeBinding.structuredSystemPrompt

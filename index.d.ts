@@ -299,7 +299,8 @@ export declare class ConfinedShellExecutor implements ShellExecutor {
 /** What an `onToolCall` gate is told about a call: after input validation, before `execute`. */
 export interface ToolCallContext {
   readonly toolName: string
-  /** The validated input (what `execute` would get). */
+  /** The validated input (what `execute` would get), as the gate's own deep copy: changing it
+   *  (here or in code it is handed to) does not change what `execute` gets. */
   readonly input: Record<string, unknown>
   readonly agentName: string
   /** Present (and true) only for a tool declared `consequential`. */

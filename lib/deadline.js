@@ -228,4 +228,10 @@ function callDeadline(value, base, agent) {
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
 }
 
-module.exports = { armTimer, callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }
+/** How long an abort waits for user code that was told of it (a JS adapter or callback the
+ *  runner awaits, an executor's gate or tool): code that honours the abort settles within this
+ *  time with its own outcome, which is kept; past it, the code is left behind (its outcome
+ *  still handled) and the wait is answered as aborted. */
+const ABANDON_AFTER_MS = 100
+
+module.exports = { ABANDON_AFTER_MS, armTimer, callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }

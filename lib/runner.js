@@ -4,13 +4,13 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
-const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys } = require('./util.js')
-const { thrownMessage, ToolExecutor } = require('./tools.js')
+const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys, copyInput } = require('./util.js')
+const { thrownMessage, ToolExecutor, OWN_INPUT, abortedDuringText } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
-const { callDeadline, listenable } = require('./deadline.js')
+const { ABANDON_AFTER_MS, callDeadline, listenable } = require('./deadline.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
-const { RunScopedShellExecutor, releaseUnreported } = require('./shell.js')
+const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('./shell.js')
 
 const { OP, REJECTED } = wire
 
@@ -183,10 +183,6 @@ function redactInput(input) {
   return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
 }
 
-/** How long an aborted run still waits for a JS adapter or callback that ignores the signal:
- *  one that honours it rejects within this time with its own error, which is kept. */
-const ABANDON_AFTER_MS = 100
-
 /**
  * A run's watch on its abort signal: one listener for the whole run (an EventTarget listener
  * added and removed per awaited call cost ≈ 12k instructions per LLM call). On abort, the
@@ -249,7 +245,7 @@ class AbortWatch {
   tool(promise, name) {
     if (this.signal.aborted) return promise
     return new Promise((resolve, reject) => {
-      const onAbort = () => resolve({ data: `Tool "${name}" was aborted during execution.`, isError: true })
+      const onAbort = () => resolve({ data: abortedDuringText(name), isError: true })
       this.tools.add(onAbort)
       attach(
         promise,
@@ -266,6 +262,28 @@ class AbortWatch {
     this.timer = null
     this.reject = null
   }
+}
+
+// What an aborted run's wait on its shell release gives up with (awaitShellRelease).
+const LEFT_BEHIND = Symbol('left behind')
+const leftBehind = () => LEFT_BEHIND
+
+/**
+ * A run's shell release (`release`, its promise), awaited through the run's abort watch (issue
+ * 30: nothing a run waits on at its end may hold it past its abort). A lease is released only
+ * once its ShellExecutor's `start` settled, and its last release awaits `dispose`: an aborted
+ * run waits ABANDON_AFTER_MS at most for either, then ends without it; the release goes on
+ * behind the run, a failure then a process warning (as for a run that already failed).
+ */
+async function awaitShellRelease(release, watch) {
+  if (watch === null) return release
+  try {
+    await watch.wait(release, leftBehind)
+  } catch (e) {
+    if (e !== LEFT_BEHIND) throw e
+    attach(release, undefined, warnUnreported)
+  }
+  return undefined
 }
 
 /** `value` awaited through the run's watch, if it has one. */
@@ -303,6 +321,14 @@ function readResult(name, result) {
     const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
     return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
   }
+}
+
+/** A round's call as a stream consumer is shown it: the same block with a copy of its input
+ *  (the kernel's own input object is the one its tool runs with, issue 30). */
+function shownCall(call) {
+  const shown = { type: 'tool_use', id: call.id, name: call.name, input: copyInput(call.input) }
+  if (call.signature !== undefined) shown.signature = call.signature
+  return shown
 }
 
 /** A block's own tool context: the round's fields and its tool_use id, written as a literal.
@@ -573,8 +599,10 @@ class Drive {
   }
 }
 
-/** The per-execution options of a runner without a gate or a tool timeout (no object per call). */
+/** The per-execution options of a runner without a gate or a tool timeout (no object per call);
+ *  NO_GATE_OWN for this package's execute (see _executionOptions). */
 const NO_GATE = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined })
+const NO_GATE_OWN = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined, [OWN_INPUT]: true })
 // The executor method `_dispatchBlock` may bypass (an instance or subclass replacing it is called).
 const EXECUTE = ToolExecutor.prototype.execute
 
@@ -645,7 +673,7 @@ class AgentRunner {
             const result = d.finish(action)
             // Before the result: a dispose that fails makes the run fail (the error below).
             const shell = d.unreleasedShell()
-            if (shell !== null) await shell.release()
+            if (shell !== null) await awaitShellRelease(shell.release(), d.watch)
             yield { type: 'done', data: result }
             return
           }
@@ -725,7 +753,8 @@ class AgentRunner {
             // whose toJSON or getters may tell another story.
             const calls = action.calls
             // (Indexed loops: a for-of keeps its iterator's state in the frame's slots.)
-            if (streaming) for (let k = 0; k < calls.length; k++) yield { type: 'tool_use', data: calls[k] }
+            // A consumer is shown copies (shownCall): what it does with them is not what runs.
+            if (streaming) for (let k = 0; k < calls.length; k++) yield { type: 'tool_use', data: shownCall(calls[k]) }
             const context = d.roundContext()
             const done = new Array(calls.length)
             if (calls.length === 1) {
@@ -760,7 +789,7 @@ class AgentRunner {
     } catch (err) {
       // The run fails with its own error; the executor is disposed before that is reported.
       const shell = d.unreleasedShell()
-      if (shell !== null) await releaseUnreported(shell)
+      if (shell !== null) await awaitShellRelease(releaseUnreported(shell), d.watch)
       yield { type: 'error', data: toError(err) }
     } finally {
       d.close()
@@ -881,16 +910,20 @@ class AgentRunner {
   /** A block's start (CONTRACT §5.5 per-block steps 1–2): onToolCall, then its start time.
    *  Synchronous, so block k+1's onToolCall follows block k's start. */
   _beginBlock(call, options) {
-    if (options.onToolCall) options.onToolCall(call.name, call.input)
+    // The notification is told a copy of the input: the kernel's own is the one that runs.
+    if (options.onToolCall) options.onToolCall(call.name, copyInput(call.input))
     return Date.now()
   }
 
   /** What the runner passes per execution, as upstream: its gate (an undefined one leaves the
-   *  executor's own) and its default tool timeout likewise. */
-  _executionOptions() {
+   *  executor's own) and its default tool timeout likewise. `own`: to this package's execute,
+   *  which is then told that the input is the runner's own (OWN_INPUT: no user code holds it,
+   *  so a gated call copies it once, for its gate, not twice). */
+  _executionOptions(own) {
     const gate = this.options.onToolCall
     const toolTimeoutMs = this.options.toolTimeoutMs
-    return gate === undefined && toolTimeoutMs === undefined ? NO_GATE : { onToolCall: gate, toolTimeoutMs }
+    if (gate === undefined && toolTimeoutMs === undefined) return own ? NO_GATE_OWN : NO_GATE
+    return own ? { onToolCall: gate, toolTimeoutMs, [OWN_INPUT]: true } : { onToolCall: gate, toolTimeoutMs }
   }
 
   /**
@@ -903,7 +936,12 @@ class AgentRunner {
     if (!granted) return { startMs, pending: null }
     let pending
     try {
-      pending = this.toolExecutor.execute(call.name, call.input, context, this._executionOptions())
+      const executor = this.toolExecutor
+      // Read once (a getter is asked once, as the method call it stands for would ask it).
+      const execute = executor.execute
+      pending = typeof execute === 'function'
+        ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
+        : this.toolExecutor.execute(call.name, call.input, context, this._executionOptions(false))
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
@@ -926,13 +964,13 @@ class AgentRunner {
       // Read once (a getter is asked once, as a method call would ask it).
       const execute = executor.execute
       if (watch === null && execute === EXECUTE) {
-        executor._run(call.name, call.input, context, this._executionOptions(), finish, failed)
+        executor._run(call.name, call.input, context, this._executionOptions(true), finish, failed)
         return
       }
       // Not a function: the call below throws the engine's own text for it, as before.
       let pending = typeof execute === 'function'
-        ? execute.call(executor, call.name, call.input, context, this._executionOptions())
-        : executor.execute(call.name, call.input, context, this._executionOptions())
+        ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
+        : executor.execute(call.name, call.input, context, this._executionOptions(false))
       if (watch !== null) pending = watch.tool(pending, call.name)
       attach(pending, finish, failed)
     } catch (err) {

@@ -257,8 +257,13 @@ async function releaseUnreported(shell) {
   try {
     await shell.release()
   } catch (error) {
-    process.emitWarning(DISPOSE_FAILED_UNREPORTED + failureText(error))
+    warnUnreported(error)
   }
+}
+
+/** A release failure no run can report any more, as a process warning. */
+function warnUnreported(error) {
+  process.emitWarning(DISPOSE_FAILED_UNREPORTED + failureText(error))
 }
 
 module.exports = {
@@ -268,5 +273,6 @@ module.exports = {
   acquireShellExecutor,
   RunScopedShellExecutor,
   releaseUnreported,
+  warnUnreported,
   EXECUTOR_BACKSTOP_GRACE_MS,
 }

@@ -40,9 +40,10 @@ const toolSetting = (name) => `timeoutMs of tool "${name}"`
 /**
  * One tool call's deadline. `signal` aborts when the call's own signal (`base`) does, or when the
  * driver expires the deadline (`expire`) after `run` resolved with TIMED_OUT. A caller's abort
- * does not clear the timer (a tool that ignores its signal is still bounded by its timeout) but
- * unrefs it: the caller gave up on the call, and a long timeout must not keep the process alive
- * for a tool nobody waits for (a run answers an aborted tool at once).
+ * does not clear the timer but unrefs it: the caller gave up on the call, and a long timeout
+ * must not keep the process alive for a tool nobody waits for (a run answers an aborted tool at
+ * once). The executor clears it when it answers the aborted call itself (ToolCall.abandon, once
+ * the tool had its time to settle); a signal it cannot listen to leaves the timer the bound.
  */
 class ToolDeadline extends Deadline {
   onBaseAbort() {

@@ -7,8 +7,9 @@
 const native = require('./native.js')
 const { zodToJsonSchema, isZodSchema, toolInputSchema, INPUT_CHECKS } = require('./schema.js')
 const { isError, safeString } = require('./errors.js')
-const { attach, promiseThen } = require('./util.js')
+const { attach, promiseThen, copyInput } = require('./util.js')
 const { ToolDeadline, TIMED_OUT, timeoutMs, toolSetting } = require('./tool-deadline.js')
+const { ABANDON_AFTER_MS, listenable } = require('./deadline.js')
 
 function defineTool(config) {
   const tool = { name: config.name, description: config.description, inputSchema: config.inputSchema }
@@ -65,8 +66,21 @@ class Semaphore {
       // A waiter is a resolver (acquire, run) or a parked tool call (ToolExecutor.execute),
       // which starts one microtask later, as an `await` of a resolver would resume.
       if (typeof wake === 'function') wake()
-      else promiseThen.call(Promise.resolve(wake), startParked)
+      else {
+        // Its slot is its own now: an abort from here on is the started call's to answer.
+        if (wake.signal !== undefined) unwatchAbort(wake.signal, wake)
+        promiseThen.call(Promise.resolve(wake), startParked)
+      }
     }
+  }
+  /** A parked record leaves the queue (its call was aborted before its turn): false when it was
+   *  handed its slot already. */
+  _leave(record) {
+    const i = this._waiters.indexOf(record)
+    if (i < 0) return false
+    this._waiters.splice(i, 1)
+    native.semLeave(this._id)
+    return true
   }
   async run(fn) {
     // A free slot is taken synchronously: no extra await on the hot path.
@@ -107,6 +121,8 @@ const ANSWERS = Object.keys(EX.answers).length
 const S_LOOKUP = EX.steps.Lookup
 const S_LIMIT_RESULT = EX.steps.LimitResult
 const S_GATED_LOOKUP = EX.steps.GatedLookup
+const S_GATED_CHECK_INPUT = EX.steps.GatedCheckInput
+const S_ABORT_BEFORE_INPUT = EX.steps.AbortBeforeInput
 const A_CALL_GATE = EX.actions.CALL_GATE
 const K_DECISION = EX.answers.DECISION
 const { OBJECT: D_OBJECT, ACTION_STRING: D_ACTION_STRING, REASON_STRING: D_REASON_STRING, REASON_OTHER: D_REASON_OTHER } = EX.decisionBits
@@ -121,6 +137,74 @@ const { NULLISH: BAD_NULLISH, NOT_OBJECT: BAD_NOT_OBJECT, DATA_NOT_STRING: BAD_D
 const K_TIMED_OUT = EX.answers.TIMED_OUT
 const EXECUTOR_SETTING = 'ToolExecutorOptions.toolTimeoutMs'
 const EXECUTION_SETTING = 'ToolExecutorExecutionOptions.toolTimeoutMs'
+
+/**
+ * Marks the per-execution options of the runner (lib/runner.js): the input it passes is its own
+ * copy of the kernel's call, which no user code holds (stream consumers and the onToolCall
+ * notification are handed copies), so a gated call needs no copy of it for the tool. Not
+ * exported from the package: no caller can claim it.
+ */
+const OWN_INPUT = Symbol('oma-kernel.ownInput')
+
+/** The answer to a call that was running (its gate or its tool awaited) when its abort signal
+ *  fired: the runner's answer to an aborted call (AbortWatch.tool, lib/runner.js), one text. */
+const abortedDuringText = (name) => `Tool "${name}" was aborted during execution.`
+
+// Calls waiting on user code (a gate, a tool) or parked for a slot, per abort signal: one
+// listener per signal, added by its first such call, rather than one per call (an EventTarget
+// listener added and removed costs ≈ 12k instructions; a run's tool calls share its signal).
+// Each call leaves its set when it ends; the signal's abort frees the slots of those still in it
+// at once (issue 30: a tool or gate that never settles no longer holds its slot), answers the
+// parked ones, and the running ones once their gate or tool had its time to settle.
+const abortables = new WeakMap()
+
+function watchAbort(signal, item) {
+  let set = abortables.get(signal)
+  if (set === undefined) {
+    set = new Set()
+    abortables.set(signal, set)
+    signal.addEventListener('abort', () => abortWatched(signal, set), { once: true })
+  }
+  set.add(item)
+}
+
+function unwatchAbort(signal, item) {
+  const set = abortables.get(signal)
+  if (set !== undefined) set.delete(item)
+}
+
+function abortWatched(signal, set) {
+  abortables.delete(signal)
+  const items = Array.from(set)
+  set.clear()
+  // Parked calls first: the slots the running ones free then go to calls that can still run.
+  for (const item of items) if (!(item instanceof ToolCall)) abortParked(item)
+  for (const item of items) if (item instanceof ToolCall) item.aborted()
+}
+
+const abandonCall = (call) => call.abandon()
+
+// ToolCall.flags.
+const SLOT_FREED = 1
+const ABANDONED = 2
+
+/** A slot that is not held: the end of a call answered without one. */
+const NO_SLOT = { release() {} }
+
+/** A parked call whose signal aborted: out of the queue, answered as the machine answers a call
+ *  whose signal aborted before it began (what it would have answered at its turn). */
+function abortParked(record) {
+  record.signal = undefined
+  if (!record.sem._leave(record)) return // admitted meanwhile: the call checks the signal itself
+  const call = new ToolCall(record.executor, record.toolName, record.input, record.context, undefined, record.options, NO_SLOT, record)
+  try {
+    call.step = S_ABORT_BEFORE_INPUT
+    call.answer(K_ABORTED)
+    call.close(true, call.end())
+  } catch (e) {
+    if (!call.ended) call.close(false, e)
+  }
+}
 
 /** The error `ToolRegistry.register` throws for a refusal (see registry.rs for the kinds). */
 function refusal(kind, name, detail) {
@@ -272,6 +356,7 @@ class ToolCall {
     this.ms = 0
     this.ended = false
     this.awaiting = false
+    // The input as given; once checked, a gated call's copy for its gate (checkInput).
     this.input = input
     this.name = toolName
     this.tool = undefined
@@ -282,6 +367,13 @@ class ToolCall {
     this.text = undefined
     // `metadata.toolCallGate` once the machine read a valid decision.
     this.verdict = undefined
+    // SLOT_FREED | ABANDONED (see aborted, abandon): a small integer, and `abort` null unless
+    // the call waits on user code under a signal, so that an ungated call without a signal
+    // allocates no more than it did (W1 counts the garbage of every call).
+    this.flags = 0
+    // `{ signal, grace }` while the call is in its signal's set (watchAbort): `grace` is the
+    // timer that answers it if its gate or tool does not settle after the abort.
+    this.abort = null
   }
 
   /** The CALL_GATE step: calls the gate with the call's context and describes its decision to
@@ -292,7 +384,9 @@ class ToolCall {
       const tool = this.tool
       const context = this.context
       // Built inside the try, as upstream: a context without `agent` reads as the gate's throw.
-      const ctx = { toolName: tool.name, input: this.parsed, agentName: context.agent.name }
+      // The gate's own copy (checkInput): what it, or whatever it hands it to, does with it is
+      // not what runs.
+      const ctx = { toolName: tool.name, input: this.input, agentName: context.agent.name }
       if (tool.consequential === true) ctx.consequential = true
       if (context.runId !== undefined) ctx.runId = context.runId
       if (context.taskId !== undefined) ctx.taskId = context.taskId
@@ -332,9 +426,12 @@ class ToolCall {
           this.tool = this.executor.registry.get(this.name)
           this.answer(this.tool ? K_FOUND : K_MISSING)
           break
-        case A_CHECK_ABORT:
-          this.answer(this.context?.abortSignal?.aborted === true ? K_ABORTED : K_NOT_ABORTED)
+        case A_CHECK_ABORT: {
+          // A call whose abort was seen (its slot freed) stays aborted, whatever a signal-like
+          // object's `aborted` says later: it must not run without its slot.
+          this.answer(this.context?.abortSignal?.aborted === true || (this.flags & SLOT_FREED) !== 0 ? K_ABORTED : K_NOT_ABORTED)
           break
+        }
         case A_CHECK_INPUT:
           this.checkInput()
           break
@@ -350,18 +447,40 @@ class ToolCall {
     }
   }
 
+  /**
+   * What the gate approves is what runs (issue 30). A gated call validates, shows its gate and
+   * runs its own deep copy of the caller's input (copyInput), taken here, before any user code
+   * can run: the caller, a stream consumer or an onToolCall notification holding the input can
+   * no longer change it while the gate decides. The gate is shown a second copy of the
+   * validated input, so that nothing it (or an audit hook it hands `ctx.input` to) does to it
+   * reaches the tool. The runner's input is its own already (OWN_INPUT): one copy, the gate's.
+   * Ungated calls copy nothing (validation and the tool's start are one synchronous step).
+   */
   checkInput() {
     const tool = this.tool
-    const input = this.input
+    let input = this.input
     this.name = tool.name
+    const gated = this.step === S_GATED_CHECK_INPUT
+    if (gated && !ownInput(this.options)) {
+      try {
+        input = copyInput(input)
+      } catch (e) {
+        return this.answer(K_INPUT_UNREADABLE, thrownMessage(e))
+      }
+      this.input = input
+      this.parsed = input
+    }
     const schema = toolInputSchema(tool)
     if (isZodSchema(schema)) {
       // A throwing schema rejects execute, as in the original.
       const r = schema.safeParse(input)
       if (!r.success) return this.answer(K_INPUT_INVALID, undefined, zodIssues(r.error.issues))
       this.parsed = r.data
+      if (gated && !this.showGate()) return
       return this.answer(K_INPUT_VALID)
     }
+    // Any other check validates the input itself, which the tool then receives.
+    if (gated && !this.showGate()) return
     const builtin = INPUT_CHECKS.get(schema)
     if (builtin !== undefined) {
       // A built-in tool: the machine checks the input's description (Zod 3's texts).
@@ -384,6 +503,59 @@ class ToolCall {
     }
     const errs = v.validate(json ?? 'null')
     return errs.length > 0 ? this.answer(K_INPUT_INVALID, undefined, errs.flat()) : this.answer(K_INPUT_VALID)
+  }
+
+  /** The gate's copy of the validated input, kept in `input` (which nothing reads once the input
+   *  is checked); false when it cannot be read (answered so). */
+  showGate() {
+    try {
+      this.input = copyInput(this.parsed)
+      return true
+    } catch (e) {
+      this.answer(K_INPUT_UNREADABLE, thrownMessage(e))
+      return false
+    }
+  }
+
+  /** While the call awaits user code (its gate, its tool): in its abort signal's set, so that
+   *  the abort answers it and frees its slot at once. Only a call that settles a record of
+   *  its own (execute makes one whenever its context has a signal) can be answered early. */
+  watch() {
+    if (this.abort !== null || this.parked === null) return
+    const signal = this.context?.abortSignal
+    if (signal === undefined || signal === null || !listenable(signal) || signal.aborted === true) return
+    this.abort = { signal, grace: null }
+    watchAbort(signal, this)
+  }
+
+  /** Its signal aborted while the call awaited its gate or its tool: the slot is freed now (the
+   *  next call need not wait for code that may never settle); the gate or tool, told of the
+   *  abort through the signal, has ABANDON_AFTER_MS to settle with its own outcome (a gate's
+   *  verdict then meets the machine's abort check after it; a tool's result is kept). */
+  aborted() {
+    if (this.ended || (this.flags & SLOT_FREED) !== 0) return
+    this.flags |= SLOT_FREED
+    this.sem.release()
+    this.abort.grace = setTimeout(abandonCall, ABANDON_AFTER_MS, this)
+  }
+
+  /** The aborted call's gate or tool did not settle in time: the call ends, answered as the
+   *  runner answers an aborted call; that code's later outcome is ignored (its handlers stay
+   *  attached, so a rejection is never unhandled). */
+  abandon() {
+    this.abort.grace = null
+    if (this.ended) return
+    this.flags |= ABANDONED
+    const d = this.deadline
+    if (d !== null) {
+      // The tool learns of the abort through its own signal, as it would have; its timer goes
+      // (it bounded the slot's hold, which ends here).
+      if (!d.signal.aborted) d.controller.abort(d.base === undefined || d.base === null ? undefined : d.base.reason)
+      d.clear()
+    }
+    const data = abortedDuringText(this.name)
+    const gate = this.verdict
+    this.close(true, gate === undefined ? { data, isError: true } : { data, isError: true, metadata: { toolCallGate: gate } })
   }
 
   parseOutput() {
@@ -453,6 +625,7 @@ class ToolCall {
 
   /** After the gate: the steps from the machine's next action on. */
   resume() {
+    if ((this.flags & ABANDONED) !== 0) return undefined
     try {
       return this.proceed(this.run())
     } catch (e) {
@@ -481,6 +654,7 @@ class ToolCall {
     } else setting = toolSetting(tool.name)
     const ms = limit === undefined || limit === null ? 0 : timeoutMs(limit, setting)
     this.ms = ms
+    this.watch()
     let r
     try {
       if (ms === 0) r = tool.execute(this.parsed, context)
@@ -497,6 +671,7 @@ class ToolCall {
 
   /** What the tool's execute resolved with, described to the machine. */
   returned(result) {
+    if ((this.flags & ABANDONED) !== 0) return undefined
     let kind, arg, num
     try {
       this.result = result
@@ -527,6 +702,7 @@ class ToolCall {
 
   /** The tool's outcome answered, the remaining steps, the end. */
   settled(kind, arg, num) {
+    if ((this.flags & ABANDONED) !== 0) return undefined
     try {
       this.answer(kind, arg, undefined, num, undefined)
       // The tool learns of its timeout once the machine worded it (the signal's reason).
@@ -543,7 +719,15 @@ class ToolCall {
    *  call's value returned or its error thrown (for the promise execute returned). */
   close(ok, v) {
     this.ended = true
-    return endCall(this.sem, this.parked, ok, v)
+    const a = this.abort
+    if (a !== null) {
+      unwatchAbort(a.signal, this)
+      if (a.grace !== null) {
+        clearTimeout(a.grace)
+        a.grace = null
+      }
+    }
+    return endCall((this.flags & SLOT_FREED) !== 0 ? NO_SLOT : this.sem, this.parked, ok, v)
   }
 
   /** The value execute resolves with, once the machine asks to return. */
@@ -586,6 +770,27 @@ function park(resolve, reject) {
   parking.reject = reject
 }
 
+/** Whether per-execution `options` are the runner's (OWN_INPUT). */
+function ownInput(options) {
+  return options !== undefined && options !== null && options[OWN_INPUT] === true
+}
+
+/** A context's abort signal when an abort can be listened to, else undefined. */
+function abortSignalOf(context) {
+  const signal = context === undefined || context === null ? undefined : context.abortSignal
+  return signal !== undefined && signal !== null && listenable(signal) ? signal : undefined
+}
+
+/** Parks a call's record for a slot; with `signal`, the call leaves the queue when it aborts
+ *  (answered at once if it has already). */
+function park_(record, signal) {
+  record.sem._waiters.push(record)
+  if (signal === undefined) return
+  if (signal.aborted === true) return abortParked(record)
+  record.signal = signal
+  watchAbort(signal, record)
+}
+
 /** Starts a parked call that was given its slot (see Semaphore.release). */
 function startParked(p) {
   // Settles `p` itself, whatever happens.
@@ -618,14 +823,20 @@ class ToolExecutor {
       const rail = this.registry._rail
       if (rail !== undefined && rail.has(toolName)) return Promise.resolve({ data: native.notGrantedText(`${toolName}`), isError: true })
       // Admission first (§21: maxConcurrency bounds every execution).
+      // A call with an abort signal settles a record of its own, which the abort can answer
+      // while the call waits for a slot, its gate or its tool (issue 30); without one, the
+      // call's own promise chain is execute's. (Read before the slot is taken: a throw here
+      // must not keep one.)
+      const signal = abortSignalOf(context)
       const sem = this.semaphore
       const w = sem._take()
-      if (w === 0) return this._admitted(sem, toolName, input, context, options, null)
-      const record = { executor: this, sem, toolName, input, context, options, resolve: null, reject: null }
+      if (w === 0 && signal === undefined) return this._admitted(sem, toolName, input, context, options, null)
+      const record = { executor: this, sem, toolName, input, context, options, resolve: null, reject: null, signal: undefined }
       parking = record
       const promise = new Promise(park)
       parking = null
-      sem._waiters.push(record)
+      if (w === 0) this._admitted(sem, toolName, input, context, options, record)
+      else park_(record, signal)
       return promise
     } catch (e) {
       return Promise.reject(e)
@@ -645,11 +856,12 @@ class ToolExecutor {
       // The registry's rail, as execute checks it.
       const rail = this.registry._rail
       if (rail === undefined || !rail.has(toolName)) {
+        const signal = abortSignalOf(context)
         const sem = this.semaphore
-        const record = { executor: this, sem, toolName, input, context, options, resolve: onOk, reject: onErr }
+        const record = { executor: this, sem, toolName, input, context, options, resolve: onOk, reject: onErr, signal: undefined }
         // The call settles its record itself, whatever happens in it (see _admitted).
         if (sem._take() === 0) this._admitted(sem, toolName, input, context, options, record)
-        else sem._waiters.push(record)
+        else park_(record, signal)
         return
       }
     } catch (e) {
@@ -668,6 +880,7 @@ class ToolExecutor {
       call = new ToolCall(this, toolName, input, context, gate, options, sem, parked)
       const action = call.run()
       if (action === A_CALL_GATE) {
+        call.watch()
         // The gate's verdict first (callGate never rejects); execute's promise then follows
         // the rest of the call.
         const after = promiseThen.call(call.callGate(gate), () => call.resume())
@@ -710,4 +923,4 @@ class ToolExecutor {
   }
 }
 
-module.exports = { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema, thrownMessage }
+module.exports = { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, zodToJsonSchema, thrownMessage, OWN_INPUT, abortedDuringText }

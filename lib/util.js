@@ -77,4 +77,76 @@ function onlyKeys(o, a, b) {
   return k.length === 2 && k[0] === a && k[1] === b
 }
 
-module.exports = { isOwnEnumerable, onlyKeys, isError, attach, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+// The exact prototypes whose instances copyInput copies (a subclass' instance is shared).
+const DATE_PROTO = Date.prototype
+const MAP_PROTO = Map.prototype
+const SET_PROTO = Set.prototype
+const dateTime = Date.prototype.getTime
+
+/**
+ * A deep copy of a tool call's input that shares nothing mutable with it (issue 30: what an
+ * onToolCall gate approves must be what runs, whoever else holds the input). Copied: arrays
+ * (their elements), plain objects (own enumerable string keys, each read once, as data
+ * properties, with the object's own prototype: null or any realm's Object.prototype), Dates,
+ * Maps and Sets (exactly those, not subclasses). Anything else (functions, class instances,
+ * typed arrays, symbol-keyed properties) is taken as it is: a JSON input, what a model sends,
+ * is copied whole. Iterative (no depth limit from the stack) and by identity (a cycle or a
+ * shared member stays one in the copy). Throws what reading the input throws.
+ */
+function copyInput(value) {
+  if (value === null || typeof value !== 'object') return value
+  const copies = new Map()
+  const stack = []
+  const root = copyShell(value, copies, stack)
+  while (stack.length > 0) {
+    const to = stack.pop()
+    const from = stack.pop()
+    if (Array.isArray(from)) {
+      const n = from.length
+      for (let i = 0; i < n; i++) to[i] = copyMember(from[i], copies, stack)
+    } else if (to instanceof Map) {
+      for (const [k, v] of Map.prototype.entries.call(from)) to.set(copyMember(k, copies, stack), copyMember(v, copies, stack))
+    } else if (to instanceof Set) {
+      for (const v of Set.prototype.values.call(from)) to.add(copyMember(v, copies, stack))
+    } else {
+      const keys = Object.keys(from)
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]
+        const v = copyMember(from[k], copies, stack)
+        // An own "__proto__" (JSON.parse makes one) stays a property, not the copy's prototype.
+        if (k === '__proto__') Object.defineProperty(to, k, { value: v, writable: true, enumerable: true, configurable: true })
+        else to[k] = v
+      }
+    }
+  }
+  return root
+}
+
+function copyMember(v, copies, stack) {
+  if (v === null || typeof v !== 'object') return v
+  const seen = copies.get(v)
+  return seen === undefined ? copyShell(v, copies, stack) : seen
+}
+
+/** The copy of object `v`, still empty when it has members: `v` and it are pushed for filling. */
+function copyShell(v, copies, stack) {
+  let to
+  if (Array.isArray(v)) to = []
+  else {
+    const proto = Object.getPrototypeOf(v)
+    if (proto === DATE_PROTO) to = new Date(dateTime.call(v))
+    else if (proto === MAP_PROTO) to = new Map()
+    else if (proto === SET_PROTO) to = new Set()
+    else if (proto === null) to = Object.create(null)
+    else if (Object.getPrototypeOf(proto) === null) to = proto === Object.prototype ? {} : Object.create(proto)
+    else {
+      copies.set(v, v)
+      return v
+    }
+  }
+  copies.set(v, to)
+  if (!(to instanceof Date)) stack.push(v, to)
+  return to
+}
+
+module.exports = { copyInput, isOwnEnumerable, onlyKeys, isError, attach, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

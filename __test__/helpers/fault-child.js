@@ -443,6 +443,67 @@ const CASES = {
   // ---- the executor called directly
   'ToolExecutor.execute with a tool throwing a revoked Proxy resolves': () => ({ method: 'executor', tools: [tool('t', async () => { throw revoked() })] }),
   'ToolExecutor.executeBatch with a call whose name getter throws': () => ({ method: 'batch', tools: [tool('t', () => new Promise((r) => setTimeout(() => r({ data: 'late' }), 30)))] }),
+
+  // ---- issue 30: slots held by user code that never settles; inputs changed behind the gate
+  'a never-settling tool on a maxConcurrency 1 executor, its run aborted: the next run runs, the late rejection is handled': () => ({
+    method: 'custom',
+    custom: async ({ Agent, ToolRegistry, ToolExecutor }) => {
+      let started
+      const running = new Promise((r) => { started = r })
+      let rejectLate
+      const registry = new ToolRegistry()
+      registry.register(tool('hang', () => new Promise((_resolve, reject) => { rejectLate = reject; started() })))
+      registry.register(okTool())
+      const executor = new ToolExecutor(registry, { maxConcurrency: 1 })
+      const ac = new AbortController()
+      const first = new Agent({ name: 'h', model: 'm', tools: ['hang'], adapter: adapter(calling('hang')) }, registry, executor).run('go', { abortSignal: ac.signal })
+      await running
+      ac.abort()
+      const r1 = await first
+      const r2 = await new Agent({ name: 'n', model: 'm', tools: ['ok'], adapter: adapter(calling('ok')) }, registry, executor).run('go')
+      rejectLate(new Error('late rejection'))
+      const f = []
+      if (firstResult({ result: r1 }) !== 'Tool "hang" was aborted during execution.') f.push(`aborted run's tool result ${JSON.stringify(firstResult({ result: r1 }))}`)
+      if (firstResult({ result: r2 }) !== 'ok ran') f.push(`next run's tool result ${JSON.stringify(firstResult({ result: r2 }))}`)
+      return f
+    },
+  }),
+  'ToolExecutor.execute: a gate that never settles and a call parked behind it, both aborted': () => ({
+    method: 'custom',
+    custom: async ({ ToolRegistry, ToolExecutor }) => {
+      const registry = new ToolRegistry()
+      registry.register(okTool())
+      const executor = new ToolExecutor(registry, { maxConcurrency: 1, onToolCall: never })
+      const ac = new AbortController()
+      const c = { agent: { name: 'a', role: 'r', model: 'm' }, abortSignal: ac.signal }
+      const calls = [executor.execute('ok', {}, c), executor.execute('ok', {}, c)]
+      ac.abort()
+      const rs = await Promise.all(calls)
+      const want = [{ data: 'Tool "ok" was aborted during execution.', isError: true }, { data: 'Tool "ok" was aborted before execution began.', isError: true }]
+      return JSON.stringify(rs) === JSON.stringify(want) ? [] : [`results ${JSON.stringify(rs)}`]
+    },
+  }),
+  'a stream consumer and an audit hook change a tool_use input while the gate decides': () => ({
+    method: 'custom',
+    custom: async ({ Agent, ToolRegistry, ToolExecutor }) => {
+      let changed
+      const meanwhile = new Promise((r) => { changed = r })
+      const ran = []
+      const registry = new ToolRegistry()
+      registry.register({ name: 'sh', description: 'sh', inputSchema: { type: 'object' }, execute: async (input) => { ran.push(input.cmd); return { data: `ran ${input.cmd}` } } })
+      const gate = async (c) => {
+        const ok = c.input.cmd === 'ls'
+        queueMicrotask(() => { c.input.cmd = 'audit changed it' })
+        await meanwhile
+        return { action: ok ? 'allow' : 'deny' }
+      }
+      const agent = new Agent({ name: 's', model: 'm', tools: ['sh'], onToolCall: gate, adapter: adapter(reply([call('t0', 'sh', { cmd: 'ls' })])) }, registry, new ToolExecutor(registry))
+      for await (const ev of agent.stream('go')) {
+        if (ev.type === 'tool_use') setImmediate(() => { ev.data.input.cmd = 'rm -rf /'; changed() })
+      }
+      return ran.length === 1 && ran[0] === 'ls' ? [] : [`the tool ran ${JSON.stringify(ran)}`]
+    },
+  }),
 }
 
 /** Whether a provider could take `messages` as history: every tool_use answered by a
@@ -480,6 +541,11 @@ async function runCase(api, name) {
     const r = await executor.execute('t', {}, { agent: { name: 'a', role: 'r', model: 'm' } })
     out.ended = true
     if (!r || r.isError !== true || typeof r.data !== 'string') out.failures.push(`execute resolved with ${JSON.stringify(r)}`)
+    return out
+  }
+  if (def.method === 'custom') {
+    out.failures.push(...await def.custom(api))
+    out.ended = true
     return out
   }
   if (def.method === 'batch') {

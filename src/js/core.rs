@@ -458,6 +458,13 @@ pub(super) fn sem_release_id(id: u32) -> std::result::Result<i32, String> {
     })
 }
 
+/// `semLeave`: a parked call aborted before its turn leaves the queue (the JS side removed its
+/// record); `false` when nobody was waiting.
+#[napi(catch_unwind)]
+pub fn sem_leave(id: u32) -> Result<bool> {
+    with_sem(id, |s| s.leave())
+}
+
 /// `[limit, active, pending]`.
 #[napi(catch_unwind)]
 pub fn sem_stats(id: u32) -> Result<Vec<u32>> {

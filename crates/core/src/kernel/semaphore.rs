@@ -47,6 +47,17 @@ impl Semaphore {
         false
     }
 
+    /// A waiter gave up before its turn (its call was aborted while it waited): it leaves the
+    /// queue, so the slots it would have been handed go to those behind it. `false`: nobody
+    /// was waiting (a driver bug, and a no-op like an extra release).
+    pub fn leave(&mut self) -> bool {
+        if self.waiting == 0 {
+            return false;
+        }
+        self.waiting -= 1;
+        true
+    }
+
     pub fn release(&mut self) -> Release {
         if self.waiting > 0 {
             self.waiting -= 1;
@@ -78,6 +89,21 @@ mod tests {
         assert!(s.is_idle());
         assert_eq!(s.release(), Release::Freed);
         assert_eq!(s.active(), 0);
+    }
+
+    #[test]
+    fn a_waiter_that_leaves_is_not_handed_a_slot() {
+        let mut s = Semaphore::new(1);
+        assert!(s.acquire());
+        assert!(!s.acquire());
+        assert!(!s.acquire());
+        assert!(s.leave());
+        assert_eq!(s.pending(), 1);
+        assert_eq!(s.release(), Release::HandedOver);
+        assert!(!s.leave());
+        assert_eq!(s.pending(), 0);
+        assert_eq!(s.release(), Release::Freed);
+        assert!(s.is_idle());
     }
 
     #[test]
