@@ -77,9 +77,9 @@ function agentWith(config: Record<string, unknown>, adapter: LLMAdapter = doneAd
   return new Agent({ name: 'hooked', model: 'm', adapter, ...config } as any, registry, new ToolExecutor(registry))
 }
 
-async function collect(it: AsyncIterable<StreamEvent>): Promise<StreamEvent[]> {
+async function collect(it: AsyncIterable<StreamEvent | { type: string; data?: unknown }>): Promise<StreamEvent[]> {
   const out: StreamEvent[] = []
-  for await (const e of it) out.push(e)
+  for await (const e of it) out.push(e as StreamEvent)
   return out
 }
 
@@ -217,5 +217,25 @@ describe('a stream stopped with return() does not wait forever for its shell rel
     } finally {
       warn.mockRestore()
     }
+  })
+})
+
+describe('a run\'s notification callbacks that return a rejecting promise', () => {
+  test('onMessage, onToolCall, onToolResult and onWarning: the run goes on, no unhandled rejection', async () => {
+    const registry = new ToolRegistry()
+    registry.register({ name: 'echo', description: 'echo', inputSchema: { type: 'object', properties: { s: { type: 'string' } } }, execute: async (input: any) => ({ data: String(input.s) }) })
+    const agent = new Agent({ name: 'n', model: 'm', adapter: adapterCalling('echo', { s: 'x' }), tools: ['echo'] } as any, registry, new ToolExecutor(registry))
+    const seen: string[] = []
+    const rejecting = (name: string) => async () => { seen.push(name); throw new Error(`${name} rejected`) }
+    const r = await agent.run('go', { onMessage: rejecting('onMessage'), onToolCall: rejecting('onToolCall'), onToolResult: rejecting('onToolResult') } as any)
+    expect(r.success).toBe(true)
+    expect(r.toolCalls[0].output).toBe('x')
+    expect(new Set(seen)).toEqual(new Set(['onMessage', 'onToolCall', 'onToolResult']))
+    // The first-turn warning (a tool offered, none called), through stream().
+    const plain = new Agent({ name: 'p', model: 'm', adapter: doneAdapter(), tools: ['echo'] } as any, registry, new ToolExecutor(registry))
+    const events = await collect(plain.stream('go', { onWarning: rejecting('onWarning'), onMessage: rejecting('onMessage') } as any))
+    expect(events[events.length - 1].type).toBe('done')
+    expect(seen).toContain('onWarning')
+    // afterEach: no unhandled rejection.
   })
 })

@@ -701,7 +701,8 @@ class AgentRun {
       ...callerOptions,
       onMessage: (msg) => {
         agent.state.messages.push(msg)
-        if (callerOptions.onMessage) callerOptions.onMessage(msg)
+        // What it returns goes to the runner, which drops a promise's rejection (dropRejection).
+        return callerOptions.onMessage ? callerOptions.onMessage(msg) : undefined
       },
     }
     this.options = options

@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
-const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys, copyInput } = require('./util.js')
+const { attach, dropRejection, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys, copyInput } = require('./util.js')
 const { thrownMessage, ToolExecutor, OWN_INPUT, abortedDuringText } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
@@ -588,7 +588,7 @@ class Drive {
   append(msg) {
     this.conv.push(msg)
     this.newMessages.push(msg)
-    if (this.options.onMessage) this.options.onMessage(msg)
+    if (this.options.onMessage) dropRejection(this.options.onMessage(msg))
   }
 
   /** The tool context a round's calls share. */
@@ -765,7 +765,7 @@ class AgentRunner {
           case OP.LOOP_DETECTED: {
             const info = action.info
             if (streaming) yield { type: 'loop_detected', data: info }
-            if (options.onWarning) options.onWarning(info.detail)
+            if (options.onWarning) dropRejection(options.onWarning(info.detail))
             if (action.awaitsPolicy) {
               const policy = this.options.loopDetection.onLoopDetected
               wire.respondLoopAction(d.id, String(await settleOrAbandon(policy(info), d.watch, policyAborted)))
@@ -776,7 +776,7 @@ class AgentRunner {
             d.append({ role: 'user', content: [{ type: 'text', text: action.text }] })
             break
           case OP.FIRST_TURN_WARNING:
-            if (options.onWarning) options.onWarning(action.text)
+            if (options.onWarning) dropRejection(options.onWarning(action.text))
             break
           case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
@@ -946,7 +946,7 @@ class AgentRunner {
    *  Synchronous, so block k+1's onToolCall follows block k's start. */
   _beginBlock(call, options) {
     // The notification is told a copy of the input: the kernel's own is the one that runs.
-    if (options.onToolCall) options.onToolCall(call.name, copyInput(call.input))
+    if (options.onToolCall) dropRejection(options.onToolCall(call.name, copyInput(call.input)))
     return Date.now()
   }
 
@@ -1018,7 +1018,7 @@ class AgentRunner {
   _finishBlock(call, startMs, result, options, onTrace, trace) {
     const out = readResult(call.name, result)
     const endMs = Date.now()
-    if (options.onToolResult) options.onToolResult(call.name, out.result)
+    if (options.onToolResult) dropRejection(options.onToolResult(call.name, out.result))
     if (onTrace) {
       const event = {
         type: 'tool_call', ...trace, tool: call.name, isError: out.isError ?? false,
