@@ -2,7 +2,9 @@
 // honours the run's abort. An Agent's beforeRun / afterRun hook that never settles no longer
 // holds an aborted or timed-out run (it is left behind ABANDON_AFTER_MS after the abort, as a JS
 // adapter is, its later outcome still handled), in run(), prompt() and stream(); and a stream()
-// stopped early with return() no longer waits forever for a ShellExecutor release.
+// stopped early with return() no longer waits forever for a ShellExecutor release. A callback the
+// run calls and does not await (onMessage, onToolCall, onToolResult, onWarning) may return a
+// rejecting promise without an unhandled rejection.
 import {
   Agent,
   ToolExecutor,
