@@ -633,7 +633,17 @@ export interface AgentConfig {
    * single retry, unchanged. Any other value is a configuration error from the constructor.
    */
   readonly outputSchemaRetries?: number
+  /**
+   * oma-kernel: awaited under the caller's `abortSignal` (the `timeoutMs` window starts after it,
+   * as upstream's): once it aborted, a hook that has not settled within 100 ms is left behind and
+   * the run fails with `The run was aborted while beforeRun had not settled`.
+   */
   readonly beforeRun?: (context: BeforeRunHookContext) => BeforeRunHookResult | Promise<BeforeRunHookResult>
+  /**
+   * oma-kernel: awaited under the run's signal (the caller's and `timeoutMs`): once it aborted, a
+   * hook that has not settled within 100 ms is left behind and the run fails with
+   * `The run was aborted while afterRun had not settled`.
+   */
   readonly afterRun?: (result: AgentRunResult) => AgentRunResult | Promise<AgentRunResult>
   /**
    * The conversation `prompt()` continues (upstream 1.15): checked (an {@link InvalidMessageError}

@@ -4,7 +4,7 @@
 // awaits what the user handed over (the hooks, the runner, the Zod schema) and builds the
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
-const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT } = require('./runner.js')
+const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
 const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
 const { structuredSystemPrompt, validateOutput } = require('./structured.js')
@@ -263,6 +263,19 @@ function buildResult(word, attempts, feedbacks, structured, error) {
 
 function noop() {}
 
+// What a run fails with when its signal aborted while a hook it awaits had not settled within
+// ABANDON_AFTER_MS (issue 30): the hook is left behind, its outcome still handled. The hooks are
+// told of nothing (neither takes a signal), so their time starts with the abort, or with the
+// hook itself when the run's signal aborted already.
+const beforeRunAborted = abortedWhile('beforeRun')
+const afterRunAborted = abortedWhile('afterRun')
+
+/** `config.afterRun(result)` (called as a method, as before), awaited under the run's signal
+ *  (see afterRunAborted). */
+function callAfterRun(config, result, signal) {
+  return settleOrAbandonOn(config.afterRun(result), signal, afterRunAborted)
+}
+
 /** runSignal's answer for a run with neither a signal nor a timeout (most runs): one object. */
 const UNTIMED = Object.freeze({ signal: undefined, timeout: undefined, dispose: noop })
 
@@ -411,7 +424,7 @@ class Agent {
       // runner's events passed on, afterRun (if any) on `done`.
       let outgoing = messages
       if ((word & ACTION_MASK) === BEFORE_RUN) {
-        const hooked = await this._beforeRun(messages, callerMessages)
+        const hooked = await this._beforeRun(messages, callerMessages, (runOptions ?? {}).abortSignal)
         word = step(word, hooked.event)
         this._apply(word, error, 0, 0)
         outgoing = outgoingOf(word, hooked)
@@ -432,7 +445,7 @@ class Agent {
           this._apply(word, error, usageIn, usageOut)
           let r
           if ((word & ACTION_MASK) === AFTER_RUN) {
-            r = await this.config.afterRun(buildResult(word, [data], [], undefined, error))
+            r = await callAfterRun(this.config, buildResult(word, [data], [], undefined, error), signal)
             word = step(word, EV_AFTER_RUN_RETURNED)
             this._apply(word, error, 0, 0)
           }
@@ -485,7 +498,7 @@ class Agent {
    * the messages are the caller's (`callerMessages`, or replaced); with a string input and kept
    * messages it is sent as is (1.7, §20.1 #8).
    */
-  async _beforeRun(messages, callerMessages) {
+  async _beforeRun(messages, callerMessages, signal) {
     const hook = this.config.beforeRun
     const index = lastUserIndex(messages)
     const text = textAt(messages, index)
@@ -504,7 +517,8 @@ class Agent {
       given = messages.slice()
       held = null
     }
-    const returned = await hook({ prompt: text, messages: given, agent })
+    // Under the caller's signal only: the run's timeoutMs starts after this hook, as upstream's.
+    const returned = await settleOrAbandonOn(hook({ prompt: text, messages: given, agent }), signal, beforeRunAborted)
     const prompt = returned.prompt
     const next = returned.messages
     const replaced = next !== undefined && !(next === given && (held === null ? sameItems(given, messages) : unchanged(given, held)))
@@ -585,7 +599,7 @@ class Agent {
           this._apply(r.word, r.error, r.usageIn, r.usageOut)
           switch (r.word & ACTION_MASK) {
             case BEFORE_RUN:
-              r.hooked = await this._beforeRun(messages, callerMessages)
+              r.hooked = await this._beforeRun(messages, callerMessages, callerOptions.abortSignal)
               event = r.hooked.event
               break
             case RUN_RUNNER:
@@ -600,7 +614,7 @@ class Agent {
               event = r.validate()
               break
             case AFTER_RUN:
-              r.result = await this.config.afterRun(r.built())
+              r.result = await callAfterRun(this.config, r.built(), r.signals.signal)
               event = EV_AFTER_RUN_RETURNED
               break
             case TRACE:
@@ -687,7 +701,8 @@ class AgentRun {
       ...callerOptions,
       onMessage: (msg) => {
         agent.state.messages.push(msg)
-        if (callerOptions.onMessage) callerOptions.onMessage(msg)
+        // What it returns goes to the runner, which drops a promise's rejection (dropRejection).
+        return callerOptions.onMessage ? callerOptions.onMessage(msg) : undefined
       },
     }
     this.options = options

@@ -4,7 +4,7 @@
 // and keeps the JS mirror of the conversation that the user's adapter receives.
 const native = require('./native.js')
 const { TokenBudgetExceededError, toError, safeString } = require('./errors.js')
-const { attach, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys, copyInput } = require('./util.js')
+const { attach, dropRejection, promiseThen, emitTrace, defaultWorkspaceDir, onlyKeys, copyInput } = require('./util.js')
 const { thrownMessage, ToolExecutor, OWN_INPUT, abortedDuringText } = require('./tools.js')
 const llm = require('./llm.js')
 const wire = require('./wire.js')
@@ -188,7 +188,9 @@ function redactInput(input) {
  * added and removed per awaited call cost ≈ 12k instructions per LLM call). On abort, the
  * tools still running are answered at once, and the user's adapter or callback the driver is
  * waiting for is given ABANDON_AFTER_MS to settle, then left behind. Whatever is left behind
- * keeps its handlers, so its later outcome can never become an unhandled rejection.
+ * keeps its handlers, so its later outcome can never become an unhandled rejection. A watch
+ * over no signal (`null`) stands for a run that is already over (a stream its consumer
+ * stopped): each wait on it is given ABANDON_AFTER_MS from its start.
  */
 class AbortWatch {
   constructor(signal) {
@@ -199,7 +201,12 @@ class AbortWatch {
     this.timer = null
     // Bound, not an arrow assigned here: see AgentRun.begin on storing per-run closures.
     this.onAbort = this.abortTools.bind(this)
-    signal.addEventListener('abort', this.onAbort, { once: true })
+    if (signal !== null) signal.addEventListener('abort', this.onAbort, { once: true })
+  }
+
+  /** Whether the run is over for this watch: its signal aborted, or it has none. */
+  over() {
+    return this.signal === null || this.signal.aborted === true
   }
 
   /** The abort: every running tool answered, the current wait given its time. */
@@ -237,13 +244,13 @@ class AbortWatch {
       this.reject = reject
       this.abandoned = abandoned
       attach(value, (v) => settle(resolve, v), (e) => settle(reject, e))
-      if (this.signal.aborted) this.arm()
+      if (this.over()) this.arm()
     })
   }
 
   /** Resolves with an isError result if the run is aborted while the tool is still running. */
   tool(promise, name) {
-    if (this.signal.aborted) return promise
+    if (this.over()) return promise
     return new Promise((resolve, reject) => {
       const onAbort = () => resolve({ data: abortedDuringText(name), isError: true })
       this.tools.add(onAbort)
@@ -256,7 +263,7 @@ class AbortWatch {
   }
 
   dispose() {
-    this.signal.removeEventListener('abort', this.onAbort)
+    if (this.signal !== null) this.signal.removeEventListener('abort', this.onAbort)
     this.tools.clear()
     if (this.timer !== null) clearTimeout(this.timer)
     this.timer = null
@@ -288,6 +295,34 @@ async function awaitShellRelease(release, watch) {
 
 /** `value` awaited through the run's watch, if it has one. */
 const settleOrAbandon = (value, watch, abandoned) => (watch === null ? value : watch.wait(value, abandoned))
+
+/**
+ * `value` (what a user's callback returned) awaited under `signal` with a watch of its own, for
+ * a driver that holds no run's watch while it waits (an Agent's beforeRun and afterRun): as
+ * `settleOrAbandon`, it rejects with `abandoned()` once the signal aborted and `value` has not
+ * settled ABANDON_AFTER_MS later. Without a signal to listen to, `value` itself (awaited as
+ * before: no watch, no extra promise).
+ */
+function settleOrAbandonOn(value, signal, abandoned) {
+  if (!listenable(signal)) return value
+  const watch = new AbortWatch(signal)
+  const waited = watch.wait(value, abandoned)
+  const dispose = () => watch.dispose()
+  promiseThen.call(waited, dispose, dispose)
+  return waited
+}
+
+/**
+ * A stopped stream's shell release (its consumer called return() at a yield): the run is over,
+ * so the release is waited for as an aborted run's is, ABANDON_AFTER_MS at most, then left
+ * behind (a failure a process warning): return() never hangs on a ShellExecutor whose start or
+ * dispose never settles.
+ */
+function awaitStoppedRelease(shell) {
+  const watch = new AbortWatch(null)
+  const done = () => watch.dispose()
+  return promiseThen.call(awaitShellRelease(releaseUnreported(shell), watch), done, done)
+}
 
 // The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
 // same whichever kind of adapter it used.
@@ -553,7 +588,7 @@ class Drive {
   append(msg) {
     this.conv.push(msg)
     this.newMessages.push(msg)
-    if (this.options.onMessage) this.options.onMessage(msg)
+    if (this.options.onMessage) dropRejection(this.options.onMessage(msg))
   }
 
   /** The tool context a round's calls share. */
@@ -730,7 +765,7 @@ class AgentRunner {
           case OP.LOOP_DETECTED: {
             const info = action.info
             if (streaming) yield { type: 'loop_detected', data: info }
-            if (options.onWarning) options.onWarning(info.detail)
+            if (options.onWarning) dropRejection(options.onWarning(info.detail))
             if (action.awaitsPolicy) {
               const policy = this.options.loopDetection.onLoopDetected
               wire.respondLoopAction(d.id, String(await settleOrAbandon(policy(info), d.watch, policyAborted)))
@@ -741,7 +776,7 @@ class AgentRunner {
             d.append({ role: 'user', content: [{ type: 'text', text: action.text }] })
             break
           case OP.FIRST_TURN_WARNING:
-            if (options.onWarning) options.onWarning(action.text)
+            if (options.onWarning) dropRejection(options.onWarning(action.text))
             break
           case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
@@ -795,7 +830,7 @@ class AgentRunner {
       d.close()
       // A stream whose consumer stopped early (return() at a yield).
       const shell = d.unreleasedShell()
-      if (shell !== null) await releaseUnreported(shell)
+      if (shell !== null) await awaitStoppedRelease(shell)
     }
   }
 
@@ -911,7 +946,7 @@ class AgentRunner {
    *  Synchronous, so block k+1's onToolCall follows block k's start. */
   _beginBlock(call, options) {
     // The notification is told a copy of the input: the kernel's own is the one that runs.
-    if (options.onToolCall) options.onToolCall(call.name, copyInput(call.input))
+    if (options.onToolCall) dropRejection(options.onToolCall(call.name, copyInput(call.input)))
     return Date.now()
   }
 
@@ -983,7 +1018,7 @@ class AgentRunner {
   _finishBlock(call, startMs, result, options, onTrace, trace) {
     const out = readResult(call.name, result)
     const endMs = Date.now()
-    if (options.onToolResult) options.onToolResult(call.name, out.result)
+    if (options.onToolResult) dropRejection(options.onToolResult(call.name, out.result))
     if (onTrace) {
       const event = {
         type: 'tool_call', ...trace, tool: call.name, isError: out.isError ?? false,
@@ -1003,4 +1038,4 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions, BUDGET_SPENT }
+module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn }

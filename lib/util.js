@@ -27,6 +27,23 @@ function attach(value, onOk, onErr) {
   }
 }
 
+/**
+ * What a callback the run calls and does not await returned (onMessage, the onToolCall
+ * notification, onToolResult, onWarning, a trace sink): a native promise's rejection is dropped
+ * with the engine's own then, as emitTrace drops a trace sink's. Nobody could handle it, and
+ * unhandled it ends a Node process by default (issue 30). Anything else is left alone: a
+ * thenable's own `then` is not called, and only a native promise can become an unhandled
+ * rejection.
+ */
+function dropRejection(r) {
+  if (r === null || (typeof r !== 'object' && typeof r !== 'function')) return
+  try {
+    promiseThen.call(r, undefined, noop)
+  } catch {
+    // not a native promise
+  }
+}
+
 /** `emitTrace` (§3.2): never throws, never awaits, swallows async rejections. */
 function emitTrace(fn, event) {
   if (fn === undefined || fn === null) return
@@ -40,11 +57,7 @@ function emitTrace(fn, event) {
         // a throwing catch getter or method: the line below still handles a promise
       }
       // …and the engine's own then for a native promise whose `catch` was replaced or lies.
-      try {
-        promiseThen.call(r, undefined, noop)
-      } catch {
-        // not a native promise: nothing can become an unhandled rejection
-      }
+      dropRejection(r)
     }
   } catch {
     // A trace sink must never break the run.
@@ -149,4 +162,4 @@ function copyShell(v, copies, stack) {
   return to
 }
 
-module.exports = { copyInput, isOwnEnumerable, onlyKeys, isError, attach, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+module.exports = { copyInput, isOwnEnumerable, onlyKeys, isError, attach, dropRejection, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }

@@ -387,6 +387,44 @@ const CASES = {
   }),
   'beforeRun throws a revoked Proxy': () => ({ adapter: adapter(reply([text('x')])), config: { beforeRun: () => { throw revoked() } }, method: 'prompt', check: (o) => expectFailed(o, /cannot be converted to text/) }),
   'afterRun rejects with undefined': () => ({ adapter: adapter(reply([text('x')])), config: { afterRun: () => Promise.reject(undefined) }, method: 'prompt', check: (o) => expectFailed(o, /^undefined$/) }),
+  // Issue 30: a hook that never settles is left behind after the run's abort, its late outcome
+  // still handled; a notification's rejected promise is no unhandled rejection.
+  'beforeRun never settles, the caller\'s signal aborts': () => ({
+    adapter: adapter(reply([text('x')])),
+    config: { beforeRun: never },
+    runOptions: { abortSignal: AbortSignal.timeout(20) },
+    check: (o) => expectFailed(o, /^The run was aborted while beforeRun had not settled$/),
+  }),
+  'afterRun rejects long after timeoutMs fired, through a lying then': () => ({
+    adapter: adapter(reply([text('x')])),
+    config: { timeoutMs: 20, afterRun: () => lyingRejection(new Error('late afterRun'), 200) },
+    method: 'prompt',
+    check: (o) => [...expectFailed(o, /^The run was aborted while afterRun had not settled$/), ...(o.result.timedOut === true ? [] : ['timedOut not set'])],
+  }),
+  'stream(): afterRun never settles, timeoutMs fires': () => ({
+    adapter: adapter(reply([text('x')])),
+    config: { timeoutMs: 20, afterRun: never },
+    method: 'stream',
+    check: (o) => expectFailed(o, /^The run was aborted while afterRun had not settled$/),
+  }),
+  'onMessage, onToolCall, onToolResult and onWarning return lying rejections': () => ({
+    adapter: adapter(calling('ok'), reply([text('final')])),
+    tools: [okTool()],
+    runOptions: {
+      onMessage: () => lyingRejection(new Error('onMessage')),
+      onToolCall: () => lyingRejection(new Error('onToolCall')),
+      onToolResult: () => lyingRejection(new Error('onToolResult')),
+      onWarning: () => lyingRejection(new Error('onWarning')),
+    },
+    check: (o) => expectOk(o),
+  }),
+  'stream(): onWarning and onMessage reject (async functions)': () => ({
+    adapter: adapter(reply([text('no tools')])),
+    tools: [okTool()],
+    method: 'stream',
+    runOptions: { onWarning: async () => { throw new Error('onWarning') }, onMessage: async () => { throw new Error('onMessage') } },
+    check: (o) => expectOk(o),
+  }),
   'stream(): the consumer throws at the first tool_use event': () => ({ adapter: adapter(calling('ok', 'ok')), tools: [okTool()], method: 'stream-throw' }),
   'stream(): chat never settles, timeoutMs fires': () => ({
     adapter: adapter(never),
