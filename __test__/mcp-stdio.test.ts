@@ -2,7 +2,8 @@
 // servers @modelcontextprotocol/server-everything and server-filesystem, and a test-only server
 // (__test__/fixtures/mcp/server.mjs, written with the SDK's server API) for pagination, every
 // content kind, errors, cancellation, timeouts, dying, garbage, floods and process trees.
-import { execFileSync } from 'child_process'
+import { execFile } from 'child_process'
+import { promisify } from 'util'
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
@@ -202,7 +203,9 @@ describe('the test server', () => {
       connectMCPTools({ command: process.execPath, args: ${JSON.stringify([fixture, 'plain', logFile])} })
         .then((c) => c.tools.find((t) => t.name === 'tree').execute({}, {}))
         .then((r) => console.log(r.data))`
-    const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+    // Asynchronously, with a bound: a child that never exits fails the test (and is killed)
+    // instead of blocking Jest's worker, which no test timeout can interrupt.
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 25_000, killSignal: 'SIGKILL' })
     const pid = Number(out.trim())
     expect(pid).toBeGreaterThan(0)
     const server = (events().find((e) => 'descendant' in e) as { pid: number }).pid
