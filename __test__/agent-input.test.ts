@@ -8,7 +8,7 @@ import type {
   AgentConfig, AgentPromptInput, AgentRunInput, BeforeRunHookContext, BeforeRunHookResult, ContentBlock, LLMMessage, StreamEvent,
 } from '../index'
 import { MockAdapter, agentSetup, assistantText, echoTool, textReply, toolReply, userText, FAILED } from './helpers/mock-adapter'
-import { MockServer, startServer } from './llm-server'
+import { isolateEnv, MockServer, startServer } from './llm-server'
 
 const setup = (config: Partial<AgentConfig> = {}, adapter?: MockAdapter) => agentSetup('inputs', config, adapter)
 
@@ -425,14 +425,11 @@ describe('beforeRun with messages (upstream 1.15)', () => {
 
 describe('native adapter over a caller\'s list (loopback HTTP)', () => {
   let server: MockServer
-  let savedEnv: NodeJS.ProcessEnv
+  isolateEnv(['ANTHROPIC_BASE_URL'])
   beforeEach(async () => {
-    savedEnv = { ...process.env }
-    delete process.env.ANTHROPIC_BASE_URL
     server = await startServer()
   })
   afterEach(async () => {
-    process.env = savedEnv
     await server.close()
   })
 

@@ -3,7 +3,7 @@
 // 127.0.0.1 plays the model.
 import { z } from 'zod'
 import { Agent, ToolRegistry, ToolExecutor, defineTool, createAdapter, StreamEventWithDeltas } from '../index'
-import { MockServer, sseData, startServer } from './llm-server'
+import { isolateEnv, MockServer, sseData, startServer } from './llm-server'
 
 const completion = (message: Record<string, unknown>) => ({
   id: 'chatcmpl-1',
@@ -17,14 +17,11 @@ const chunk = (delta: Record<string, unknown>, finish: string | null = null) => 
 })
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
+isolateEnv(['OPENAI_BASE_URL'])
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  delete process.env.OPENAI_BASE_URL
   server = await startServer()
 })
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
 })
 

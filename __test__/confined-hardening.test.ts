@@ -8,18 +8,12 @@ import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
 import { Agent, ConfinedShellExecutor, LocalShellExecutor, ToolExecutor, ToolRegistry, registerBuiltInTools } from '../index'
-import type { AgentConfig, ContentBlock, LLMAdapter, LLMResponse, ShellExecOptions } from '../index'
+import type { AgentConfig, ShellExecOptions } from '../index'
 import { alive, uniqueMarker, withMarker } from './helpers/procs'
+import { resp, scripted, text } from './helpers/scripted'
+import { landlockHost } from './helpers/landlock'
 
-const probe = ConfinedShellExecutor.probe()
-const full = probe.platform === 'linux' && probe.landlockAbi >= probe.requiredLandlockAbi
-if (!full) {
-  // eslint-disable-next-line no-console
-  console.warn(
-    `confined-hardening: Landlock cases skipped: this host has Landlock ABI ${probe.landlockAbi} (${probe.platform}), the executor requires ${probe.requiredLandlockAbi}`,
-  )
-}
-const withLandlock = full ? test : test.skip
+const { full, withLandlock } = landlockHost('confined-hardening')
 // The system's python3 (a pyenv shim under a home directory is outside the read set).
 const PY = '/usr/bin/python3'
 const withPython = full && fs.existsSync(PY) ? test : test.skip
@@ -41,30 +35,6 @@ function newRoot(name: string): string {
 }
 const opts = (root: string, extra: Partial<ShellExecOptions> = {}): ShellExecOptions => ({ timeoutMs: 20_000, sandboxRoot: root, ...extra })
 const modeOf = (p: string) => fs.statSync(p).mode & 0o7777
-
-// ---- scripted model -------------------------------------------------------------------------
-
-const resp = (content: ContentBlock[], stop = 'tool_use'): LLMResponse => ({
-  id: 'r',
-  model: 'm',
-  stop_reason: stop,
-  usage: { input_tokens: 1, output_tokens: 1 },
-  content,
-})
-const text = (t: string): LLMResponse => resp([{ type: 'text', text: t }], 'end_turn')
-
-function scripted(steps: LLMResponse[]): LLMAdapter {
-  let i = 0
-  return {
-    name: 'mock',
-    async chat() {
-      return steps[Math.min(i++, steps.length - 1)]
-    },
-    async *stream() {
-      // unused: the runner calls chat
-    },
-  }
-}
 
 /** One Agent run (root `cwd`) whose model makes the given tool calls one per turn; their outputs. */
 async function agentRun(cwd: string, shellExecutor: ConfinedShellExecutor, calls: { name: string; input: Record<string, unknown> }[]): Promise<string[]> {

@@ -10,18 +10,12 @@ import * as net from 'net'
 import * as os from 'os'
 import * as path from 'path'
 import { Agent, ConfinedShellExecutor, ToolExecutor, ToolRegistry, registerBuiltInTools, resolvePathWithinCwd } from '../index'
-import type { AgentConfig, ContentBlock, LLMAdapter, LLMResponse, ShellExecOptions } from '../index'
+import type { AgentConfig, ContentBlock, ShellExecOptions } from '../index'
 import { uniqueMarker, withMarker } from './helpers/procs'
+import { resp, scripted, text } from './helpers/scripted'
+import { landlockHost } from './helpers/landlock'
 
-const probe = ConfinedShellExecutor.probe()
-const full = probe.platform === 'linux' && probe.landlockAbi >= probe.requiredLandlockAbi
-if (!full) {
-  // eslint-disable-next-line no-console
-  console.warn(
-    `confined-shell: Landlock cases skipped: this host has Landlock ABI ${probe.landlockAbi} (${probe.platform}), the executor requires ${probe.requiredLandlockAbi}`,
-  )
-}
-const withLandlock = full ? test : test.skip
+const { probe, full, withLandlock } = landlockHost('confined-shell')
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0
 
 let base: string
@@ -44,34 +38,9 @@ afterAll(() => fs.rmSync(base, { recursive: true, force: true }))
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
 const opts = (extra: Partial<ShellExecOptions> = {}): ShellExecOptions => ({ timeoutMs: 20_000, sandboxRoot: root, ...extra })
 
-
 async function noneLeft(marker: string): Promise<number[]> {
   for (let i = 0; i < 300 && withMarker(marker, true).length > 0; i++) await sleep(10)
   return withMarker(marker, true)
-}
-
-// ---- scripted model -------------------------------------------------------------------------
-
-const resp = (content: ContentBlock[], stop = 'tool_use'): LLMResponse => ({
-  id: 'r',
-  model: 'm',
-  stop_reason: stop,
-  usage: { input_tokens: 1, output_tokens: 1 },
-  content,
-})
-const text = (t: string): LLMResponse => resp([{ type: 'text', text: t }], 'end_turn')
-
-function scripted(steps: LLMResponse[]): LLMAdapter {
-  let i = 0
-  return {
-    name: 'mock',
-    async chat() {
-      return steps[Math.min(i++, steps.length - 1)]
-    },
-    async *stream() {
-      // unused: the runner calls chat
-    },
-  }
 }
 
 /** One Agent run whose model asks for every command in one turn; the outputs by command. */

@@ -10,13 +10,10 @@ import * as net from 'net'
 import * as path from 'path'
 import { Worker } from 'worker_threads'
 import { Agent, EgressPolicyError, ToolExecutor, ToolRegistry, createAdapter, isRetryableError } from '../index'
-import { collect, MockServer, startServer } from './llm-server'
+import { BEDROCK_RESPONSE, collect, GEMINI_RESPONSE, isolateEnv, MockServer, OPENAI_COMPLETION, startServer } from './llm-server'
 
 const ENTRY = path.resolve(__dirname, '..', 'index.js')
 const ask = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'private question' }] }]
-const OPENAI_COMPLETION = { id: 'c', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }
-const GEMINI_RESPONSE = { candidates: [{ content: { parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } }
-const BEDROCK_RESPONSE = { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1 } }
 
 const VARS = [
   'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL', 'AZURE_OPENAI_API_KEY',
@@ -80,18 +77,14 @@ async function expectNeverConnected(w: Watched): Promise<void> {
 
 let home: MockServer
 let other: Watched
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(VARS, '/nonexistent-home')
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of VARS) delete process.env[k]
-  process.env.HOME = '/nonexistent-home'
   home = await startServer()
   other = await watchedServer()
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await home.close()
   await other.close()
   jest.restoreAllMocks()

@@ -5,6 +5,7 @@
 // rejection behind.
 import { z } from 'zod'
 import { ToolRegistry, ToolExecutor, defineTool, ToolUseContext } from '../index'
+import { failOnUnhandledRejection } from './helpers/async'
 
 const ctx: ToolUseContext = { agent: { name: 'a', role: 'r', model: 'm' } }
 
@@ -46,18 +47,8 @@ function setup(extra: any[] = [], options: Record<string, unknown> = {}) {
 // The executor's semaphore (not in the public types, as upstream's is private).
 const sem = (ex: ToolExecutor): { active: number; pending: number } => (ex as any).semaphore
 
-let unhandled: unknown[] = []
-const onUnhandled = (e: unknown) => { unhandled.push(e) }
-beforeEach(() => {
-  unhandled = []
-  process.on('unhandledRejection', onUnhandled)
-})
-afterEach(async () => {
-  // Give any stray rejection the turns it needs to be reported.
-  await new Promise((r) => setTimeout(r, 20))
-  process.off('unhandledRejection', onUnhandled)
-  expect(unhandled).toEqual([])
-})
+// Any stray rejection gets 20 ms to be reported.
+failOnUnhandledRejection(() => new Promise((r) => setTimeout(r, 20)))
 
 test('parked calls run in FIFO order once the slot is free, each with its own result', async () => {
   const { ex, h, order } = setup()

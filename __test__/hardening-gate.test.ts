@@ -22,21 +22,12 @@ import {
   ShellExecutor,
   registerBuiltInTools,
 } from '../index'
+import { failOnUnhandledRejection, signal, turns } from './helpers/async'
 
 const ctx: ToolUseContext = { agent: { name: 'a', role: 'r', model: 'm' } }
 
 const duringText = (name: string) => `Tool "${name}" was aborted during execution.`
 const beforeText = (name: string) => `Tool "${name}" was aborted before execution began.`
-
-/** A promise and its resolver: a condition a test waits on instead of a clock. */
-function signal<T = void>() {
-  let fire!: (v: T) => void
-  const fired = new Promise<T>((r) => { fire = r })
-  return { fire, fired }
-}
-
-/** A few macrotask turns: every pending microtask and immediate has run. */
-const turns = async (n = 3) => { for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r)) }
 
 function resp(content: ContentBlock[]): LLMResponse {
   return { id: 'r', content, model: 'm', stop_reason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }
@@ -93,17 +84,7 @@ function lsOnly(shown: unknown[], wait: () => Promise<unknown>): ToolCallGate {
   }
 }
 
-let unhandled: unknown[] = []
-const onUnhandled = (e: unknown) => { unhandled.push(e) }
-beforeEach(() => {
-  unhandled = []
-  process.on('unhandledRejection', onUnhandled)
-})
-afterEach(async () => {
-  await turns()
-  process.off('unhandledRejection', onUnhandled)
-  expect(unhandled).toEqual([])
-})
+failOnUnhandledRejection()
 
 describe('1. what the gate approves is what runs', () => {
   test('a stream() consumer that changes the tool_use input while the gate decides changes nothing that runs', async () => {

@@ -17,17 +17,11 @@ import {
   StreamEvent,
   registerBuiltInTools,
 } from '../index'
+import { failOnUnhandledRejection, signal, turns } from './helpers/async'
 
 const beforeRunText = 'The run was aborted while beforeRun had not settled'
 const afterRunText = 'The run was aborted while afterRun had not settled'
 const ZERO = { input_tokens: 0, output_tokens: 0 }
-
-/** A promise and its resolver: a condition a test waits on instead of a clock. */
-function signal<T = void>() {
-  let fire!: (v: T) => void
-  const fired = new Promise<T>((r) => { fire = r })
-  return { fire, fired }
-}
 
 /** A hook's promise that never settles unless the test settles it, and the event of its call. */
 function stuck<T>() {
@@ -39,9 +33,6 @@ function stuck<T>() {
   }
   return { hook, called: called.fired, settle }
 }
-
-/** A few macrotask turns: every pending microtask and immediate has run. */
-const turns = async (n = 3) => { for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r)) }
 
 function resp(content: ContentBlock[]): LLMResponse {
   return { id: 'r', content, model: 'm', stop_reason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }
@@ -85,17 +76,7 @@ async function collect(it: AsyncIterable<StreamEvent | { type: string; data?: un
   return out
 }
 
-let unhandled: unknown[] = []
-const onUnhandled = (e: unknown) => { unhandled.push(e) }
-beforeEach(() => {
-  unhandled = []
-  process.on('unhandledRejection', onUnhandled)
-})
-afterEach(async () => {
-  await turns()
-  process.off('unhandledRejection', onUnhandled)
-  expect(unhandled).toEqual([])
-})
+failOnUnhandledRejection()
 
 describe('beforeRun and afterRun never hold an aborted or timed-out run', () => {
   test('run(): a beforeRun that never settles is left behind after the caller\'s abort, its late rejection handled; one that settles in its time keeps its outcome', async () => {

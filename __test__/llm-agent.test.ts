@@ -2,21 +2,16 @@
 import { z } from 'zod'
 import { Agent, ToolRegistry, ToolExecutor, createAdapter, defineTool } from '../index'
 import type { AgentConfig } from '../index'
-import { MockServer, startServer } from './llm-server'
+import { isolateEnv, MockServer, startServer } from './llm-server'
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(/^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|GOOGLE|AWS|DEEPSEEK)_/)
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of Object.keys(process.env)) {
-    if (/^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|GOOGLE|AWS|DEEPSEEK)_/.test(k)) delete process.env[k]
-  }
   server = await startServer()
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
 })
 

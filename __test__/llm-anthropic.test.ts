@@ -1,17 +1,14 @@
 import { createAdapter, LLMMessage, LLMResponse } from '../lib/llm'
-import { collect, MockServer, sseEvents, startServer } from './llm-server'
+import { collect, isolateEnv, MockServer, sseEvents, startServer } from './llm-server'
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL'])
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL']) delete process.env[k]
   server = await startServer()
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
 })
 

@@ -1,28 +1,24 @@
 import { createAdapter } from '../lib/llm'
-import { collect, MockServer, startServer } from './llm-server'
+import { collect, isolateEnv, MockServer, startServer } from './llm-server'
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
 import * as crypto from 'crypto'
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
 const AWS_VARS = [
   'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE',
   'AWS_SHARED_CREDENTIALS_FILE', 'AWS_BEARER_TOKEN_BEDROCK', 'AWS_ENDPOINT_URL_BEDROCK_RUNTIME', 'AWS_ENDPOINT_URL',
 ]
 
+isolateEnv(AWS_VARS, '/nonexistent-home')
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of AWS_VARS) delete process.env[k]
-  process.env.HOME = '/nonexistent-home'
   server = await startServer()
   process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = server.url
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
   jest.restoreAllMocks()
 })

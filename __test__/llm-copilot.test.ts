@@ -1,18 +1,15 @@
 import { createAdapter } from '../lib/llm'
-import { collect, MockServer, sseData, startServer } from './llm-server'
+import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(['GITHUB_COPILOT_TOKEN', 'GITHUB_TOKEN', 'OPENAI_API_KEY'])
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of ['GITHUB_COPILOT_TOKEN', 'GITHUB_TOKEN', 'OPENAI_API_KEY']) delete process.env[k]
   server = await startServer()
   process.env.GITHUB_API_URL = server.url
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
   jest.restoreAllMocks()
 })

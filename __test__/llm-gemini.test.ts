@@ -1,18 +1,15 @@
 import { createAdapter, LLMMessage } from '../lib/llm'
-import { collect, MockServer, sseData, startServer } from './llm-server'
+import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(['GEMINI_API_KEY', 'GOOGLE_API_KEY'])
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of ['GEMINI_API_KEY', 'GOOGLE_API_KEY']) delete process.env[k]
   server = await startServer()
   process.env.GOOGLE_GEMINI_BASE_URL = server.url
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
 })
 

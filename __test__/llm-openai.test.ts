@@ -1,6 +1,6 @@
 import { createAdapter, LLMMessage, LLMResponse, StreamEvent } from '../lib/llm'
 const { InvalidMessageError } = require('../lib/errors.js')
-import { collect, MockServer, sseData, startServer } from './llm-server'
+import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
 
 const llm = require('../lib/llm.js')
 const errors = require('../lib/errors.js')
@@ -40,18 +40,13 @@ const tools = [
 ]
 
 let server: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'DEEPSEEK_API_KEY', 'AZURE_OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT', 'AZURE_OPENAI_DEPLOYMENT', 'AZURE_OPENAI_API_VERSION'])
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'DEEPSEEK_API_KEY', 'AZURE_OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT', 'AZURE_OPENAI_DEPLOYMENT', 'AZURE_OPENAI_API_VERSION']) {
-    delete process.env[k]
-  }
   server = await startServer()
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await server.close()
 })
 

@@ -7,15 +7,11 @@
 import * as path from 'path'
 import { Worker } from 'worker_threads'
 import { createAdapter } from '../lib/llm'
-import { collect, MockServer, startServer } from './llm-server'
+import { ANTHROPIC_MESSAGE, BEDROCK_RESPONSE, collect, GEMINI_RESPONSE, isolateEnv, MockServer, OPENAI_COMPLETION, startServer } from './llm-server'
 
 const ENTRY = path.resolve(__dirname, '..', 'index.js')
 const ask = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'private question' }] }]
 
-const ANTHROPIC_MESSAGE = { id: 'msg', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }
-const OPENAI_COMPLETION = { id: 'c', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }
-const GEMINI_RESPONSE = { candidates: [{ content: { parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } }
-const BEDROCK_RESPONSE = { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1 } }
 
 /** Every variable an adapter below could read, cleared before each test. */
 const VARS = [
@@ -27,18 +23,14 @@ const VARS = [
 
 let home: MockServer
 let elsewhere: MockServer
-let savedEnv: NodeJS.ProcessEnv
 
+isolateEnv(VARS, '/nonexistent-home')
 beforeEach(async () => {
-  savedEnv = { ...process.env }
-  for (const k of VARS) delete process.env[k]
-  process.env.HOME = '/nonexistent-home'
   home = await startServer()
   elsewhere = await startServer()
 })
 
 afterEach(async () => {
-  process.env = savedEnv
   await home.close()
   await elsewhere.close()
 })

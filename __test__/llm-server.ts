@@ -114,3 +114,27 @@ export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
   for await (const x of it) out.push(x)
   return out
 }
+
+/**
+ * Each test of the calling file starts without the variables `unset` names (a list, or a pattern
+ * every variable is matched against), with HOME set to `home` when given (so that no credentials
+ * file is found), and ends with the environment as it was.
+ */
+export function isolateEnv(unset: readonly string[] | RegExp, home?: string): void {
+  let saved: NodeJS.ProcessEnv
+  beforeEach(() => {
+    saved = { ...process.env }
+    const names = Array.isArray(unset) ? unset : Object.keys(process.env).filter((k) => (unset as RegExp).test(k))
+    for (const k of names) delete process.env[k]
+    if (home !== undefined) process.env.HOME = home
+  })
+  afterEach(() => {
+    process.env = saved
+  })
+}
+
+/** The smallest successful reply of each provider's API, for tests about where a request goes. */
+export const ANTHROPIC_MESSAGE = { id: 'msg', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }
+export const OPENAI_COMPLETION = { id: 'c', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }
+export const GEMINI_RESPONSE = { candidates: [{ content: { parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } }
+export const BEDROCK_RESPONSE = { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1 } }

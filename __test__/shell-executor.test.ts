@@ -19,7 +19,6 @@ import {
 } from '../index'
 import type {
   AgentConfig,
-  ContentBlock,
   LLMAdapter,
   LLMResponse,
   ShellExecOptions,
@@ -29,6 +28,7 @@ import type {
   ToolUseContext,
 } from '../index'
 import { alive, uniqueMarker, withMarker } from './helpers/procs'
+import { resp, scripted, text } from './helpers/scripted'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const native = require('../lib/native.js')
@@ -42,8 +42,6 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms))
-
-
 
 /** A command leaving a background child and a setsid'd grandchild, both recording their pids. */
 function treeCommand(marker: string, pidFile: string): string {
@@ -60,33 +58,8 @@ async function waitForLines(file: string, n: number): Promise<void> {
   for (let i = 0; i < 1000 && fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length < n; i++) await sleep(10)
 }
 
-// ---- scripted model -------------------------------------------------------------------------
-
-const resp = (content: ContentBlock[], stop = 'tool_use'): LLMResponse => ({
-  id: 'r',
-  model: 'm',
-  stop_reason: stop,
-  usage: { input_tokens: 1, output_tokens: 1 },
-  content,
-})
 const bashUse = (id: string, command: string, extra: Record<string, unknown> = {}): LLMResponse =>
   resp([{ type: 'tool_use', id, name: 'bash', input: { command, ...extra } }])
-const text = (t: string): LLMResponse => resp([{ type: 'text', text: t }], 'end_turn')
-
-function scripted(steps: Array<LLMResponse | Error>): LLMAdapter {
-  let i = 0
-  return {
-    name: 'mock',
-    async chat() {
-      const s = steps[Math.min(i++, steps.length - 1)]
-      if (s instanceof Error) throw s
-      return s
-    },
-    async *stream() {
-      // unused: the runner calls chat
-    },
-  }
-}
 
 function agentWith(config: Partial<AgentConfig> & { adapter: LLMAdapter }): Agent {
   const registry = new ToolRegistry()
