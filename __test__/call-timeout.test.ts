@@ -11,6 +11,7 @@ import {
   LLMAdapter, LLMChatOptions, LLMMessage, LLMResponse, ContentBlock, RunnerOptions, AgentConfig,
 } from '../index'
 import { MockServer, startServer } from './llm-server'
+import { watchTimers } from './helpers/timers'
 
 const errors = require('../lib/errors.js')
 
@@ -56,33 +57,20 @@ function runner(adapter: LLMAdapter, opts: Partial<RunnerOptions> = {}) {
   return new AgentRunner(adapter, reg, new ToolExecutor(reg), { model: 'm', allowedTools: ['echo'], ...opts })
 }
 
-/** The timers this process holds (Node counts every active setTimeout as one `Timeout`). */
 /**
  * The deadlines armed while `body` runs that were never cleared. Only timers of the deadline's
  * length count: a process-wide count of active timers also sees other tests' sockets and the
  * run's 100 ms abandon timer, and flaked under load.
  */
 async function unclearedDeadlines(ms: number, body: () => Promise<void>): Promise<number> {
-  const realSet = global.setTimeout
-  const realClear = global.clearTimeout
-  const live = new Set<unknown>()
-  const set = jest.spyOn(global, 'setTimeout').mockImplementation(((fn: (...a: unknown[]) => void, delay?: number, ...args: unknown[]) => {
-    const handle = realSet(fn, delay, ...args)
-    if (delay === ms) live.add(handle)
-    return handle
-  }) as typeof setTimeout)
-  const clear = jest.spyOn(global, 'clearTimeout').mockImplementation(((handle: Parameters<typeof clearTimeout>[0]) => {
-    live.delete(handle)
-    realClear(handle)
-  }) as typeof clearTimeout)
+  const timers = watchTimers(ms)
   try {
     await body()
   } finally {
-    set.mockRestore()
-    clear.mockRestore()
+    timers.restore()
   }
-  for (const h of live) realClear(h as Parameters<typeof clearTimeout>[0])
-  return live.size
+  timers.clearLive()
+  return timers.live.size
 }
 
 describe('LLMCallTimeoutError (upstream texts)', () => {

@@ -12,6 +12,8 @@ import type { AddressInfo } from 'net'
 import type { ToolUseContext } from '../index'
 import { connectMCPTools } from '../mcp'
 import type { ConnectedMCPTools } from '../mcp'
+import { until } from './helpers/async'
+import { jsonLines } from './helpers/jsonl'
 
 const hostile = path.join(__dirname, 'fixtures', 'mcp', 'hostile.mjs')
 const ctx = (extra: Partial<ToolUseContext> = {}): ToolUseContext => ({ agent: { name: 'a', role: 'r', model: 'm' }, ...extra }) as ToolUseContext
@@ -30,18 +32,7 @@ afterEach(async () => {
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
-function events(): Record<string, number>[] {
-  if (!fs.existsSync(logFile)) return []
-  return fs.readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))
-}
-
-async function until<T>(read: () => T | undefined): Promise<T> {
-  for (;;) {
-    const v = read()
-    if (v !== undefined) return v
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+const events = () => jsonLines<Record<string, number>>(logFile)
 
 function tool(c: ConnectedMCPTools, name: string) {
   const t = c.tools.find((x) => x.name === name)

@@ -11,6 +11,8 @@ import { Agent, ToolExecutor, ToolRegistry, registerBuiltInTools } from '../inde
 import type { ContentBlock, LLMResponse, ToolUseContext } from '../index'
 import { connectMCPTools } from '../mcp'
 import type { ConnectedMCPTools } from '../mcp'
+import { until } from './helpers/async'
+import { jsonLines } from './helpers/jsonl'
 
 const nodeModules = path.join(__dirname, '..', 'node_modules', '@modelcontextprotocol')
 const everything = path.join(nodeModules, 'server-everything', 'dist', 'index.js')
@@ -38,18 +40,7 @@ async function connect(args: string[], extra: Record<string, unknown> = {}): Pro
 
 const fixtureServer = (mode = 'plain', extra: Record<string, unknown> = {}) => connect([fixture, mode, logFile], extra)
 
-function events(): Record<string, unknown>[] {
-  if (!fs.existsSync(logFile)) return []
-  return fs.readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))
-}
-
-async function until<T>(read: () => T | undefined): Promise<T> {
-  for (;;) {
-    const v = read()
-    if (v !== undefined) return v
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+const events = () => jsonLines<Record<string, unknown>>(logFile)
 
 /** Whether `pid` runs (a zombie left for a reaper that never comes does not). */
 function running(pid: number): boolean {

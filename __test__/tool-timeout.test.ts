@@ -13,6 +13,7 @@ import {
   ContentBlock, LLMAdapter, LLMMessage, LLMResponse, ToolResult, ToolUseContext, TraceEvent,
 } from '../index'
 import { alive } from './helpers/procs'
+import { watchTimers } from './helpers/timers'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const native = require('../lib/native.js')
@@ -381,30 +382,17 @@ describe('unset: nothing armed, nothing crosses', () => {
     reg.register(echo)
     reg.register(hungTool('hang').tool)
     const executor = new ToolExecutor(reg, { toolTimeoutMs: 4321 })
-    const realSet = global.setTimeout
-    const realClear = global.clearTimeout
-    const live = new Set<unknown>()
-    let armed = 0
-    const set = jest.spyOn(global, 'setTimeout').mockImplementation(((fn: (...a: unknown[]) => void, delay?: number, ...args: unknown[]) => {
-      const h = realSet(fn, delay, ...args)
-      if (delay === 4321) { armed++; live.add(h) }
-      return h
-    }) as typeof setTimeout)
-    const clear = jest.spyOn(global, 'clearTimeout').mockImplementation(((h: Parameters<typeof clearTimeout>[0]) => {
-      live.delete(h)
-      realClear(h)
-    }) as typeof clearTimeout)
+    const timers = watchTimers(4321)
     const answer = jest.spyOn(native, 'executorAnswer')
     try {
       expect(await executor.execute('echo', { v: 'q' }, ctx)).toStrictEqual({ data: 'echo:q' })
-      expect(armed).toBe(1)
-      expect(live.size).toBe(0)
+      expect(timers.armed()).toBe(1)
+      expect(timers.live.size).toBe(0)
       expect(answer).not.toHaveBeenCalled()
       expect(await executor.execute('hang', {}, ctx, { toolTimeoutMs: 10 })).toStrictEqual({ data: timedOut('hang', 10), isError: true })
       expect(answer).toHaveBeenCalledTimes(1)
     } finally {
-      set.mockRestore()
-      clear.mockRestore()
+      timers.restore()
       answer.mockRestore()
     }
   })

@@ -28,3 +28,12 @@ export function failOnUnhandledRejection(settle: () => Promise<unknown> = turns)
     expect(unhandled).toEqual([])
   })
 }
+
+/** `read()` once it is defined, asked again every 20 ms (the test's own timeout bounds it). */
+export async function until<T>(read: () => T | undefined): Promise<T> {
+  for (;;) {
+    const v = read()
+    if (v !== undefined) return v
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
