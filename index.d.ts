@@ -451,19 +451,26 @@ export declare class Semaphore {
 
 // ---- LLM adapter ---------------------------------------------------------------------------
 export interface ThinkingConfig { enabled: boolean; budgetTokens?: number; effort?: 'low' | 'medium' | 'high' }
-export interface LLMChatOptions {
-  readonly model: string
-  readonly tools?: readonly LLMToolDef[]
+/**
+ * The options every model call carries, set on an agent (AgentConfig), on a runner (RunnerOptions)
+ * and handed to the adapter with each call (LLMChatOptions): one list for the three. Not exported,
+ * as upstream names no such type.
+ */
+interface ModelCallOptions {
   readonly maxTokens?: number
   readonly temperature?: number
-  readonly frequencyPenalty?: number
-  readonly presencePenalty?: number
   readonly topP?: number
   readonly topK?: number
   readonly minP?: number
+  readonly frequencyPenalty?: number
+  readonly presencePenalty?: number
   readonly parallelToolCalls?: boolean
   readonly extraBody?: Record<string, unknown>
   readonly thinking?: ThinkingConfig
+}
+export interface LLMChatOptions extends ModelCallOptions {
+  readonly model: string
+  readonly tools?: readonly LLMToolDef[]
   readonly preserveReasoningAsText?: boolean
   readonly compressReasoningText?: boolean | { minChars?: number }
   readonly systemPrompt?: string
@@ -561,7 +568,7 @@ export type EgressPolicy =
   | { readonly mode: 'offline' }
   | { readonly mode: 'allowlist'; readonly allowedOrigins: readonly string[] }
 
-export interface AgentConfig {
+export interface AgentConfig extends ModelCallOptions {
   /**
    * Where this agent's `bash` runs its commands (upstream 1.16); the host shell when unset. It
    * grants nothing (`bash` must still be granted), and it is started lazily, on the first
@@ -593,18 +600,8 @@ export interface AgentConfig {
   readonly toolPreset?: 'readonly' | 'readwrite' | 'full'
   readonly cwd?: string | null
   readonly maxTurns?: number
-  readonly maxTokens?: number
   readonly maxTokenBudget?: number
   readonly contextStrategy?: ContextStrategy
-  readonly temperature?: number
-  readonly topP?: number
-  readonly topK?: number
-  readonly minP?: number
-  readonly frequencyPenalty?: number
-  readonly presencePenalty?: number
-  readonly parallelToolCalls?: boolean
-  readonly extraBody?: Record<string, unknown>
-  readonly thinking?: ThinkingConfig
   readonly timeoutMs?: number
   /**
    * Maximum wall-clock time in milliseconds for a single LLM call, re-armed fresh for every model
@@ -707,7 +704,7 @@ export interface ConsensusTrace extends TraceEventBase { readonly type: 'consens
 export type TraceEvent = LLMCallTrace | ToolCallTrace | TaskTrace | AgentTrace | PlanReadyTrace | AgentStreamTrace | ConsensusTrace
 
 // ---- runner ----------------------------------------------------------------------------------
-export interface RunnerOptions {
+export interface RunnerOptions extends ModelCallOptions {
   /** The run's shell executor: see {@link AgentConfig.shellExecutor}. */
   readonly shellExecutor?: ShellExecutor
   /** Optional per-call tool gate inherited from agent config (passed per execution). */
@@ -715,16 +712,6 @@ export interface RunnerOptions {
   readonly model: string
   readonly systemPrompt?: string
   readonly maxTurns?: number
-  readonly maxTokens?: number
-  readonly temperature?: number
-  readonly topP?: number
-  readonly topK?: number
-  readonly minP?: number
-  readonly parallelToolCalls?: boolean
-  readonly frequencyPenalty?: number
-  readonly presencePenalty?: number
-  readonly extraBody?: Record<string, unknown>
-  readonly thinking?: ThinkingConfig
   readonly abortSignal?: AbortSignal
   readonly toolPreset?: 'readonly' | 'readwrite' | 'full'
   readonly allowedTools?: readonly string[]
