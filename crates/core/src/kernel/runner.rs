@@ -985,7 +985,9 @@ mod tests {
     use super::*;
     use crate::kernel::grants::Opt;
 
-    fn machine(cfg: RunnerConfig, initial: &str, granted: &[&str]) -> Machine {
+    /// A machine over `initial` (a JSON message list) with `granted` tools; also the round trips'
+    /// machine in `wire`.
+    pub(super) fn machine(cfg: RunnerConfig, initial: &str, granted: &[&str]) -> Machine {
         Machine::new(
             Arc::new(cfg),
             Arc::new(Mutex::new(None)),
@@ -1018,6 +1020,13 @@ mod tests {
     /// The kind of the next action.
     fn next(m: &mut Machine, aborted: bool) -> ActionKind {
         m.poll(aborted).unwrap().kind()
+    }
+
+    /// A model call answered with `reply`: the action after it.
+    fn answered(m: &mut Machine, reply: &str) -> ActionKind {
+        assert_eq!(next(m, false), ActionKind::CallModel);
+        respond_json(m, reply).unwrap();
+        next(m, false)
     }
 
     fn respond_json(m: &mut Machine, json: &str) -> Result<(), DriverError> {
@@ -1130,9 +1139,7 @@ mod tests {
     #[test]
     fn abort_between_turns_is_a_normal_exit() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("1", "a")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "a")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "ok", None, None);
         assert_eq!(next(&mut m, true), ActionKind::Done);
         assert!(m.outcome().aborted);
@@ -1177,9 +1184,7 @@ mod tests {
         };
         // 60 spent before, 50 in this run: over 100 at the first answer.
         let mut m = new(60.0);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &text_resp("x", 30, 20)).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::Text);
+        assert_eq!(answered(&mut m, &text_resp("x", 30, 20)), ActionKind::Text);
         match m.poll(false).unwrap() {
             Action::BudgetExceeded { total_tokens } => assert_eq!(total_tokens, 110.0),
             other => panic!("{other:?}"),
@@ -1195,9 +1200,7 @@ mod tests {
         // 90 spent: a tool turn's 15 tokens spend the rest (its round still runs first).
         let mut m = new(90.0);
         m.granted.insert("d".into());
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("1", "d")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::BudgetExceeded);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "d")], "")), ActionKind::BudgetExceeded);
         assert!(m.outcome().budget_exceeded);
     }
 
@@ -1206,9 +1209,7 @@ mod tests {
         let mut cfg = RunnerConfig::default();
         cfg.max_token_budget = Some(100.0);
         let mut m = machine(cfg, START, &["delegate"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("1", "delegate")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "delegate")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "sub answer", Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }));
         assert_eq!(next(&mut m, false), ActionKind::BudgetExceeded);
         assert_eq!(next(&mut m, false), ActionKind::Done);
@@ -1370,9 +1371,7 @@ mod tests {
             vec!["delegate".into()],
             quiet,
         );
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("1", "delegate")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "delegate")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "sub", None, Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }));
         assert_eq!(next(&mut m, false), ActionKind::Done);
         assert!(m.outcome().budget_exceeded);
@@ -1381,9 +1380,7 @@ mod tests {
     #[test]
     fn first_turn_warning_when_tools_offered() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &text_resp("no tools", 1, 1)).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::Text);
+        assert_eq!(answered(&mut m, &text_resp("no tools", 1, 1)), ActionKind::Text);
         match m.poll(false).unwrap() {
             Action::FirstTurnWarning(text) => assert_eq!(text, first_turn_warning("unknown", 1)),
             other => panic!("{other:?}"),
@@ -1405,9 +1402,13 @@ mod tests {
     #[test]
     fn tool_calls_are_the_gated_copy_and_outlive_the_loop_stop() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{},"signature":"s"}]}"#).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::Text);
+        assert_eq!(
+            answered(
+                &mut m,
+                r#"{"content":[{"type":"text","text":"x"},{"type":"tool_use","id":"1","name":"a","input":{"z":1,"a":[2]}},{"type":"tool_use","id":"2\"","name":"b\u00e9","input":{},"signature":"s"}]}"#
+            ),
+            ActionKind::Text
+        );
         let Action::ToolRound { calls, trailing_warning: None } = m.poll(false).unwrap() else { panic!() };
         let calls: Vec<_> = calls.iter().map(|c| (c.id, c.name, c.input.get(), c.signature, c.granted)).collect();
         assert_eq!(calls, vec![("1", "a", r#"{"z":1,"a":[2]}"#, None, true), ("2\"", "bé", "{}", Some("s"), false)]);
@@ -1420,9 +1421,7 @@ mod tests {
             matching: Match::Exact,
         });
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("7", "a")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::LoopDetected);
+        assert_eq!(answered(&mut m, &tool_resp(&[("7", "a")], "")), ActionKind::LoopDetected);
         let Action::LoopStopResults { calls, result } = m.poll(false).unwrap() else { panic!() };
         assert_eq!(result, LOOP_STOPPED_RESULT);
         assert_eq!(calls.iter().map(|c| (c.id, c.input.get())).collect::<Vec<_>>(), vec![("7", r#"{"q":1}"#)]);
@@ -1441,9 +1440,7 @@ mod tests {
         .unwrap();
         assert_eq!(next(&mut m, false), ActionKind::ToolRound);
         tool_result(&mut m, 0, "ok", None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 }));
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &text_resp("fin", 1, 2)).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::Text);
+        assert_eq!(answered(&mut m, &text_resp("fin", 1, 2)), ActionKind::Text);
         assert_eq!(next(&mut m, false), ActionKind::Done);
         assert_eq!(m.outcome().usage, Usage { input_tokens: 1.0, output_tokens: 6.0 });
         assert!(!m.outcome().budget_exceeded);
@@ -1477,13 +1474,9 @@ mod tests {
         cfg.compress_tool_results = Some(1.0);
         cfg.grants.tool_preset = Opt::Undefined;
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("1", "a")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "a")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "result text", None, None);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        respond_json(&mut m, &tool_resp(&[("2", "a")], "")).unwrap();
-        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        assert_eq!(answered(&mut m, &tool_resp(&[("2", "a")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "second", None, None);
         // Turn 3: the first result has been consumed → compressed.
         assert!(plan_of(&mut m).contains("[Tool output compressed — 11 chars, already processed]"));

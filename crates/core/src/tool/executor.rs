@@ -880,36 +880,44 @@ mod tests {
     }
 
     #[test]
-    fn bad_results() {
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::NotObject("number".into())), vec![]),
-            error("Tool \"t\" returned an invalid result: expected an object with a string \"data\", got number")
-        );
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::DataNotString("null".into())), vec![]),
-            error("Tool \"t\" returned an invalid result: \"data\" must be a string, got null")
-        );
+    fn bad_results_as_the_original_words_them() {
         // A nullish result is a throw (reading `isError`), so its text is limited like one.
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::Nullish("undefined")), vec![(A::ReadLimit, Answer::LimitFits)]),
-            error("Tool \"t\" threw an error: Cannot read properties of undefined (reading 'isError')")
-        );
-    }
-
-    #[test]
-    fn bad_result_variants_as_the_original_words_them() {
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::Nullish("null")), vec![(A::ReadLimit, Answer::LimitFits)]),
-            error("Tool \"t\" threw an error: Cannot read properties of null (reading 'isError')")
-        );
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::DataNotString("number".into())), vec![]),
-            error("Tool \"t\" returned an invalid result: \"data\" must be a string, got number")
-        );
-        assert_eq!(
-            executed(Answer::BadResult(BadResult::NotObject("function".into())), vec![]),
-            error("Tool \"t\" returned an invalid result: expected an object with a string \"data\", got function")
-        );
+        let limited = || vec![(A::ReadLimit, Answer::LimitFits)];
+        let cases = [
+            (
+                BadResult::NotObject("number".into()),
+                vec![],
+                "Tool \"t\" returned an invalid result: expected an object with a string \"data\", got number",
+            ),
+            (
+                BadResult::NotObject("function".into()),
+                vec![],
+                "Tool \"t\" returned an invalid result: expected an object with a string \"data\", got function",
+            ),
+            (
+                BadResult::DataNotString("null".into()),
+                vec![],
+                "Tool \"t\" returned an invalid result: \"data\" must be a string, got null",
+            ),
+            (
+                BadResult::DataNotString("number".into()),
+                vec![],
+                "Tool \"t\" returned an invalid result: \"data\" must be a string, got number",
+            ),
+            (
+                BadResult::Nullish("undefined"),
+                limited(),
+                "Tool \"t\" threw an error: Cannot read properties of undefined (reading 'isError')",
+            ),
+            (
+                BadResult::Nullish("null"),
+                limited(),
+                "Tool \"t\" threw an error: Cannot read properties of null (reading 'isError')",
+            ),
+        ];
+        for (bad, rest, text) in cases {
+            assert_eq!(executed(Answer::BadResult(bad), rest), error(text));
+        }
         // An invalid result's text is not limited: the call ends at once.
         let mut call = ToolCall::resume("t", Step::Execute, "");
         let end = call.answer(Answer::BadResult(BadResult::NotObject("number".into()))).unwrap();

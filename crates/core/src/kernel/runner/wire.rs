@@ -382,16 +382,14 @@ pub fn spec_json() -> String {
 mod tests {
     //! Round trips: every action is encoded, decoded the way `lib/wire.js` decodes it, and
     //! compared with the action the machine produced.
-    use std::sync::{Arc, Mutex};
-
     use serde_json::{json, Value};
 
     use super::*;
     use crate::kernel::loop_detector::Match;
-    use crate::kernel::message::{parse_messages, Strictness, Usage};
+    use crate::kernel::message::Usage;
+    use crate::kernel::runner::tests::machine;
     use crate::kernel::runner::{
-        LoopAction, LoopConfig, Machine, ModelAnswer, Observers, Response, RunnerConfig, Strategy, LOOP_STOPPED_RESULT,
-        W_TOOL,
+        LoopAction, LoopConfig, Machine, ModelAnswer, Response, RunnerConfig, Strategy, LOOP_STOPPED_RESULT, W_TOOL,
     };
 
     /// The decoder of `lib/wire.js`, field for field: `(kind, named fields)`.
@@ -486,16 +484,6 @@ mod tests {
         let norm = |v: Value| serde_json::from_str::<Value>(&v.to_string().replace(".0,", ",")).unwrap();
         assert_eq!(norm(fields), norm(expected(&action)), "{wire:?}");
         kind
-    }
-
-    fn machine(cfg: RunnerConfig, initial: &str, granted: &[&str]) -> Machine {
-        Machine::new(
-            Arc::new(cfg),
-            Arc::new(Mutex::new(None)),
-            parse_messages(initial, Strictness::Lenient).unwrap(),
-            granted.iter().map(|s| s.to_string()).collect(),
-            Observers::ALL,
-        )
     }
 
     /// A configuration whose loop detector fires on the first repeat and answers with `action`.
