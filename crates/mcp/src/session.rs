@@ -617,6 +617,11 @@ mod tests {
         std::iter::from_fn(|| s.poll_event()).collect()
     }
 
+    /// The one event a finished call `id` gives.
+    fn call_done(id: u64, text: &str, is_error: bool) -> Vec<Event> {
+        vec![Event::CallDone(id, CallOutcome { text: text.into(), is_error })]
+    }
+
     fn reply(s: &mut Session, id: u64, result: Value, now: Instant) {
         s.handle_line(&json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(), now);
     }
@@ -763,20 +768,14 @@ mod tests {
             ]
         );
         reply(&mut s, a, json!({"content": [{"type": "text", "text": "hi"}], "isError": true}), t0);
-        assert_eq!(events(&mut s), vec![Event::CallDone(a, CallOutcome { text: "hi".into(), is_error: true })]);
+        assert_eq!(events(&mut s), call_done(a, "hi", true));
 
         let b = s.call_tool("echo", "{}", t0);
         s.handle_line(
             &format!(r#"{{"jsonrpc":"2.0","id":{b},"error":{{"code":-32602,"message":"Unknown tool"}}}}"#),
             t0,
         );
-        assert_eq!(
-            events(&mut s),
-            vec![Event::CallDone(
-                b,
-                CallOutcome { text: "MCP tool \"echo\" failed: MCP error -32602: Unknown tool".into(), is_error: true }
-            )]
-        );
+        assert_eq!(events(&mut s), call_done(b, "MCP tool \"echo\" failed: MCP error -32602: Unknown tool", true));
 
         let c = s.call_tool("echo", "{}", t0);
         sent(&mut s);
@@ -789,13 +788,7 @@ mod tests {
         );
         assert_eq!(
             events(&mut s),
-            vec![Event::CallDone(
-                c,
-                CallOutcome {
-                    text: "MCP tool \"echo\" failed: MCP error -32001: AbortError: This operation was aborted".into(),
-                    is_error: true
-                }
-            )]
+            call_done(c, "MCP tool \"echo\" failed: MCP error -32001: AbortError: This operation was aborted", true)
         );
         // A late answer to the cancelled call is dropped.
         reply(&mut s, c, json!({"content": []}), t0);
@@ -807,41 +800,17 @@ mod tests {
         sent(&mut s);
         s.handle_timeout(t0 + Duration::from_millis(1000));
         assert_eq!(sent(&mut s).len(), 1);
-        assert_eq!(
-            events(&mut s),
-            vec![Event::CallDone(
-                d,
-                CallOutcome {
-                    text: "MCP tool \"echo\" failed: MCP error -32001: Request timed out".into(),
-                    is_error: true
-                }
-            )]
-        );
+        assert_eq!(events(&mut s), call_done(d, "MCP tool \"echo\" failed: MCP error -32001: Request timed out", true));
         assert_eq!(s.poll_deadline(), Some(t1 + Duration::from_millis(1000)));
 
         s.close(Some("the server exited"));
         assert_eq!(
             events(&mut s),
-            vec![Event::CallDone(
-                e,
-                CallOutcome {
-                    text: "MCP tool \"echo\" failed: MCP error -32000: Connection closed (the server exited)".into(),
-                    is_error: true
-                }
-            )]
+            call_done(e, "MCP tool \"echo\" failed: MCP error -32000: Connection closed (the server exited)", true)
         );
         let f = s.call_tool("echo", "{}", t1);
         assert!(sent(&mut s).is_empty());
-        assert_eq!(
-            events(&mut s),
-            vec![Event::CallDone(
-                f,
-                CallOutcome {
-                    text: "MCP tool \"echo\" failed: MCP error -32000: Connection closed".into(),
-                    is_error: true
-                }
-            )]
-        );
+        assert_eq!(events(&mut s), call_done(f, "MCP tool \"echo\" failed: MCP error -32000: Connection closed", true));
     }
 
     /// A session through `initialize`, waiting for the first `tools/list` page (id 1).
@@ -954,25 +923,13 @@ mod tests {
             &format!(r#"{{"jsonrpc":"2.0","id":{a},"error":{{"code":-32603,"message":"boom","data":{}}}}}"#, deep(200)),
             t0,
         );
-        assert_eq!(
-            events(&mut s),
-            vec![Event::CallDone(
-                a,
-                CallOutcome { text: "MCP tool \"t\" failed: MCP error -32603: boom".into(), is_error: true }
-            )]
-        );
+        assert_eq!(events(&mut s), call_done(a, "MCP tool \"t\" failed: MCP error -32603: boom", true));
         // A call whose answer is too deep where the text is made from.
         let b = s.call_tool("t", "{}", t0);
         s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":{b},"result":{{"content":[{}]}}}}"#, deep(200)), t0);
         assert_eq!(
             events(&mut s),
-            vec![Event::CallDone(
-                b,
-                CallOutcome {
-                    text: "MCP tool \"t\" failed: the server's answer's content is nested too deeply to read (a message may nest at most 128 levels)".into(),
-                    is_error: true
-                }
-            )]
+            call_done(b, "MCP tool \"t\" failed: the server's answer's content is nested too deeply to read (a message may nest at most 128 levels)", true)
         );
         // No request can be told (the whole message is a deep array): the next timeout says why.
         let c = s.call_tool("t", "{}", t0);
@@ -981,13 +938,7 @@ mod tests {
         s.handle_timeout(t0 + Duration::from_secs(1));
         assert_eq!(
             events(&mut s),
-            vec![Event::CallDone(
-                c,
-                CallOutcome {
-                    text: "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent a message nested more than 128 levels deep, which could not be read)".into(),
-                    is_error: true
-                }
-            )]
+            call_done(c, "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent a message nested more than 128 levels deep, which could not be read)", true)
         );
     }
 
@@ -1022,7 +973,7 @@ mod tests {
             &format!(r#"{{"jsonrpc":"2.0","id":"{a}","result":{{"content":[{{"type":"text","text":"ok"}}]}}}}"#),
             t0,
         );
-        assert_eq!(events(&mut s), vec![Event::CallDone(a, CallOutcome { text: "ok".into(), is_error: false })]);
+        assert_eq!(events(&mut s), call_done(a, "ok", false));
         // Not a number's digits: answers nothing.
         let b = s.call_tool("t", "{}", t0);
         s.handle_line(&format!(r#"{{"jsonrpc":"2.0","id":" {b}","result":{{}}}}"#), t0);
@@ -1033,13 +984,7 @@ mod tests {
         s.handle_timeout(t0 + Duration::from_secs(1));
         assert_eq!(
             events(&mut s),
-            vec![Event::CallDone(
-                b,
-                CallOutcome {
-                    text: "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent an error for no request: MCP error -32700: Parse error)".into(),
-                    is_error: true
-                }
-            )]
+            call_done(b, "MCP tool \"t\" failed: MCP error -32001: Request timed out (the server sent an error for no request: MCP error -32700: Parse error)", true)
         );
     }
 }
