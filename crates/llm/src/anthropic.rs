@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::reasoning_fallback::Outbound;
-use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{push_text_block, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{js_number, push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -97,13 +97,7 @@ impl<'m> Dialect<'m> for Wire<'_> {
     }
 
     fn text(&mut self, text: Option<&str>) {
-        let p = self.f.part();
-        p.push_str("{\"type\":\"text\"");
-        if let Some(t) = text {
-            p.push_str(",\"text\":");
-            push_json_string(p, t);
-        }
-        p.push('}');
+        push_text_block(self.f.part(), text);
     }
 
     fn image(&mut self, media_type: &str, data: &str) {

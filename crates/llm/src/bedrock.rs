@@ -79,15 +79,7 @@ fn hmac_sha256(key: &[u8], data: &str) -> Vec<u8> {
 
 /// RFC 3986 encoding as SigV4 wants it (unreserved characters kept).
 pub fn uri_encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    super::providers::percent_encode(s, b"-_.~")
 }
 
 /// `YYYYMMDDTHHMMSSZ` for a Unix time in seconds.

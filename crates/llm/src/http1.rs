@@ -240,7 +240,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut r = httparse::Response::new(&mut slots);
                 #[cfg(test)]
-                tests::count_work(self.pending().len());
+                crate::work::count(self.pending().len());
                 match r.parse(self.pending()) {
                     Ok(httparse::Status::Complete(n)) => {
                         let status = r.code.unwrap_or(0);
@@ -352,21 +352,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Ok(Some(self.take(self.pending().len())));
                 }
                 Progress::Size => {
-                    let len = self.line(MAX_HEAD_BYTES).await?;
-                    let size = chunk_size(self.last_line(len)).ok_or_else(|| bad("invalid chunk size"))?;
-                    if size == 0 {
-                        let mut budget = MAX_HEAD_BYTES;
-                        loop {
-                            let len = self.line(budget).await?;
-                            if len == 0 {
-                                break;
-                            }
-                            budget = budget.checked_sub(len + 2).ok_or_else(|| bad("chunked trailer too large"))?;
-                        }
-                        body.0 = Progress::Done;
-                    } else {
-                        body.0 = Progress::Data(size);
-                    }
+                    let size = self.chunk_head().await?;
+                    body.0 = if size == 0 { Progress::Done } else { Progress::Data(size) };
                 }
                 Progress::Data(0) => {
                     while self.pending().len() < 2 {
@@ -412,7 +399,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut from = 0;
         loop {
             #[cfg(test)]
-            tests::count_work(self.pending().len() - from);
+            crate::work::count(self.pending().len() - from);
             if let Some(i) = memchr::memmem::find(&self.pending()[from..], b"\r\n") {
                 let len = from + i;
                 self.pos += len + 2;
@@ -434,21 +421,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         &self.buf[self.pos - len - 2..self.pos - 2]
     }
 
+    /// A chunk's size line: the chunk's size. For the last chunk (size 0) its trailer fields
+    /// too, up to the empty line; all of them within one head's limit.
+    async fn chunk_head(&mut self) -> io::Result<usize> {
+        let len = self.line(MAX_HEAD_BYTES).await?;
+        let size = chunk_size(self.last_line(len)).ok_or_else(|| bad("invalid chunk size"))?;
+        if size == 0 {
+            let mut budget = MAX_HEAD_BYTES;
+            loop {
+                let len = self.line(budget).await?;
+                if len == 0 {
+                    break;
+                }
+                budget = budget.checked_sub(len + 2).ok_or_else(|| bad("chunked trailer too large"))?;
+            }
+        }
+        Ok(size)
+    }
+
     async fn read_chunked(&mut self, limit: usize) -> Result<Bytes, BodyError> {
         let mut out = Vec::new();
         loop {
-            let len = self.line(MAX_HEAD_BYTES).await?;
-            let size = chunk_size(self.last_line(len)).ok_or_else(|| bad("invalid chunk size"))?;
+            let size = self.chunk_head().await?;
             if size == 0 {
-                // Trailer fields, up to the empty line; all of them within one head's limit.
-                let mut budget = MAX_HEAD_BYTES;
-                loop {
-                    let len = self.line(budget).await?;
-                    if len == 0 {
-                        return Ok(Bytes::from(out));
-                    }
-                    budget = budget.checked_sub(len + 2).ok_or_else(|| bad("chunked trailer too large"))?;
-                }
+                return Ok(Bytes::from(out));
             }
             if out.len().checked_add(size).is_none_or(|total| total > limit) {
                 return Err(BodyError::TooLarge);
@@ -571,18 +567,8 @@ pub(crate) fn read_request(s: &mut impl io::Read) -> (Vec<u8>, usize) {
 mod tests {
     use super::*;
     use crate::limits::MAX_RESPONSE_BYTES;
-    use std::cell::Cell;
     use std::io::Write;
     use std::task::{Context, Poll};
-
-    thread_local! {
-        /// Bytes looked at by head parses and line searches in this thread.
-        static WORK: Cell<usize> = const { Cell::new(0) };
-    }
-
-    pub(super) fn count_work(n: usize) {
-        WORK.with(|w| w.set(w.get() + n));
-    }
 
     /// A connection that delivers `data` one byte per read (the slowest trickle), then ends,
     /// and swallows what is written.
@@ -615,14 +601,14 @@ mod tests {
 
     /// Head and body of `reply` read one byte at a time, with `limit`; the bytes looked at.
     async fn trickled(reply: Vec<u8>, limit: usize) -> (Result<(Bytes, bool), String>, usize) {
-        WORK.with(|w| w.set(0));
+        crate::work::reset();
         let mut c = Conn::new(Trickle { data: reply, at: 0 });
         let out = match c.read_head().await {
             Ok(h) => c.read_body(&h, limit).await.map_err(|e| format!("{e:?}")),
             Err(HeadError::Io(e)) => Err(e.to_string()),
             Err(HeadError::Closed) => Err("closed".into()),
         };
-        (out, WORK.with(|w| w.get()))
+        (out, crate::work::done())
     }
 
     #[tokio::test]
@@ -795,13 +781,21 @@ mod tests {
         );
     }
 
+    /// A chunked body (with a chunk extension and a trailer) of "abc0123456789abcdef", then two
+    /// whole responses: no content, and a body that runs until the server closes.
+    const CHUNKED_BODY: &[u8] = b"3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\ntrailer: x\r\n\r\n";
+    const NO_CONTENT: &[u8] = b"HTTP/1.1 204 No Content\r\n\r\n";
+    const UNTIL_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end";
+
     #[tokio::test]
     async fn framings_on_one_keep_alive_connection() {
         let replies = vec![
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello".to_vec(),
-            b"HTTP/1.1 429 Too Many\r\nTransfer-Encoding: chunked\r\nretry-after: 0\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\ntrailer: x\r\n\r\n".to_vec(),
-            b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
-            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end".to_vec(),
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello"
+                .to_vec(),
+            [&b"HTTP/1.1 429 Too Many\r\nTransfer-Encoding: chunked\r\nretry-after: 0\r\n\r\n"[..], CHUNKED_BODY]
+                .concat(),
+            NO_CONTENT.to_vec(),
+            UNTIL_CLOSE.to_vec(),
         ];
         let (port, t) = server(replies, 3);
         let mut c = conn(port).await;
@@ -824,9 +818,9 @@ mod tests {
     async fn the_same_framings_read_piece_by_piece() {
         let replies = vec![
             b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\ntrailer: x\r\n\r\n".to_vec(),
-            b"HTTP/1.1 204 No Content\r\n\r\n".to_vec(),
-            b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil the end".to_vec(),
+            [&b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"[..], CHUNKED_BODY].concat(),
+            NO_CONTENT.to_vec(),
+            UNTIL_CLOSE.to_vec(),
         ];
         // Two bytes at a time: pieces end anywhere, in sizes and CRLFs too.
         let (port, t) = server(replies, 2);

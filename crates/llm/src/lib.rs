@@ -19,6 +19,8 @@ pub mod sse;
 pub mod text_tool_extractor;
 pub mod transport;
 pub mod wire;
+#[cfg(test)]
+mod work;
 
 use std::collections::HashMap;
 

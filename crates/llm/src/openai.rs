@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::reasoning_fallback::{reasoning_to_inline_text, resolve_max_chars, MaxChars};
 use super::text_tool_extractor::{extract_tool_calls_until, repair_tool_args};
-use super::wire::{walk_message, Dialect, Reasoning};
+use super::wire::{push_text_block, walk_message, Dialect, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{json_string, push_json_string, to_js_json, JsObject};
 use oma_core::json::{Scan, Seen};
@@ -171,13 +171,7 @@ impl<'m> Dialect<'m> for Entries<'_, '_, 'm> {
                     self.single_text = Some(text);
                 }
                 self.rest();
-                let p = self.user_part();
-                p.push_str("{\"type\":\"text\"");
-                if let Some(t) = text {
-                    p.push_str(",\"text\":");
-                    push_json_string(p, t);
-                }
-                p.push('}');
+                push_text_block(self.user_part(), text);
             }
         }
     }

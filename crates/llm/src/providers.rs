@@ -136,9 +136,14 @@ fn trim_slash(s: &str) -> String {
 
 /// `encodeURIComponent` for a path segment.
 fn encode_component(s: &str) -> String {
+    percent_encode(s, b"-_.!~*'()")
+}
+
+/// `s` with every byte percent-encoded but ASCII letters, digits and those in `keep`.
+pub(crate) fn percent_encode(s: &str, keep: &[u8]) -> String {
     let mut out = String::new();
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+        if b.is_ascii_alphanumeric() || keep.contains(&b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -148,11 +153,14 @@ fn encode_component(s: &str) -> String {
 }
 
 fn openai_headers(key: &str) -> Vec<(&'static str, String)> {
-    vec![
-        ("authorization", format!("Bearer {key}")),
-        ("content-type", "application/json".into()),
-        ("accept", "application/json".into()),
-    ]
+    json_headers(vec![("authorization", format!("Bearer {key}"))])
+}
+
+/// `first`, then the JSON content type and accept headers every provider sends.
+fn json_headers(mut first: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    first.push(("content-type", "application/json".into()));
+    first.push(("accept", "application/json".into()));
+    first
 }
 
 /// The environment variables `create_adapter` (and, for bedrock, its credential chain) reads
@@ -218,22 +226,21 @@ const COPILOT_API_BASE: &str = "https://api.githubcopilot.com";
 // Where each provider's requests go, as its adapter resolves it: one definition, used to build
 // the adapter and to check an egress policy before the adapter exists.
 
-/// `baseURL`, else `OPENAI_BASE_URL`; empty counts as unset.
-fn openai_base(base_url: Option<&str>, env: &Env) -> String {
+/// `baseURL`, else the variable `var`, else `default`; an empty one counts as unset.
+fn base_or_env(base_url: Option<&str>, env: &Env, var: &str, default: &str) -> String {
     base_url
         .map(str::to_string)
-        .or_else(|| env_get(env, "OPENAI_BASE_URL"))
+        .or_else(|| env_get(env, var))
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "https://api.openai.com/v1".into())
+        .unwrap_or_else(|| default.into())
 }
 
-/// `baseURL`, else `ANTHROPIC_BASE_URL`; empty counts as unset.
+fn openai_base(base_url: Option<&str>, env: &Env) -> String {
+    base_or_env(base_url, env, "OPENAI_BASE_URL", "https://api.openai.com/v1")
+}
+
 fn anthropic_base(base_url: Option<&str>, env: &Env) -> String {
-    base_url
-        .map(str::to_string)
-        .or_else(|| env_get(env, "ANTHROPIC_BASE_URL"))
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "https://api.anthropic.com".into())
+    base_or_env(base_url, env, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")
 }
 
 /// `baseURL`, else `AZURE_OPENAI_ENDPOINT`; there is no default.
@@ -347,17 +354,7 @@ fn build_adapter(
     let client = transport::client()?;
     let openai_like = |name: &str, key: Option<String>, base: String, echoes| -> Result<Adapter, LlmError> {
         let key = key.or_else(|| env_get(env, "OPENAI_API_KEY")).ok_or_else(|| LlmError::other(OPENAI_MISSING_KEY))?;
-        Ok(Adapter {
-            name: name.to_string(),
-            echoes,
-            wire: Wire::OpenAi,
-            base_url: trim_slash(&base),
-            headers: openai_headers(&key).into(),
-            auth_error: None,
-            client: client.clone(),
-            transport: TransportConfig::default(),
-            https_direct: false,
-        })
+        Ok(Adapter::new(name, echoes, Wire::OpenAi, &base, openai_headers(&key), client.clone()))
     };
     match provider {
         "openai" => {
@@ -375,19 +372,18 @@ fn build_adapter(
                 headers.push(("authorization", format!("Bearer {t}")));
             }
             headers.push(("anthropic-version", "2023-06-01".into()));
-            headers.push(("content-type", "application/json".into()));
-            headers.push(("accept", "application/json".into()));
-            Ok(Adapter {
-                name: "anthropic".into(),
-                echoes: EchoesReasoning::OwnIssued,
-                wire: Wire::Anthropic,
-                base_url: trim_slash(&base),
-                headers: headers.into(),
-                auth_error: if key.is_none() && token.is_none() { Some(anthropic::MISSING_AUTH.into()) } else { None },
+            let mut a = Adapter::new(
+                "anthropic",
+                EchoesReasoning::OwnIssued,
+                Wire::Anthropic,
+                &base,
+                json_headers(headers),
                 client,
-                transport: TransportConfig::default(),
-                https_direct: false,
-            })
+            );
+            if key.is_none() && token.is_none() {
+                a.auth_error = Some(anthropic::MISSING_AUTH.into());
+            }
+            Ok(a)
         }
         "azure-openai" => {
             let key = api_key
@@ -395,45 +391,28 @@ fn build_adapter(
                 .or_else(|| env_get(env, "AZURE_OPENAI_API_KEY"))
                 .ok_or_else(|| LlmError::other(AZURE_MISSING_KEY))?;
             let endpoint = azure_endpoint(base_url, env).ok_or_else(|| LlmError::other(AZURE_MISSING_ENDPOINT))?;
-            Ok(Adapter {
-                name: "azure-openai".into(),
-                echoes: EchoesReasoning::Never,
-                wire: Wire::Azure {
-                    api_version: env_get(env, "AZURE_OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into()),
-                    deployment: env_get(env, "AZURE_OPENAI_DEPLOYMENT"),
-                },
-                base_url: trim_slash(&endpoint),
-                headers: vec![
-                    ("api-key", key),
-                    ("content-type", "application/json".into()),
-                    ("accept", "application/json".into()),
-                ]
-                .into(),
-                auth_error: None,
+            let wire = Wire::Azure {
+                api_version: env_get(env, "AZURE_OPENAI_API_VERSION").unwrap_or_else(|| "2024-10-21".into()),
+                deployment: env_get(env, "AZURE_OPENAI_DEPLOYMENT"),
+            };
+            Ok(Adapter::new(
+                "azure-openai",
+                EchoesReasoning::Never,
+                wire,
+                &endpoint,
+                json_headers(vec![("api-key", key)]),
                 client,
-                transport: TransportConfig::default(),
-                https_direct: false,
-            })
+            ))
         }
         "bedrock" => {
             let region = bedrock_region(region, env);
             let endpoint = bedrock_endpoint(&region, env);
-            Ok(Adapter {
-                name: "bedrock".into(),
-                echoes: EchoesReasoning::OwnIssued,
-                // The credential chain reads these at request time; nothing else is kept.
-                wire: Wire::Bedrock {
-                    region,
-                    env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect(),
-                },
-                base_url: trim_slash(&endpoint),
-                headers: vec![("content-type", "application/json".into()), ("accept", "application/json".into())]
-                    .into(),
-                auth_error: None,
-                client,
-                transport: TransportConfig::default(),
-                https_direct: false,
-            })
+            // The credential chain reads these at request time; nothing else is kept.
+            let wire = Wire::Bedrock {
+                region,
+                env: BEDROCK_ENV.iter().filter_map(|k| Some((k.to_string(), env.get(*k)?.clone()))).collect(),
+            };
+            Ok(Adapter::new("bedrock", EchoesReasoning::OwnIssued, wire, &endpoint, json_headers(Vec::new()), client))
         }
         "copilot" => {
             // `baseURL` is ignored (the JS shim warns); the chat endpoint comes from the token
@@ -445,27 +424,15 @@ fn build_adapter(
                 .filter(|t| !t.is_empty())
                 .ok_or_else(|| LlmError::other(COPILOT_NO_TOKEN))?;
             let github_api = github_api(env);
-            Ok(Adapter {
-                name: "copilot".into(),
-                echoes: EchoesReasoning::Never,
-                wire: Wire::Copilot {
-                    github_token: gh,
-                    github_api: trim_slash(&github_api),
-                    session: Arc::new(tokio::sync::Mutex::new(None)),
-                },
-                base_url: COPILOT_API_BASE.into(),
-                headers: vec![
-                    ("content-type", "application/json".into()),
-                    ("accept", "application/json".into()),
-                    ("copilot-integration-id", "vscode-chat".into()),
-                    ("editor-version", COPILOT_EDITOR_VERSION.into()),
-                ]
-                .into(),
-                auth_error: None,
-                client,
-                transport: TransportConfig::default(),
-                https_direct: false,
-            })
+            let wire = Wire::Copilot {
+                github_token: gh,
+                github_api: trim_slash(&github_api),
+                session: Arc::new(tokio::sync::Mutex::new(None)),
+            };
+            let mut headers = json_headers(Vec::new());
+            headers.push(("copilot-integration-id", "vscode-chat".into()));
+            headers.push(("editor-version", COPILOT_EDITOR_VERSION.into()));
+            Ok(Adapter::new("copilot", EchoesReasoning::Never, wire, COPILOT_API_BASE, headers, client))
         }
         "gemini" => {
             let key = api_key
@@ -474,22 +441,8 @@ fn build_adapter(
                 .or_else(|| env_get(env, "GOOGLE_API_KEY"))
                 .ok_or_else(|| LlmError::other(GEMINI_MISSING_KEY))?;
             let base = gemini_base(env);
-            Ok(Adapter {
-                name: "gemini".into(),
-                echoes: EchoesReasoning::OwnIssued,
-                wire: Wire::Gemini,
-                base_url: trim_slash(&base),
-                headers: vec![
-                    ("x-goog-api-key", key),
-                    ("content-type", "application/json".into()),
-                    ("accept", "application/json".into()),
-                ]
-                .into(),
-                auth_error: None,
-                client,
-                transport: TransportConfig::default(),
-                https_direct: false,
-            })
+            let headers = json_headers(vec![("x-goog-api-key", key)]);
+            Ok(Adapter::new("gemini", EchoesReasoning::OwnIssued, Wire::Gemini, &base, headers, client))
         }
         other => {
             if let Some(&(name, key_env, base_env, default_base, echoes)) = PRESETS.iter().find(|p| p.0 == other) {
@@ -506,6 +459,30 @@ fn request_id(resp: &impl HttpResponse) -> String {
 }
 
 impl Adapter {
+    /// An adapter to `base` (its trailing slashes dropped) with the default transport and no
+    /// missing credentials; whether the JS thread's HTTPS stack may serve it is
+    /// `create_adapter`'s to decide.
+    fn new(
+        name: &str,
+        echoes: EchoesReasoning,
+        wire: Wire,
+        base: &str,
+        headers: Vec<(&'static str, String)>,
+        client: Client,
+    ) -> Adapter {
+        Adapter {
+            name: name.into(),
+            echoes,
+            wire,
+            base_url: trim_slash(base),
+            headers: headers.into(),
+            auth_error: None,
+            client,
+            transport: TransportConfig::default(),
+            https_direct: false,
+        }
+    }
+
     /// `LLMAdapter.name`, also the provenance stamped on reasoning blocks.
     pub fn name(&self) -> &str {
         &self.name

@@ -125,7 +125,7 @@ fn json_objects(text: &str, aborted: &dyn Fn() -> bool) -> Option<Vec<Value>> {
         }
         let end = ends[k] as usize;
         #[cfg(test)]
-        tests::count_work(end - i);
+        crate::work::count(end - i);
         if let Ok(v) = serde_json::from_str::<Value>(&text[i..end]) {
             out.push(v);
         }
@@ -196,7 +196,7 @@ fn brace_ends(b: &[u8], aborted: &dyn Fn() -> bool) -> Option<Vec<u32>> {
                 continue;
             }
             #[cfg(test)]
-            tests::count_work(groups.len() + 1);
+            crate::work::count(groups.len() + 1);
             let mut opened = c != b'{';
             for g in groups.iter_mut() {
                 g.lex = match (g.lex, c) {
@@ -250,7 +250,7 @@ fn close_level(slot: &mut [u32], tail: u32, end: u32) {
         let next = slot[m as usize];
         slot[m as usize] = end;
         #[cfg(test)]
-        tests::count_work(1);
+        crate::work::count(1);
         if m == tail {
             return;
         }
@@ -279,7 +279,7 @@ fn merge_groups(groups: &mut Vec<Group>, slot: &mut [u32]) {
                 let big_tail = big[offset + t];
                 slot.swap(big_tail as usize, small_tail as usize);
                 #[cfg(test)]
-                tests::count_work(1);
+                crate::work::count(1);
             }
         }
         a += 1;
@@ -367,19 +367,11 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    thread_local! {
-        /// Steps of the scans in this thread: bytes parsed, group updates, list operations.
-        static WORK: Cell<usize> = const { Cell::new(0) };
-    }
-
-    pub(super) fn count_work(n: usize) {
-        WORK.with(|w| w.set(w.get() + n));
-    }
-
+    /// The work `f` does: bytes parsed, group updates, list operations.
     fn work_of(f: impl FnOnce()) -> usize {
-        WORK.with(|w| w.set(0));
+        crate::work::reset();
         f();
-        WORK.with(|w| w.get())
+        crate::work::done()
     }
 
     /// The scan from one `{` (the previous implementation ran it from each candidate).

@@ -617,6 +617,16 @@ mod tests {
         (url, h)
     }
 
+    /// One `send` through reqwest, with a token no one cancels.
+    async fn send_once(
+        c: &Client,
+        req: &HttpRequest,
+        style: ErrorStyle,
+        cfg: &TransportConfig,
+    ) -> Result<Response, LlmError> {
+        send(&ReqwestHttp(c), req, style, cfg, &CancellationToken::new()).await
+    }
+
     fn req(url: &str) -> HttpRequest {
         HttpRequest {
             method: reqwest::Method::POST,
@@ -636,8 +646,7 @@ mod tests {
         let (url, h) = serve(vec![R429, "", R200]).await;
         let c = build_client().unwrap();
         let cfg = TransportConfig::default();
-        let resp =
-            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap();
+        let resp = send_once(&c, &req(&url), ErrorStyle::OpenAi, &cfg).await.unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         assert_eq!(h.await.unwrap(), 3);
     }
@@ -646,15 +655,7 @@ mod tests {
     async fn gives_up_after_two_retries() {
         let (url, h) = serve(vec![R500, R500, R500]).await;
         let c = build_client().unwrap();
-        let err = send(
-            &ReqwestHttp(&c),
-            &req(&url),
-            ErrorStyle::OpenAi,
-            &TransportConfig::default(),
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &req(&url), ErrorStyle::OpenAi, &TransportConfig::default()).await.unwrap_err();
         assert_eq!(err.message, "500 boom");
         assert_eq!(err.status, Some(500));
         assert_eq!(h.await.unwrap(), 3);
@@ -674,8 +675,7 @@ mod tests {
         });
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_millis(50), max_retries: 0, egress: None };
-        let err =
-            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send_once(&c, &req(&url), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!((err.kind, err.message.as_str()), (ErrorKind::Timeout, "Request timed out."));
         let cancel = CancellationToken::new();
         let c2 = cancel.clone();
@@ -696,8 +696,7 @@ mod tests {
         drop(l);
         let c = build_client().unwrap();
         let cfg = TransportConfig { timeout: Duration::from_secs(5), max_retries: 0, egress: None };
-        let err =
-            send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap_err();
+        let err = send_once(&c, &req(&url), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!(err.message, "Connection error.");
     }
 
@@ -773,15 +772,9 @@ mod tests {
         for status in [301, 302, 303, 307, 308] {
             let target = format!("{other}/v1/messages");
             let (base, seen) = recording(move |_| redirect_to(status, &target)).await;
-            let err = send(
-                &ReqwestHttp(&c),
-                &secret_req(&format!("{base}/v1/messages")),
-                ErrorStyle::Anthropic,
-                &cfg,
-                &CancellationToken::new(),
-            )
-            .await
-            .unwrap_err();
+            let err = send_once(&c, &secret_req(&format!("{base}/v1/messages")), ErrorStyle::Anthropic, &cfg)
+                .await
+                .unwrap_err();
             assert_eq!(err.status, Some(status));
             assert_eq!(err.message, format!("{status} redirect to another origin refused: {base} → {other} (credentials and messages are only sent to the configured origin; set the base URL to the new location to use it)"));
             // Not retried, and nothing sent to the other origin.
@@ -789,15 +782,7 @@ mod tests {
         }
         // An https downgrade or upgrade is another origin too; so is a scheme-relative URL elsewhere.
         let (base, _) = recording(|_| redirect_to(307, "https://127.0.0.1/x")).await;
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{base}/x")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &secret_req(&format!("{base}/x")), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert!(err.message.starts_with("307 redirect to another origin refused"), "{}", err.message);
         assert!(other_seen.lock().unwrap().is_empty());
 
@@ -813,15 +798,7 @@ mod tests {
             }
         })
         .await;
-        let resp = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{base}/a")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        let resp = send_once(&c, &secret_req(&format!("{base}/a")), ErrorStyle::OpenAi, &cfg).await.unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 3);
@@ -843,23 +820,13 @@ mod tests {
 
         // A loop ends after MAX_REDIRECTS hops, with a clear error and no retry.
         let (base, seen) = recording(|_| redirect_to(302, "/again")).await;
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{base}/again")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &secret_req(&format!("{base}/again")), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!((err.message.as_str(), err.status), ("302 too many redirects (more than 10)", Some(302)));
         assert_eq!(seen.lock().unwrap().len(), MAX_REDIRECTS + 1);
 
         // A 3xx without a Location is answered as any other status.
         let (base, _) = recording(|_| "HTTP/1.1 304 Not Modified\r\nconnection: close\r\n\r\n".to_string()).await;
-        let err = send(&ReqwestHttp(&c), &secret_req(&base), ErrorStyle::OpenAi, &cfg, &CancellationToken::new())
-            .await
-            .unwrap_err();
+        let err = send_once(&c, &secret_req(&base), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!(err.message, "304 status code (no body)");
     }
 
@@ -919,15 +886,7 @@ mod tests {
         let (allowed, seen) = recording(|_| R200.to_string()).await;
         let (denied, mut accepted) = accepting().await;
         let cfg = under_policy(egress::EgressPolicy::Allowlist(vec![allowed.clone()]));
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{denied}/v1/x")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &secret_req(&format!("{denied}/v1/x")), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!(
             err.message,
             format!("Egress policy denied framework-owned provider \"openai\" request to {denied}.")
@@ -946,32 +905,15 @@ mod tests {
         let probe = tokio::net::TcpStream::connect(denied.trim_start_matches("http://")).await.unwrap();
         assert_eq!(accepted.recv().await, Some(probe.local_addr().unwrap()));
         // The allowed origin is reached as usual, with any path.
-        let resp = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{allowed}/v1/x?y=1")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+        let resp = send_once(&c, &secret_req(&format!("{allowed}/v1/x?y=1")), ErrorStyle::OpenAi, &cfg).await.unwrap();
         assert_eq!(resp.text().await.unwrap(), "ok");
         assert_eq!(seen.lock().unwrap().len(), 1);
         // Offline: loopback only; the allowed server is on 127.0.0.1, so it is reached.
         let offline = under_policy(egress::EgressPolicy::Offline);
-        assert!(send(&ReqwestHttp(&c), &secret_req(&allowed), ErrorStyle::OpenAi, &offline, &CancellationToken::new())
-            .await
-            .is_ok());
+        assert!(send_once(&c, &secret_req(&allowed), ErrorStyle::OpenAi, &offline).await.is_ok());
         // A URL the policy cannot read is refused with upstream's text, before any attempt.
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req("http://u:p@127.0.0.1:1/"),
-            ErrorStyle::OpenAi,
-            &offline,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err =
+            send_once(&c, &secret_req("http://u:p@127.0.0.1:1/"), ErrorStyle::OpenAi, &offline).await.unwrap_err();
         assert_eq!(err.message, "Invalid egress policy: request URL must not contain credentials.");
     }
 
@@ -990,26 +932,10 @@ mod tests {
         .await;
         // Both origins allowed: the redirect is still refused, within the origin or not.
         let cfg = under_policy(egress::EgressPolicy::Allowlist(vec![base.clone(), other.clone()]));
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{base}/same")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &secret_req(&format!("{base}/same")), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!((err.kind, err.status), (ErrorKind::Api, Some(307)));
         assert_eq!(err.message, format!("307 redirect refused under the egress policy: {base} → {base} (no redirect is followed while an egress policy is set; set the base URL to the new location to use it)"));
-        let err = send(
-            &ReqwestHttp(&c),
-            &secret_req(&format!("{base}/away")),
-            ErrorStyle::OpenAi,
-            &cfg,
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &secret_req(&format!("{base}/away")), ErrorStyle::OpenAi, &cfg).await.unwrap_err();
         assert_eq!(err.message, format!("302 redirect refused under the egress policy: {base} → {other} (no redirect is followed while an egress policy is set; set the base URL to the new location to use it)"));
         // One request each (not retried), nothing at the other origin.
         assert_eq!(seen.lock().unwrap().len(), 2);
@@ -1022,9 +948,7 @@ mod tests {
         let cfg = TransportConfig { timeout: Duration::from_secs(10), max_retries: 0, egress: None };
         let call = |url: String| {
             let (c, cfg) = (c.clone(), cfg.clone());
-            async move {
-                send(&ReqwestHttp(&c), &req(&url), ErrorStyle::OpenAi, &cfg, &CancellationToken::new()).await.unwrap()
-            }
+            async move { send_once(&c, &req(&url), ErrorStyle::OpenAi, &cfg).await.unwrap() }
         };
         // Announced larger than the limit: refused before reading.
         let (base, _) = recording(|_| "HTTP/1.1 200 OK\r\ncontent-length: 999999\r\n\r\nabc".to_string()).await;
@@ -1053,15 +977,7 @@ mod tests {
         let reply = format!("HTTP/1.1 400 Bad\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
         let (base, _) = recording(move |_| reply.clone()).await;
         let c = build_client().unwrap();
-        let err = send(
-            &ReqwestHttp(&c),
-            &req(&base),
-            ErrorStyle::OpenAi,
-            &TransportConfig::default(),
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = send_once(&c, &req(&base), ErrorStyle::OpenAi, &TransportConfig::default()).await.unwrap_err();
         assert_eq!(
             (err.message.as_str(), err.status),
             ("400 status code (error body larger than 1048576 bytes, not read)", Some(400))

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 
 use super::reasoning_fallback::{outbound, resolve_max_chars, MaxChars, Outbound};
 use super::{ChatOptions, LlmError};
+use oma_core::json::push_json_string;
 use oma_core::kernel::message::{Block, Message, Role};
 
 /// A reasoning block's fields, as a dialect receives them.
@@ -104,6 +105,18 @@ impl<'n> Echo<'n> {
             self.max_chars,
         )
     }
+}
+
+/// A text block as Anthropic's content and OpenAI's content parts both spell it,
+/// `{"type":"text","text":…}`, with no `text` key for a block that has none.
+#[inline]
+pub fn push_text_block(p: &mut String, text: Option<&str>) {
+    p.push_str("{\"type\":\"text\"");
+    if let Some(t) = text {
+        p.push_str(",\"text\":");
+        push_json_string(p, t);
+    }
+    p.push('}');
 }
 
 /// The list shape Anthropic, Bedrock and Gemini share: `[{<head>[part,part,…]},…]`, a message
