@@ -1029,6 +1029,11 @@ mod tests {
         next(m, false)
     }
 
+    /// A loop detection over every turn (no window) whose action is `action`.
+    fn detecting(max_repetitions: Option<f64>, action: &str, matching: Match) -> Option<LoopConfig> {
+        Some(LoopConfig { max_repetitions, window: None, action: LoopAction::Fixed(action.into()), matching })
+    }
+
     fn respond_json(m: &mut Machine, json: &str) -> Result<(), DriverError> {
         m.respond(Response::Model(ModelAnswer::Json(json)))
     }
@@ -1147,8 +1152,7 @@ mod tests {
 
     #[test]
     fn budget_defers_break_until_tool_round_done() {
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(10.0);
+        let cfg = RunnerConfig { max_token_budget: Some(10.0), ..RunnerConfig::default() };
         let mut m = machine(cfg, START, &["a"]);
         let ops = drive(&mut m, &[tool_resp(&[("1", "a")], "thinking")]);
         assert_eq!(
@@ -1168,8 +1172,7 @@ mod tests {
 
     #[test]
     fn tokens_spent_before_the_run_count_toward_the_budget_but_not_its_usage() {
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(100.0);
+        let cfg = RunnerConfig { max_token_budget: Some(100.0), ..RunnerConfig::default() };
         let cfg = Arc::new(cfg);
         let new = |spent: f64| {
             let mut m = Machine::new(
@@ -1206,8 +1209,7 @@ mod tests {
 
     #[test]
     fn post_delegation_budget_check() {
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(100.0);
+        let cfg = RunnerConfig { max_token_budget: Some(100.0), ..RunnerConfig::default() };
         let mut m = machine(cfg, START, &["delegate"]);
         assert_eq!(answered(&mut m, &tool_resp(&[("1", "delegate")], "")), ActionKind::ToolRound);
         tool_result(&mut m, 0, "sub answer", Some(false), Some(Usage { input_tokens: 80.0, output_tokens: 20.0 }));
@@ -1220,12 +1222,7 @@ mod tests {
     #[test]
     fn loop_warn_injects_then_terminates_with_paired_history() {
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: None,
-            window: None,
-            action: LoopAction::Fixed("warn".into()),
-            matching: Match::Exact,
-        });
+        cfg.loop_detection = detecting(None, "warn", Match::Exact);
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
@@ -1269,12 +1266,7 @@ mod tests {
         ];
         let run = |matching| {
             let mut cfg = RunnerConfig::default();
-            cfg.loop_detection = Some(LoopConfig {
-                max_repetitions: None,
-                window: None,
-                action: LoopAction::Fixed("terminate".into()),
-                matching,
-            });
+            cfg.loop_detection = detecting(None, "terminate", matching);
             let mut m = machine(cfg, START, &["bash"]);
             let ops = drive(&mut m, &responses);
             (ops.iter().filter(|o| **o == ActionKind::LoopDetected).count(), m.outcome().loop_detected)
@@ -1283,12 +1275,7 @@ mod tests {
         assert_eq!(run(Match::Exact), (0, false));
         // Seeded from the history too: two earlier variants make the first new one the third.
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: None,
-            window: None,
-            action: LoopAction::Fixed("terminate".into()),
-            matching: Match::Canonical,
-        });
+        cfg.loop_detection = detecting(None, "terminate", Match::Canonical);
         let initial = r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"bash","input":{"command":"ls -la","cwd":"src"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"ok"}]},{"role":"assistant","content":[{"type":"tool_use","id":"b","name":"bash","input":{"command":" ls -LA","cwd":"./src"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"ok"}]}]"#;
         let mut m = machine(cfg, initial, &["bash"]);
         let ops = drive(&mut m, &responses[2..]);
@@ -1300,12 +1287,7 @@ mod tests {
     fn text_loop_inject_adds_user_message() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 10.0;
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(2.0),
-            window: None,
-            action: LoopAction::Fixed("warn".into()),
-            matching: Match::Exact,
-        });
+        cfg.loop_detection = detecting(Some(2.0), "warn", Match::Exact);
         let initial = r#"[{"role":"user","content":[{"type":"text","text":"go"}]},{"role":"assistant","content":[{"type":"text","text":"same"}]},{"role":"user","content":[{"type":"text","text":"again"}]}]"#;
         let mut m = machine(cfg, initial, &[]);
         // Seeded with "same" from history: the first answer is already a repetition.
@@ -1329,12 +1311,7 @@ mod tests {
     fn callback_policy_and_continue() {
         let mut cfg = RunnerConfig::default();
         cfg.max_turns = 4.0;
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(2.0),
-            window: None,
-            action: LoopAction::Fixed("continue".into()),
-            matching: Match::Exact,
-        });
+        cfg.loop_detection = detecting(Some(2.0), "continue", Match::Exact);
         let mut m = machine(cfg, START, &["a"]);
         let same = tool_resp(&[("1", "a")], "");
         let ops = drive(&mut m, &[same.clone(), same.clone(), same.clone(), same.clone()]);
@@ -1345,8 +1322,7 @@ mod tests {
 
     #[test]
     fn unobserved_actions_are_not_produced() {
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(10.0);
+        let cfg = RunnerConfig { max_token_budget: Some(10.0), ..RunnerConfig::default() };
         let quiet = Observers { on_warning: false, events: false };
         let mut m = Machine::new(
             Arc::new(cfg),
@@ -1362,8 +1338,7 @@ mod tests {
         assert_eq!(o.output, "spent");
 
         // The post-delegation budget check ends the run the same way.
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(100.0);
+        let cfg = RunnerConfig { max_token_budget: Some(100.0), ..RunnerConfig::default() };
         let mut m = Machine::new(
             Arc::new(cfg),
             Arc::new(Mutex::new(None)),
@@ -1414,12 +1389,7 @@ mod tests {
         assert_eq!(calls, vec![("1", "a", r#"{"z":1,"a":[2]}"#, None, true), ("2\"", "bé", "{}", Some("s"), false)]);
 
         let mut cfg = RunnerConfig::default();
-        cfg.loop_detection = Some(LoopConfig {
-            max_repetitions: Some(1.0),
-            window: None,
-            action: LoopAction::Fixed("terminate".into()),
-            matching: Match::Exact,
-        });
+        cfg.loop_detection = detecting(Some(1.0), "terminate", Match::Exact);
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(answered(&mut m, &tool_resp(&[("7", "a")], "")), ActionKind::LoopDetected);
         let Action::LoopStopResults { calls, result } = m.poll(false).unwrap() else { panic!() };
@@ -1429,8 +1399,7 @@ mod tests {
 
     #[test]
     fn non_finite_usage_never_reaches_the_totals() {
-        let mut cfg = RunnerConfig::default();
-        cfg.max_token_budget = Some(100.0);
+        let cfg = RunnerConfig { max_token_budget: Some(100.0), ..RunnerConfig::default() };
         let mut m = machine(cfg, START, &["a"]);
         assert_eq!(next(&mut m, false), ActionKind::CallModel);
         m.respond(Response::Model(ModelAnswer::Parts {

@@ -881,42 +881,22 @@ mod tests {
 
     #[test]
     fn bad_results_as_the_original_words_them() {
+        let invalid = |bad: BadResult, text: &str| {
+            assert_eq!(
+                executed(Answer::BadResult(bad), vec![]),
+                error(&format!("Tool \"t\" returned an invalid result: {text}"))
+            );
+        };
+        invalid(BadResult::NotObject("number".into()), "expected an object with a string \"data\", got number");
+        invalid(BadResult::NotObject("function".into()), "expected an object with a string \"data\", got function");
+        invalid(BadResult::DataNotString("null".into()), "\"data\" must be a string, got null");
+        invalid(BadResult::DataNotString("number".into()), "\"data\" must be a string, got number");
         // A nullish result is a throw (reading `isError`), so its text is limited like one.
-        let limited = || vec![(A::ReadLimit, Answer::LimitFits)];
-        let cases = [
-            (
-                BadResult::NotObject("number".into()),
-                vec![],
-                "Tool \"t\" returned an invalid result: expected an object with a string \"data\", got number",
-            ),
-            (
-                BadResult::NotObject("function".into()),
-                vec![],
-                "Tool \"t\" returned an invalid result: expected an object with a string \"data\", got function",
-            ),
-            (
-                BadResult::DataNotString("null".into()),
-                vec![],
-                "Tool \"t\" returned an invalid result: \"data\" must be a string, got null",
-            ),
-            (
-                BadResult::DataNotString("number".into()),
-                vec![],
-                "Tool \"t\" returned an invalid result: \"data\" must be a string, got number",
-            ),
-            (
-                BadResult::Nullish("undefined"),
-                limited(),
-                "Tool \"t\" threw an error: Cannot read properties of undefined (reading 'isError')",
-            ),
-            (
-                BadResult::Nullish("null"),
-                limited(),
-                "Tool \"t\" threw an error: Cannot read properties of null (reading 'isError')",
-            ),
-        ];
-        for (bad, rest, text) in cases {
-            assert_eq!(executed(Answer::BadResult(bad), rest), error(text));
+        for got in ["undefined", "null"] {
+            assert_eq!(
+                executed(Answer::BadResult(BadResult::Nullish(got)), vec![(A::ReadLimit, Answer::LimitFits)]),
+                error(&format!("Tool \"t\" threw an error: Cannot read properties of {got} (reading 'isError')"))
+            );
         }
         // An invalid result's text is not limited: the call ends at once.
         let mut call = ToolCall::resume("t", Step::Execute, "");
