@@ -468,6 +468,24 @@ interface ModelCallOptions {
   readonly extraBody?: Record<string, unknown>
   readonly thinking?: ThinkingConfig
 }
+/**
+ * What an agent's configuration hands its runner for each run: declared once for AgentConfig
+ * and RunnerOptions. Not exported, as upstream names no such type.
+ */
+interface RunSettings extends ModelCallOptions {
+  readonly model: string
+  readonly systemPrompt?: string
+  readonly maxTurns?: number
+  readonly toolPreset?: 'readonly' | 'readwrite' | 'full'
+  readonly disallowedTools?: readonly string[]
+  readonly cwd?: string | null
+  readonly maxTokenBudget?: number
+  readonly contextStrategy?: ContextStrategy
+  readonly loopDetection?: LoopDetectionConfig
+  readonly compressToolResults?: boolean | { readonly minChars?: number }
+  readonly preserveReasoningAsText?: boolean
+  readonly compressReasoningText?: boolean | { readonly minChars?: number }
+}
 export interface LLMChatOptions extends ModelCallOptions {
   readonly model: string
   readonly tools?: readonly LLMToolDef[]
@@ -568,7 +586,7 @@ export type EgressPolicy =
   | { readonly mode: 'offline' }
   | { readonly mode: 'allowlist'; readonly allowedOrigins: readonly string[] }
 
-export interface AgentConfig extends ModelCallOptions {
+export interface AgentConfig extends RunSettings {
   /**
    * Where this agent's `bash` runs its commands (upstream 1.16); the host shell when unset. It
    * grants nothing (`bash` must still be granted), and it is started lazily, on the first
@@ -587,21 +605,13 @@ export interface AgentConfig extends ModelCallOptions {
    */
   readonly onToolCall?: ToolCallGate
   readonly name: string
-  readonly model: string
   readonly adapter?: LLMAdapter
   readonly provider?: SupportedProvider
   readonly baseURL?: string
   readonly apiKey?: string
   readonly region?: string
-  readonly systemPrompt?: string
   readonly customTools?: readonly ToolDefinition<any>[]
   readonly tools?: readonly string[]
-  readonly disallowedTools?: readonly string[]
-  readonly toolPreset?: 'readonly' | 'readwrite' | 'full'
-  readonly cwd?: string | null
-  readonly maxTurns?: number
-  readonly maxTokenBudget?: number
-  readonly contextStrategy?: ContextStrategy
   readonly timeoutMs?: number
   /**
    * Maximum wall-clock time in milliseconds for a single LLM call, re-armed fresh for every model
@@ -616,11 +626,7 @@ export interface AgentConfig extends ModelCallOptions {
    * model sees, and the run goes on. Unset, 0 or less: none.
    */
   readonly toolTimeoutMs?: number
-  readonly loopDetection?: LoopDetectionConfig
   readonly maxToolOutputChars?: number
-  readonly compressToolResults?: boolean | { readonly minChars?: number }
-  readonly preserveReasoningAsText?: boolean
-  readonly compressReasoningText?: boolean | { readonly minChars?: number }
   readonly outputSchema?: ZodSchema
   /**
    * Beyond the original: how many times a structured output that fails validation is retried
@@ -704,27 +710,15 @@ export interface ConsensusTrace extends TraceEventBase { readonly type: 'consens
 export type TraceEvent = LLMCallTrace | ToolCallTrace | TaskTrace | AgentTrace | PlanReadyTrace | AgentStreamTrace | ConsensusTrace
 
 // ---- runner ----------------------------------------------------------------------------------
-export interface RunnerOptions extends ModelCallOptions {
+export interface RunnerOptions extends RunSettings {
   /** The run's shell executor: see {@link AgentConfig.shellExecutor}. */
   readonly shellExecutor?: ShellExecutor
   /** Optional per-call tool gate inherited from agent config (passed per execution). */
   readonly onToolCall?: ToolCallGate
-  readonly model: string
-  readonly systemPrompt?: string
-  readonly maxTurns?: number
   readonly abortSignal?: AbortSignal
-  readonly toolPreset?: 'readonly' | 'readwrite' | 'full'
   readonly allowedTools?: readonly string[]
-  readonly disallowedTools?: readonly string[]
-  readonly cwd?: string | null
   readonly agentName?: string
   readonly agentRole?: string
-  readonly loopDetection?: LoopDetectionConfig
-  readonly maxTokenBudget?: number
-  readonly contextStrategy?: ContextStrategy
-  readonly compressToolResults?: boolean | { readonly minChars?: number }
-  readonly preserveReasoningAsText?: boolean
-  readonly compressReasoningText?: boolean | { readonly minChars?: number }
   /** Per single `adapter.chat()` call: see {@link AgentConfig.callTimeoutMs}. */
   readonly callTimeoutMs?: number
   /** Default per-tool-call timeout, passed per execution: see {@link AgentConfig.toolTimeoutMs}. */
