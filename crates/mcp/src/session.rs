@@ -280,10 +280,7 @@ impl Session {
             (None, Some(id)) => {
                 // An answer to no request in flight (a late one, after a timeout or a cancel):
                 // nothing waits for it.
-                let Some(id) = answer_id(&id) else { return };
-                let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
-                let (_, kind, _) = self.pending.swap_remove(i);
-                self.end(id);
+                let Some((id, kind)) = self.take_answered(&id) else { return };
                 if let Some(err) = msg.get("error") {
                     let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
                     let text = err.get("message").and_then(Value::as_str).unwrap_or("");
@@ -315,10 +312,7 @@ impl Session {
             (Some(m), Some(id)) => self.serve(&m, &id),
             (Some(_), None) => {}
             (None, Some(id)) => {
-                let Some(id) = answer_id(&id) else { return };
-                let Some(i) = self.pending.iter().position(|p| p.0 == id) else { return };
-                let (_, kind, _) = self.pending.swap_remove(i);
-                self.end(id);
+                let Some((id, kind)) = self.take_answered(&id) else { return };
                 if let Some(err) = top.get("error") {
                     // The code and message only: `data` may be the deep part.
                     let fields = raw_fields(err.get());
@@ -538,6 +532,16 @@ impl Session {
     }
 
     /// Request `id` is over: the transport may end what it keeps for it.
+    /// The request in flight that `id` answers, taken off the list (and its wait ended);
+    /// `None` when nothing waits for it.
+    fn take_answered(&mut self, id: &Value) -> Option<(u64, Pending)> {
+        let id = answer_id(id)?;
+        let i = self.pending.iter().position(|p| p.0 == id)?;
+        let (_, kind, _) = self.pending.swap_remove(i);
+        self.end(id);
+        Some((id, kind))
+    }
+
     fn end(&mut self, id: u64) {
         if self.phase != Phase::Closed {
             self.out.push_back(Transmit::End(id));
