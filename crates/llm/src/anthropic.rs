@@ -161,45 +161,35 @@ impl<'m> Dialect<'m> for Wire<'_> {
 // ---------------------------------------------------------------------------------------
 // Responses
 
-#[derive(Deserialize)]
+// The response types below read what they find: a field the API leaves out takes its default.
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct WireMessage {
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     model: Option<String>,
-    #[serde(default)]
     content: Vec<WireBlock>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
+#[serde(default)]
 struct WireUsage {
-    #[serde(default)]
     input_tokens: Option<f64>,
-    #[serde(default)]
     output_tokens: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
+#[serde(default)]
 struct WireBlock {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     thinking: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
-    #[serde(default)]
     data: Option<String>,
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
     input: Option<Value>,
 }
 
@@ -263,35 +253,27 @@ pub struct StreamState {
     pub stopped: bool,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct Event {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     message: Option<WireMessage>,
-    #[serde(default)]
     index: Option<u64>,
-    #[serde(default)]
     content_block: Option<WireBlock>,
-    #[serde(default)]
     delta: Option<Delta>,
-    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct Delta {
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     thinking: Option<String>,
-    #[serde(default)]
     signature: Option<String>,
-    #[serde(default)]
     partial_json: Option<String>,
-    #[serde(default)]
     stop_reason: Option<String>,
 }
 

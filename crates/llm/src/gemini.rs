@@ -19,6 +19,18 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 /// Gemini's developer API often returns function calls without an id; we make one up.
 const GENERATED_ID_PREFIX: &str = "gemini_call_";
 
+/// A function call's or response's `"id":…,"name":…`; ids this adapter invented are not
+/// Gemini's to see.
+fn push_id_and_name(p: &mut String, id: &str, name: &str) {
+    if !id.starts_with(GENERATED_ID_PREFIX) {
+        p.push_str("\"id\":");
+        push_json_string(p, id);
+        p.push(',');
+    }
+    p.push_str("\"name\":");
+    push_json_string(p, name);
+}
+
 pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> String {
     let mut gen = JsObject::new();
     gen.set("maxOutputTokens", opts.max_tokens.as_ref());
@@ -115,14 +127,7 @@ impl<'m> Dialect<'m> for Wire<'m, '_> {
     fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, signature: Option<&str>) {
         let p = self.f.part();
         p.push_str("{\"functionCall\":{");
-        // Ids this adapter invented are not Gemini's to see.
-        if !id.starts_with(GENERATED_ID_PREFIX) {
-            p.push_str("\"id\":");
-            push_json_string(p, id);
-            p.push(',');
-        }
-        p.push_str("\"name\":");
-        push_json_string(p, name);
+        push_id_and_name(p, id, name);
         p.push_str(",\"args\":");
         p.push_str(input.get());
         p.push('}');
@@ -137,13 +142,7 @@ impl<'m> Dialect<'m> for Wire<'m, '_> {
         let name = self.names.get(tool_use_id).copied().unwrap_or(tool_use_id);
         let p = self.f.part();
         p.push_str("{\"functionResponse\":{");
-        if !tool_use_id.starts_with(GENERATED_ID_PREFIX) {
-            p.push_str("\"id\":");
-            push_json_string(p, tool_use_id);
-            p.push(',');
-        }
-        p.push_str("\"name\":");
-        push_json_string(p, name);
+        push_id_and_name(p, tool_use_id, name);
         p.push_str(if is_error == Some(true) { ",\"response\":{\"error\":" } else { ",\"response\":{\"output\":" });
         push_json_string(p, content);
         p.push_str("}}}");

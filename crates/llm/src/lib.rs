@@ -283,31 +283,21 @@ pub enum StreamEvent {
 }
 
 impl Serialize for StreamEvent {
+    /// `{ type, data }`, as upstream's stream yields it.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2))?;
-        match self {
-            StreamEvent::Text(t) => {
-                m.serialize_entry("type", "text")?;
-                m.serialize_entry("data", t)?;
-            }
-            StreamEvent::Reasoning(t) => {
-                m.serialize_entry("type", "reasoning")?;
-                m.serialize_entry("data", t)?;
-            }
-            StreamEvent::ToolUse(b) => {
-                m.serialize_entry("type", "tool_use")?;
-                m.serialize_entry("data", b)?;
-            }
-            StreamEvent::Done(r) => {
-                m.serialize_entry("type", "done")?;
-                m.serialize_entry("data", r)?;
-            }
-            StreamEvent::Error(e) => {
-                m.serialize_entry("type", "error")?;
-                m.serialize_entry("data", e)?;
-            }
+        fn typed<M: SerializeMap, T: Serialize>(mut m: M, kind: &str, data: &T) -> Result<M::Ok, M::Error> {
+            m.serialize_entry("type", kind)?;
+            m.serialize_entry("data", data)?;
+            m.end()
         }
-        m.end()
+        let m = s.serialize_map(Some(2))?;
+        match self {
+            StreamEvent::Text(t) => typed(m, "text", t),
+            StreamEvent::Reasoning(t) => typed(m, "reasoning", t),
+            StreamEvent::ToolUse(b) => typed(m, "tool_use", b),
+            StreamEvent::Done(r) => typed(m, "done", r),
+            StreamEvent::Error(e) => typed(m, "error", e),
+        }
     }
 }
 
