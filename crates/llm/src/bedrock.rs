@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
 use super::reasoning_fallback::Outbound;
-use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -184,13 +184,10 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Res
         b.spread(extra);
     }
     b.set_raw("messages", Some(messages_json(messages, opts, name)?));
-    if let Some(Value::String(s)) = &opts.system_prompt {
-        if !s.is_empty() {
-            let mut sys = String::from("[{\"text\":");
-            push_json_string(&mut sys, s);
-            sys.push_str("}]");
-            b.set_raw("system", Some(sys));
-        }
+    if let Some(s) = opts.system_text() {
+        let mut sys = String::new();
+        push_text_parts(&mut sys, s);
+        b.set_raw("system", Some(sys));
     }
     // Bedrock rejects an empty tool list.
     if let Some(tools) = opts.tools.as_ref().filter(|t| !t.is_empty()) {

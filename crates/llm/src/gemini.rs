@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::reasoning_fallback::Outbound;
-use super::wire::{walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -54,13 +54,11 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Str
         b.spread(extra);
     }
     b.set_raw("contents", Some(contents_json(messages, opts, name)));
-    if let Some(Value::String(s)) = &opts.system_prompt {
-        if !s.is_empty() {
-            let mut si = String::from("{\"parts\":[{\"text\":");
-            push_json_string(&mut si, s);
-            si.push_str("}]}");
-            b.set_raw("systemInstruction", Some(si));
-        }
+    if let Some(s) = opts.system_text() {
+        let mut si = String::from("{\"parts\":");
+        push_text_parts(&mut si, s);
+        si.push('}');
+        b.set_raw("systemInstruction", Some(si));
     }
     if let Some(tools) = opts.tools.as_ref().filter(|t| !t.is_empty()) {
         // Full JSON Schema (Zod output has `$schema`, `additionalProperties`, …).

@@ -135,6 +135,15 @@ impl ChatOptions {
         serde_json::from_str(json).map_err(|e| LlmError::other(format!("invalid chat options: {e}")))
     }
 
+    /// The system prompt of the providers that send it as a field of its own (Bedrock, Gemini):
+    /// a non-empty string only; anything else is left out.
+    pub fn system_text(&self) -> Option<&str> {
+        match &self.system_prompt {
+            Some(Value::String(s)) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+
     /// The model id as a string (`String(model)` for the rare non-string).
     pub fn model_str(&self) -> String {
         self.model_cow().into_owned()

@@ -735,15 +735,11 @@ impl Adapter {
         }
         let openai_family = matches!(self.wire, Wire::OpenAi | Wire::Azure { .. } | Wire::Copilot { .. });
         // Validation errors are thrown; token-exchange failures follow the opening-error rule.
-        let req = match self.prepared(req, cancel).await {
-            Ok(r) => r,
-            Err(e) if openai_family => return Err(e),
-            Err(e) => {
-                sink.emit(StreamEvent::Error(e));
-                return Ok(());
-            }
+        let opened = async {
+            let req = self.prepared(req, cancel).await?;
+            transport::send(http, &req, self.style(), &self.transport, cancel).await
         };
-        let mut resp = match transport::send(http, &req, self.style(), &self.transport, cancel).await {
+        let mut resp = match opened.await {
             Ok(r) => r,
             Err(e) if openai_family => return Err(e),
             Err(e) => {

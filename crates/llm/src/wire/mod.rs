@@ -119,6 +119,14 @@ pub fn push_text_block(p: &mut String, text: Option<&str>) {
     p.push('}');
 }
 
+/// `[{"text":…}]`: a text as the one part of a list, as Bedrock's `system` and Gemini's
+/// `systemInstruction.parts` take it.
+pub fn push_text_parts(out: &mut String, text: &str) {
+    out.push_str("[{\"text\":");
+    push_json_string(out, text);
+    out.push_str("}]");
+}
+
 /// The list shape Anthropic, Bedrock and Gemini share: `[{<head>[part,part,…]},…]`, a message
 /// per entry, its parts comma-separated.
 pub struct PartList {
