@@ -8,7 +8,7 @@ import type {
   AgentConfig, AgentPromptInput, AgentRunInput, BeforeRunHookContext, BeforeRunHookResult, ContentBlock, LLMMessage, StreamEvent,
 } from '../index'
 import { MockAdapter, agentSetup, assistantText, echoTool, textReply, toolReply, userText, FAILED } from './helpers/mock-adapter'
-import { isolateEnv, MockServer, startServer } from './llm-server'
+import { eachServer, isolateEnv } from './llm-server'
 
 const setup = (config: Partial<AgentConfig> = {}, adapter?: MockAdapter) => agentSetup('inputs', config, adapter)
 
@@ -424,14 +424,8 @@ describe('beforeRun with messages (upstream 1.15)', () => {
 })
 
 describe('native adapter over a caller\'s list (loopback HTTP)', () => {
-  let server: MockServer
   isolateEnv(['ANTHROPIC_BASE_URL'])
-  beforeEach(async () => {
-    server = await startServer()
-  })
-  afterEach(async () => {
-    await server.close()
-  })
+  const server = eachServer()
 
   const reply = (text: string) => ({
     json: {

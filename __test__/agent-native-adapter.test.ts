@@ -3,7 +3,7 @@
 // 127.0.0.1 plays the model.
 import { z } from 'zod'
 import { Agent, ToolRegistry, ToolExecutor, defineTool, createAdapter, StreamEventWithDeltas } from '../index'
-import { isolateEnv, MockServer, sseData, startServer } from './llm-server'
+import { eachServer, isolateEnv, sseData } from './llm-server'
 
 const completion = (message: Record<string, unknown>) => ({
   id: 'chatcmpl-1',
@@ -16,14 +16,8 @@ const chunk = (delta: Record<string, unknown>, finish: string | null = null) => 
   id: 'chatcmpl-s', object: 'chat.completion.chunk', model: 'gpt-test', choices: [{ index: 0, delta, finish_reason: finish }],
 })
 
-let server: MockServer
 isolateEnv(['OPENAI_BASE_URL'])
-beforeEach(async () => {
-  server = await startServer()
-})
-afterEach(async () => {
-  await server.close()
-})
+const server = eachServer()
 
 function weatherAgent(extra: Record<string, unknown> = {}) {
   const registry = new ToolRegistry()

@@ -10,7 +10,7 @@ import {
   TokenBudgetExceededError, InvalidMessageError,
   LLMAdapter, LLMChatOptions, LLMMessage, LLMResponse, ContentBlock, RunnerOptions, AgentConfig,
 } from '../index'
-import { MockServer, startServer } from './llm-server'
+import { eachServer } from './llm-server'
 import { watchTimers } from './helpers/timers'
 
 const errors = require('../lib/errors.js')
@@ -282,13 +282,7 @@ describe('callTimeoutMs on the model calls of a run', () => {
 const call = (id: string, name: string, input: Record<string, unknown>): ContentBlock => ({ type: 'tool_use', id, name, input })
 
 describe('callTimeoutMs with a native adapter (a real server on 127.0.0.1 that never answers)', () => {
-  let server: MockServer
-  beforeEach(async () => {
-    server = await startServer()
-  })
-  afterEach(async () => {
-    await server.close()
-  })
+  const server = eachServer()
 
   function nativeAgent(extra: Partial<AgentConfig> = {}) {
     const reg = registry()

@@ -10,7 +10,7 @@ import * as net from 'net'
 import * as path from 'path'
 import { Worker } from 'worker_threads'
 import { Agent, EgressPolicyError, ToolExecutor, ToolRegistry, createAdapter, isRetryableError } from '../index'
-import { BEDROCK_RESPONSE, collect, GEMINI_RESPONSE, isolateEnv, MockServer, OPENAI_COMPLETION, startServer } from './llm-server'
+import { BEDROCK_RESPONSE, collect, eachServer, GEMINI_RESPONSE, isolateEnv, OPENAI_COMPLETION } from './llm-server'
 
 const ENTRY = path.resolve(__dirname, '..', 'index.js')
 const ask = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'private question' }] }]
@@ -75,17 +75,15 @@ async function expectNeverConnected(w: Watched): Promise<void> {
   expect(w.peers[0]).toBe(mine)
 }
 
-let home: MockServer
 let other: Watched
 
 isolateEnv(VARS, '/nonexistent-home')
+const home = eachServer()
 beforeEach(async () => {
-  home = await startServer()
   other = await watchedServer()
 })
 
 afterEach(async () => {
-  await home.close()
   await other.close()
   jest.restoreAllMocks()
 })

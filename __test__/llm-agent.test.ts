@@ -2,18 +2,10 @@
 import { z } from 'zod'
 import { Agent, ToolRegistry, ToolExecutor, createAdapter, defineTool } from '../index'
 import type { AgentConfig } from '../index'
-import { isolateEnv, MockServer, startServer } from './llm-server'
-
-let server: MockServer
+import { eachServer, isolateEnv } from './llm-server'
 
 isolateEnv(/^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|GOOGLE|AWS|DEEPSEEK)_/)
-beforeEach(async () => {
-  server = await startServer()
-})
-
-afterEach(async () => {
-  await server.close()
-})
+const server = eachServer()
 
 function agentWith(config: Partial<AgentConfig>) {
   const registry = new ToolRegistry()

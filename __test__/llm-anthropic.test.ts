@@ -1,16 +1,8 @@
 import { createAdapter, LLMMessage, LLMResponse } from '../lib/llm'
-import { collect, isolateEnv, MockServer, sseEvents, startServer } from './llm-server'
-
-let server: MockServer
+import { collect, eachServer, isolateEnv, sseEvents } from './llm-server'
 
 isolateEnv(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL'])
-beforeEach(async () => {
-  server = await startServer()
-})
-
-afterEach(async () => {
-  await server.close()
-})
+const server = eachServer()
 
 const message = (content: unknown[], extra: Record<string, unknown> = {}) => ({
   id: 'msg_1',

@@ -1,11 +1,9 @@
 import { createAdapter } from '../lib/llm'
-import { collect, isolateEnv, MockServer, startServer } from './llm-server'
+import { collect, eachServer, isolateEnv } from './llm-server'
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
 import * as crypto from 'crypto'
-
-let server: MockServer
 
 const AWS_VARS = [
   'AWS_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE',
@@ -13,13 +11,12 @@ const AWS_VARS = [
 ]
 
 isolateEnv(AWS_VARS, '/nonexistent-home')
+const server = eachServer()
 beforeEach(async () => {
-  server = await startServer()
   process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = server.url
 })
 
 afterEach(async () => {
-  await server.close()
   jest.restoreAllMocks()
 })
 

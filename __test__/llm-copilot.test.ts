@@ -1,16 +1,13 @@
 import { createAdapter } from '../lib/llm'
-import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
-
-let server: MockServer
+import { collect, eachServer, isolateEnv, sseData } from './llm-server'
 
 isolateEnv(['GITHUB_COPILOT_TOKEN', 'GITHUB_TOKEN', 'OPENAI_API_KEY'])
+const server = eachServer()
 beforeEach(async () => {
-  server = await startServer()
   process.env.GITHUB_API_URL = server.url
 })
 
 afterEach(async () => {
-  await server.close()
   jest.restoreAllMocks()
 })
 

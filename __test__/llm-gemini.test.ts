@@ -1,16 +1,10 @@
 import { createAdapter, LLMMessage } from '../lib/llm'
-import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
-
-let server: MockServer
+import { collect, eachServer, isolateEnv, sseData } from './llm-server'
 
 isolateEnv(['GEMINI_API_KEY', 'GOOGLE_API_KEY'])
+const server = eachServer()
 beforeEach(async () => {
-  server = await startServer()
   process.env.GOOGLE_GEMINI_BASE_URL = server.url
-})
-
-afterEach(async () => {
-  await server.close()
 })
 
 const tools = [{ name: 'search', description: 'Search', inputSchema: { type: 'object', properties: { q: { type: 'string' } }, additionalProperties: false, $schema: 'http://json-schema.org/draft-07/schema#' } }]

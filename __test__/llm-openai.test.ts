@@ -1,6 +1,6 @@
 import { createAdapter, LLMMessage, LLMResponse, StreamEvent } from '../lib/llm'
 const { InvalidMessageError } = require('../lib/errors.js')
-import { collect, isolateEnv, MockServer, sseData, startServer } from './llm-server'
+import { collect, eachServer, isolateEnv, sseData, startServer } from './llm-server'
 
 const llm = require('../lib/llm.js')
 const errors = require('../lib/errors.js')
@@ -39,16 +39,8 @@ const tools = [
   { name: 'weather', description: 'Weather lookup', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
 ]
 
-let server: MockServer
-
 isolateEnv(['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'DEEPSEEK_API_KEY', 'AZURE_OPENAI_API_KEY', 'AZURE_OPENAI_ENDPOINT', 'AZURE_OPENAI_DEPLOYMENT', 'AZURE_OPENAI_API_VERSION'])
-beforeEach(async () => {
-  server = await startServer()
-})
-
-afterEach(async () => {
-  await server.close()
-})
+const server = eachServer()
 
 describe('OpenAI chat', () => {
   test('request body is the golden JSON and the response maps to an LLMResponse', async () => {
@@ -565,11 +557,7 @@ describe('OpenAI-compatible providers', () => {
 })
 
 describe('OpenAI chat with a growing history', () => {
-  let server: MockServer
-  beforeEach(async () => {
-    server = await startServer()
-  })
-  afterEach(() => server.close())
+  const server = eachServer()
 
   // The adapter object remembers what it sent and sends only new messages across; each request
   // must still be byte for byte what an adapter object that never sent anything builds.

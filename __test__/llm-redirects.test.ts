@@ -7,7 +7,7 @@
 import * as path from 'path'
 import { Worker } from 'worker_threads'
 import { createAdapter } from '../lib/llm'
-import { ANTHROPIC_MESSAGE, BEDROCK_RESPONSE, collect, GEMINI_RESPONSE, isolateEnv, MockServer, OPENAI_COMPLETION, startServer } from './llm-server'
+import { ANTHROPIC_MESSAGE, BEDROCK_RESPONSE, collect, eachServer, GEMINI_RESPONSE, isolateEnv, OPENAI_COMPLETION } from './llm-server'
 
 const ENTRY = path.resolve(__dirname, '..', 'index.js')
 const ask = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'private question' }] }]
@@ -21,19 +21,9 @@ const VARS = [
   'AWS_BEARER_TOKEN_BEDROCK', 'AWS_ENDPOINT_URL_BEDROCK_RUNTIME', 'AWS_ENDPOINT_URL', 'GITHUB_COPILOT_TOKEN', 'GITHUB_TOKEN', 'GITHUB_API_URL',
 ]
 
-let home: MockServer
-let elsewhere: MockServer
-
 isolateEnv(VARS, '/nonexistent-home')
-beforeEach(async () => {
-  home = await startServer()
-  elsewhere = await startServer()
-})
-
-afterEach(async () => {
-  await home.close()
-  await elsewhere.close()
-})
+const home = eachServer()
+const elsewhere = eachServer()
 
 interface Case {
   /** What `createAdapter` gets; the base URL is the `home` server. */

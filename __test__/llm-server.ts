@@ -138,3 +138,16 @@ export const ANTHROPIC_MESSAGE = { id: 'msg', type: 'message', role: 'assistant'
 export const OPENAI_COMPLETION = { id: 'c', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } }
 export const GEMINI_RESPONSE = { candidates: [{ content: { parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } }
 export const BEDROCK_RESPONSE = { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1 } }
+
+/**
+ * A scripted server for each test of the calling file (or describe block): listening before
+ * the test, closed after it. The object returned is the current test's server.
+ */
+export function eachServer(): MockServer {
+  const current = {} as MockServer
+  beforeEach(async () => {
+    Object.assign(current, await startServer())
+  })
+  afterEach(() => current.close())
+  return current
+}
