@@ -8,14 +8,25 @@ const wire = require('./wire.js')
 const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
+/** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('../index.js').LLMMessage} LLMMessage */
+/** @typedef {import('../index.js').LLMChatOptions} LLMChatOptions */
+
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
 /** provider → the variables its adapter reads, per combination of arguments given (an argument
  *  takes precedence over its variable, which is then not read: each read of `process.env` is a
- *  call into Node and a scan of the environment). Bounded: providers may be any string. */
+ *  call into Node and a scan of the environment). Bounded: providers may be any string.
+ * @type {Map<string, Array<string[] | undefined>>} */
 const envVarsByProvider = new Map()
 
 // process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
+/**
+ * @param {string} provider
+ * @param {string | undefined} apiKey
+ * @param {string | undefined} baseURL
+ * @param {string | undefined} region
+ */
 function envSnapshot(provider, apiKey, baseURL, region) {
   const given = (apiKey != null ? 1 : 0) | (baseURL != null ? 2 : 0) | (region != null ? 4 : 0)
   let lists = envVarsByProvider.get(provider)
@@ -29,6 +40,7 @@ function envSnapshot(provider, apiKey, baseURL, region) {
     vars = native.llmEnvVars(provider, (given & 1) !== 0, (given & 2) !== 0, (given & 4) !== 0)
     lists[given] = vars
   }
+  /** @type {Record<string, string>} */
   const out = {}
   for (const k of vars) {
     const v = process.env[k]
@@ -37,13 +49,19 @@ function envSnapshot(provider, apiKey, baseURL, region) {
   return out
 }
 
+/** @param {unknown} v */
 function typeName(v) {
   if (v === null) return 'null'
   if (Array.isArray(v)) return 'array'
   return typeof v
 }
 
-/** `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid. */
+/**
+ * `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid.
+ * @param {unknown} messages
+ * @param {number} [from]
+ * @returns {asserts messages is LLMMessage[]}
+ */
 function assertValidMessages(messages, from = 0) {
   if (!Array.isArray(messages)) {
     throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
@@ -66,19 +84,33 @@ function assertValidMessages(messages, from = 0) {
   }
 }
 
+/**
+ * An error as the kernel encodes it (crates/llm: `kind`, the message, an HTTP status, and an
+ * egress refusal's fields).
+ * @typedef {{
+ *   kind: string, message: string, status?: number,
+ *   egress?: { reason: import('../index.js').EgressPolicyErrorReason, provider?: string, origin?: string },
+ * }} NativeErrorData
+ */
+
+/** @param {NativeErrorData} data */
 function errorFrom(data) {
   if (data.kind === 'egress') {
-    const r = data.egress
+    const r = /** @type {NonNullable<NativeErrorData['egress']>} */ (data.egress) // always there for this kind
     return new EgressPolicyError(r.reason, data.message, r.provider, r.origin)
   }
+  /** @type {Error & { status?: number }} */
   const e = data.kind === 'invalid_message' ? new InvalidMessageError(data.message) : new Error(data.message)
   if (data.status !== undefined) e.status = data.status
   return e
 }
 
-/** A rejection from the addon: the Rust side encodes its errors as JSON in the message. */
+/**
+ * A rejection from the addon: the Rust side encodes its errors as JSON in the message.
+ * @param {unknown} err
+ */
 function fromNative(err) {
-  const msg = err && err.message
+  const msg = err && /** @type {{ message?: unknown }} */ (err).message
   if (typeof msg === 'string' && msg.startsWith('{"kind":')) {
     try {
       return errorFrom(JSON.parse(msg))
@@ -91,7 +123,11 @@ function fromNative(err) {
 
 function noop() {}
 
-/** A CancelHandle tripped by `signal` (and the function that unhooks it). */
+/**
+ * A CancelHandle tripped by `signal` (and the function that unhooks it).
+ * @param {AbortSignal | null | undefined} signal
+ * @returns {[import('../binding').CancelHandle | undefined, () => void]}
+ */
 function linkSignal(signal) {
   if (!signal) return [undefined, noop]
   const handle = new native.CancelHandle()
@@ -108,8 +144,11 @@ function linkSignal(signal) {
 // callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
 
 /** The LLMChatOptions fields of `options` (read once each, in this order), tools reduced to what
- *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic. */
+ *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic.
+ * @param {LLMChatOptions} o
+ */
 function pickOptions(o) {
+  /** @type {{ -readonly [K in keyof LLMChatOptions]?: LLMChatOptions[K] }} */
   const picked = {}
   let v
   if ((v = o.model) !== undefined) picked.model = v
@@ -144,9 +183,19 @@ function pickOptions(o) {
 
 const UNCACHEABLE = Object.freeze({})
 
+/**
+ * What `snapshot` records: a value that is not an object as it is, UNCACHEABLE, an array's
+ * items, an object's keys and values (in order).
+ * @typedef {{ items: unknown[], keys?: undefined, values?: undefined } | { items?: undefined, keys: string[], values: unknown[] }} Recorded
+ */
+
+/**
+ * @param {unknown} v
+ * @returns {unknown} `v` itself, UNCACHEABLE or a Recorded
+ */
 function snapshot(v) {
   if (v === null || typeof v !== 'object') return v
-  if (typeof v.toJSON === 'function') return UNCACHEABLE
+  if (typeof (/** @type {Fields} */ (v)).toJSON === 'function') return UNCACHEABLE
   if (Array.isArray(v)) {
     const items = new Array(v.length)
     for (let i = 0; i < v.length; i++) items[i] = snapshot(v[i])
@@ -154,13 +203,19 @@ function snapshot(v) {
   }
   const keys = Object.keys(v)
   const values = new Array(keys.length)
-  for (let i = 0; i < keys.length; i++) values[i] = snapshot(v[keys[i]])
+  for (let i = 0; i < keys.length; i++) values[i] = snapshot(/** @type {Fields} */ (v)[keys[i]])
   return { keys, values }
 }
 
-function unchanged(v, s) {
-  if (v === null || typeof v !== 'object') return v === s
-  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof v.toJSON === 'function') return false
+/**
+ * @param {unknown} v
+ * @param {unknown} recorded what `snapshot` gave
+ * @returns {boolean}
+ */
+function unchanged(v, recorded) {
+  if (v === null || typeof v !== 'object') return v === recorded
+  if (recorded === null || typeof recorded !== 'object' || recorded === UNCACHEABLE || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
+  const s = /** @type {Recorded} */ (recorded)
   if (s.items !== undefined) {
     if (!Array.isArray(v) || v.length !== s.items.length) return false
     for (let i = 0; i < v.length; i++) if (!unchanged(v[i], s.items[i])) return false
@@ -170,7 +225,7 @@ function unchanged(v, s) {
   const keys = Object.keys(v)
   if (keys.length !== s.keys.length) return false
   for (let i = 0; i < keys.length; i++) {
-    if (keys[i] !== s.keys[i] || !unchanged(v[keys[i]], s.values[i])) return false
+    if (keys[i] !== s.keys[i] || !unchanged(/** @type {Fields} */ (v)[keys[i]], s.values[i])) return false
   }
   return true
 }
@@ -184,8 +239,12 @@ const LONG_STRING = 512
 /** `[JSON.stringify(tail) with long strings as "", at, long]`. The usual messages (a role and
  *  text / tool_use / tool_result blocks, exactly those keys, no toJSON) are written here from
  *  their fields, read in JSON.stringify's order (V8's generic walk costs more than the strings);
- *  a tail with anything else goes through `tailWireGeneric`. */
+ *  a tail with anything else goes through `tailWireGeneric`.
+ * @param {LLMMessage[]} tail
+ * @returns {[string, number[] | null, string[] | null, unknown[]?]}
+ */
 function tailWire(tail) {
+  /** @type {WireState} */
   const st = { at: null, long: null, snaps: [] }
   let out = '['
   for (let i = 0; i < tail.length; i++) {
@@ -203,9 +262,20 @@ function tailWire(tail) {
 
 const q = JSON.stringify
 
+/**
+ * Where `tailWire` collects the long strings and the snapshots.
+ * @typedef {{ at: number[] | null, long: string[] | null, snaps: MessageSnap[] }} WireState
+ */
+
+/**
+ * @param {string} s
+ * @param {number} i
+ * @param {number} j
+ * @param {WireState} st
+ */
 function longOrQuoted(s, i, j, st) {
   if (s.length < LONG_STRING) return q(s)
-  if (st.at === null) {
+  if (st.at === null || st.long === null) {
     st.at = []
     st.long = []
   }
@@ -214,13 +284,21 @@ function longOrQuoted(s, i, j, st) {
   return '""'
 }
 
-function messageWire(m, i, st) {
+/**
+ * @param {unknown} message
+ * @param {number} i
+ * @param {WireState} st
+ * @returns {string | undefined}
+ */
+function messageWire(message, i, st) {
+  const m = /** @type {Fields | null | undefined} */ (message) // any value: checked here
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return undefined
   if (!onlyKeys(m, 'role', 'content')) return undefined
   const role = m.role
   const content = m.content
-  if (typeof role !== 'string' || !Array.isArray(content) || typeof content.toJSON === 'function') return undefined
+  if (typeof role !== 'string' || !Array.isArray(content) || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
   let out = '{"role":' + q(role) + ',"content":['
+  /** @type {BlockSnap[]} */
   const blocks = new Array(content.length)
   for (let j = 0; j < content.length; j++) {
     const s = blockWire(content[j], i, j, st, blocks)
@@ -231,7 +309,16 @@ function messageWire(m, i, st) {
   return out + ']}'
 }
 
-function blockWire(b, i, j, st, snaps) {
+/**
+ * @param {unknown} block
+ * @param {number} i
+ * @param {number} j
+ * @param {WireState} st
+ * @param {BlockSnap[]} snaps
+ * @returns {string | undefined}
+ */
+function blockWire(block, i, j, st, snaps) {
+  const b = /** @type {Fields | null | undefined} */ (block) // any value: checked here
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function') return undefined
   const k = Object.keys(b)
   if (k[0] !== 'type') return undefined
@@ -272,18 +359,26 @@ function blockWire(b, i, j, st, snaps) {
 // Snapshots of the messages `messageWire` wrote (what `snapshot` would record, by shape): their
 // checks read the fields by name, cheaper than `unchanged`'s walk over keys.
 
+/** @typedef {TextSnap | ToolUseSnap | ToolResultSnap} BlockSnap */
+
 class MessageSnap {
+  /**
+   * @param {string} role
+   * @param {BlockSnap[]} blocks
+   */
   constructor(role, blocks) {
     this.role = role
     this.blocks = blocks
   }
 
-  same(m) {
+  /** @param {unknown} message */
+  same(message) {
+    const m = /** @type {Fields | null | undefined} */ (message) // any value: checked here
     if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return false
     if (!onlyKeys(m, 'role', 'content') || m.role !== this.role) return false
     const c = m.content
     const blocks = this.blocks
-    if (!Array.isArray(c) || typeof c.toJSON === 'function' || c.length !== blocks.length) return false
+    if (!Array.isArray(c) || typeof (/** @type {unknown[] & Fields} */ (c)).toJSON === 'function' || c.length !== blocks.length) return false
     for (let j = 0; j < blocks.length; j++) {
       const b = c[j]
       if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !blocks[j].same(b, Object.keys(b))) return false
@@ -293,22 +388,36 @@ class MessageSnap {
 }
 
 class TextSnap {
+  /** @param {string} text */
   constructor(text) {
     this.text = text
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     return k.length === 2 && k[0] === 'type' && k[1] === 'text' && b.type === 'text' && b.text === this.text
   }
 }
 
 class ToolUseSnap {
+  /**
+   * @param {string} id
+   * @param {string} name
+   * @param {unknown} input what `snapshot` recorded of it
+   */
   constructor(id, name, input) {
     this.id = id
     this.name = name
     this.input = input
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     return k.length === 4 && k[0] === 'type' && k[1] === 'id' && k[2] === 'name' && k[3] === 'input' &&
       b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, this.input)
@@ -316,6 +425,12 @@ class ToolUseSnap {
 }
 
 class ToolResultSnap {
+  /**
+   * @param {string} id
+   * @param {string} content
+   * @param {boolean} withError
+   * @param {unknown} isError
+   */
   constructor(id, content, withError, isError) {
     this.id = id
     this.content = content
@@ -323,6 +438,10 @@ class ToolResultSnap {
     this.isError = isError
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     if (k.length !== (this.withError ? 4 : 3) || k[0] !== 'type' || k[1] !== 'tool_use_id' || k[2] !== 'content') return false
     if (this.withError && (k[3] !== 'is_error' || b.is_error !== this.isError)) return false
@@ -330,12 +449,20 @@ class ToolResultSnap {
   }
 }
 
+/**
+ * @param {LLMMessage[]} tail
+ * @returns {[string, number[] | null, string[] | null]}
+ */
 function tailWireGeneric(tail) {
+  /** @type {Fields[] | null} */
   let copy = null
+  /** @type {number[] | null} */
   let at = null
+  /** @type {string[] | null} */
   let long = null
   for (let i = 0; i < tail.length; i++) {
-    const m = tail[i]
+    // Any value (only an array was checked): read as JSON.stringify reads it.
+    const m = /** @type {Fields & { content: Array<Fields> & Fields }} */ (/** @type {unknown} */ (tail[i]))
     const content = m.content
     // What a toJSON returns is what JSON.stringify sends: such messages go as they are.
     // (Only own enumerable properties are serialised, and only those are copied.)
@@ -346,13 +473,14 @@ function tailWireGeneric(tail) {
       if (field === null) continue
       const s = b[field]
       if (typeof s !== 'string' || s.length < LONG_STRING || typeof b.toJSON === 'function' || !isOwnEnumerable.call(b, field)) continue
-      if (copy === null) {
-        copy = tail.slice()
+      if (copy === null || at === null || long === null) {
+        copy = /** @type {Fields[]} */ (/** @type {unknown[]} */ (tail.slice()))
         at = []
         long = []
       }
       if (copy[i] === m) copy[i] = { ...m, content: content.slice() }
-      copy[i].content[j] = { ...b, [field]: '' }
+      const blocks = /** @type {Fields[]} */ (copy[i].content) // the copy made just above
+      blocks[j] = { ...b, [field]: '' }
       at.push(i, j)
       long.push(s)
     }
@@ -360,18 +488,34 @@ function tailWireGeneric(tail) {
   return [JSON.stringify(copy ?? tail), at, long]
 }
 
-/** Whether message `m` is as it was sent (`s`: a `MessageSnap`, or `snapshot`'s record). */
+/**
+ * Whether message `m` is as it was sent (`s`: a `MessageSnap`, or `snapshot`'s record).
+ * @param {unknown} m
+ * @param {unknown} s
+ */
 function sameAsSent(m, s) {
   return s instanceof MessageSnap ? s.same(m) : unchanged(m, s)
 }
 
-/** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
+/**
+ * adapter object → { history: its native ChatHistory, sent: message objects, snaps }
+ * @type {WeakMap<NativeAdapter, { history: import('../binding').ChatHistory, sent: unknown[], snaps: unknown[], options: JsonMemo, optionsSent?: string }>}
+ */
 const lastSent = new WeakMap()
 
+/**
+ * A JSON text and the snapshot of the value it was made from.
+ * @typedef {{ snap?: unknown, json?: string }} JsonMemo
+ */
+
 /** `JSON.stringify(value)`, reused from `memo` while `value` is unchanged (see `unchanged`):
- *  option objects are rebuilt per call or per run with the same values. */
+ *  option objects are rebuilt per call or per run with the same values.
+ * @param {JsonMemo} memo
+ * @param {unknown} value
+ * @returns {string}
+ */
 function memoJson(memo, value) {
-  if (memo.snap !== undefined && unchanged(value, memo.snap)) return memo.json
+  if (memo.snap !== undefined && unchanged(value, memo.snap)) return /** @type {string} */ (memo.json) // set with snap
   const json = JSON.stringify(value)
   memo.snap = snapshot(value)
   memo.json = json
@@ -379,13 +523,21 @@ function memoJson(memo, value) {
 }
 
 /** The options' JSON for the native side (only LLMChatOptions fields cross: callers may pass
- *  richer objects, callbacks and cycles included). */
+ *  richer objects, callbacks and cycles included).
+ * @param {JsonMemo | undefined} memo
+ * @param {LLMChatOptions | undefined} options
+ */
 function optionsJson(memo, options) {
   if (!options) return '{}'
   return memo === undefined ? JSON.stringify(pickOptions(options)) : memoJson(memo, pickOptions(options))
 }
 
 class NativeAdapter {
+  /**
+   * @param {import('../binding').NativeLlmAdapter} handle
+   * @param {string} [name]
+   * @param {string} [echoesReasoning]
+   */
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
     this.capabilities = { echoesReasoning }
@@ -394,6 +546,10 @@ class NativeAdapter {
     this[NATIVE_ADAPTER] = handle
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {LLMChatOptions} options
+   */
   async chat(messages, options) {
     if (!Array.isArray(messages)) assertValidMessages(messages)
     let last = lastSent.get(this)
@@ -442,6 +598,10 @@ class NativeAdapter {
     return wire.decodeChatReply(json)
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {LLMChatOptions} options
+   */
   async *stream(messages, options) {
     assertValidMessages(messages)
     // Serialised before the abort listener is added: a throw here leaves no listener behind.
@@ -464,7 +624,7 @@ class NativeAdapter {
           throw fromNative(e)
         }
         if (batch.length === 0) return
-        for (const ev of batch) {
+        for (const ev of /** @type {Array<{ type: string, data: NativeErrorData }>} */ (batch)) {
           if (ev.type === 'throw') throw errorFrom(ev.data)
           if (ev.type === 'error') {
             yield { type: 'error', data: errorFrom(ev.data) }
@@ -482,12 +642,22 @@ class NativeAdapter {
 }
 
 /** `createAdapter(provider, apiKey?, baseURL?, region?, egressPolicy?)` (§14; the policy is
- *  upstream 1.16's). */
+ *  upstream 1.16's).
+ * @param {string} provider
+ * @param {string} [apiKey]
+ * @param {string} [baseURL]
+ * @param {string} [region]
+ * @param {unknown} [egressPolicy]
+ */
 async function createAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   return newAdapter(provider, apiKey, baseURL, region, egressPolicy)
 }
 
-/** Through the JS global console: callers spy on it (CONTRACT §18.4). */
+/**
+ * Through the JS global console: callers spy on it (CONTRACT §18.4).
+ * @param {string} provider
+ * @param {string | undefined} baseURL
+ */
 function warnIgnoredBaseURL(provider, baseURL) {
   if (provider === 'bedrock' && baseURL) {
     console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
@@ -498,7 +668,14 @@ function warnIgnoredBaseURL(provider, baseURL) {
 }
 
 /** `createAdapter`'s work, synchronously (an Agent's first run calls it without the extra
- *  promise hops). */
+ *  promise hops).
+ * @param {string} provider
+ * @param {string} [apiKey]
+ * @param {string} [baseURL]
+ * @param {string} [region]
+ * @param {unknown} [egressPolicy]
+ * @returns {NativeAdapter}
+ */
 function newAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   if (egressPolicy !== undefined) return policyAdapter(provider, apiKey, baseURL, region, egressPolicy)
   warnIgnoredBaseURL(provider, baseURL)
@@ -522,20 +699,30 @@ function newAdapter(provider, apiKey, baseURL, region, egressPolicy) {
     handles.set(key, h)
   }
   // Only primitive arguments compare by `===` as their JSON compares.
-  const plain = (v) => v == null || typeof v === 'string'
+  const plain = (/** @type {unknown} */ v) => v == null || typeof v === 'string'
   lastHandle = plain(apiKey) && plain(baseURL) && plain(region) ? { name, apiKey, baseURL, region, env, h } : null
   // A new adapter object every time (callers may wrap or spy on its methods).
   return new NativeAdapter(h.handle, h.name, h.echoes)
 }
 
-/** `newAdapter`'s last configuration and handle (see there). */
+/**
+ * `newAdapter`'s last configuration and handle (see there).
+ * @type {{ name: string, apiKey?: string, baseURL?: string, region?: string, env: Record<string, string>, h: Handle } | null}
+ */
 let lastHandle = null
 
 /** `newAdapter` under an egress policy: the kernel checks the provider's targets before the
  *  adapter exists (a refusal makes no I/O), then every request the adapter sends. The policy's
- *  verdict comes first, as upstream, so a refused configuration warns of nothing. */
+ *  verdict comes first, as upstream, so a refused configuration warns of nothing.
+ * @param {string} provider
+ * @param {string | undefined} apiKey
+ * @param {string | undefined} baseURL
+ * @param {string | undefined} region
+ * @param {unknown} egressPolicy
+ */
 function policyAdapter(provider, apiKey, baseURL, region, egressPolicy) {
-  const policy = nativePolicy(normalizeEgressPolicy(egressPolicy))
+  // Not undefined, so normalised (or thrown).
+  const policy = nativePolicy(/** @type {EgressPolicy} */ (normalizeEgressPolicy(egressPolicy)))
   const name = String(provider)
   const env = envSnapshot(name, apiKey, baseURL, region)
   const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env, policy.mode, policy.allowedOrigins])
@@ -556,11 +743,23 @@ function policyAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   return new NativeAdapter(h.handle, h.name, h.echoes)
 }
 
-/** Normalised policy object → its native policy (`normalizeEgressPolicy` made both). */
+/**
+ * A normalised egress policy (frozen).
+ * @typedef {import('../index.js').EgressPolicy} EgressPolicy
+ */
+
+/**
+ * Normalised policy object → its native policy (`normalizeEgressPolicy` made both).
+ * @type {WeakMap<object, import('../binding').NativeEgressPolicy>}
+ */
 const nativePolicies = new WeakMap()
 
+/**
+ * @param {EgressPolicy} normalized what `normalizeEgressPolicy` returned
+ * @returns {import('../binding').NativeEgressPolicy}
+ */
 function nativePolicy(normalized) {
-  return nativePolicies.get(normalized)
+  return /** @type {import('../binding').NativeEgressPolicy} */ (nativePolicies.get(normalized))
 }
 
 /**
@@ -570,19 +769,24 @@ function nativePolicy(normalized) {
  * The checks and texts are the kernel's: this reads what they look at and nothing else (the
  * value's kind, `mode`, its own enumerable keys, `allowedOrigins` and its entries). A policy
  * this returned is returned as it is.
+ * @param {unknown} policy
+ * @returns {EgressPolicy | undefined}
  */
 function normalizeEgressPolicy(policy) {
   if (policy === undefined) return undefined
-  if (nativePolicies.has(policy)) return policy
+  if (nativePolicies.has(/** @type {object} */ (policy))) return /** @type {EgressPolicy} */ (policy)
   const isObject = policy !== null && typeof policy === 'object' && !Array.isArray(policy)
+  /** @type {string | null} */
   let mode = null
+  /** @type {string[]} */
   let keys = []
+  /** @type {Array<string | null> | null} */
   let origins = null
   if (isObject) {
-    const m = policy.mode
+    const m = /** @type {Fields} */ (policy).mode
     if (typeof m === 'string') mode = m
     keys = Object.keys(policy)
-    const list = policy.allowedOrigins
+    const list = /** @type {Fields} */ (policy).allowedOrigins
     if (Array.isArray(list)) {
       origins = new Array(list.length)
       for (let i = 0; i < list.length; i++) {
@@ -605,19 +809,29 @@ function normalizeEgressPolicy(policy) {
 }
 
 /** The `EgressPolicyError` a request by `provider` to `url` gets under a normalised `policy`, or
- *  null when the policy allows it (the kernel's check; the transport checks every request too). */
+ *  null when the policy allows it (the kernel's check; the transport checks every request too).
+ * @param {EgressPolicy} policy
+ * @param {string} url
+ * @param {string} provider
+ */
 function egressRefusal(policy, url, provider) {
   const r = nativePolicy(policy).refusal(String(url), provider)
   return r === null ? null : errorFrom(JSON.parse(r))
 }
 
 /** Upstream's refusal of a user's own adapter (`AgentConfig.adapter`) under a policy: its
- *  requests are not the kernel's to check. */
+ *  requests are not the kernel's to check.
+ * @param {{ name: unknown }} adapter
+ */
 function unsupportedAdapterError(adapter) {
   return errorFrom(JSON.parse(native.egressAdapterUnsupported(String(adapter.name))))
 }
 
-/** Whether two environment snapshots (`envSnapshot`) hold the same variables and values. */
+/**
+ * Whether two environment snapshots (`envSnapshot`) hold the same variables and values.
+ * @param {Record<string, string>} a
+ * @param {Record<string, string>} b
+ */
 function sameEnv(a, b) {
   const ka = Object.keys(a)
   const kb = Object.keys(b)
@@ -630,16 +844,32 @@ function sameEnv(a, b) {
 
 /** A native adapter is immutable once created: one per distinct configuration (agents are
  *  often created per request, each calling createAdapter), keyed by the arguments and the
- *  environment it read. Bounded; failures are not kept. */
+ *  environment it read. Bounded; failures are not kept.
+ * @type {Map<string, Handle>}
+ */
 const handles = new Map()
 
-/** `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix). */
+/**
+ * A native adapter handle and what is read from it once.
+ * @typedef {{ handle: import('../binding').NativeLlmAdapter, name: string, echoes: string }} Handle
+ */
+
+/**
+ * `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix).
+ * @param {string} text
+ * @param {string[]} knownToolNames
+ * @returns {import('../index.js').ToolUseBlock[]}
+ */
 function extractToolCallsFromText(text, knownToolNames) {
   if (typeof text !== 'string' || text === '') return []
   return JSON.parse(native.extractToolCallsFromTextJson(text, (knownToolNames || []).map(String)))
 }
 
-/** `repairToolArgs(raw)` (§16.2). */
+/**
+ * `repairToolArgs(raw)` (§16.2).
+ * @param {string} raw
+ * @returns {Record<string, unknown> | null}
+ */
 function repairToolArgs(raw) {
   const out = native.repairToolArgsJson(String(raw))
   return out === null ? null : JSON.parse(out)
@@ -647,8 +877,9 @@ function repairToolArgs(raw) {
 
 /** The runner's options JSON per run: agents are often created per request with the same
  *  options, and the JSON carries the tools' schemas. */
+/** @type {JsonMemo} */
 const runOptionsMemo = {}
-const runOptionsJson = (options) => optionsJson(runOptionsMemo, options)
+const runOptionsJson = (/** @type {LLMChatOptions} */ options) => optionsJson(runOptionsMemo, options)
 
 module.exports = {
   createAdapter,
