@@ -58,6 +58,9 @@ export declare function isSensitiveName(name: string): boolean
 export declare function redactSensitiveText(text: string): string
 export declare function redactSensitiveObject<T>(value: T): T
 
+// The host shell's ShellExecutor, declared with the package entry's other shell types.
+export { LocalShellExecutor } from '../index'
+
 // For lib/confined-shell.js, not the package entry (typed here because a require of
 // './builtin.js' resolves to this file).
 /** The allowlisted host variables as `[name, value]` pairs. */

@@ -9,6 +9,7 @@ const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
 /** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('./util.js').UncheckedValue} UncheckedValue */
 /** @typedef {import('../index.js').LLMMessage} LLMMessage */
 /** @typedef {import('../index.js').LLMChatOptions} LLMChatOptions */
 
@@ -209,23 +210,22 @@ function snapshot(v) {
 
 /**
  * @param {unknown} v
- * @param {unknown} recorded what `snapshot` gave
+ * @param {Recorded | UncheckedValue} s what `snapshot` gave
  * @returns {boolean}
  */
-function unchanged(v, recorded) {
-  if (v === null || typeof v !== 'object') return v === recorded
-  if (recorded === null || typeof recorded !== 'object' || recorded === UNCACHEABLE || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
-  const s = /** @type {Recorded} */ (recorded)
+function unchanged(v, s) {
+  if (v === null || typeof v !== 'object') return v === s
+  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
   if (s.items !== undefined) {
     if (!Array.isArray(v) || v.length !== s.items.length) return false
-    for (let i = 0; i < v.length; i++) if (!unchanged(v[i], s.items[i])) return false
+    for (let i = 0; i < v.length; i++) if (!unchanged(v[i], /** @type {Recorded} */ (s.items[i]))) return false
     return true
   }
   if (Array.isArray(v)) return false
   const keys = Object.keys(v)
   if (keys.length !== s.keys.length) return false
   for (let i = 0; i < keys.length; i++) {
-    if (keys[i] !== s.keys[i] || !unchanged(/** @type {Fields} */ (v)[keys[i]], s.values[i])) return false
+    if (keys[i] !== s.keys[i] || !unchanged(/** @type {Fields} */ (v)[keys[i]], /** @type {Recorded} */ (s.values[i]))) return false
   }
   return true
 }
@@ -250,7 +250,7 @@ function tailWire(tail) {
   for (let i = 0; i < tail.length; i++) {
     let s
     try {
-      s = messageWire(tail[i], i, st)
+      s = messageWire(/** @type {Fields} */ (/** @type {unknown} */ (tail[i])), i, st)
     } catch {
       s = undefined // JSON.stringify's own error, if any, comes from the generic path
     }
@@ -285,13 +285,12 @@ function longOrQuoted(s, i, j, st) {
 }
 
 /**
- * @param {unknown} message
+ * @param {Fields | UncheckedValue} m any value: checked here
  * @param {number} i
  * @param {WireState} st
  * @returns {string | undefined}
  */
-function messageWire(message, i, st) {
-  const m = /** @type {Fields | null | undefined} */ (message) // any value: checked here
+function messageWire(m, i, st) {
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return undefined
   if (!onlyKeys(m, 'role', 'content')) return undefined
   const role = m.role
@@ -301,7 +300,7 @@ function messageWire(message, i, st) {
   /** @type {BlockSnap[]} */
   const blocks = new Array(content.length)
   for (let j = 0; j < content.length; j++) {
-    const s = blockWire(content[j], i, j, st, blocks)
+    const s = blockWire(/** @type {Fields} */ (content[j]), i, j, st, blocks)
     if (s === undefined) return undefined
     out += j === 0 ? s : ',' + s
   }
@@ -310,15 +309,14 @@ function messageWire(message, i, st) {
 }
 
 /**
- * @param {unknown} block
+ * @param {Fields | UncheckedValue} b any value: checked here
  * @param {number} i
  * @param {number} j
  * @param {WireState} st
  * @param {BlockSnap[]} snaps
  * @returns {string | undefined}
  */
-function blockWire(block, i, j, st, snaps) {
-  const b = /** @type {Fields | null | undefined} */ (block) // any value: checked here
+function blockWire(b, i, j, st, snaps) {
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function') return undefined
   const k = Object.keys(b)
   if (k[0] !== 'type') return undefined
@@ -371,9 +369,8 @@ class MessageSnap {
     this.blocks = blocks
   }
 
-  /** @param {unknown} message */
-  same(message) {
-    const m = /** @type {Fields | null | undefined} */ (message) // any value: checked here
+  /** @param {Fields | UncheckedValue} m any value: checked here */
+  same(m) {
     if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return false
     if (!onlyKeys(m, 'role', 'content') || m.role !== this.role) return false
     const c = m.content
@@ -420,7 +417,7 @@ class ToolUseSnap {
    */
   same(b, k) {
     return k.length === 4 && k[0] === 'type' && k[1] === 'id' && k[2] === 'name' && k[3] === 'input' &&
-      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, this.input)
+      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, /** @type {Recorded} */ (this.input))
   }
 }
 
@@ -494,7 +491,7 @@ function tailWireGeneric(tail) {
  * @param {unknown} s
  */
 function sameAsSent(m, s) {
-  return s instanceof MessageSnap ? s.same(m) : unchanged(m, s)
+  return s instanceof MessageSnap ? s.same(/** @type {Fields} */ (m)) : unchanged(m, /** @type {Recorded} */ (s))
 }
 
 /**
@@ -515,7 +512,7 @@ const lastSent = new WeakMap()
  * @returns {string}
  */
 function memoJson(memo, value) {
-  if (memo.snap !== undefined && unchanged(value, memo.snap)) return /** @type {string} */ (memo.json) // set with snap
+  if (memo.snap !== undefined && unchanged(value, /** @type {Recorded} */ (memo.snap))) return /** @type {string} */ (memo.json) // set with snap
   const json = JSON.stringify(value)
   memo.snap = snapshot(value)
   memo.json = json

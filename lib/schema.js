@@ -21,7 +21,7 @@ const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
  * (lib/builtin.js, `describeInput`); `accept(description)` tells the tool that the kernel
  * found it valid.
  */
-/** @type {WeakMap<object, { describe(input: unknown): string, accept(description: string): void }>} */
+/** @type {WeakMap<object, { describe(input: unknown): Float64Array, accept(description: Float64Array): void }>} */
 const INPUT_CHECKS = new WeakMap()
 
 /**
@@ -64,6 +64,7 @@ function toolInputSchema(tool) {
 /**
  * True iff `x` can validate on its own, i.e. has a callable `safeParse`.
  * @param {unknown} x
+ * @returns {x is import('../index.js').ZodLikeSchema}
  */
 function isZodSchema(x) {
   return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (/** @type {ZodNode} */ (x)).safeParse === 'function'

@@ -8,6 +8,10 @@ const { isError } = require('./errors.js')
  * they are read: each is `unknown` until then.
  * @typedef {{ [key: string]: unknown }} Fields
  */
+/**
+ * Any value that is not an object: what may come where `Fields` are read, and is checked first.
+ * @typedef {string | number | boolean | bigint | symbol | null | undefined | Function} UncheckedValue
+ */
 
 /** `isOwnEnumerable.call(o, key)`: whether JSON.stringify would read `o[key]` (own, enumerable). */
 const isOwnEnumerable = Object.prototype.propertyIsEnumerable
@@ -26,7 +30,7 @@ function noop() {}
  * would trust. Anything else is taken as `await` takes it.
  * @template T, R
  * @param {T | PromiseLike<T>} value
- * @param {(v: T) => R | PromiseLike<R>} onOk
+ * @param {((v: T) => R | PromiseLike<R>) | undefined} onOk
  * @param {(err: unknown) => R | PromiseLike<R>} onErr
  * @returns {Promise<R>}
  */

@@ -177,7 +177,7 @@ function next(id, aborted, copy) {
  * @param {string | null} contentJson
  * @param {number} inputTokens
  * @param {number} outputTokens
- * @param {unknown[] | undefined} copy
+ * @param {unknown[]} [copy]
  */
 function respondModel(id, contentJson, inputTokens, outputTokens, copy) {
   return decode(native.runRespond(id, contentJson, inputTokens, outputTokens, copy !== undefined), copy)
@@ -349,7 +349,7 @@ const respondLoopAction = (/** @type {number} */ id, /** @type {string} */ actio
  * @param {number} id
  * @param {number} index
  * @param {string} content
- * @param {boolean | undefined} isError
+ * @param {unknown} isError what the tool's result held
  * @param {[number, number] | null} usage
  */
 function respondToolResult(id, index, content, isError, usage) {
@@ -362,7 +362,7 @@ function respondToolResult(id, index, content, isError, usage) {
  * A round's outcomes (`done[i]` as for `respondToolResult`, calls 0…n-1), handed over in one
  * crossing: `code` (isError as above, +4 when usage follows), content[, usage in, out], ….
  * @param {number} id
- * @param {ReadonlyArray<{ isError?: boolean, text: string, usage: [number, number] | null }>} done
+ * @param {ReadonlyArray<{ isError: unknown, text: string, usage: [number, number] | null }>} done
  */
 function respondToolResults(id, done) {
   /** @type {[number, ...Array<number | string>]} */
