@@ -564,14 +564,14 @@ class Agent {
       // runner's events passed on, afterRun (if any) on `done`.
       let outgoing = messages
       if ((word & ACTION_MASK) === BEFORE_RUN) {
-        const hooked = await this._beforeRun(messages, callerMessages, (runOptions ?? {}).abortSignal)
+        const hooked = await this._beforeRun(messages, callerMessages, runOptions?.abortSignal)
         word = step(word, hooked.event)
         this._apply(word, error, 0, 0)
         outgoing = outgoingOf(word, hooked)
       }
       expectAction(word, RUN_RUNNER)
       const runner = await (this.runner ?? this._getRunner())
-      const { signal, timeout, dispose: unhook } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
+      const { signal, timeout, dispose: unhook } = runSignal(runOptions?.abortSignal, this.config.timeoutMs)
       dispose = unhook
       /** @type {MutableRunOpts} */
       const options = { ...runOptions }

@@ -4,7 +4,6 @@
 // the LLM-visible schemas from the kernel's fields, describes JS inputs for the kernel's
 // check, applies defaults, wires AbortSignals to native cancel handles, and builds every
 // returned object here, in the caller's realm.
-const path = require('path')
 const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
@@ -206,7 +205,7 @@ async function withCancel(signal, detectPreAborted, fn) {
  * @returns {Promise<import('./builtin.js').SafePathResult>}
  */
 async function resolvePathWithinCwd(inputPath, context, options = {}) {
-  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!(options && options.ensureRoot))
+  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!(options?.ensureRoot))
   // The kernel sets `path` and `root` when ok, `error` otherwise.
   return r.ok ? { ok: true, path: /** @type {string} */ (r.path), root: /** @type {string} */ (r.root) } : { ok: false, error: /** @type {string} */ (r.error) }
 }
@@ -503,18 +502,18 @@ const delegateToAgentTool = {
     const bad = checkInput('delegate_to_agent', input)
     if (bad) return bad
     const team = context ? context.team : undefined
-    const caller = context && context.agent ? context.agent.name : undefined
+    const caller = context?.agent ? context.agent.name : undefined
     const target = input.target_agent
     const pool = team ? team.delegationPool : undefined
     const slots = pool != null && typeof pool.availableRunSlots === 'number' && !Number.isNaN(pool.availableRunSlots) ? pool.availableRunSlots : null
     const guard = native.builtinCheckDelegation(
-      !!(team && team.runDelegatedAgent),
+      !!(team?.runDelegatedAgent),
       String(caller),
       target,
-      team && team.agents ? Array.from(team.agents, String) : [],
-      team && team.delegationChain ? Array.from(team.delegationChain, String) : [],
-      Number((team && team.delegationDepth) ?? 0),
-      Number((team && team.maxDelegationDepth) ?? 3),
+      team?.agents ? Array.from(team.agents, String) : [],
+      team?.delegationChain ? Array.from(team.delegationChain, String) : [],
+      Number((team?.delegationDepth) ?? 0),
+      Number((team?.maxDelegationDepth) ?? 3),
       slots,
     )
     if (guard !== null) return { data: guard, isError: true }
@@ -633,7 +632,7 @@ for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
  */
 function registerBuiltInTools(registry, options) {
   for (const tool of BUILT_IN_TOOLS) registry.register(tool)
-  if (options && options.includeDelegateTool) registry.register(delegateToAgentTool)
+  if (options?.includeDelegateTool) registry.register(delegateToAgentTool)
 }
 
 module.exports = {

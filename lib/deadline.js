@@ -3,7 +3,7 @@
 // (each loop turn, the summarize strategy's call) gets a deadline of its own, armed when the call
 // starts and cleared when it settles. A deadline baked into the run's chat options would be a
 // second whole-run timeout instead.
-const timers = require('timers')
+const timers = require('node:timers')
 const { LLMCallTimeoutError } = require('./errors.js')
 const { attach } = require('./util.js')
 
@@ -108,6 +108,7 @@ class Deadline {
     const pending = this.pending
     this.clear()
     // Every Deadline is one of its subclasses, which define the hooks.
+    // biome-ignore lint/complexity/noUselessThisAlias: the alias carries the JSDoc cast to the subclasses' hooks (a line cannot start with the cast's parenthesis: no semicolons)
     const hooks = /** @type {Deadline & DeadlineHooks} */ (/** @type {unknown} */ (this))
     hooks.fire(pending)
   }
@@ -115,6 +116,7 @@ class Deadline {
   /** The caller's abort, as it happens: the timer told (`onBaseAbort`), the deadline's signal aborted. */
   baseAbortedNow() {
     this.baseListener = null
+    // biome-ignore lint/complexity/noUselessThisAlias: as in timeUp
     const hooks = /** @type {Deadline & DeadlineHooks} */ (/** @type {unknown} */ (this))
     hooks.onBaseAbort()
     // Only listened to on a signal (the constructor).

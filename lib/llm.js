@@ -152,21 +152,36 @@ function pickOptions(o) {
   /** @type {{ -readonly [K in keyof LLMChatOptions]?: LLMChatOptions[K] }} */
   const picked = {}
   let v
-  if ((v = o.model) !== undefined) picked.model = v
-  if ((v = o.tools) !== undefined) picked.tools = v
-  if ((v = o.maxTokens) !== undefined) picked.maxTokens = v
-  if ((v = o.temperature) !== undefined) picked.temperature = v
-  if ((v = o.topP) !== undefined) picked.topP = v
-  if ((v = o.topK) !== undefined) picked.topK = v
-  if ((v = o.minP) !== undefined) picked.minP = v
-  if ((v = o.frequencyPenalty) !== undefined) picked.frequencyPenalty = v
-  if ((v = o.presencePenalty) !== undefined) picked.presencePenalty = v
-  if ((v = o.parallelToolCalls) !== undefined) picked.parallelToolCalls = v
-  if ((v = o.extraBody) !== undefined) picked.extraBody = v
-  if ((v = o.thinking) !== undefined) picked.thinking = v
-  if ((v = o.preserveReasoningAsText) !== undefined) picked.preserveReasoningAsText = v
-  if ((v = o.compressReasoningText) !== undefined) picked.compressReasoningText = v
-  if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
+  v = o.model
+  if (v !== undefined) picked.model = v
+  v = o.tools
+  if (v !== undefined) picked.tools = v
+  v = o.maxTokens
+  if (v !== undefined) picked.maxTokens = v
+  v = o.temperature
+  if (v !== undefined) picked.temperature = v
+  v = o.topP
+  if (v !== undefined) picked.topP = v
+  v = o.topK
+  if (v !== undefined) picked.topK = v
+  v = o.minP
+  if (v !== undefined) picked.minP = v
+  v = o.frequencyPenalty
+  if (v !== undefined) picked.frequencyPenalty = v
+  v = o.presencePenalty
+  if (v !== undefined) picked.presencePenalty = v
+  v = o.parallelToolCalls
+  if (v !== undefined) picked.parallelToolCalls = v
+  v = o.extraBody
+  if (v !== undefined) picked.extraBody = v
+  v = o.thinking
+  if (v !== undefined) picked.thinking = v
+  v = o.preserveReasoningAsText
+  if (v !== undefined) picked.preserveReasoningAsText = v
+  v = o.compressReasoningText
+  if (v !== undefined) picked.compressReasoningText = v
+  v = o.systemPrompt
+  if (v !== undefined) picked.systemPrompt = v
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }
@@ -255,9 +270,9 @@ function tailWire(tail) {
       s = undefined // JSON.stringify's own error, if any, comes from the generic path
     }
     if (s === undefined) return tailWireGeneric(tail)
-    out += i === 0 ? s : ',' + s
+    out += i === 0 ? s : `,${s}`
   }
-  return [out + ']', st.at, st.long, st.snaps]
+  return [`${out}]`, st.at, st.long, st.snaps]
 }
 
 const q = JSON.stringify
@@ -296,16 +311,16 @@ function messageWire(m, i, st) {
   const role = m.role
   const content = m.content
   if (typeof role !== 'string' || !Array.isArray(content) || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
-  let out = '{"role":' + q(role) + ',"content":['
+  let out = `{"role":${q(role)},"content":[`
   /** @type {BlockSnap[]} */
   const blocks = new Array(content.length)
   for (let j = 0; j < content.length; j++) {
     const s = blockWire(/** @type {Fields} */ (content[j]), i, j, st, blocks)
     if (s === undefined) return undefined
-    out += j === 0 ? s : ',' + s
+    out += j === 0 ? s : `,${s}`
   }
   st.snaps.push(new MessageSnap(role, blocks))
-  return out + ']}'
+  return `${out}]}`
 }
 
 /**
@@ -325,7 +340,7 @@ function blockWire(b, i, j, st, snaps) {
     const text = b.text
     if (typeof text !== 'string') return undefined
     snaps[j] = new TextSnap(text)
-    return '{"type":"text","text":' + longOrQuoted(text, i, j, st) + '}'
+    return `{"type":"text","text":${longOrQuoted(text, i, j, st)}}`
   }
   if (type === 'tool_use' && k.length === 4 && k[1] === 'id' && k[2] === 'name' && k[3] === 'input') {
     const id = b.id
@@ -335,13 +350,13 @@ function blockWire(b, i, j, st, snaps) {
     const input = q(v)
     if (input === undefined) return undefined
     snaps[j] = new ToolUseSnap(id, name, snapshot(v))
-    return '{"type":"tool_use","id":' + q(id) + ',"name":' + q(name) + ',"input":' + input + '}'
+    return `{"type":"tool_use","id":${q(id)},"name":${q(name)},"input":${input}}`
   }
   if (type === 'tool_result' && (k.length === 3 || (k.length === 4 && k[3] === 'is_error')) && k[1] === 'tool_use_id' && k[2] === 'content') {
     const id = b.tool_use_id
     const content = b.content
     if (typeof id !== 'string' || typeof content !== 'string') return undefined
-    let out = '{"type":"tool_result","tool_use_id":' + q(id) + ',"content":' + longOrQuoted(content, i, j, st)
+    let out = `{"type":"tool_result","tool_use_id":${q(id)},"content":${longOrQuoted(content, i, j, st)}`
     let e
     if (k.length === 4) {
       e = b.is_error
@@ -349,7 +364,7 @@ function blockWire(b, i, j, st, snaps) {
       else if (e !== undefined) return undefined
     }
     snaps[j] = new ToolResultSnap(id, content, k.length === 4, e)
-    return out + '}'
+    return `${out}}`
   }
   return undefined
 }
@@ -561,7 +576,7 @@ class NativeAdapter {
     // The kept messages passed this check when they were sent and have not changed since.
     assertValidMessages(messages, keep)
     const tail = keep === 0 ? messages : messages.slice(keep)
-    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    const [cancel, unlink] = linkSignal(options?.abortSignal)
     let json
     try {
       const [tailJson, at, long, tailSnaps] = tailWire(tail)
@@ -604,7 +619,7 @@ class NativeAdapter {
     // Serialised before the abort listener is added: a throw here leaves no listener behind.
     const body = JSON.stringify(messages)
     const opts = optionsJson(undefined, options)
-    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    const [cancel, unlink] = linkSignal(options?.abortSignal)
     let s
     try {
       s = this[NATIVE_ADAPTER].stream(body, opts, cancel)

@@ -108,7 +108,7 @@ function mcpTool(client, spec, nextKey, refresh) {
     execute: async (/** @type {unknown} */ input, /** @type {import('../index.js').ToolUseContext} */ context) => {
       const signal = context !== null && typeof context === 'object' ? context.abortSignal : undefined
       // The SDK refuses an aborted signal before sending, with the reason's own message.
-      if (signal && signal.aborted) return { data: native.mcpCallFailed(rawName, thrownMessage(signal.reason)), isError: true }
+      if (signal?.aborted) return { data: native.mcpCallFailed(rawName, thrownMessage(signal.reason)), isError: true }
       let args
       try {
         args = JSON.stringify(input === undefined ? {} : input)

@@ -67,7 +67,7 @@ function supportedSuffixes(pkg) {
     .filter((name) => name.startsWith(prefix))
     .map((name) => name.slice(prefix.length))
   if (fromDeps.length > 0) return fromDeps
-  const targets = (pkg.napi && pkg.napi.targets) || []
+  const targets = (pkg.napi?.targets) || []
   return targets.map((t) => TRIPLES[t] || t)
 }
 
@@ -92,14 +92,14 @@ function causeText(err) {
 /** @param {PackageJson} pkg */
 function repositoryUrl(pkg) {
   const repo = pkg.repository
-  const url = typeof repo === 'string' ? repo : repo && repo.url
+  const url = typeof repo === 'string' ? repo : repo?.url
   return url ? String(url).replace(/^git\+/, '') : "<this package's repository>"
 }
 
 function glibcRuntime() {
   try {
-    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report && process.report.getReport())
-    return (report && report.header && report.header.glibcVersionRuntime) || null
+    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport())
+    return (report?.header?.glibcVersionRuntime) || null
   } catch {
     return null
   }
@@ -113,10 +113,10 @@ function loadError(err) {
   const host = hostSuffix()
   const supported = supportedSuffixes(pkg)
   const platformPackage = `${name}-${host}`
-  const binaryName = (pkg.napi && pkg.napi.binaryName) || 'oma-kernel'
+  const binaryName = (pkg.napi?.binaryName) || 'oma-kernel'
   const list = supported.map((s) => `  ${s}${NOTES[s] ? ` (${NOTES[s]})` : ''}`).join('\n')
   const fromSource = [
-    `To build it from source (needs Node ${(pkg.engines && pkg.engines.node) || '>= 20'} and a Rust stable toolchain):`,
+    `To build it from source (needs Node ${(pkg.engines?.node) || '>= 20'} and a Rust stable toolchain):`,
     `  git clone ${repositoryUrl(pkg)} oma-kernel && cd oma-kernel && npm install && npm run build`,
     `then point the loader at the result: NAPI_RS_NATIVE_LIBRARY_PATH=/abs/path/oma-kernel/${binaryName}.${host}.node`,
   ].join('\n')
@@ -153,13 +153,13 @@ function loadError(err) {
   error.code = 'ERR_OMA_KERNEL_BINDING'
   // napi's own wrapper carries the npm-bug text; keep only the load errors under it.
   const e = /** @type {ErrorLike | undefined} */ (err)
-  error.cause = /^Cannot find native binding/.test(/** @type {string} */ (e && e.message)) && e && e.cause ? e.cause : err
+  error.cause = /^Cannot find native binding/.test(/** @type {string} */ (e?.message)) && e?.cause ? e.cause : err
   return error
 }
 
 function isSourceCheckout() {
   try {
-    return require('fs').existsSync(require('path').join(__dirname, '..', 'Cargo.toml'))
+    return require('node:fs').existsSync(require('node:path').join(__dirname, '..', 'Cargo.toml'))
   } catch {
     return false
   }

@@ -326,7 +326,7 @@ class ToolRegistry {
       for (const n of this._tools.keys()) {
         s += `${s.length === 1 ? '' : ','}[${JSON.stringify(n)},${this._runtime.has(n)}]`
       }
-      this._listJson = this._rail === undefined ? s + ']' : `{"tools":${s}],"disallow":${JSON.stringify([...this._rail])}}`
+      this._listJson = this._rail === undefined ? `${s}]` : `{"tools":${s}],"disallow":${JSON.stringify([...this._rail])}}`
     }
     return this._listJson
   }
@@ -1020,7 +1020,7 @@ class ToolExecutor {
       // A registry's rail (issue 19) holds on this direct path too, before anything else, with
       // the runner's not-granted text. Without a rail: one property read.
       const rail = this.registry._rail
-      if (rail !== undefined && rail.has(toolName)) return Promise.resolve({ data: native.notGrantedText(`${toolName}`), isError: true })
+      if (rail?.has(toolName)) return Promise.resolve({ data: native.notGrantedText(`${toolName}`), isError: true })
       // Admission first (§21: maxConcurrency bounds every execution).
       // A call with an abort signal settles a record of its own, which the abort can answer
       // while the call waits for a slot, its gate or its tool (issue 30); without one, the
@@ -1108,7 +1108,7 @@ class ToolExecutor {
       return parked !== null || call.awaiting ? out : Promise.resolve(out)
     } catch (e) {
       // A direct call's end throws its error itself, having freed the slot.
-      if (call !== null && call.ended) return parked === null ? Promise.reject(e) : undefined
+      if (call?.ended) return parked === null ? Promise.reject(e) : undefined
       // A throw before the call's end (a throwing schema or option): its end, with that error.
       if (call !== null) call.ended = true
       try {
