@@ -392,7 +392,7 @@ function outgoingOf(word, hooked) {
  */
 function runSignal(callerSignal, timeoutMs) {
   // (Unset compares as no timeout.)
-  if (!(/** @type {number} */ (timeoutMs) > 0)) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
+  if (!(0 < /** @type {number} */ (timeoutMs))) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
   const run = new RunTimeout(/** @type {number} */ (timeoutMs))
   const timeout = run.signal
   if (!callerSignal) return { signal: timeout, timeout, dispose: () => run.clear() }

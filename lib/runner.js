@@ -710,7 +710,8 @@ class Drive {
 
   /** The end of a native call, whichever way: its signal unlinked, its deadline cleared. */
   endRequest() {
-    /** @type {NonNullable<Drive['link']>} */ (this.link)[1]() // nativeRequest set it
+    const link = /** @type {NonNullable<Drive['link']>} */ (this.link) // nativeRequest set it
+    link[1]()
     if (this.deadline !== null) this.deadline.clear()
     this.deadline = null
     this.link = null

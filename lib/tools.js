@@ -25,9 +25,13 @@ const { ABANDON_AFTER_MS, listenable } = require('./deadline.js')
  * @typedef {{
  *   executor: ToolExecutor, sem: Semaphore, toolName: string, input: unknown,
  *   context: ToolUseContext | undefined, options: ExecutionOptions | undefined,
- *   resolve: ((result: ToolResult) => void) | null, reject: ((err: unknown) => void) | null,
+ *   resolve: (result: ToolResult) => void, reject: (err: unknown) => void,
  *   signal: AbortSignal | undefined,
  * }} Parked
+ */
+/**
+ * A record of `execute` before `park` gave it its promise's resolvers.
+ * @typedef {Omit<Parked, 'resolve' | 'reject'> & { resolve: Parked['resolve'] | null, reject: Parked['reject'] | null }} Unsettled
  */
 
 /**
@@ -918,9 +922,8 @@ function endCall(sem, parked, ok, v) {
     if (ok) return v
     throw v
   }
-  // The record's resolvers are set (park, or the runner's callbacks) before the call can end.
-  if (ok) /** @type {(result: ToolResult) => void} */ (parked.resolve)(/** @type {ToolResult} */ (v))
-  else /** @type {(err: unknown) => void} */ (parked.reject)(v)
+  if (ok) parked.resolve(/** @type {ToolResult} */ (v))
+  else parked.reject(v)
   return undefined
 }
 
@@ -935,14 +938,14 @@ function withGate(result, gate) {
 
 // The record `park` gives its promise's resolvers to: a promise executor runs synchronously, so one
 // shared executor serves every parked call (a closure per call cost ≈ 100 B, issue 18's W1).
-/** @type {Parked | null} */
+/** @type {Unsettled | null} */
 let parking = null
 /**
  * @param {(result: ToolResult) => void} resolve
  * @param {(err: unknown) => void} reject
  */
 function park(resolve, reject) {
-  const record = /** @type {Parked} */ (parking) // set around `new Promise(park)`
+  const record = /** @type {Unsettled} */ (parking) // set around `new Promise(park)`
   record.resolve = resolve
   record.reject = reject
 }
@@ -1031,14 +1034,15 @@ class ToolExecutor {
       const w = sem._take()
       // Without a record, _admitted returns execute's promise.
       if (w === 0 && signal === undefined) return /** @type {Promise<ToolResult>} */ (this._admitted(sem, toolName, input, context, options, null))
-      /** @type {Parked} */
+      /** @type {Unsettled} */
       const record = { executor: this, sem, toolName, input, context, options, resolve: null, reject: null, signal: undefined }
       parking = record
       /** @type {Promise<ToolResult>} */
       const promise = new Promise(park)
       parking = null
-      if (w === 0) this._admitted(sem, toolName, input, context, options, record)
-      else park_(record, signal)
+      // (park has given the record its resolvers.)
+      if (w === 0) this._admitted(sem, toolName, input, context, options, /** @type {Parked} */ (record))
+      else park_(/** @type {Parked} */ (record), signal)
       return promise
     } catch (e) {
       return Promise.reject(e)
