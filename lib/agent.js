@@ -13,6 +13,25 @@ const { InvalidMessageError, toError, isError, safeString } = require('./errors.
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 const { RunTimeout } = require('./deadline.js')
 
+/** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('../index.js').AgentConfig} AgentConfig */
+/** @typedef {import('../index.js').AgentRunResult} AgentRunResult */
+/** @typedef {import('../index.js').AgentState} AgentState */
+/** @typedef {import('../index.js').LLMMessage} LLMMessage */
+/** @typedef {import('../index.js').RunResult} RunResult */
+/** @typedef {import('./runner.js').RunOpts} RunOpts */
+/** @typedef {{ -readonly [K in keyof RunOpts]: RunOpts[K] }} MutableRunOpts */
+/** @typedef {{ -readonly [K in keyof AgentRunResult]: AgentRunResult[K] }} MutableResult */
+/**
+ * The run's signal (the caller's, a timeout, or both merged), the timeout's, and what ends it.
+ * @typedef {{ signal: AbortSignal | undefined, timeout: AbortSignal | undefined, dispose: () => void }} RunSignals
+ */
+/**
+ * What beforeRun led to: the machine's event, the outgoing messages and where their last user
+ * message is, the hook's prompt, and which layout rewrites it (rewriteLastUser).
+ * @typedef {{ event: number, messages: LLMMessage[], index: number, prompt: string, inPlace: boolean }} Hooked
+ */
+
 // The machine's wire codes and status names, as the kernel defines them (module constants:
 // the driver reads them on every step).
 const {
@@ -24,11 +43,12 @@ const {
   RUN_RUNNER, SETUP_AFTER_RUN, SETUP_BEFORE_RUN, SETUP_DEFAULT_RETRIES, SETUP_OUTPUT_SCHEMA,
   SETUP_TRACE, STATUS_MASK, STATUS_SHIFT, STRUCTURED, SUCCESS, TIMED_OUT, TRACE, VALIDATE
 } = native.agentCodes()
-const STATUSES = native.agentStatuses()
+const STATUSES = /** @type {Array<AgentState['status']>} */ (native.agentStatuses())
 const IDLE = STATUSES.indexOf('idle')
 const RUNNING = STATUSES.indexOf('running')
 const ERROR = STATUSES.indexOf('error')
 
+/** @returns {AgentState} */
 function idleState() {
   return { status: STATUSES[IDLE], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
 }
@@ -37,10 +57,15 @@ function idleState() {
 // calls), so an answer that carries no text is asked for once and remembered: the pairs a
 // process meets are few (setups × phases × flags), and a run without hooks or schema then
 // costs no crossing at all. Bounded all the same.
+/** @type {Map<number, number>} */
 const startWords = new Map()
+/** @type {Map<number, number>} */
 const stepWords = new Map()
 
-/** The first step of a run with `setup`. */
+/**
+ * The first step of a run with `setup`.
+ * @param {number} setup
+ */
 function start(setup) {
   let w = startWords.get(setup)
   if (w === undefined) {
@@ -51,11 +76,16 @@ function start(setup) {
 }
 
 /** The machine's answer to `event` (with `text`, the runner's output or a validation error):
- *  the next step word, or `{ step, text }` for a step that carries a text. */
+ *  the next step word, or `{ step, text }` for a step that carries a text.
+ * @param {number} word
+ * @param {number} event
+ * @param {string | null} text
+ */
 function respond(word, event, text) {
   if (text !== null) return native.agentStep(word, event, text)
   // Exact: event codes are below EVENT_SPAN, words below 2^42.
   const key = word * EVENT_SPAN + event
+  /** @type {number | import('../binding').AgentStepText | undefined} */
   let out = stepWords.get(key)
   if (out === undefined) {
     out = native.agentStep(word, event, null)
@@ -66,19 +96,33 @@ function respond(word, event, text) {
   return out
 }
 
-/** `respond` on a path whose steps carry no text (`stream`). */
+/**
+ * `respond` on a path whose steps carry no text (`stream`).
+ * @param {number} word
+ * @param {number} event
+ */
 function step(word, event) {
   const out = respond(word, event, null)
   if (typeof out !== 'number') throw new Error('oma-kernel: agent driver got a step with a text on a path without texts')
   return out
 }
 
-/** A driver error: the machine asked for something this sequence does not perform. */
+/**
+ * A driver error: the machine asked for something this sequence does not perform.
+ * @param {number} word
+ * @param {number} action
+ */
 function expectAction(word, action) {
   if ((word & ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & ACTION_MASK}`)
 }
 
-/** `retries`: the setup bits of the agent's structured-output retries (`_retrySetup`). */
+/**
+ * `retries`: the setup bits of the agent's structured-output retries (`_retrySetup`).
+ * @param {number} entry
+ * @param {AgentConfig} config
+ * @param {unknown} traced
+ * @param {number} retries
+ */
 function setupOf(entry, config, traced, retries) {
   let s = entry | retries
   if (config.beforeRun) s |= SETUP_BEFORE_RUN
@@ -98,31 +142,42 @@ const NOT_CLONEABLE = 'messages must contain cloneable structured data (strings,
 const PROMPT_NOT_STRING = 'beforeRun.prompt must be a string'
 
 /** A deep copy of checked messages (structuredClone, as upstream; what it cannot copy, say a
- *  function inside a block, is the caller's InvalidMessageError). */
+ *  function inside a block, is the caller's InvalidMessageError).
+ * @param {readonly LLMMessage[]} messages
+ * @returns {LLMMessage[]}
+ */
 function copyMessages(messages) {
   try {
-    return structuredClone(messages)
+    return /** @type {LLMMessage[]} */ (structuredClone(messages))
   } catch {
     throw new InvalidMessageError(NOT_CLONEABLE)
   }
 }
 
-/** The run's messages for `run(input)` / `stream(input)`; `null` for 1.7's string input. */
+/**
+ * The run's messages for `run(input)` / `stream(input)`; `null` for 1.7's string input.
+ * @param {unknown} input
+ */
 function runInput(input) {
   if (!Array.isArray(input)) return null
   assertValidMessages(input)
   return copyMessages(input)
 }
 
-/** The one user message `prompt(input)` appends. */
+/**
+ * The one user message `prompt(input)` appends (1.7's: any other value is its text, unchecked).
+ * @param {unknown} input
+ * @returns {LLMMessage}
+ */
 function promptInput(input) {
-  if (!Array.isArray(input)) return { role: 'user', content: [{ type: 'text', text: input }] }
+  if (!Array.isArray(input)) return { role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }
   // Checked as upstream checks it: as the content of message 0 of a one-message list.
   const wrapped = [{ role: 'user', content: input }]
   assertValidMessages(wrapped)
-  return copyMessages(wrapped)[0]
+  return copyMessages(/** @type {LLMMessage[]} */ (wrapped))[0]
 }
 
+/** @param {readonly LLMMessage[]} messages */
 function lastUserIndex(messages) {
   for (let i = messages.length - 1; i >= 0; i--) {
     if (messages[i].role === 'user') return i
@@ -130,7 +185,11 @@ function lastUserIndex(messages) {
   return -1
 }
 
-/** The text blocks of the message at `index` (the last user message), joined; `''` without one. */
+/**
+ * The text blocks of the message at `index` (the last user message), joined; `''` without one.
+ * @param {readonly LLMMessage[]} messages
+ * @param {number} index
+ */
 function textAt(messages, index) {
   if (index < 0) return ''
   return messages[index].content.filter((b) => b.type === 'text').map((b) => b.text).join('')
@@ -144,10 +203,15 @@ function textAt(messages, index) {
  * the first text block becomes the prompt where it stands, the other text blocks go, the non-text
  * blocks keep their places; without a text block the prompt comes first. The two agree on every
  * message a string input makes.
+ * @param {LLMMessage[]} messages
+ * @param {number} index
+ * @param {string} prompt
+ * @param {boolean} inPlace
  */
 function rewriteLastUser(messages, index, prompt, inPlace) {
   const out = messages.slice()
   const old = out[index].content
+  /** @type {import('../index.js').ContentBlock[]} */
   let content
   if (inPlace) {
     content = []
@@ -171,7 +235,10 @@ function rewriteLastUser(messages, index, prompt, inPlace) {
 /** Whether `copy` (handed to beforeRun) still holds what `held` (a structured clone taken
  *  before the hook ran) holds: own enumerable keys and primitive values, through arrays and
  *  plain objects. Anything else (a Date, a Map) counts as changed; so does a structure too deep
- *  to walk. */
+ *  to walk.
+ * @param {unknown} copy
+ * @param {unknown} held
+ */
 function unchanged(copy, held) {
   try {
     return sameData(copy, held)
@@ -180,13 +247,22 @@ function unchanged(copy, held) {
   }
 }
 
-/** The same objects in the same order. */
+/**
+ * The same objects in the same order.
+ * @param {readonly unknown[]} a
+ * @param {readonly unknown[]} b
+ */
 function sameItems(a, b) {
   if (a.length !== b.length) return false
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
   return true
 }
 
+/**
+ * @param {unknown} a
+ * @param {unknown} b
+ * @returns {boolean}
+ */
 function sameData(a, b) {
   if (a === null || typeof a !== 'object') return Object.is(a, b)
   if (b === null || typeof b !== 'object') return false
@@ -202,12 +278,16 @@ function sameData(a, b) {
   const keys = Object.keys(a)
   if (keys.length !== Object.keys(b).length) return false
   for (const k of keys) {
-    if (!Object.prototype.propertyIsEnumerable.call(b, k) || !sameData(a[k], b[k])) return false
+    if (!Object.prototype.propertyIsEnumerable.call(b, k) || !sameData(/** @type {Fields} */ (a)[k], /** @type {Fields} */ (b)[k])) return false
   }
   return true
 }
 
-/** A runner result's flags as the machine's event bits. */
+/**
+ * A runner result's flags as the machine's event bits.
+ * @param {RunResult} r
+ * @param {AbortSignal | undefined} timeout
+ */
 function resultEvent(r, timeout) {
   let ev = EV_RUNNER_DONE
   if (r.budgetExceeded) ev |= EV_BUDGET_EXCEEDED
@@ -220,9 +300,16 @@ function resultEvent(r, timeout) {
 /**
  * The result a step describes (`Shape` in agent.rs), over the runner results of the run's
  * attempts and the feedback messages between them.
+ * @param {number} word
+ * @param {RunResult[]} attempts
+ * @param {LLMMessage[]} feedbacks
+ * @param {unknown} structured
+ * @param {unknown} error
+ * @returns {AgentRunResult}
  */
 function buildResult(word, attempts, feedbacks, structured, error) {
   if (word & FAILED) {
+    /** @type {MutableResult} */
     const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
     if (word & TIMED_OUT) {
       r.aborted = true
@@ -232,11 +319,14 @@ function buildResult(word, attempts, feedbacks, structured, error) {
   }
   const success = (word & SUCCESS) !== 0
   const value = word & STRUCTURED ? structured : undefined
+  /** @type {MutableResult} */
   let r
   if (word & MERGED) {
+    /** @type {LLMMessage[]} */
     const messages = []
     let input = attempts[0].tokenUsage.input_tokens
     let output = attempts[0].tokenUsage.output_tokens
+    /** @type {import('../index.js').ToolCallRecord[]} */
     const toolCalls = []
     for (let i = 0; i < attempts.length; i++) {
       const a = attempts[i]
@@ -271,15 +361,23 @@ const beforeRunAborted = abortedWhile('beforeRun')
 const afterRunAborted = abortedWhile('afterRun')
 
 /** `config.afterRun(result)` (called as a method, as before), awaited under the run's signal
- *  (see afterRunAborted). */
+ *  (see afterRunAborted). The machine asks for it only when there is one.
+ * @param {AgentConfig} config
+ * @param {AgentRunResult} result
+ * @param {AbortSignal | undefined} signal
+ */
 function callAfterRun(config, result, signal) {
-  return settleOrAbandonOn(config.afterRun(result), signal, afterRunAborted)
+  return settleOrAbandonOn(/** @type {Required<AgentConfig>} */ (config).afterRun(result), signal, afterRunAborted)
 }
 
-/** runSignal's answer for a run with neither a signal nor a timeout (most runs): one object. */
+/** runSignal's answer for a run with neither a signal nor a timeout (most runs): one object. @type {RunSignals} */
 const UNTIMED = Object.freeze({ signal: undefined, timeout: undefined, dispose: noop })
 
-/** The run's outgoing messages after beforeRun (`hooked`), for the step `word` that runs them. */
+/**
+ * The run's outgoing messages after beforeRun (`hooked`), for the step `word` that runs them.
+ * @param {number} word
+ * @param {Hooked} hooked
+ */
 function outgoingOf(word, hooked) {
   if (!(word & REWRITE_LAST_USER)) return hooked.messages
   return rewriteLastUser(hooked.messages, hooked.index, hooked.prompt, hooked.inPlace)
@@ -287,10 +385,15 @@ function outgoingOf(word, hooked) {
 
 /** One signal for the run: the caller's, a run timeout, or both merged (§4.3). `dispose` stops
  *  the timeout and unhooks the merge once the run is over: a caller's long-lived signal would
- *  otherwise keep one listener (and its controller) per run that used it. */
+ *  otherwise keep one listener (and its controller) per run that used it.
+ * @param {AbortSignal | undefined} callerSignal
+ * @param {number | undefined} timeoutMs
+ * @returns {RunSignals}
+ */
 function runSignal(callerSignal, timeoutMs) {
-  if (!(timeoutMs > 0)) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
-  const run = new RunTimeout(timeoutMs)
+  // (Unset compares as no timeout.)
+  if (!(0 < /** @type {number} */ (timeoutMs))) return callerSignal === undefined ? UNTIMED : { signal: callerSignal, timeout: undefined, dispose: noop }
+  const run = new RunTimeout(/** @type {number} */ (timeoutMs))
   const timeout = run.signal
   if (!callerSignal) return { signal: timeout, timeout, dispose: () => run.clear() }
   const ctl = new AbortController()
@@ -310,16 +413,24 @@ function runSignal(callerSignal, timeoutMs) {
   return { signal: ctl.signal, timeout, dispose }
 }
 
+/** @type {{ snap?: unknown, json?: string }} */
 const ctorOptionsMemo = {}
 
 class Agent {
+  /**
+   * @param {AgentConfig} config
+   * @param {import('./tools.js').ToolRegistry} toolRegistry
+   * @param {import('./tools.js').ToolExecutor} toolExecutor
+   */
   constructor(config, toolRegistry, toolExecutor) {
     this.name = config.name
     // An egress policy is checked here and kept as its frozen normalised copy (upstream 1.16).
     this.config = config.egressPolicy === undefined ? config : { ...config, egressPolicy: normalizeEgressPolicy(config.egressPolicy) }
     this.toolRegistry = toolRegistry
     this.toolExecutor = toolExecutor
+    /** @type {import('./runner.js').AgentRunner | null} */
     this.runner = null
+    /** @type {LLMMessage[]} */
     this.messageHistory = []
     this.state = idleState()
     // Bad configuration is reported here rather than on the first run.
@@ -351,17 +462,24 @@ class Agent {
     this.messageHistory = []
     this.state = idleState()
   }
+  /** @param {import('./tools.js').Tool} tool */
   addTool(tool) {
     this.toolRegistry.register(tool, { runtimeAdded: true })
   }
+  /** @param {string} name */
   removeTool(name) {
     this.toolRegistry.deregister(name)
   }
   getTools() {
     return this.toolRegistry.list().map((t) => t.name)
   }
+  /**
+   * @param {AbortSignal} [abortSignal]
+   * @returns {import('../index.js').ToolUseContext}
+   */
   buildToolContext(abortSignal) {
     const sp = this.config.systemPrompt
+    /** @type {{ -readonly [K in keyof import('../index.js').ToolUseContext]: import('../index.js').ToolUseContext[K] }} */
     const context = {
       agent: { name: this.name, role: sp === undefined ? 'assistant' : sp.slice(0, 60), model: this.config.model },
       abortSignal,
@@ -373,6 +491,11 @@ class Agent {
     return context
   }
 
+  /**
+   * @param {unknown} input
+   * @param {RunOpts} [runOptions]
+   * @returns {Promise<AgentRunResult>}
+   */
   run(input, runOptions) {
     // A bad message list rejects here, before the run starts (upstream: outside its try).
     let messages
@@ -382,16 +505,23 @@ class Agent {
       return Promise.reject(e)
     }
     // Not an async function: a running agent keeps no frame of run() alive (issue 18's W2).
-    return messages === null
-      ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions ?? {}, false)
-      : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
+    // (1.7's string input: any other value is the text of one user message, unchecked.)
+    // Run's settles with the result alone (AgentRun.finish).
+    return /** @type {Promise<AgentRunResult>} */ (messages === null
+      ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions ?? {}, false)
+      : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true))
   }
 
+  /**
+   * @param {unknown} input
+   * @returns {Promise<AgentRunResult>}
+   */
   async prompt(input) {
     const userMessage = promptInput(input)
     const history = this.messageHistory
     history.push(userMessage)
-    const { result, history: verdict } = await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input))
+    // A prompt's settles with the result and the history verdict (AgentRun.finish).
+    const { result, history: verdict } = /** @type {{ result: AgentRunResult, history: number }} */ (await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input)))
     if (verdict === HISTORY_ROLLBACK) {
       restore(history, userMessage)
       return result
@@ -406,16 +536,26 @@ class Agent {
   }
 
   /** A plain method, as upstream's since 1.15: the input is checked and copied at the call (a
-   *  bad message list throws there), the run itself starts on the first `next()`. */
+   *  bad message list throws there), the run itself starts on the first `next()`.
+   * @param {unknown} input
+   * @param {RunOpts} [runOptions]
+   */
   stream(input, runOptions) {
     const messages = runInput(input)
     return messages === null
-      ? this._stream([{ role: 'user', content: [{ type: 'text', text: input }] }], runOptions, false)
+      ? this._stream([{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions, false)
       : this._stream(messages, runOptions, true)
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {RunOpts | undefined} runOptions
+   * @param {boolean} callerMessages
+   * @returns {AsyncGenerator<import('./runner.js').DriveEvent, void, undefined>}
+   */
   async *_stream(messages, runOptions, callerMessages) {
     let word = start(setupOf(ENTRY_STREAM, this.config, false, this._retrySetup))
+    /** @type {Error | undefined} */
     let error
     let dispose = noop
     try {
@@ -424,25 +564,27 @@ class Agent {
       // runner's events passed on, afterRun (if any) on `done`.
       let outgoing = messages
       if ((word & ACTION_MASK) === BEFORE_RUN) {
-        const hooked = await this._beforeRun(messages, callerMessages, (runOptions ?? {}).abortSignal)
+        const hooked = await this._beforeRun(messages, callerMessages, runOptions?.abortSignal)
         word = step(word, hooked.event)
         this._apply(word, error, 0, 0)
         outgoing = outgoingOf(word, hooked)
       }
       expectAction(word, RUN_RUNNER)
       const runner = await (this.runner ?? this._getRunner())
-      const { signal, timeout, dispose: unhook } = runSignal((runOptions ?? {}).abortSignal, this.config.timeoutMs)
+      const { signal, timeout, dispose: unhook } = runSignal(runOptions?.abortSignal, this.config.timeoutMs)
       dispose = unhook
+      /** @type {MutableRunOpts} */
       const options = { ...runOptions }
       if (signal !== undefined) options.abortSignal = signal
       for await (const event of runner.stream(outgoing, options)) {
         if (event.type === 'done') {
-          const data = event.data
+          const data = /** @type {RunResult} */ (event.data)
           const u = data.tokenUsage
           const usageIn = u.input_tokens
           const usageOut = u.output_tokens
           word = step(word, resultEvent(data, timeout))
           this._apply(word, error, usageIn, usageOut)
+          /** @type {AgentRunResult | undefined} */
           let r
           if ((word & ACTION_MASK) === AFTER_RUN) {
             r = await callAfterRun(this.config, buildResult(word, [data], [], undefined, error), signal)
@@ -472,7 +614,12 @@ class Agent {
   }
 
   /** Performs what every step asks for before its action: the status, and the usage of the
-   *  runner result just reported (`usageIn`, `usageOut`). */
+   *  runner result just reported (`usageIn`, `usageOut`).
+   * @param {number} word
+   * @param {Error | undefined} error
+   * @param {number} usageIn
+   * @param {number} usageOut
+   */
   _apply(word, error, usageIn, usageOut) {
     const status = (word & STATUS_MASK) >>> STATUS_SHIFT
     if (status === RUNNING) {
@@ -497,15 +644,22 @@ class Agent {
    * context keeps 1.7's message objects. A prompt that is not a string is upstream's error once
    * the messages are the caller's (`callerMessages`, or replaced); with a string input and kept
    * messages it is sent as is (1.7, §20.1 #8).
+   * @param {LLMMessage[]} messages
+   * @param {boolean} callerMessages
+   * @param {AbortSignal | undefined} signal
+   * @returns {Promise<Hooked>}
    */
   async _beforeRun(messages, callerMessages, signal) {
-    const hook = this.config.beforeRun
+    // The machine asks for it only when there is one.
+    const hook = /** @type {Required<AgentConfig>['beforeRun']} */ (this.config.beforeRun)
     const index = lastUserIndex(messages)
     const text = textAt(messages, index)
     const { beforeRun: _b, afterRun: _a, ...agent } = this.config
+    /** @type {LLMMessage[]} */
     let given
     // What `given` holds now, to tell a hook that changed it in place from one that returns its
     // context unchanged (the run's own messages may change meanwhile: they are the caller's).
+    /** @type {LLMMessage[] | null} */
     let held
     try {
       given = structuredClone(messages)
@@ -527,7 +681,7 @@ class Agent {
     let at = index
     if (replaced) {
       assertValidMessages(next)
-      outgoing = copyMessages(next)
+      outgoing = copyMessages(/** @type {readonly LLMMessage[]} */ (next))
       at = lastUserIndex(outgoing)
     }
     const event = EV_HOOK_RETURNED | (prompt !== text ? EV_CHANGED : 0) | (at >= 0 ? EV_HAS_USER : 0)
@@ -548,8 +702,10 @@ class Agent {
     return this.runner
   }
 
+  /** @param {import('../index.js').LLMAdapter} adapter */
   _newRunner(adapter) {
     const c = this.config
+    /** @type {{ -readonly [K in keyof import('../index.js').RunnerOptions]: import('../index.js').RunnerOptions[K] }} */
     const ro = {
       model: c.model,
       systemPrompt: c.outputSchema ? structuredSystemPrompt(c.systemPrompt, c.outputSchema) : c.systemPrompt,
@@ -588,11 +744,18 @@ class Agent {
 
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
    *  the result and the history verdict (for run, the result alone). Never rejects. Only what
-   *  it awaits is here; the run's state and its other steps are the AgentRun's. */
+   *  it awaits is here; the run's state and its other steps are the AgentRun's.
+   * @param {number} entry
+   * @param {LLMMessage[]} messages
+   * @param {RunOpts} callerOptions
+   * @param {boolean} callerMessages
+   * @returns {Promise<AgentRunResult | { result: AgentRunResult, history: number }>}
+   */
   async _executeRun(entry, messages, callerOptions, callerMessages) {
     const r = new AgentRun(this, entry, messages, callerOptions)
     try {
       for (;;) {
+        /** @type {number} */
         let event
         r.text = null
         try {
@@ -608,7 +771,8 @@ class Agent {
                 // Always awaited: the model is never called before run() has returned its promise.
                 r.begin(await (this.runner ?? this._getRunner()))
               }
-              event = r.ran(await r.runner.run(r.conversation(), r.options))
+              // begin() set the runner and the options.
+              event = r.ran(await /** @type {import('./runner.js').AgentRunner} */ (r.runner).run(r.conversation(), r.options))
               break
             case VALIDATE:
               event = r.validate()
@@ -636,6 +800,11 @@ class Agent {
     }
   }
 
+  /**
+   * @param {RunOpts} callerOptions
+   * @param {AgentRunResult} r
+   * @param {number} startMs
+   */
   _agentTrace(callerOptions, r, startMs) {
     if (!callerOptions.onTrace) return
     const endMs = Date.now()
@@ -660,6 +829,12 @@ class Agent {
  * small (issue 18's W2).
  */
 class AgentRun {
+  /**
+   * @param {Agent} agent
+   * @param {number} entry
+   * @param {LLMMessage[]} messages
+   * @param {RunOpts} callerOptions
+   */
   constructor(agent, entry, messages, callerOptions) {
     this.agent = agent
     this.entry = entry
@@ -667,27 +842,39 @@ class AgentRun {
     this.word = start(setupOf(entry, agent.config, callerOptions.onTrace, agent._retrySetup))
     this.startMs = Date.now()
     this.outgoing = messages
+    /** @type {import('./runner.js').AgentRunner | null} */
     this.runner = null
+    /** @type {MutableRunOpts | undefined} */
     this.options = undefined
+    /** @type {AbortSignal | undefined} */
     this.timeout = undefined
     this.signals = UNTIMED // runSignal's answer (its dispose ends the merge)
+    /** @type {Hooked | null} */
     this.hooked = null
     // Every attempt's runner result and the feedback message each failed one produced.
+    /** @type {RunResult[]} */
     this.attempts = []
+    /** @type {LLMMessage[]} */
     this.feedbacks = []
     this.usageIn = 0
     this.usageOut = 0
+    /** @type {unknown} */
     this.structured = undefined
+    /** @type {Error | undefined} */
     this.error = undefined
+    /** @type {AgentRunResult | undefined} */
     this.result = undefined
     // The text of the current step: the JSON to validate, or the retry's feedback.
     this.given = ''
     // The text the current step reports with its event (the output, or why it is invalid).
+    /** @type {string | null} */
     this.text = null
   }
 
   /** The run's runner, and the options every attempt runs with: the agent's state follows its
-   *  messages, and the caller's signal is merged with the agent's timeout. */
+   *  messages, and the caller's signal is merged with the agent's timeout.
+   * @param {import('./runner.js').AgentRunner} runner
+   */
   begin(runner) {
     const agent = this.agent
     const callerOptions = this.callerOptions
@@ -697,9 +884,10 @@ class AgentRun {
     // kept every run's objects (reached through its context: the agent, its runner, the
     // conversation) alive through the following scavenges, so a process's first thousands of
     // runs grew the young generation (issue 18's S2: `bench/README.md`). Same properties, same order.
+    /** @type {MutableRunOpts} */
     const options = {
       ...callerOptions,
-      onMessage: (msg) => {
+      onMessage: (/** @type {LLMMessage} */ msg) => {
         agent.state.messages.push(msg)
         // What it returns goes to the runner, which drops a promise's rejection (dropRejection).
         return callerOptions.onMessage ? callerOptions.onMessage(msg) : undefined
@@ -722,7 +910,8 @@ class AgentRun {
     if (this.word & COUNT_SPENT) {
       let spent = 0
       for (let i = 0; i < this.attempts.length; i++) spent += this.attempts[i].tokenUsage.input_tokens + this.attempts[i].tokenUsage.output_tokens
-      this.options[BUDGET_SPENT] = spent
+      const options = /** @type {MutableRunOpts} */ (this.options) // begin() set them
+      options[BUDGET_SPENT] = spent
     }
     if (this.word & RETRY) {
       this.feedbacks.push({ role: 'user', content: [{ type: 'text', text: this.given }] })
@@ -732,7 +921,10 @@ class AgentRun {
     return conversation
   }
 
-  /** An attempt's runner result: its usage, kept; the machine's event for it. */
+  /**
+   * An attempt's runner result: its usage, kept; the machine's event for it.
+   * @param {RunResult} result
+   */
   ran(result) {
     const u = result.tokenUsage
     this.usageIn = u.input_tokens
@@ -746,7 +938,8 @@ class AgentRun {
   /** The structured output's check: the event, with why it is invalid as the step's text. */
   validate() {
     try {
-      this.structured = validateOutput(this.agent.config.outputSchema, JSON.parse(this.given))
+      // The machine validates only under an output schema.
+      this.structured = validateOutput(/** @type {import('../index.js').ZodLikeSchema} */ (this.agent.config.outputSchema), JSON.parse(this.given))
       return EV_VALID
     } catch (e) {
       this.text = isError(e) ? messageOf(e) : safeString(e)
@@ -757,7 +950,8 @@ class AgentRun {
   /** The result as the current step describes it (built when the step says so). */
   built() {
     if (this.word & BUILD) this.result = buildResult(this.word, this.attempts, this.feedbacks, this.structured, this.error)
-    return this.result
+    // Every step that reports a result builds it first (the machine's BUILD bit).
+    return /** @type {AgentRunResult} */ (this.result)
   }
 
   /** What the run settles with: run() keeps no history, so its promise is this one's, with the
@@ -767,14 +961,20 @@ class AgentRun {
     return this.entry === ENTRY_RUN ? result : { result, history: (this.word & HISTORY_MASK) >>> HISTORY_SHIFT }
   }
 
-  /** A step that threw: the error kept, the machine's event for it. */
+  /**
+   * A step that threw: the error kept, the machine's event for it.
+   * @param {unknown} err
+   */
   threw(err) {
     this.error = toError(err)
     this.text = null
     return EV_THREW | (this.timeout?.aborted ? EV_TIMED_OUT : 0)
   }
 
-  /** The machine's next step for `event`. */
+  /**
+   * The machine's next step for `event`.
+   * @param {number} event
+   */
   step(event) {
     const out = respond(this.word, event, this.text)
     if (typeof out === 'number') {
@@ -786,7 +986,10 @@ class AgentRun {
   }
 }
 
-/** The kernel's setup bits for `outputSchemaRetries: value`; a bad value throws its error. */
+/**
+ * The kernel's setup bits for `outputSchemaRetries: value`; a bad value throws its error.
+ * @param {unknown} value
+ */
 function retriesSetup(value) {
   let text
   try {
@@ -800,16 +1003,22 @@ function retriesSetup(value) {
 }
 
 /** A failed run's output: the error's message as text, whatever the thrower put there (a
- *  Symbol, a throwing getter); the run's result is returned in every case. */
+ *  Symbol, a throwing getter); the run's result is returned in every case.
+ * @param {unknown} error
+ */
 function messageOf(error) {
   try {
-    const m = error.message
+    const m = /** @type {Fields} */ (error).message // (null or undefined throws: below)
     return typeof m === 'string' ? m : safeString(m)
   } catch {
     return safeString(error)
   }
 }
 
+/**
+ * @param {LLMMessage[]} history
+ * @param {LLMMessage} userMessage
+ */
 function restore(history, userMessage) {
   const i = history.lastIndexOf(userMessage)
   if (i >= 0) history.splice(i)

@@ -57,3 +57,13 @@ export declare function matchesGlob(filename: string, glob: string): boolean
 export declare function isSensitiveName(name: string): boolean
 export declare function redactSensitiveText(text: string): string
 export declare function redactSensitiveObject<T>(value: T): T
+
+// The host shell's ShellExecutor, declared with the package entry's other shell types.
+export { LocalShellExecutor } from '../index'
+
+// For lib/confined-shell.js, not the package entry (typed here because a require of
+// './builtin.js' resolves to this file).
+/** The allowlisted host variables as `[name, value]` pairs. */
+export declare function hostEnv(): string[][]
+/** A timer delay as Node's setTimeout reads it: anything outside 1..2^31-1 (NaN included) is 1 ms. */
+export declare function timerDelay(ms: unknown): number

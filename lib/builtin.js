@@ -4,11 +4,14 @@
 // the LLM-visible schemas from the kernel's fields, describes JS inputs for the kernel's
 // check, applies defaults, wires AbortSignals to native cancel handles, and builds every
 // returned object here, in the caller's realm.
-const path = require('path')
 const native = require('./native.js')
 const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
 const { executeWithBackstop, shellResult, failureText } = require('./shell.js')
+
+/** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('../index.js').ToolUseContext} ToolUseContext */
+/** @typedef {import('../index.js').ToolResult} ToolResult */
 
 // The kernel's tables (src/js/builtin.rs), read once.
 const TABLES = native.builtinTables()
@@ -18,7 +21,11 @@ const DEFAULT_TIMEOUT_MS = TABLES.defaultTimeoutMs
 // Node's setTimeout bound (a JS rule, not the kernel's).
 const TIMEOUT_MAX = 2 ** 31 - 1
 
-/** The sandbox root for a tool context: `null` disables the sandbox. */
+/**
+ * The sandbox root for a tool context: `null` disables the sandbox.
+ * @param {{ readonly cwd?: string | null } | null | undefined} context
+ * @returns {string | null}
+ */
 function sandboxRoot(context) {
   const cwd = context == null ? undefined : context.cwd
   if (cwd === null) return null
@@ -33,13 +40,16 @@ function sandboxRoot(context) {
 // executor sends it as its BUILTIN_INPUT answer, and each tool's own execute checks it too
 // (tests call execute() directly with raw input).
 
-/** Zod 3's `getParsedType` names, by the kernel's tag for each. */
+/** Zod 3's `getParsedType` names, by the kernel's tag for each. @type {Record<string, number>} */
 const TAG = Object.fromEntries(TABLES.jsTypes.map((name, i) => [name, i]))
 const T_STRING = TAG.string
 const T_NUMBER = TAG.number
 const T_OBJECT = TAG.object
 
-/** Zod 3's `getParsedType`, as the kernel's tag. */
+/**
+ * Zod 3's `getParsedType`, as the kernel's tag.
+ * @param {unknown} v
+ */
 function zodTag(v) {
   switch (typeof v) {
     case 'undefined':
@@ -54,7 +64,7 @@ function zodTag(v) {
     case 'object':
       if (Array.isArray(v)) return TAG.array
       if (v === null) return TAG.null
-      if (v.then && typeof v.then === 'function' && v.catch && typeof v.catch === 'function') return TAG.promise
+      if (/** @type {Fields} */ (v).then && typeof (/** @type {Fields} */ (v)).then === 'function' && /** @type {Fields} */ (v).catch && typeof (/** @type {Fields} */ (v)).catch === 'function') return TAG.promise
       if (v instanceof Map) return TAG.map
       if (v instanceof Set) return TAG.set
       if (v instanceof Date) return TAG.date
@@ -68,6 +78,9 @@ function zodTag(v) {
  * `[tool id, input type, field type, field value, …]` for the kernel's check: each field is
  * read once, in schema order; the value is a number's own value or a string's length.
  * A fresh array per call: a field's getter may itself run a tool.
+ * @param {number} id
+ * @param {string[]} names
+ * @param {unknown} input
  */
 function describeInput(id, names, input) {
   const out = new Float64Array(2 + 2 * names.length)
@@ -76,24 +89,29 @@ function describeInput(id, names, input) {
   out[1] = top
   if (top !== T_OBJECT) return out
   for (let i = 0; i < names.length; i++) {
-    const v = input[names[i]]
+    const v = /** @type {Fields} */ (input)[names[i]] // an object: its tag says so
     const t = zodTag(v)
     out[2 + 2 * i] = t
-    out[3 + 2 * i] = t === T_NUMBER ? v : t === T_STRING ? v.length : 0
+    out[3 + 2 * i] = t === T_NUMBER ? /** @type {number} */ (v) : t === T_STRING ? /** @type {string} */ (v).length : 0
   }
   return out
 }
 
-/** Each built-in tool's id and field names in the kernel's tables. */
+/**
+ * Each built-in tool's id and field names in the kernel's tables.
+ * @type {Map<string, { id: number, names: string[] }>}
+ */
 const INPUTS = new Map(TABLES.tools.map((t, id) => [t.name, { id, names: t.fields.map((f) => f.name) }]))
 
 /**
  * The last description the kernel found valid. Its check is a function of the description
  * alone, so an equal one is valid too: the tool's own check right after the executor's (same
  * input, same synchronous turn) needs no second native call.
+ * @type {Float64Array | null}
  */
 let accepted = null
 
+/** @param {Float64Array} d */
 function acceptedAlready(d) {
   const a = accepted
   if (a === null || a.length !== d.length) return false
@@ -101,9 +119,14 @@ function acceptedAlready(d) {
   return true
 }
 
-/** A built-in tool's own check of `input`: its error result, or null when valid. */
+/**
+ * A built-in tool's own check of `input`: its error result, or null when valid.
+ * @param {string} toolName a built-in tool's
+ * @param {unknown} input
+ * @returns {ToolResult | null}
+ */
 function checkInput(toolName, input) {
-  const { id, names } = INPUTS.get(toolName)
+  const { id, names } = /** @type {{ id: number, names: string[] }} */ (INPUTS.get(toolName))
   const d = describeInput(id, names, input)
   if (acceptedAlready(d)) return null
   const text = native.builtinCheckInput(d)
@@ -114,23 +137,34 @@ function checkInput(toolName, input) {
   return { data: text, isError: true }
 }
 
-/** A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are. */
+/**
+ * A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are.
+ * @param {string} toolName a built-in tool's
+ */
 function inputSchema(toolName) {
-  const fields = TABLES.tools[INPUTS.get(toolName).id].fields
+  const fields = TABLES.tools[/** @type {{ id: number }} */ (INPUTS.get(toolName)).id].fields
+  /** @type {Record<string, { type: string, description: string }>} */
   const properties = {}
   for (const f of fields) properties[f.name] = { type: f.type, description: f.description }
+  /** @type {{ type: string, properties: typeof properties, required?: string[] }} */
   const schema = { type: 'object', properties }
   const required = fields.filter((f) => f.required).map((f) => f.name)
   if (required.length > 0) schema.required = required
   return schema
 }
 
-/** A native rejection (a Rust panic) as a tool error: execute never throws for tool faults. */
+/**
+ * A native rejection (a Rust panic) as a tool error: execute never throws for tool faults.
+ * @param {string} toolName
+ * @param {unknown} err
+ */
 function nativeFailure(toolName, err) {
-  const msg = err && typeof err.message === 'string' ? err.message : String(err)
+  const e = /** @type {Fields | null | undefined} */ (err) // any value: read as it is
+  const msg = e && typeof e.message === 'string' ? e.message : String(err)
   return { data: `Tool "${toolName}" failed internally: ${msg}`, isError: true }
 }
 
+/** @param {import('../binding').NativeToolResult} r */
 function result(r) {
   return { data: r.data, isError: r.isError }
 }
@@ -142,6 +176,11 @@ const NEVER_CANCELLED = new native.CancelHandle()
  * Runs `fn(handle)` with a native cancel handle tripped by `signal`. `detectPreAborted`:
  * whether an already-aborted signal counts (bash's listener never sees it, §11.3; the
  * walkers check `signal.aborted` themselves).
+ * @template T
+ * @param {AbortSignal | null | undefined} signal
+ * @param {boolean} detectPreAborted
+ * @param {(handle: import('../binding').CancelHandle) => Promise<T>} fn
+ * @returns {Promise<T>}
  */
 async function withCancel(signal, detectPreAborted, fn) {
   if (!signal) return fn(NEVER_CANCELLED)
@@ -159,43 +198,70 @@ async function withCancel(signal, detectPreAborted, fn) {
 // ---------------------------------------------------------------------------------------
 // Path safety, walker, redaction (module exports of path-safety.ts, fs-walk.ts, redaction.ts)
 
+/**
+ * @param {string} inputPath
+ * @param {{ readonly cwd?: string | null }} context
+ * @param {{ ensureRoot?: boolean }} [options]
+ * @returns {Promise<import('./builtin.js').SafePathResult>}
+ */
 async function resolvePathWithinCwd(inputPath, context, options = {}) {
-  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!(options && options.ensureRoot))
-  return r.ok ? { ok: true, path: r.path, root: r.root } : { ok: false, error: r.error }
+  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!(options?.ensureRoot))
+  // The kernel sets `path` and `root` when ok, `error` otherwise.
+  return r.ok ? { ok: true, path: /** @type {string} */ (r.path), root: /** @type {string} */ (r.root) } : { ok: false, error: /** @type {string} */ (r.error) }
 }
 
+/**
+ * @param {string} dir
+ * @param {string | undefined} glob
+ * @param {AbortSignal} [signal]
+ * @param {{ maxFiles?: number }} [options]
+ */
 async function collectFiles(dir, glob, signal, options) {
   const maxFiles = options && options.maxFiles !== undefined ? options.maxFiles : null
   const files = await withCancel(signal, true, (h) => native.builtinCollectFiles(dir, glob ?? null, maxFiles, h))
   return [...files]
 }
 
+/**
+ * @param {string} filename
+ * @param {string} glob
+ */
 function matchesGlob(filename, glob) {
   return native.builtinMatchesGlob(filename, glob)
 }
 
+/** @param {string} name */
 function isSensitiveName(name) {
   // RegExp.test coerces its argument to a string.
   return native.builtinIsSensitiveName(String(name))
 }
 
+/** @param {string} text */
 function redactSensitiveText(text) {
   if (!text) return text
   return native.builtinRedactText(text)
 }
 
-/** The result's arrays and plain objects, made in this realm (see builtinRedactObject). */
+/**
+ * The result's arrays and plain objects, made in this realm (see builtinRedactObject).
+ * @param {boolean} isArray
+ */
 function makeContainer(isArray) {
   return isArray ? [] : {}
 }
 
-/** The kernel's one redaction walk (crates/core/src/redaction.rs) over the JS value. */
+/**
+ * The kernel's one redaction walk (crates/core/src/redaction.rs) over the JS value.
+ * @template T
+ * @param {T} value
+ * @returns {T} a redacted copy (of the same shape)
+ */
 function redactSensitiveObject(value) {
   try {
-    return native.builtinRedactObject(value, makeContainer)
+    return /** @type {T} */ (native.builtinRedactObject(value, makeContainer))
   } catch (e) {
     // The addon's RangeError belongs to the main realm; the caller's (Jest's) gets its own.
-    if (e !== null && typeof e === 'object' && e.name === 'RangeError') throw new RangeError(e.message)
+    if (e !== null && typeof e === 'object' && /** @type {Error} */ (e).name === 'RangeError') throw new RangeError(/** @type {Error} */ (e).message)
     throw e
   }
 }
@@ -203,15 +269,20 @@ function redactSensitiveObject(value) {
 // ---------------------------------------------------------------------------------------
 // The tools
 
-/** A timer delay as Node's setTimeout reads it: anything outside 1..2^31-1 (NaN included) is 1 ms. */
+/**
+ * A timer delay as Node's setTimeout reads it: anything outside 1..2^31-1 (NaN included) is 1 ms.
+ * @param {unknown} ms
+ */
 function timerDelay(ms) {
   const delay = Number(ms)
   return delay >= 1 && delay <= TIMEOUT_MAX ? delay : 1
 }
 
 /** The allowlisted host variables as `[name, value]` pairs, built fresh at each call from
- *  process.env (tests mutate it between calls); the kernel drops the sensitive names. */
+ *  process.env (tests mutate it between calls); the kernel drops the sensitive names.
+ * @returns {string[][]} */
 function hostEnv() {
+  /** @type {string[][]} */
   const env = []
   for (const k of SAFE_ENV_ALLOWLIST) {
     const v = process.env[k]
@@ -230,6 +301,11 @@ function hostEnv() {
  * the Node process's permissions; `sandboxRoot` is ignored.
  */
 class LocalShellExecutor {
+  /**
+   * @param {string} command
+   * @param {import('../index.js').ShellExecOptions} options
+   * @returns {Promise<import('../index.js').ShellExecResult>}
+   */
   async exec(command, options) {
     const signal = options.abortSignal
     if (signal !== undefined && signal !== null && signal.aborted === true) return { stdout: '', stderr: '', exitCode: TABLES.exitAborted }
@@ -245,6 +321,9 @@ class LocalShellExecutor {
  * The result takes the tool's one output layout, redacted (the kernel's `format_exec_result`).
  * The executor also gets `sandboxRoot`: the context's filesystem sandbox root (`null` when the
  * sandbox is disabled), which a confining executor needs and upstream's executors ignore.
+ * @param {import('../index.js').ShellExecutor} executor
+ * @param {BashInput} input
+ * @param {ToolUseContext} context
  */
 async function bashThrough(executor, input, context) {
   const timeoutMs = input.timeout ?? DEFAULT_TIMEOUT_MS
@@ -261,6 +340,11 @@ async function bashThrough(executor, input, context) {
   return { data: native.builtinBashFormat(r.stdout, r.stderr, r.exitCode), isError: r.exitCode !== 0 }
 }
 
+/**
+ * Each tool's input, once its check passed.
+ * @typedef {{ command: string, timeout?: number, cwd?: string }} BashInput
+ */
+
 const bashTool = {
   name: 'bash',
   description:
@@ -268,13 +352,17 @@ const bashTool = {
   inputSchema: inputSchema('bash'),
   // Upstream 1.13: its grant permits real side effects (told to an onToolCall gate).
   consequential: true,
+  /**
+   * @param {BashInput} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('bash', input)
     if (bad) return bad
     // Upstream 1.16: `context.shellExecutor ?? LocalShellExecutor`. Without one, the tool's own
     // native path (the layout made natively, no extra crossing), exactly as before the seam.
     const executor = context ? context.shellExecutor : undefined
-    if (executor !== undefined && executor !== null) return bashThrough(executor, input, context)
+    if (executor !== undefined && executor !== null) return bashThrough(executor, input, /** @type {ToolUseContext} */ (context)) // it held the executor
     // Node's setTimeout: anything outside 1..2^31-1 (NaN included) fires after 1 ms.
     const delay = timerDelay(input.timeout ?? DEFAULT_TIMEOUT_MS)
     const env = hostEnv()
@@ -292,6 +380,10 @@ const fileReadTool = {
   description:
     'Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format "N\\t<line>". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.',
   inputSchema: inputSchema('file_read'),
+  /**
+   * @param {{ path: string, offset?: number, limit?: number }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('file_read', input)
     if (bad) return bad
@@ -309,6 +401,10 @@ const fileWriteTool = {
     'Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.',
   inputSchema: inputSchema('file_write'),
   consequential: true,
+  /**
+   * @param {{ path: string, content: string }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('file_write', input)
     if (bad) return bad
@@ -326,6 +422,10 @@ const fileEditTool = {
     'Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once \u2014 use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.',
   inputSchema: inputSchema('file_edit'),
   consequential: true,
+  /**
+   * @param {{ path: string, old_string: string, new_string: string, replace_all?: boolean }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('file_edit', input)
     if (bad) return bad
@@ -344,6 +444,10 @@ const grepTool = {
   description:
     'Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. "*.ts"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.',
   inputSchema: inputSchema('grep'),
+  /**
+   * @param {{ pattern: string, path?: string, glob?: string, maxResults?: number }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('grep', input)
     if (bad) return bad
@@ -365,6 +469,10 @@ const globTool = {
   description:
     'List file paths under a directory that match an optional filename glob. Does not read file contents \u2014 use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.',
   inputSchema: inputSchema('glob'),
+  /**
+   * @param {{ path?: string, pattern?: string, maxFiles?: number }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('glob', input)
     if (bad) return bad
@@ -386,31 +494,37 @@ const delegateToAgentTool = {
   description:
     "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
   inputSchema: inputSchema('delegate_to_agent'),
+  /**
+   * @param {{ target_agent: string, prompt: string }} input
+   * @param {ToolUseContext} [context]
+   */
   async execute(input, context) {
     const bad = checkInput('delegate_to_agent', input)
     if (bad) return bad
     const team = context ? context.team : undefined
-    const caller = context && context.agent ? context.agent.name : undefined
+    const caller = context?.agent ? context.agent.name : undefined
     const target = input.target_agent
     const pool = team ? team.delegationPool : undefined
     const slots = pool != null && typeof pool.availableRunSlots === 'number' && !Number.isNaN(pool.availableRunSlots) ? pool.availableRunSlots : null
     const guard = native.builtinCheckDelegation(
-      !!(team && team.runDelegatedAgent),
+      !!(team?.runDelegatedAgent),
       String(caller),
       target,
-      team && team.agents ? Array.from(team.agents, String) : [],
-      team && team.delegationChain ? Array.from(team.delegationChain, String) : [],
-      Number((team && team.delegationDepth) ?? 0),
-      Number((team && team.maxDelegationDepth) ?? 3),
+      team?.agents ? Array.from(team.agents, String) : [],
+      team?.delegationChain ? Array.from(team.delegationChain, String) : [],
+      Number((team?.delegationDepth) ?? 0),
+      Number((team?.maxDelegationDepth) ?? 3),
       slots,
     )
     if (guard !== null) return { data: guard, isError: true }
     // A rejection propagates to the executor (`Tool "delegate_to_agent" threw an error: …`).
-    const res = await team.runDelegatedAgent(target, input.prompt)
-    if (team.sharedMemory) {
+    // The kernel's guard refused the call unless the team has a runner.
+    const delegating = /** @type {import('../index.js').TeamInfo & Required<Pick<import('../index.js').TeamInfo, 'runDelegatedAgent'>>} */ (team)
+    const res = await delegating.runDelegatedAgent(target, input.prompt)
+    if (delegating.sharedMemory) {
       const key = `${caller}/delegation:${target}:${Date.now()}-${Math.random().toString(36).slice(2, 10)}`
       try {
-        await team.sharedMemory.set(key, res.output, { agent: caller, delegatedTo: target, success: String(res.success) })
+        await delegating.sharedMemory.set(key, res.output, { agent: caller, delegatedTo: target, success: String(res.success) })
       } catch {
         // Best-effort audit write.
       }
@@ -430,14 +544,27 @@ const ALL_BUILT_IN_TOOLS_WITH_DELEGATE = [...BUILT_IN_TOOLS, delegateToAgentTool
 // the tool (INPUT_CHECKS: Zod 3's issue texts), so runs need no zod and keep the original's
 // texts with any Zod version.
 
+/**
+ * What this file calls of the user's `zod` (either version): the builders and their methods.
+ * @typedef {{ [factory: string]: (shape?: Record<string, ZodBuilder>) => ZodBuilder }} ZodModule
+ * @typedef {{
+ *   _zod?: unknown, refine(check: (v: unknown) => boolean, params: { message: string }): ZodBuilder,
+ *   int(): ZodBuilder, gte(n: number): ZodBuilder, gt(n: number): ZodBuilder, min(n: number): ZodBuilder,
+ *   optional(): ZodBuilder, describe(description: string): ZodBuilder,
+ * }} ZodBuilder
+ */
+
+/** @type {ZodModule | undefined} */
 let zodCache
 function loadZod() {
   if (zodCache === undefined) {
+    /** @type {ZodModule & { z: ZodModule }} */
     let m
     try {
-      m = require('zod')
+      m = /** @type {ZodModule & { z: ZodModule }} */ (/** @type {unknown} */ (require('zod')))
     } catch (e) {
-      const why = e && typeof e.message === 'string' ? e.message.split('\n')[0] : String(e)
+      const err = /** @type {Fields | null | undefined} */ (e) // any value: read as it is
+      const why = err && typeof err.message === 'string' ? err.message.split('\n')[0] : String(e)
       throw new Error(
         `@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency "zod" (^3.25 || ^4), which could not be loaded: ${why}. Install it with: npm install zod`,
       )
@@ -447,12 +574,17 @@ function loadZod() {
   return zodCache
 }
 
+/**
+ * @param {ZodModule} z
+ * @param {string} toolName a built-in tool's
+ */
 function zodInputSchema(z, toolName) {
   // Zod 4's .int() also caps at 2^53; the kernel's check (Number.isInteger) and Zod 3 do not.
   const zod4 = typeof z.number()._zod === 'object'
-  const int = zod4 ? (s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (s) => s.int()
+  const int = zod4 ? (/** @type {ZodBuilder} */ s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (/** @type {ZodBuilder} */ s) => s.int()
+  /** @type {Record<string, ZodBuilder>} */
   const shape = {}
-  for (const f of TABLES.tools[INPUTS.get(toolName).id].fields) {
+  for (const f of TABLES.tools[/** @type {{ id: number }} */ (INPUTS.get(toolName)).id].fields) {
     let s = z[f.type]()
     if (f.int) s = int(s)
     if (f.gte != null) s = s.gte(f.gte)
@@ -466,8 +598,9 @@ function zodInputSchema(z, toolName) {
 
 for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
   const json = tool.inputSchema
+  /** @type {ZodBuilder | undefined} */
   let view
-  const { id, names } = INPUTS.get(tool.name)
+  const { id, names } = /** @type {{ id: number, names: string[] }} */ (INPUTS.get(tool.name))
   // The executor checks input against this schema with the kernel's check for the tool (Zod
   // 3's texts for the original's schema, never needing zod), not the JSON Schema validator.
   INPUT_CHECKS.set(json, {
@@ -487,15 +620,19 @@ for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
     },
     set(value) {
       // A replaced schema is the tool's schema from then on, for the kernel too.
-      delete tool[NATIVE_INPUT_SCHEMA]
+      delete /** @type {{ [NATIVE_INPUT_SCHEMA]?: unknown }} */ (tool)[NATIVE_INPUT_SCHEMA]
       Object.defineProperty(tool, 'inputSchema', { value, writable: true, enumerable: true, configurable: true })
     },
   })
 }
 
+/**
+ * @param {{ register(tool: import('../index.js').AnyToolDefinition): void }} registry
+ * @param {import('./builtin.js').RegisterBuiltInToolsOptions} [options]
+ */
 function registerBuiltInTools(registry, options) {
   for (const tool of BUILT_IN_TOOLS) registry.register(tool)
-  if (options && options.includeDelegateTool) registry.register(delegateToAgentTool)
+  if (options?.includeDelegateTool) registry.register(delegateToAgentTool)
 }
 
 module.exports = {

@@ -10,7 +10,9 @@ const EXIT_ABORTED = native.builtinTables().exitAborted
 const { hostEnv, timerDelay } = require('./builtin.js')
 
 /** A JS value as the kernel's option check reads it (tag `t`, value `v`), so `undefined`, NaN,
- *  functions… keep their identity through JSON. */
+ *  functions… keep their identity through JSON.
+ * @param {unknown} v
+ * @returns {{ t: string, v?: unknown }} */
 function describe(v) {
   if (v === null) return { t: 'null' }
   if (Array.isArray(v)) return { t: 'array', v: v.map(describe) }
@@ -21,8 +23,9 @@ function describe(v) {
     case 'boolean':
       return { t: typeof v, v }
     case 'object': {
+      /** @type {Record<string, unknown>} */
       const fields = {}
-      for (const k of Object.keys(v)) fields[k] = describe(v[k])
+      for (const k of Object.keys(v)) fields[k] = describe(/** @type {Record<string, unknown>} */ (v)[k])
       return { t: 'object', v: fields }
     }
     default:
@@ -30,9 +33,15 @@ function describe(v) {
   }
 }
 
+/** @param {AbortSignal | undefined} signal */
 function aborted(signal) {
   return signal !== undefined && signal !== null && signal.aborted === true
 }
+
+/**
+ * A command in flight: its cancel handle, and its end (either way), which dispose() awaits.
+ * @typedef {{ handle: import('../binding').CancelHandle, done: Promise<void> | null }} InFlight
+ */
 
 /**
  * A ShellExecutor whose commands run confined (Linux): they may write only in the agent's
@@ -42,11 +51,15 @@ function aborted(signal) {
  * The command runs in the sandbox root; `cwd` may only name a directory inside it.
  */
 class ConfinedShellExecutor {
+  /** @type {string} */
   #described
+  /** @type {import('../binding').ConfinedShell | null} */
   #shell = null
+  /** @type {Set<InFlight>} */
   #inflight = new Set()
   #warned = false
 
+  /** @param {import('../index.js').ConfinedShellExecutorOptions} [options] */
   constructor(options) {
     const described = JSON.stringify(describe(options))
     const bad = native.confinedShellCheck(described)
@@ -59,6 +72,12 @@ class ConfinedShellExecutor {
     if (this.#shell === null) this.#shell = new native.ConfinedShell(this.#described)
   }
 
+  /**
+   * @param {string} command
+   * @param {import('../index.js').ShellExecOptions} options
+   * @returns {Promise<import('../index.js').ConfinedShellExecResult | import('../index.js').ShellExecResult>}
+   *   (an already aborted command, which never started, has no `confinement`)
+   */
   async exec(command, options) {
     const signal = options ? options.abortSignal : undefined
     if (aborted(signal)) return { stdout: '', stderr: '', exitCode: EXIT_ABORTED }
@@ -67,6 +86,7 @@ class ConfinedShellExecutor {
     const handle = new native.CancelHandle()
     const onAbort = () => handle.cancel()
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
+    /** @type {InFlight} */
     const entry = { handle, done: null }
     const run = this.#shell.exec(
       command,

@@ -3,11 +3,15 @@
 // (each loop turn, the summarize strategy's call) gets a deadline of its own, armed when the call
 // starts and cleared when it settles. A deadline baked into the run's chat options would be a
 // second whole-run timeout instead.
-const timers = require('timers')
+const timers = require('node:timers')
 const { LLMCallTimeoutError } = require('./errors.js')
 const { attach } = require('./util.js')
 
-/** Whether `signal` can tell a listener about an abort (a caller may pass any object). */
+/**
+ * Whether `signal` can tell a listener about an abort (a caller may pass any object).
+ * @param {AbortSignal | null | undefined} signal
+ * @returns {signal is AbortSignal}
+ */
 function listenable(signal) {
   return signal !== undefined && signal !== null && typeof signal.addEventListener === 'function'
 }
@@ -23,11 +27,23 @@ const UINT32_MAX = 2 ** 32 - 1
  * once the whole delay has passed, `owner.timer` is null and `owner.timeUp()` runs. A further
  * piece is armed through `owner.arm`, which a subclass may extend. A module-level callback with
  * arguments: no closure per timer.
+ * @param {TimerOwner} owner
+ * @param {(piece: typeof timerPiece, ms: number, owner: TimerOwner, remaining: number) => NodeJS.Timeout} set
+ * @param {number} remaining
  */
 function armTimer(owner, set, remaining) {
   owner.timer = set(timerPiece, Math.min(remaining, MAX_TIMER_MS), owner, remaining)
 }
 
+/**
+ * What armTimer arms: its timer, the next piece, and what the whole delay does.
+ * @typedef {{ timer: NodeJS.Timeout | null, arm(remaining: number): void, timeUp(): void }} TimerOwner
+ */
+
+/**
+ * @param {TimerOwner} owner
+ * @param {number} remaining
+ */
 function timerPiece(owner, remaining) {
   if (remaining > MAX_TIMER_MS) return owner.arm(remaining - MAX_TIMER_MS)
   owner.timer = null
@@ -39,6 +55,7 @@ function timerPiece(owner, remaining) {
  * none, as upstream reads it. Upstream hands any other value to `AbortSignal.timeout`, which
  * refuses all but integers up to 2^32 - 1: such a value makes the call throw Node's own error,
  * the same here (it is that very check that throws).
+ * @param {number | undefined} value
  */
 function deadlineMs(value) {
   if (value === undefined || value <= 0) return 0
@@ -56,17 +73,24 @@ function deadlineMs(value) {
  * does to the pending call (`fire`).
  */
 class Deadline {
+  /**
+   * @param {number} ms
+   * @param {AbortSignal | null | undefined} base
+   */
   constructor(ms, base) {
     this.ms = ms
     this.base = base
+    /** @type {NodeJS.Timeout | null} */
     this.timer = null
+    /** @type {(() => void) | null} */
     this.baseListener = null
     // The pending call's settle functions, until it settles or the deadline ends it.
+    /** @type {Pending | null} */
     this.pending = null
     this.controller = new AbortController()
     this.signal = this.controller.signal
     if (this.baseAborted()) {
-      this.controller.abort(base.reason)
+      this.controller.abort(/** @type {AbortSignal} */ (base).reason)
     } else if (listenable(base)) {
       // Bound, not an arrow assigned here: see AgentRun.begin (lib/agent.js) on storing closures.
       this.baseListener = this.baseAbortedNow.bind(this)
@@ -74,6 +98,7 @@ class Deadline {
     }
   }
 
+  /** @param {number} remaining */
   arm(remaining) {
     armTimer(this, setTimeout, remaining)
   }
@@ -82,14 +107,20 @@ class Deadline {
   timeUp() {
     const pending = this.pending
     this.clear()
-    this.fire(pending)
+    // Every Deadline is one of its subclasses, which define the hooks.
+    // biome-ignore lint/complexity/noUselessThisAlias: the alias carries the JSDoc cast to the subclasses' hooks (a line cannot start with the cast's parenthesis: no semicolons)
+    const hooks = /** @type {Deadline & DeadlineHooks} */ (/** @type {unknown} */ (this))
+    hooks.fire(pending)
   }
 
   /** The caller's abort, as it happens: the timer told (`onBaseAbort`), the deadline's signal aborted. */
   baseAbortedNow() {
     this.baseListener = null
-    this.onBaseAbort()
-    this.controller.abort(this.base.reason)
+    // biome-ignore lint/complexity/noUselessThisAlias: as in timeUp
+    const hooks = /** @type {Deadline & DeadlineHooks} */ (/** @type {unknown} */ (this))
+    hooks.onBaseAbort()
+    // Only listened to on a signal (the constructor).
+    this.controller.abort(/** @type {AbortSignal} */ (this.base).reason)
   }
 
   baseAborted() {
@@ -108,7 +139,8 @@ class Deadline {
   clear() {
     this.stopTimer()
     if (this.baseListener !== null) {
-      this.base.removeEventListener('abort', this.baseListener)
+      const base = /** @type {AbortSignal} */ (this.base) // listened to only on a signal
+      base.removeEventListener('abort', this.baseListener)
       this.baseListener = null
     }
     this.pending = null
@@ -119,6 +151,10 @@ class Deadline {
    * with its outcome (a failure through `failure`), unless the deadline ends the call first: a call
    * that never settles is then left behind with handlers attached, so its late outcome is never
    * unhandled.
+   * @template T
+   * @param {() => T | PromiseLike<T>} start
+   * @param {(err: unknown) => unknown} failure
+   * @returns {Promise<T>}
    */
   race(start, failure) {
     let value
@@ -129,7 +165,8 @@ class Deadline {
       throw failure(err)
     }
     return new Promise((resolve, reject) => {
-      const pending = { resolve, reject }
+      /** @type {Pending} */
+      const pending = { resolve: /** @type {(v: unknown) => void} */ (resolve), reject }
       this.pending = pending
       attach(
         value,
@@ -153,6 +190,11 @@ class Deadline {
  * abort then decides the outcome), so nothing outlives the call.
  */
 class CallDeadline extends Deadline {
+  /**
+   * @param {number} ms
+   * @param {AbortSignal | null | undefined} base
+   * @param {string | undefined} agent
+   */
   constructor(ms, base, agent) {
     super(ms, base)
     this.agent = agent
@@ -165,6 +207,7 @@ class CallDeadline extends Deadline {
     this.stopTimer()
   }
 
+  /** @param {Pending | null} pending */
   fire(pending) {
     this.timedOut = true
     if (pending !== null && !this.baseAborted()) pending.reject(this.timeoutError())
@@ -177,13 +220,18 @@ class CallDeadline extends Deadline {
   }
 
   /** What a failed call throws: LLMCallTimeoutError when this deadline passed first and the
-   *  caller's own signal has not fired (upstream's rule), else the call's own error. */
+   *  caller's own signal has not fired (upstream's rule), else the call's own error.
+   * @param {unknown} err */
   error(err) {
     return this.timedOut && !this.baseAborted() ? this.timeoutError() : err
   }
 
   /** `adapter.chat(messages, options)` with this deadline's signal in the options; rejects with
-   *  LLMCallTimeoutError the moment the deadline passes. */
+   *  LLMCallTimeoutError the moment the deadline passes.
+   * @param {import('../index.js').LLMAdapter} adapter
+   * @param {import('../index.js').LLMMessage[]} messages
+   * @param {import('../index.js').LLMChatOptions} options
+   */
   chat(adapter, messages, options) {
     return this.race(() => adapter.chat(messages, { ...options, abortSignal: this.signal }), (err) => this.error(err))
   }
@@ -199,17 +247,21 @@ class CallDeadline extends Deadline {
  * unref'd like `AbortSignal.timeout`'s, and armed in pieces beyond what Node's timers hold.
  */
 class RunTimeout {
+  /** @param {number} ms */
   constructor(ms) {
     deadlineMs(ms)
     this.controller = new AbortController()
     this.signal = this.controller.signal
+    /** @type {NodeJS.Timeout | null} */
     this.timer = null
     this.arm(ms)
   }
 
+  /** @param {number} remaining */
   arm(remaining) {
     armTimer(this, timers.setTimeout, remaining)
-    this.timer.unref()
+    const timer = /** @type {NodeJS.Timeout} */ (this.timer) // armTimer has just set it
+    timer.unref()
   }
 
   timeUp() {
@@ -222,7 +274,12 @@ class RunTimeout {
   }
 }
 
-/** A deadline for one model call under `callTimeoutMs` (`value`), or null when there is none. */
+/**
+ * A deadline for one model call under `callTimeoutMs` (`value`), or null when there is none.
+ * @param {number | undefined} value
+ * @param {AbortSignal | null | undefined} base
+ * @param {string | undefined} agent
+ */
 function callDeadline(value, base, agent) {
   const ms = deadlineMs(value)
   return ms === 0 ? null : new CallDeadline(ms, base, agent)
@@ -233,5 +290,15 @@ function callDeadline(value, base, agent) {
  *  time with its own outcome, which is kept; past it, the code is left behind (its outcome
  *  still handled) and the wait is answered as aborted. */
 const ABANDON_AFTER_MS = 100
+
+/**
+ * A pending call's settle functions.
+ * @typedef {{ resolve(v: unknown): void, reject(err: unknown): void }} Pending
+ */
+/**
+ * What each subclass of Deadline defines: what the caller's abort does to the timer, and what
+ * the deadline does to the pending call.
+ * @typedef {{ onBaseAbort(): void, fire(pending: Pending | null): void }} DeadlineHooks
+ */
 
 module.exports = { ABANDON_AFTER_MS, armTimer, callDeadline, Deadline, listenable, MAX_TIMER_MS, RunTimeout }

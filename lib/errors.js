@@ -3,6 +3,11 @@
 // (Jest's sandbox included): objects made by the addon belong to Node's main realm.
 
 class TokenBudgetExceededError extends Error {
+  /**
+   * @param {string} agent
+   * @param {number} tokensUsed
+   * @param {number} budget
+   */
   constructor(agent, tokensUsed, budget) {
     super(`Agent "${agent}" exceeded token budget: ${tokensUsed} tokens used (budget: ${budget})`)
     this.code = 'TOKEN_BUDGET_EXCEEDED'
@@ -14,6 +19,7 @@ class TokenBudgetExceededError extends Error {
 }
 
 class InvalidMessageError extends Error {
+  /** @param {string} message */
   constructor(message) {
     super(message)
     this.code = 'INVALID_MESSAGE'
@@ -24,6 +30,10 @@ class InvalidMessageError extends Error {
 /** One model call outlived `callTimeoutMs` (upstream 1.9: name, code, fields and texts are
  *  upstream's). Raised only when the per-call deadline fired and the caller's signal did not. */
 class LLMCallTimeoutError extends Error {
+  /**
+   * @param {number} timeoutMs
+   * @param {string} [agent]
+   */
   constructor(timeoutMs, agent) {
     super(agent !== undefined
       ? `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`
@@ -42,6 +52,12 @@ const EGRESS_CODES = new Map(Object.entries(require('./native.js').egressCodes()
  *  cannot be enforced (upstream 1.16: the constructor, fields and codes are upstream's; any
  *  other reason gets the `unsupported` code, as there). */
 class EgressPolicyError extends Error {
+  /**
+   * @param {import('../index.js').EgressPolicyErrorReason} reason
+   * @param {string} message
+   * @param {string} [provider]
+   * @param {string} [origin]
+   */
   constructor(reason, message, provider, origin) {
     super(message)
     this.reason = reason
@@ -59,7 +75,8 @@ const TERMINAL = [TokenBudgetExceededError, InvalidMessageError, EgressPolicyErr
 const RETRYABLE_4XX = [408, 409, 429]
 
 /** A caller's cancellation (upstream's isCancellationError): an `AbortError`, or the OpenAI SDK's
- *  `APIUserAbortError`, whose `name` is plain `Error`. */
+ *  `APIUserAbortError`, whose `name` is plain `Error`.
+ * @param {unknown} error */
 function isCancellationError(error) {
   if (!isError(error)) return false
   try {
@@ -69,11 +86,15 @@ function isCancellationError(error) {
   }
 }
 
-/** The HTTP status an error carries (`status`, else `statusCode`), if it is a finite number. */
+/**
+ * The HTTP status an error carries (`status`, else `statusCode`), if it is a finite number.
+ * @param {unknown} error
+ */
 function statusOf(error) {
   if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return undefined
   try {
-    const status = error.status ?? error.statusCode
+    const e = /** @type {{ status?: unknown, statusCode?: unknown }} */ (error)
+    const status = e.status ?? e.statusCode
     return typeof status === 'number' && Number.isFinite(status) ? status : undefined
   } catch {
     return undefined
@@ -85,6 +106,7 @@ function statusOf(error) {
  * provably terminal. Terminal: the classes in TERMINAL, a cancellation, and a 4xx status other
  * than 408/409/429. A per-call timeout, an error without a status (a network failure) and a 5xx
  * are retryable.
+ * @param {unknown} error
  */
 function isRetryableError(error) {
   for (const Terminal of TERMINAL) if (error instanceof Terminal) return false
@@ -97,7 +119,9 @@ function isRetryableError(error) {
 }
 
 /** An Error from any realm (the addon's included) is still an Error. Never throws: a revoked
- *  Proxy (whose prototype and tag cannot be read) is not an Error. */
+ *  Proxy (whose prototype and tag cannot be read) is not an Error.
+ * @param {unknown} x
+ * @returns {x is Error} */
 function isError(x) {
   try {
     return x instanceof Error || Object.prototype.toString.call(x) === '[object Error]'
@@ -108,7 +132,8 @@ function isError(x) {
 
 /** `String(x)` for anything a user's code may throw or return: never throws. A value whose
  *  conversion itself throws (a revoked Proxy, a throwing `toString`, a Symbol-only object)
- *  is described by its type instead. */
+ *  is described by its type instead.
+ * @param {unknown} x */
 function safeString(x) {
   try {
     return String(x)
@@ -127,6 +152,8 @@ function safeString(x) {
  * `err` as an Error of this realm: Errors are kept, one from another realm (the addon's) is
  * copied (message and name) so `instanceof Error` holds in the caller's realm, anything else
  * becomes the contract's `new Error(String(x))`.
+ * @param {unknown} err
+ * @returns {Error}
  */
 function toError(err) {
   try {

@@ -39,3 +39,29 @@ export declare function createAdapter(
 export declare function extractToolCallsFromText(text: string, knownToolNames: string[]): ToolUseBlock[]
 export declare function repairToolArgs(raw: string): Record<string, unknown> | null
 export declare function assertValidMessages(messages: unknown): void
+
+// For lib/'s other modules (agent.js, runner.js, mcp.js), not the package entry: typed here
+// because a require of './llm.js' resolves to this file.
+/** `createAdapter`'s work, synchronously. */
+export declare function newAdapter(provider: string, apiKey?: string, baseURL?: string, region?: string, egressPolicy?: unknown): NativeAdapter
+/** Upstream's `normalizeEgressPolicy` (a frozen copy, or an `EgressPolicyError`). */
+export declare function normalizeEgressPolicy(policy: unknown): EgressPolicy | undefined
+/** The `EgressPolicyError` a request by `provider` to `url` gets under a normalised `policy`, or null. */
+export declare function egressRefusal(policy: EgressPolicy, url: string, provider: string): Error | null
+/** Upstream's refusal of a user's own adapter under a policy. */
+export declare function unsupportedAdapterError(adapter: { name: unknown }): Error
+/** `JSON.stringify(value)`, reused from `memo` while `value` is unchanged. */
+export declare function memoJson(memo: { snap?: unknown; json?: string }, value: unknown): string
+/** The runner's options JSON per run (only the LLMChatOptions fields). */
+export declare function runOptionsJson(options: LLMChatOptions): string
+/** A CancelHandle tripped by `signal`, and the function that unhooks it. */
+export declare function linkSignal(signal: AbortSignal | null | undefined): [import('../binding').CancelHandle | undefined, () => void]
+/** A rejection from the addon as an Error of this realm (the kernel's JSON errors decoded). */
+export declare function fromNative(err: unknown): Error
+/** An error as the kernel encodes it, as an Error of this realm. */
+export declare function errorFrom(data: {
+  kind: string
+  message: string
+  status?: number
+  egress?: { reason: import('../index').EgressPolicyErrorReason; provider?: string; origin?: string }
+}): Error

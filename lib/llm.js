@@ -8,14 +8,26 @@ const wire = require('./wire.js')
 const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 
+/** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('./util.js').UncheckedValue} UncheckedValue */
+/** @typedef {import('../index.js').LLMMessage} LLMMessage */
+/** @typedef {import('../index.js').LLMChatOptions} LLMChatOptions */
+
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
 /** provider → the variables its adapter reads, per combination of arguments given (an argument
  *  takes precedence over its variable, which is then not read: each read of `process.env` is a
- *  call into Node and a scan of the environment). Bounded: providers may be any string. */
+ *  call into Node and a scan of the environment). Bounded: providers may be any string.
+ * @type {Map<string, Array<string[] | undefined>>} */
 const envVarsByProvider = new Map()
 
 // process.env is read at call time; Jest's sandbox has its own copy, so snapshot it here.
+/**
+ * @param {string} provider
+ * @param {string | undefined} apiKey
+ * @param {string | undefined} baseURL
+ * @param {string | undefined} region
+ */
 function envSnapshot(provider, apiKey, baseURL, region) {
   const given = (apiKey != null ? 1 : 0) | (baseURL != null ? 2 : 0) | (region != null ? 4 : 0)
   let lists = envVarsByProvider.get(provider)
@@ -29,6 +41,7 @@ function envSnapshot(provider, apiKey, baseURL, region) {
     vars = native.llmEnvVars(provider, (given & 1) !== 0, (given & 2) !== 0, (given & 4) !== 0)
     lists[given] = vars
   }
+  /** @type {Record<string, string>} */
   const out = {}
   for (const k of vars) {
     const v = process.env[k]
@@ -37,13 +50,19 @@ function envSnapshot(provider, apiKey, baseURL, region) {
   return out
 }
 
+/** @param {unknown} v */
 function typeName(v) {
   if (v === null) return 'null'
   if (Array.isArray(v)) return 'array'
   return typeof v
 }
 
-/** `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid. */
+/**
+ * `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid.
+ * @param {unknown} messages
+ * @param {number} [from]
+ * @returns {asserts messages is LLMMessage[]}
+ */
 function assertValidMessages(messages, from = 0) {
   if (!Array.isArray(messages)) {
     throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
@@ -66,19 +85,33 @@ function assertValidMessages(messages, from = 0) {
   }
 }
 
+/**
+ * An error as the kernel encodes it (crates/llm: `kind`, the message, an HTTP status, and an
+ * egress refusal's fields).
+ * @typedef {{
+ *   kind: string, message: string, status?: number,
+ *   egress?: { reason: import('../index.js').EgressPolicyErrorReason, provider?: string, origin?: string },
+ * }} NativeErrorData
+ */
+
+/** @param {NativeErrorData} data */
 function errorFrom(data) {
   if (data.kind === 'egress') {
-    const r = data.egress
+    const r = /** @type {NonNullable<NativeErrorData['egress']>} */ (data.egress) // always there for this kind
     return new EgressPolicyError(r.reason, data.message, r.provider, r.origin)
   }
+  /** @type {Error & { status?: number }} */
   const e = data.kind === 'invalid_message' ? new InvalidMessageError(data.message) : new Error(data.message)
   if (data.status !== undefined) e.status = data.status
   return e
 }
 
-/** A rejection from the addon: the Rust side encodes its errors as JSON in the message. */
+/**
+ * A rejection from the addon: the Rust side encodes its errors as JSON in the message.
+ * @param {unknown} err
+ */
 function fromNative(err) {
-  const msg = err && err.message
+  const msg = err && /** @type {{ message?: unknown }} */ (err).message
   if (typeof msg === 'string' && msg.startsWith('{"kind":')) {
     try {
       return errorFrom(JSON.parse(msg))
@@ -91,7 +124,11 @@ function fromNative(err) {
 
 function noop() {}
 
-/** A CancelHandle tripped by `signal` (and the function that unhooks it). */
+/**
+ * A CancelHandle tripped by `signal` (and the function that unhooks it).
+ * @param {AbortSignal | null | undefined} signal
+ * @returns {[import('../binding').CancelHandle | undefined, () => void]}
+ */
 function linkSignal(signal) {
   if (!signal) return [undefined, noop]
   const handle = new native.CancelHandle()
@@ -108,25 +145,43 @@ function linkSignal(signal) {
 // callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
 
 /** The LLMChatOptions fields of `options` (read once each, in this order), tools reduced to what
- *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic. */
+ *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic.
+ * @param {LLMChatOptions} o
+ */
 function pickOptions(o) {
+  /** @type {{ -readonly [K in keyof LLMChatOptions]?: LLMChatOptions[K] }} */
   const picked = {}
   let v
-  if ((v = o.model) !== undefined) picked.model = v
-  if ((v = o.tools) !== undefined) picked.tools = v
-  if ((v = o.maxTokens) !== undefined) picked.maxTokens = v
-  if ((v = o.temperature) !== undefined) picked.temperature = v
-  if ((v = o.topP) !== undefined) picked.topP = v
-  if ((v = o.topK) !== undefined) picked.topK = v
-  if ((v = o.minP) !== undefined) picked.minP = v
-  if ((v = o.frequencyPenalty) !== undefined) picked.frequencyPenalty = v
-  if ((v = o.presencePenalty) !== undefined) picked.presencePenalty = v
-  if ((v = o.parallelToolCalls) !== undefined) picked.parallelToolCalls = v
-  if ((v = o.extraBody) !== undefined) picked.extraBody = v
-  if ((v = o.thinking) !== undefined) picked.thinking = v
-  if ((v = o.preserveReasoningAsText) !== undefined) picked.preserveReasoningAsText = v
-  if ((v = o.compressReasoningText) !== undefined) picked.compressReasoningText = v
-  if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
+  v = o.model
+  if (v !== undefined) picked.model = v
+  v = o.tools
+  if (v !== undefined) picked.tools = v
+  v = o.maxTokens
+  if (v !== undefined) picked.maxTokens = v
+  v = o.temperature
+  if (v !== undefined) picked.temperature = v
+  v = o.topP
+  if (v !== undefined) picked.topP = v
+  v = o.topK
+  if (v !== undefined) picked.topK = v
+  v = o.minP
+  if (v !== undefined) picked.minP = v
+  v = o.frequencyPenalty
+  if (v !== undefined) picked.frequencyPenalty = v
+  v = o.presencePenalty
+  if (v !== undefined) picked.presencePenalty = v
+  v = o.parallelToolCalls
+  if (v !== undefined) picked.parallelToolCalls = v
+  v = o.extraBody
+  if (v !== undefined) picked.extraBody = v
+  v = o.thinking
+  if (v !== undefined) picked.thinking = v
+  v = o.preserveReasoningAsText
+  if (v !== undefined) picked.preserveReasoningAsText = v
+  v = o.compressReasoningText
+  if (v !== undefined) picked.compressReasoningText = v
+  v = o.systemPrompt
+  if (v !== undefined) picked.systemPrompt = v
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }
@@ -144,9 +199,19 @@ function pickOptions(o) {
 
 const UNCACHEABLE = Object.freeze({})
 
+/**
+ * What `snapshot` records: a value that is not an object as it is, UNCACHEABLE, an array's
+ * items, an object's keys and values (in order).
+ * @typedef {{ items: unknown[], keys?: undefined, values?: undefined } | { items?: undefined, keys: string[], values: unknown[] }} Recorded
+ */
+
+/**
+ * @param {unknown} v
+ * @returns {unknown} `v` itself, UNCACHEABLE or a Recorded
+ */
 function snapshot(v) {
   if (v === null || typeof v !== 'object') return v
-  if (typeof v.toJSON === 'function') return UNCACHEABLE
+  if (typeof (/** @type {Fields} */ (v)).toJSON === 'function') return UNCACHEABLE
   if (Array.isArray(v)) {
     const items = new Array(v.length)
     for (let i = 0; i < v.length; i++) items[i] = snapshot(v[i])
@@ -154,23 +219,28 @@ function snapshot(v) {
   }
   const keys = Object.keys(v)
   const values = new Array(keys.length)
-  for (let i = 0; i < keys.length; i++) values[i] = snapshot(v[keys[i]])
+  for (let i = 0; i < keys.length; i++) values[i] = snapshot(/** @type {Fields} */ (v)[keys[i]])
   return { keys, values }
 }
 
+/**
+ * @param {unknown} v
+ * @param {Recorded | UncheckedValue} s what `snapshot` gave
+ * @returns {boolean}
+ */
 function unchanged(v, s) {
   if (v === null || typeof v !== 'object') return v === s
-  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof v.toJSON === 'function') return false
+  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
   if (s.items !== undefined) {
     if (!Array.isArray(v) || v.length !== s.items.length) return false
-    for (let i = 0; i < v.length; i++) if (!unchanged(v[i], s.items[i])) return false
+    for (let i = 0; i < v.length; i++) if (!unchanged(v[i], /** @type {Recorded} */ (s.items[i]))) return false
     return true
   }
   if (Array.isArray(v)) return false
   const keys = Object.keys(v)
   if (keys.length !== s.keys.length) return false
   for (let i = 0; i < keys.length; i++) {
-    if (keys[i] !== s.keys[i] || !unchanged(v[keys[i]], s.values[i])) return false
+    if (keys[i] !== s.keys[i] || !unchanged(/** @type {Fields} */ (v)[keys[i]], /** @type {Recorded} */ (s.values[i]))) return false
   }
   return true
 }
@@ -184,28 +254,43 @@ const LONG_STRING = 512
 /** `[JSON.stringify(tail) with long strings as "", at, long]`. The usual messages (a role and
  *  text / tool_use / tool_result blocks, exactly those keys, no toJSON) are written here from
  *  their fields, read in JSON.stringify's order (V8's generic walk costs more than the strings);
- *  a tail with anything else goes through `tailWireGeneric`. */
+ *  a tail with anything else goes through `tailWireGeneric`.
+ * @param {LLMMessage[]} tail
+ * @returns {[string, number[] | null, string[] | null, unknown[]?]}
+ */
 function tailWire(tail) {
+  /** @type {WireState} */
   const st = { at: null, long: null, snaps: [] }
   let out = '['
   for (let i = 0; i < tail.length; i++) {
     let s
     try {
-      s = messageWire(tail[i], i, st)
+      s = messageWire(/** @type {Fields} */ (/** @type {unknown} */ (tail[i])), i, st)
     } catch {
       s = undefined // JSON.stringify's own error, if any, comes from the generic path
     }
     if (s === undefined) return tailWireGeneric(tail)
-    out += i === 0 ? s : ',' + s
+    out += i === 0 ? s : `,${s}`
   }
-  return [out + ']', st.at, st.long, st.snaps]
+  return [`${out}]`, st.at, st.long, st.snaps]
 }
 
 const q = JSON.stringify
 
+/**
+ * Where `tailWire` collects the long strings and the snapshots.
+ * @typedef {{ at: number[] | null, long: string[] | null, snaps: MessageSnap[] }} WireState
+ */
+
+/**
+ * @param {string} s
+ * @param {number} i
+ * @param {number} j
+ * @param {WireState} st
+ */
 function longOrQuoted(s, i, j, st) {
   if (s.length < LONG_STRING) return q(s)
-  if (st.at === null) {
+  if (st.at === null || st.long === null) {
     st.at = []
     st.long = []
   }
@@ -214,23 +299,38 @@ function longOrQuoted(s, i, j, st) {
   return '""'
 }
 
+/**
+ * @param {Fields | UncheckedValue} m any value: checked here
+ * @param {number} i
+ * @param {WireState} st
+ * @returns {string | undefined}
+ */
 function messageWire(m, i, st) {
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return undefined
   if (!onlyKeys(m, 'role', 'content')) return undefined
   const role = m.role
   const content = m.content
-  if (typeof role !== 'string' || !Array.isArray(content) || typeof content.toJSON === 'function') return undefined
-  let out = '{"role":' + q(role) + ',"content":['
+  if (typeof role !== 'string' || !Array.isArray(content) || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
+  let out = `{"role":${q(role)},"content":[`
+  /** @type {BlockSnap[]} */
   const blocks = new Array(content.length)
   for (let j = 0; j < content.length; j++) {
-    const s = blockWire(content[j], i, j, st, blocks)
+    const s = blockWire(/** @type {Fields} */ (content[j]), i, j, st, blocks)
     if (s === undefined) return undefined
-    out += j === 0 ? s : ',' + s
+    out += j === 0 ? s : `,${s}`
   }
   st.snaps.push(new MessageSnap(role, blocks))
-  return out + ']}'
+  return `${out}]}`
 }
 
+/**
+ * @param {Fields | UncheckedValue} b any value: checked here
+ * @param {number} i
+ * @param {number} j
+ * @param {WireState} st
+ * @param {BlockSnap[]} snaps
+ * @returns {string | undefined}
+ */
 function blockWire(b, i, j, st, snaps) {
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function') return undefined
   const k = Object.keys(b)
@@ -240,7 +340,7 @@ function blockWire(b, i, j, st, snaps) {
     const text = b.text
     if (typeof text !== 'string') return undefined
     snaps[j] = new TextSnap(text)
-    return '{"type":"text","text":' + longOrQuoted(text, i, j, st) + '}'
+    return `{"type":"text","text":${longOrQuoted(text, i, j, st)}}`
   }
   if (type === 'tool_use' && k.length === 4 && k[1] === 'id' && k[2] === 'name' && k[3] === 'input') {
     const id = b.id
@@ -250,13 +350,13 @@ function blockWire(b, i, j, st, snaps) {
     const input = q(v)
     if (input === undefined) return undefined
     snaps[j] = new ToolUseSnap(id, name, snapshot(v))
-    return '{"type":"tool_use","id":' + q(id) + ',"name":' + q(name) + ',"input":' + input + '}'
+    return `{"type":"tool_use","id":${q(id)},"name":${q(name)},"input":${input}}`
   }
   if (type === 'tool_result' && (k.length === 3 || (k.length === 4 && k[3] === 'is_error')) && k[1] === 'tool_use_id' && k[2] === 'content') {
     const id = b.tool_use_id
     const content = b.content
     if (typeof id !== 'string' || typeof content !== 'string') return undefined
-    let out = '{"type":"tool_result","tool_use_id":' + q(id) + ',"content":' + longOrQuoted(content, i, j, st)
+    let out = `{"type":"tool_result","tool_use_id":${q(id)},"content":${longOrQuoted(content, i, j, st)}`
     let e
     if (k.length === 4) {
       e = b.is_error
@@ -264,7 +364,7 @@ function blockWire(b, i, j, st, snaps) {
       else if (e !== undefined) return undefined
     }
     snaps[j] = new ToolResultSnap(id, content, k.length === 4, e)
-    return out + '}'
+    return `${out}}`
   }
   return undefined
 }
@@ -272,18 +372,25 @@ function blockWire(b, i, j, st, snaps) {
 // Snapshots of the messages `messageWire` wrote (what `snapshot` would record, by shape): their
 // checks read the fields by name, cheaper than `unchanged`'s walk over keys.
 
+/** @typedef {TextSnap | ToolUseSnap | ToolResultSnap} BlockSnap */
+
 class MessageSnap {
+  /**
+   * @param {string} role
+   * @param {BlockSnap[]} blocks
+   */
   constructor(role, blocks) {
     this.role = role
     this.blocks = blocks
   }
 
+  /** @param {Fields | UncheckedValue} m any value: checked here */
   same(m) {
     if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function') return false
     if (!onlyKeys(m, 'role', 'content') || m.role !== this.role) return false
     const c = m.content
     const blocks = this.blocks
-    if (!Array.isArray(c) || typeof c.toJSON === 'function' || c.length !== blocks.length) return false
+    if (!Array.isArray(c) || typeof (/** @type {unknown[] & Fields} */ (c)).toJSON === 'function' || c.length !== blocks.length) return false
     for (let j = 0; j < blocks.length; j++) {
       const b = c[j]
       if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !blocks[j].same(b, Object.keys(b))) return false
@@ -293,29 +400,49 @@ class MessageSnap {
 }
 
 class TextSnap {
+  /** @param {string} text */
   constructor(text) {
     this.text = text
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     return k.length === 2 && k[0] === 'type' && k[1] === 'text' && b.type === 'text' && b.text === this.text
   }
 }
 
 class ToolUseSnap {
+  /**
+   * @param {string} id
+   * @param {string} name
+   * @param {unknown} input what `snapshot` recorded of it
+   */
   constructor(id, name, input) {
     this.id = id
     this.name = name
     this.input = input
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     return k.length === 4 && k[0] === 'type' && k[1] === 'id' && k[2] === 'name' && k[3] === 'input' &&
-      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, this.input)
+      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, /** @type {Recorded} */ (this.input))
   }
 }
 
 class ToolResultSnap {
+  /**
+   * @param {string} id
+   * @param {string} content
+   * @param {boolean} withError
+   * @param {unknown} isError
+   */
   constructor(id, content, withError, isError) {
     this.id = id
     this.content = content
@@ -323,6 +450,10 @@ class ToolResultSnap {
     this.isError = isError
   }
 
+  /**
+   * @param {Fields} b
+   * @param {string[]} k its keys
+   */
   same(b, k) {
     if (k.length !== (this.withError ? 4 : 3) || k[0] !== 'type' || k[1] !== 'tool_use_id' || k[2] !== 'content') return false
     if (this.withError && (k[3] !== 'is_error' || b.is_error !== this.isError)) return false
@@ -330,12 +461,20 @@ class ToolResultSnap {
   }
 }
 
+/**
+ * @param {LLMMessage[]} tail
+ * @returns {[string, number[] | null, string[] | null]}
+ */
 function tailWireGeneric(tail) {
+  /** @type {Fields[] | null} */
   let copy = null
+  /** @type {number[] | null} */
   let at = null
+  /** @type {string[] | null} */
   let long = null
   for (let i = 0; i < tail.length; i++) {
-    const m = tail[i]
+    // Any value (only an array was checked): read as JSON.stringify reads it.
+    const m = /** @type {Fields & { content: Array<Fields> & Fields }} */ (/** @type {unknown} */ (tail[i]))
     const content = m.content
     // What a toJSON returns is what JSON.stringify sends: such messages go as they are.
     // (Only own enumerable properties are serialised, and only those are copied.)
@@ -346,13 +485,14 @@ function tailWireGeneric(tail) {
       if (field === null) continue
       const s = b[field]
       if (typeof s !== 'string' || s.length < LONG_STRING || typeof b.toJSON === 'function' || !isOwnEnumerable.call(b, field)) continue
-      if (copy === null) {
-        copy = tail.slice()
+      if (copy === null || at === null || long === null) {
+        copy = /** @type {Fields[]} */ (/** @type {unknown[]} */ (tail.slice()))
         at = []
         long = []
       }
       if (copy[i] === m) copy[i] = { ...m, content: content.slice() }
-      copy[i].content[j] = { ...b, [field]: '' }
+      const blocks = /** @type {Fields[]} */ (copy[i].content) // the copy made just above
+      blocks[j] = { ...b, [field]: '' }
       at.push(i, j)
       long.push(s)
     }
@@ -360,18 +500,34 @@ function tailWireGeneric(tail) {
   return [JSON.stringify(copy ?? tail), at, long]
 }
 
-/** Whether message `m` is as it was sent (`s`: a `MessageSnap`, or `snapshot`'s record). */
+/**
+ * Whether message `m` is as it was sent (`s`: a `MessageSnap`, or `snapshot`'s record).
+ * @param {unknown} m
+ * @param {unknown} s
+ */
 function sameAsSent(m, s) {
-  return s instanceof MessageSnap ? s.same(m) : unchanged(m, s)
+  return s instanceof MessageSnap ? s.same(/** @type {Fields} */ (m)) : unchanged(m, /** @type {Recorded} */ (s))
 }
 
-/** adapter object → { history: its native ChatHistory, sent: message objects, snaps } */
+/**
+ * adapter object → { history: its native ChatHistory, sent: message objects, snaps }
+ * @type {WeakMap<NativeAdapter, { history: import('../binding').ChatHistory, sent: unknown[], snaps: unknown[], options: JsonMemo, optionsSent?: string }>}
+ */
 const lastSent = new WeakMap()
 
+/**
+ * A JSON text and the snapshot of the value it was made from.
+ * @typedef {{ snap?: unknown, json?: string }} JsonMemo
+ */
+
 /** `JSON.stringify(value)`, reused from `memo` while `value` is unchanged (see `unchanged`):
- *  option objects are rebuilt per call or per run with the same values. */
+ *  option objects are rebuilt per call or per run with the same values.
+ * @param {JsonMemo} memo
+ * @param {unknown} value
+ * @returns {string}
+ */
 function memoJson(memo, value) {
-  if (memo.snap !== undefined && unchanged(value, memo.snap)) return memo.json
+  if (memo.snap !== undefined && unchanged(value, /** @type {Recorded} */ (memo.snap))) return /** @type {string} */ (memo.json) // set with snap
   const json = JSON.stringify(value)
   memo.snap = snapshot(value)
   memo.json = json
@@ -379,13 +535,21 @@ function memoJson(memo, value) {
 }
 
 /** The options' JSON for the native side (only LLMChatOptions fields cross: callers may pass
- *  richer objects, callbacks and cycles included). */
+ *  richer objects, callbacks and cycles included).
+ * @param {JsonMemo | undefined} memo
+ * @param {LLMChatOptions | undefined} options
+ */
 function optionsJson(memo, options) {
   if (!options) return '{}'
   return memo === undefined ? JSON.stringify(pickOptions(options)) : memoJson(memo, pickOptions(options))
 }
 
 class NativeAdapter {
+  /**
+   * @param {import('../binding').NativeLlmAdapter} handle
+   * @param {string} [name]
+   * @param {string} [echoesReasoning]
+   */
   constructor(handle, name = handle.name, echoesReasoning = handle.echoesReasoning) {
     this.name = name
     this.capabilities = { echoesReasoning }
@@ -394,6 +558,10 @@ class NativeAdapter {
     this[NATIVE_ADAPTER] = handle
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {LLMChatOptions} options
+   */
   async chat(messages, options) {
     if (!Array.isArray(messages)) assertValidMessages(messages)
     let last = lastSent.get(this)
@@ -408,7 +576,7 @@ class NativeAdapter {
     // The kept messages passed this check when they were sent and have not changed since.
     assertValidMessages(messages, keep)
     const tail = keep === 0 ? messages : messages.slice(keep)
-    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    const [cancel, unlink] = linkSignal(options?.abortSignal)
     let json
     try {
       const [tailJson, at, long, tailSnaps] = tailWire(tail)
@@ -442,12 +610,16 @@ class NativeAdapter {
     return wire.decodeChatReply(json)
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {LLMChatOptions} options
+   */
   async *stream(messages, options) {
     assertValidMessages(messages)
     // Serialised before the abort listener is added: a throw here leaves no listener behind.
     const body = JSON.stringify(messages)
     const opts = optionsJson(undefined, options)
-    const [cancel, unlink] = linkSignal(options && options.abortSignal)
+    const [cancel, unlink] = linkSignal(options?.abortSignal)
     let s
     try {
       s = this[NATIVE_ADAPTER].stream(body, opts, cancel)
@@ -464,7 +636,7 @@ class NativeAdapter {
           throw fromNative(e)
         }
         if (batch.length === 0) return
-        for (const ev of batch) {
+        for (const ev of /** @type {Array<{ type: string, data: NativeErrorData }>} */ (batch)) {
           if (ev.type === 'throw') throw errorFrom(ev.data)
           if (ev.type === 'error') {
             yield { type: 'error', data: errorFrom(ev.data) }
@@ -482,12 +654,22 @@ class NativeAdapter {
 }
 
 /** `createAdapter(provider, apiKey?, baseURL?, region?, egressPolicy?)` (§14; the policy is
- *  upstream 1.16's). */
+ *  upstream 1.16's).
+ * @param {string} provider
+ * @param {string} [apiKey]
+ * @param {string} [baseURL]
+ * @param {string} [region]
+ * @param {unknown} [egressPolicy]
+ */
 async function createAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   return newAdapter(provider, apiKey, baseURL, region, egressPolicy)
 }
 
-/** Through the JS global console: callers spy on it (CONTRACT §18.4). */
+/**
+ * Through the JS global console: callers spy on it (CONTRACT §18.4).
+ * @param {string} provider
+ * @param {string | undefined} baseURL
+ */
 function warnIgnoredBaseURL(provider, baseURL) {
   if (provider === 'bedrock' && baseURL) {
     console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
@@ -498,7 +680,14 @@ function warnIgnoredBaseURL(provider, baseURL) {
 }
 
 /** `createAdapter`'s work, synchronously (an Agent's first run calls it without the extra
- *  promise hops). */
+ *  promise hops).
+ * @param {string} provider
+ * @param {string} [apiKey]
+ * @param {string} [baseURL]
+ * @param {string} [region]
+ * @param {unknown} [egressPolicy]
+ * @returns {NativeAdapter}
+ */
 function newAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   if (egressPolicy !== undefined) return policyAdapter(provider, apiKey, baseURL, region, egressPolicy)
   warnIgnoredBaseURL(provider, baseURL)
@@ -522,20 +711,30 @@ function newAdapter(provider, apiKey, baseURL, region, egressPolicy) {
     handles.set(key, h)
   }
   // Only primitive arguments compare by `===` as their JSON compares.
-  const plain = (v) => v == null || typeof v === 'string'
+  const plain = (/** @type {unknown} */ v) => v == null || typeof v === 'string'
   lastHandle = plain(apiKey) && plain(baseURL) && plain(region) ? { name, apiKey, baseURL, region, env, h } : null
   // A new adapter object every time (callers may wrap or spy on its methods).
   return new NativeAdapter(h.handle, h.name, h.echoes)
 }
 
-/** `newAdapter`'s last configuration and handle (see there). */
+/**
+ * `newAdapter`'s last configuration and handle (see there).
+ * @type {{ name: string, apiKey?: string, baseURL?: string, region?: string, env: Record<string, string>, h: Handle } | null}
+ */
 let lastHandle = null
 
 /** `newAdapter` under an egress policy: the kernel checks the provider's targets before the
  *  adapter exists (a refusal makes no I/O), then every request the adapter sends. The policy's
- *  verdict comes first, as upstream, so a refused configuration warns of nothing. */
+ *  verdict comes first, as upstream, so a refused configuration warns of nothing.
+ * @param {string} provider
+ * @param {string | undefined} apiKey
+ * @param {string | undefined} baseURL
+ * @param {string | undefined} region
+ * @param {unknown} egressPolicy
+ */
 function policyAdapter(provider, apiKey, baseURL, region, egressPolicy) {
-  const policy = nativePolicy(normalizeEgressPolicy(egressPolicy))
+  // Not undefined, so normalised (or thrown).
+  const policy = nativePolicy(/** @type {EgressPolicy} */ (normalizeEgressPolicy(egressPolicy)))
   const name = String(provider)
   const env = envSnapshot(name, apiKey, baseURL, region)
   const key = JSON.stringify([name, apiKey ?? null, baseURL ?? null, region ?? null, env, policy.mode, policy.allowedOrigins])
@@ -556,11 +755,23 @@ function policyAdapter(provider, apiKey, baseURL, region, egressPolicy) {
   return new NativeAdapter(h.handle, h.name, h.echoes)
 }
 
-/** Normalised policy object → its native policy (`normalizeEgressPolicy` made both). */
+/**
+ * A normalised egress policy (frozen).
+ * @typedef {import('../index.js').EgressPolicy} EgressPolicy
+ */
+
+/**
+ * Normalised policy object → its native policy (`normalizeEgressPolicy` made both).
+ * @type {WeakMap<object, import('../binding').NativeEgressPolicy>}
+ */
 const nativePolicies = new WeakMap()
 
+/**
+ * @param {EgressPolicy} normalized what `normalizeEgressPolicy` returned
+ * @returns {import('../binding').NativeEgressPolicy}
+ */
 function nativePolicy(normalized) {
-  return nativePolicies.get(normalized)
+  return /** @type {import('../binding').NativeEgressPolicy} */ (nativePolicies.get(normalized))
 }
 
 /**
@@ -570,19 +781,24 @@ function nativePolicy(normalized) {
  * The checks and texts are the kernel's: this reads what they look at and nothing else (the
  * value's kind, `mode`, its own enumerable keys, `allowedOrigins` and its entries). A policy
  * this returned is returned as it is.
+ * @param {unknown} policy
+ * @returns {EgressPolicy | undefined}
  */
 function normalizeEgressPolicy(policy) {
   if (policy === undefined) return undefined
-  if (nativePolicies.has(policy)) return policy
+  if (nativePolicies.has(/** @type {object} */ (policy))) return /** @type {EgressPolicy} */ (policy)
   const isObject = policy !== null && typeof policy === 'object' && !Array.isArray(policy)
+  /** @type {string | null} */
   let mode = null
+  /** @type {string[]} */
   let keys = []
+  /** @type {Array<string | null> | null} */
   let origins = null
   if (isObject) {
-    const m = policy.mode
+    const m = /** @type {Fields} */ (policy).mode
     if (typeof m === 'string') mode = m
     keys = Object.keys(policy)
-    const list = policy.allowedOrigins
+    const list = /** @type {Fields} */ (policy).allowedOrigins
     if (Array.isArray(list)) {
       origins = new Array(list.length)
       for (let i = 0; i < list.length; i++) {
@@ -605,19 +821,29 @@ function normalizeEgressPolicy(policy) {
 }
 
 /** The `EgressPolicyError` a request by `provider` to `url` gets under a normalised `policy`, or
- *  null when the policy allows it (the kernel's check; the transport checks every request too). */
+ *  null when the policy allows it (the kernel's check; the transport checks every request too).
+ * @param {EgressPolicy} policy
+ * @param {string} url
+ * @param {string} provider
+ */
 function egressRefusal(policy, url, provider) {
   const r = nativePolicy(policy).refusal(String(url), provider)
   return r === null ? null : errorFrom(JSON.parse(r))
 }
 
 /** Upstream's refusal of a user's own adapter (`AgentConfig.adapter`) under a policy: its
- *  requests are not the kernel's to check. */
+ *  requests are not the kernel's to check.
+ * @param {{ name: unknown }} adapter
+ */
 function unsupportedAdapterError(adapter) {
   return errorFrom(JSON.parse(native.egressAdapterUnsupported(String(adapter.name))))
 }
 
-/** Whether two environment snapshots (`envSnapshot`) hold the same variables and values. */
+/**
+ * Whether two environment snapshots (`envSnapshot`) hold the same variables and values.
+ * @param {Record<string, string>} a
+ * @param {Record<string, string>} b
+ */
 function sameEnv(a, b) {
   const ka = Object.keys(a)
   const kb = Object.keys(b)
@@ -630,16 +856,32 @@ function sameEnv(a, b) {
 
 /** A native adapter is immutable once created: one per distinct configuration (agents are
  *  often created per request, each calling createAdapter), keyed by the arguments and the
- *  environment it read. Bounded; failures are not kept. */
+ *  environment it read. Bounded; failures are not kept.
+ * @type {Map<string, Handle>}
+ */
 const handles = new Map()
 
-/** `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix). */
+/**
+ * A native adapter handle and what is read from it once.
+ * @typedef {{ handle: import('../binding').NativeLlmAdapter, name: string, echoes: string }} Handle
+ */
+
+/**
+ * `extractToolCallsFromText(text, knownToolNames)` (§16.1, with the §21 tokenizer fix).
+ * @param {string} text
+ * @param {string[]} knownToolNames
+ * @returns {import('../index.js').ToolUseBlock[]}
+ */
 function extractToolCallsFromText(text, knownToolNames) {
   if (typeof text !== 'string' || text === '') return []
   return JSON.parse(native.extractToolCallsFromTextJson(text, (knownToolNames || []).map(String)))
 }
 
-/** `repairToolArgs(raw)` (§16.2). */
+/**
+ * `repairToolArgs(raw)` (§16.2).
+ * @param {string} raw
+ * @returns {Record<string, unknown> | null}
+ */
 function repairToolArgs(raw) {
   const out = native.repairToolArgsJson(String(raw))
   return out === null ? null : JSON.parse(out)
@@ -647,8 +889,9 @@ function repairToolArgs(raw) {
 
 /** The runner's options JSON per run: agents are often created per request with the same
  *  options, and the JSON carries the tools' schemas. */
+/** @type {JsonMemo} */
 const runOptionsMemo = {}
-const runOptionsJson = (options) => optionsJson(runOptionsMemo, options)
+const runOptionsJson = (/** @type {LLMChatOptions} */ options) => optionsJson(runOptionsMemo, options)
 
 module.exports = {
   createAdapter,

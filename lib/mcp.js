@@ -12,7 +12,20 @@ const { normalizeEgressPolicy, egressRefusal } = require('./llm.js')
 // at connect time (a worker's process.env is its own).
 const DEFAULT_ENV_VARS = native.mcpDefaultEnvVars()
 
-/** `{ name: value | undefined }` as `[name, value | null]` pairs (`undefined` removes). */
+/**
+ * The config as read here: either transport's fields, each as the user gave it (the native
+ * check refuses what is wrong).
+ * @typedef {Partial<import('../mcp.js').ConnectMCPToolsConfig> & Partial<import('../mcp.js').ConnectMCPToolsHttpConfig>} McpConfig
+ */
+/**
+ * A tool as the native client lists it (`toolsJson`).
+ * @typedef {{ name: string, rawName: string, description: string, inputSchema: Record<string, unknown> }} McpToolSpec
+ */
+
+/**
+ * `{ name: value | undefined }` as `[name, value | null]` pairs (`undefined` removes).
+ * @param {unknown} env
+ */
 function envPairs(env) {
   if (env === undefined || env === null) return undefined
   // Not an object: handed over as is, for the native check's error.
@@ -29,11 +42,15 @@ function defaultEnv() {
   return pairs
 }
 
-/** A number JSON would turn into `null` (NaN, ±Infinity) is sent as text so the check refuses it. */
+/**
+ * A number JSON would turn into `null` (NaN, ±Infinity) is sent as text so the check refuses it.
+ * @param {unknown} v
+ */
 function jsonNumber(v) {
   return typeof v === 'number' && !Number.isFinite(v) ? String(v) : v
 }
 
+/** @param {unknown} reason */
 function reasonText(reason) {
   try {
     return String(reason)
@@ -42,6 +59,7 @@ function reasonText(reason) {
   }
 }
 
+/** @param {unknown} e */
 function thrownMessage(e) {
   if (e instanceof Error) return e.message
   try {
@@ -55,6 +73,7 @@ function thrownMessage(e) {
  * The schema the registry validates input with: the server's, when the native validator can
  * compile it; otherwise `{}` (any input, as the original's `z.any()`), so one odd schema does
  * not make the tool unusable. The model sees the server's schema either way.
+ * @param {Record<string, unknown>} schema
  */
 function validationSchema(schema) {
   try {
@@ -65,11 +84,20 @@ function validationSchema(schema) {
   }
 }
 
-/** The tool's result, built here (the caller's realm) from the native one. */
+/**
+ * The tool's result, built here (the caller's realm) from the native one.
+ * @param {import('../binding').NativeMcpResult} r
+ */
 function result(r) {
   return { data: r.data, isError: r.isError }
 }
 
+/**
+ * @param {import('../binding').NativeMcpClient} client
+ * @param {McpToolSpec} spec
+ * @param {() => number} nextKey
+ * @param {(() => Promise<void>) | undefined} refresh
+ */
 function mcpTool(client, spec, nextKey, refresh) {
   const rawName = spec.rawName
   return defineTool({
@@ -77,10 +105,10 @@ function mcpTool(client, spec, nextKey, refresh) {
     description: spec.description,
     inputSchema: validationSchema(spec.inputSchema),
     llmInputSchema: spec.inputSchema,
-    execute: async (input, context) => {
+    execute: async (/** @type {unknown} */ input, /** @type {import('../index.js').ToolUseContext} */ context) => {
       const signal = context !== null && typeof context === 'object' ? context.abortSignal : undefined
       // The SDK refuses an aborted signal before sending, with the reason's own message.
-      if (signal && signal.aborted) return { data: native.mcpCallFailed(rawName, thrownMessage(signal.reason)), isError: true }
+      if (signal?.aborted) return { data: native.mcpCallFailed(rawName, thrownMessage(signal.reason)), isError: true }
       let args
       try {
         args = JSON.stringify(input === undefined ? {} : input)
@@ -111,12 +139,16 @@ function mcpTool(client, spec, nextKey, refresh) {
 // Connected clients not yet disconnected. A process that exits without disconnect(): each
 // server's stdin closes with it, but a descendant that ignores EOF would outlive it, so the
 // groups get SIGTERM on the way out (one listener for all connections).
+/** @type {Set<import('../binding').NativeMcpClient>} */
 const live = new Set()
 function terminateLive() {
   for (const c of live) c.terminateNow()
 }
 
-/** The bearer token now: `authToken` as given, or what its function returns. */
+/**
+ * The bearer token now: `authToken` as given, or what its function returns.
+ * @param {unknown} authToken
+ */
 async function currentToken(authToken) {
   if (authToken === undefined || authToken === null) return undefined
   const t = typeof authToken === 'function' ? await authToken() : authToken
@@ -124,7 +156,10 @@ async function currentToken(authToken) {
   return t
 }
 
-/** Pairs of a headers object (Streamable HTTP). */
+/**
+ * Pairs of a headers object (Streamable HTTP).
+ * @param {unknown} headers
+ */
 function headerPairs(headers) {
   if (headers === undefined || headers === null || typeof headers !== 'object') return headers
   return Object.entries(headers).map(([k, v]) => [k, typeof v === 'string' ? v : null])
@@ -138,10 +173,12 @@ const EGRESS_PROVIDER = native.mcpEgressProvider()
  * `EgressPolicyError`), and the server's URL checked before anything is sent, so a refused
  * connect rejects with the `EgressPolicyError` itself; the native transport then checks every
  * request and follows no redirect.
+ * @param {McpConfig} config
  */
 function egressPolicyOf(config) {
   if (config.egressPolicy === undefined) return undefined
-  const policy = normalizeEgressPolicy(config.egressPolicy)
+  // Not undefined, so normalised (or thrown).
+  const policy = /** @type {import('../index.js').EgressPolicy} */ (normalizeEgressPolicy(config.egressPolicy))
   if (typeof config.url === 'string') {
     const refused = egressRefusal(policy, config.url, EGRESS_PROVIDER)
     if (refused !== null) throw refused
@@ -149,6 +186,10 @@ function egressPolicyOf(config) {
   return policy
 }
 
+/**
+ * @param {McpConfig} config
+ * @returns {Promise<import('../mcp.js').ConnectedMCPTools>}
+ */
 async function connectMCPTools(config) {
   if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
   const egressPolicy = egressPolicyOf(config)
@@ -178,7 +219,7 @@ async function connectMCPTools(config) {
   }
   // A token function is asked again before each call (Streamable HTTP).
   const refresh = typeof authToken === 'function' ? async () => client.setToken(await currentToken(authToken)) : undefined
-  const tools = JSON.parse(client.toolsJson).map((spec) => mcpTool(client, spec, nextKey, refresh))
+  const tools = JSON.parse(client.toolsJson).map((/** @type {McpToolSpec} */ spec) => mcpTool(client, spec, nextKey, refresh))
   live.add(client)
   if (live.size === 1) process.on('exit', terminateLive)
   return {

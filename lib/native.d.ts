@@ -3,6 +3,10 @@
 // function of the binding is declared (__test__/native-types.test.ts checks it, so a call added
 // on the Rust side without a type fails CI).
 
+// lib/native.js exports the generated binding itself, so its `#[napi]` exports are this module's too
+// (what lets `tsc -p tsconfig.lib.json` check lib/'s calls into the addon).
+export * from '../binding'
+
 /**
  * An action of the runner machine as it crosses (crates/core/src/kernel/runner/wire.rs has the
  * layouts; lib/wire.js decodes them): `CallModel` as a number (kind in bits 0–4, turn above),

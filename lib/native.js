@@ -7,6 +7,7 @@
 
 // napi-rs target triple → the platform suffix of our package and file names
 // (`@oma-kernel/core-<suffix>`, `oma-kernel.<suffix>.node`), as napi names them.
+/** @type {Record<string, string>} */
 const TRIPLES = {
   'x86_64-apple-darwin': 'darwin-x64',
   'aarch64-apple-darwin': 'darwin-arm64',
@@ -19,6 +20,7 @@ const TRIPLES = {
 }
 
 // What each prebuilt binary needs beyond its OS and CPU.
+/** @type {Record<string, string>} */
 const NOTES = {
   'linux-x64-gnu': 'glibc >= 2.17',
   'linux-arm64-gnu': 'glibc >= 2.17',
@@ -37,6 +39,16 @@ function isMusl() {
   return process.report ? glibcRuntime() === null : false
 }
 
+/**
+ * The fields of package.json read here, each possibly missing (a copied or trimmed package).
+ * @typedef {{
+ *   name?: string, version?: string, repository?: string | { url?: string },
+ *   optionalDependencies?: Record<string, string>, napi?: { targets?: string[], binaryName?: string },
+ *   engines?: { node?: string },
+ * }} PackageJson
+ */
+
+/** @returns {PackageJson} */
 function readPackage() {
   try {
     return require('../package.json')
@@ -48,19 +60,27 @@ function readPackage() {
 // The platforms this copy of the package can install a binary for: the platform packages its
 // optionalDependencies name (what `napi prepublish` wrote), else, in a source checkout, the
 // targets of package.json's napi config.
+/** @param {PackageJson} pkg */
 function supportedSuffixes(pkg) {
   const prefix = `${pkg.name || '@oma-kernel/core'}-`
   const fromDeps = Object.keys(pkg.optionalDependencies || {})
     .filter((name) => name.startsWith(prefix))
     .map((name) => name.slice(prefix.length))
   if (fromDeps.length > 0) return fromDeps
-  const targets = (pkg.napi && pkg.napi.targets) || []
+  const targets = (pkg.napi?.targets) || []
   return targets.map((t) => TRIPLES[t] || t)
 }
 
+/**
+ * An error as read here (any thrown value: each field may be missing; `message` is typed as a
+ * string because `RegExp.test` and `String` convert whatever it is).
+ * @typedef {{ message?: string, cause?: unknown }} ErrorLike
+ */
+
+/** @param {unknown} err */
 function causeText(err) {
   const lines = []
-  for (let e = err, depth = 0; e && depth < 8; e = e.cause, depth++) {
+  for (let e = /** @type {ErrorLike | undefined} */ (err), depth = 0; e && depth < 8; e = /** @type {ErrorLike | undefined} */ (e.cause), depth++) {
     // napi's loader also tries a WASI build, which this package does not ship: not worth a line.
     if (e.message && !/^Cannot find native binding|^Failed to load native binding|wasm32-wasi|\.wasi\.cjs/.test(e.message)) {
       lines.push(`  - ${String(e.message).split('\n')[0]}`)
@@ -69,21 +89,23 @@ function causeText(err) {
   return lines
 }
 
+/** @param {PackageJson} pkg */
 function repositoryUrl(pkg) {
   const repo = pkg.repository
-  const url = typeof repo === 'string' ? repo : repo && repo.url
+  const url = typeof repo === 'string' ? repo : repo?.url
   return url ? String(url).replace(/^git\+/, '') : "<this package's repository>"
 }
 
 function glibcRuntime() {
   try {
-    const report = process.report && process.report.getReport()
-    return (report && report.header && report.header.glibcVersionRuntime) || null
+    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport())
+    return (report?.header?.glibcVersionRuntime) || null
   } catch {
     return null
   }
 }
 
+/** @param {unknown} err */
 function loadError(err) {
   const pkg = readPackage()
   const name = pkg.name || '@oma-kernel/core'
@@ -91,10 +113,10 @@ function loadError(err) {
   const host = hostSuffix()
   const supported = supportedSuffixes(pkg)
   const platformPackage = `${name}-${host}`
-  const binaryName = (pkg.napi && pkg.napi.binaryName) || 'oma-kernel'
+  const binaryName = (pkg.napi?.binaryName) || 'oma-kernel'
   const list = supported.map((s) => `  ${s}${NOTES[s] ? ` (${NOTES[s]})` : ''}`).join('\n')
   const fromSource = [
-    `To build it from source (needs Node ${(pkg.engines && pkg.engines.node) || '>= 20'} and a Rust stable toolchain):`,
+    `To build it from source (needs Node ${(pkg.engines?.node) || '>= 20'} and a Rust stable toolchain):`,
     `  git clone ${repositoryUrl(pkg)} oma-kernel && cd oma-kernel && npm install && npm run build`,
     `then point the loader at the result: NAPI_RS_NATIVE_LIBRARY_PATH=/abs/path/oma-kernel/${binaryName}.${host}.node`,
   ].join('\n')
@@ -127,16 +149,17 @@ function loadError(err) {
     }
   }
   if (causes.length > 0) lines.push('Load errors:', ...causes)
-  const error = new Error(lines.join('\n'))
+  const error = /** @type {Error & { code?: string }} */ (new Error(lines.join('\n')))
   error.code = 'ERR_OMA_KERNEL_BINDING'
   // napi's own wrapper carries the npm-bug text; keep only the load errors under it.
-  error.cause = /^Cannot find native binding/.test(err && err.message) && err.cause ? err.cause : err
+  const e = /** @type {ErrorLike | undefined} */ (err)
+  error.cause = /^Cannot find native binding/.test(/** @type {string} */ (e?.message)) && e?.cause ? e.cause : err
   return error
 }
 
 function isSourceCheckout() {
   try {
-    return require('fs').existsSync(require('path').join(__dirname, '..', 'Cargo.toml'))
+    return require('node:fs').existsSync(require('node:path').join(__dirname, '..', 'Cargo.toml'))
   } catch {
     return false
   }

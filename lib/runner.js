@@ -14,6 +14,42 @@ const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('.
 
 const { OP, REJECTED } = wire
 
+/** @typedef {import('./util.js').Fields} Fields */
+/** @typedef {import('./wire.js').Action} Action */
+/** @typedef {import('../index.js').RunnerOptions} RunnerOptions */
+/** @typedef {import('../index.js').LLMMessage} LLMMessage */
+/** @typedef {import('../index.js').ToolResult} ToolResult */
+/** @typedef {import('../index.js').ToolUseBlock} ToolUseBlock */
+/** @typedef {import('../index.js').ToolUseContext} ToolUseContext */
+/** @typedef {import('../index.js').LLMChatOptions} LLMChatOptions */
+/** @typedef {import('../index.js').LLMResponse} LLMResponse */
+/**
+ * A run's options: the public ones and the Agent's (BUDGET_SPENT, the only symbol key read; a
+ * symbol index because the key's own type does not survive module.exports).
+ * @typedef {import('../index.js').RunOptions & { [budgetSpent: symbol]: number | undefined }} RunOpts
+ */
+/**
+ * What the driver yields: stream()'s events, and run()'s `done` / `error`.
+ * @typedef {{ type: import('../index.js').StreamEvent['type'] | 'text_delta', data: unknown }} DriveEvent
+ */
+/**
+ * What the run reads of a model's answer.
+ * @typedef {Pick<LLMResponse, 'content' | 'usage'>} ModelAnswer
+ */
+/**
+ * The fields every trace event of a run shares.
+ * @typedef {{ runId: string, taskId?: string, agent: string }} TraceBase
+ */
+/**
+ * A tool's outcome as `readResult` read it once (`result` as it came: passed on as it is),
+ * with its duration once finished.
+ * @typedef {{
+ *   result: ToolResult, data: unknown, isError: unknown, usage: [number, number] | null, text: string,
+ *   gate?: import('../index.js').ToolCallGateMetadata, duration?: number,
+ * }} Outcome
+ */
+
+/** @type {{ snap?: unknown, json?: string }} */
 const runnerOptionsMemo = {}
 
 /** A run option of the Agent's checked structured-output retries (issue 19): tokens of earlier
@@ -22,11 +58,15 @@ const BUDGET_SPENT = Symbol('oma-kernel.budgetSpent')
 
 /** The subset of RunnerOptions the kernel reads, as JSON (undefined keys vanish, null stays).
  *  With `memo`, the previous text is reused while that subset is unchanged (agents are often
- *  built per request with the same options). */
+ *  built per request with the same options).
+ * @param {Partial<RunnerOptions>} o
+ * @param {{ snap?: unknown, json?: string }} [memo]
+ */
 function coreOptionsJson(o, memo) {
   const ld = o.loopDetection
-  const cs = o.contextStrategy
-  const num = (v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)
+  // Every strategy's fields, each read as it is (the kernel checks them).
+  const cs = /** @type {Fields | undefined} */ (o.contextStrategy)
+  const num = (/** @type {unknown} */ v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)
   const picked = {
     maxTurns: num(o.maxTurns),
     maxTokenBudget: o.maxTokenBudget,
@@ -53,19 +93,32 @@ function coreOptionsJson(o, memo) {
 
 /** The text of a conversation that is exactly what `Agent.run(prompt)` builds, one user message
  *  with one text block (read as JSON.stringify would read it: own enumerable properties, no
- *  toJSON), else undefined. The kernel then takes the text without a JSON round trip. */
+ *  toJSON), else undefined. The kernel then takes the text without a JSON round trip.
+ * @param {unknown[]} conv
+ */
 function promptOf(conv) {
   if (conv.length !== 1) return undefined
-  const m = conv[0]
+  const m = /** @type {Fields | null | undefined} */ (conv[0]) // the caller's: any value
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function' || !onlyKeys(m, 'role', 'content') || m.role !== 'user') return undefined
   const content = m.content
-  if (!Array.isArray(content) || content.length !== 1 || typeof content.toJSON === 'function') return undefined
-  const b = content[0]
+  if (!Array.isArray(content) || content.length !== 1 || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
+  const b = /** @type {Fields | null | undefined} */ (content[0])
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !onlyKeys(b, 'type', 'text')) return undefined
   return b.type === 'text' && typeof b.text === 'string' ? b.text : undefined
 }
 
-/** Rebuilds the JS conversation from a kernel plan (indices keep the very objects). */
+/**
+ * A kernel plan of the conversation (wire.rs): per message, its index in `conv`, or a message
+ * whose blocks are indices into message `src`'s content, or new blocks.
+ * @typedef {Array<number | { role: 'user' | 'assistant', src: number, content: Array<number | import('../index.js').ContentBlock> }>} Plan
+ */
+
+/**
+ * Rebuilds the JS conversation from a kernel plan (indices keep the very objects).
+ * @param {LLMMessage[]} conv
+ * @param {Plan} plan
+ * @returns {LLMMessage[]}
+ */
 function applyPlan(conv, plan) {
   return plan.map((p) => (typeof p === 'number' ? conv[p] : {
     role: p.role,
@@ -73,10 +126,11 @@ function applyPlan(conv, plan) {
   }))
 }
 
+/** @param {unknown} response what the adapter returned */
 function responseJson(response) {
   if (response === null || typeof response !== 'object') return null
   try {
-    return JSON.stringify({ content: response.content, usage: response.usage })
+    return JSON.stringify({ content: /** @type {Fields} */ (response).content, usage: /** @type {Fields} */ (response).usage })
   } catch {
     return null
   }
@@ -84,7 +138,9 @@ function responseJson(response) {
 
 // The kernel's verdict per options text: apps build agents per request with the same few
 // configurations, and the verdict of a text never changes (bounded like the kernel's cache).
+/** @type {Map<string, string | null>} */
 const verdicts = new Map()
+/** @param {string} json */
 function validateOptions(json) {
   let err = verdicts.get(json)
   if (err === undefined) {
@@ -98,13 +154,23 @@ function validateOptions(json) {
 // The kernel's grant resolution depends only on the options text and the registry list, and
 // agents are built per request with the same few of each: kept per pair (bounded), with the
 // native start plan runs of that pair start from (freed when the entry is dropped; `plan` -1).
+/**
+ * A grant resolution: the granted names, the warnings, and the native start plan.
+ * @typedef {{ names: string[], warnings: string[], list: string, plan: number }} Resolution
+ */
+/** @type {Map<string, Map<string, Resolution>>} */
 const resolutions = new Map()
+/** @param {Map<string, Resolution>} byList */
 function dropPlans(byList) {
   for (const r of byList.values()) {
     native.runnerPlanFree(r.plan)
     r.plan = -1
   }
 }
+/**
+ * @param {string} json
+ * @param {string} list
+ */
 function resolution(json, list) {
   let byList = resolutions.get(json)
   if (byList === undefined) {
@@ -128,22 +194,30 @@ function resolution(json, list) {
   return r
 }
 
+/** @type {FinalizationRegistry<number>} */
 const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
+/** @type {FinalizationRegistry<number>} */
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 // A stream dropped without return() also ends its run's shell executor lease.
+/** @type {FinalizationRegistry<RunScopedShellExecutor>} */
 const shellLeases = new FinalizationRegistry((shell) => { releaseUnreported(shell) })
-const num = (v) => (typeof v === 'number' ? v : 0)
+const num = (/** @type {unknown} */ v) => (typeof v === 'number' ? v : 0)
 
 /** The driver's view of one answer: `content` is read once (the mirror keeps that very
  *  value, not a second read of a getter), `copy` is the plain copy the machine was handed
  *  (undefined when the content was not plain: see wire.plainCopy) and `action` is the machine's
- *  next action. */
+ *  next action.
+ * @type {{ content: unknown, copy: unknown[] | undefined, action: Action | undefined }}
+ */
 const answer = { content: undefined, copy: undefined, action: undefined }
 
 /** Hands the model's answer to the machine: content as JSON, usage as numbers (the machine
  *  counts a non-finite one as 0). Plain content goes as the JSON of its copy, which the round's
  *  calls are then taken from. Fills `answer`; throws when the content cannot be written as JSON,
- *  saying why (the machine would only see that it is missing). */
+ *  saying why (the machine would only see that it is missing).
+ * @param {number} id
+ * @param {unknown} response what the adapter returned
+ */
 function respond(id, response) {
   answer.content = undefined
   answer.copy = undefined
@@ -151,7 +225,7 @@ function respond(id, response) {
   if (response === null || typeof response !== 'object') {
     action = wire.respondModel(id, null, 0, 0)
   } else {
-    const content = response.content
+    const content = /** @type {Fields} */ (response).content
     const copy = wire.plainCopy(content)
     let json
     try {
@@ -159,7 +233,7 @@ function respond(id, response) {
     } catch (e) {
       throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
     }
-    const u = response.usage
+    const u = /** @type {Fields & { usage?: Fields | null }} */ (response).usage
     answer.content = content
     answer.copy = copy
     action = wire.respondModel(id, json, u ? num(u.input_tokens) : 0, u ? num(u.output_tokens) : 0, copy)
@@ -168,7 +242,10 @@ function respond(id, response) {
   return answer
 }
 
-/** Why JSON.stringify failed, in words: the engine's texts name neither depth nor the value. */
+/**
+ * Why JSON.stringify failed, in words: the engine's texts name neither depth nor the value.
+ * @param {unknown} e
+ */
 function unserialisable(e) {
   const msg = thrownMessage(e)
   if (/Maximum call stack/.test(msg)) return 'it is nested too deeply: Maximum call stack size exceeded'
@@ -177,6 +254,7 @@ function unserialisable(e) {
   return `serialising it threw: ${msg.split('\n')[0]}`
 }
 
+/** @param {unknown} input */
 function redactInput(input) {
   let json
   try { json = JSON.stringify(input) } catch { return {} }
@@ -193,11 +271,16 @@ function redactInput(input) {
  * stopped): each wait on it is given ABANDON_AFTER_MS from its start.
  */
 class AbortWatch {
+  /** @param {AbortSignal | null} signal */
   constructor(signal) {
     this.signal = signal
+    /** @type {Set<() => void>} */
     this.tools = new Set() // per running tool: answers it as aborted
+    /** @type {((err: unknown) => void) | null} */
     this.reject = null // the driver's current wait (it awaits one user call at a time)
+    /** @type {(() => unknown) | null} */
     this.abandoned = null
+    /** @type {NodeJS.Timeout | null} */
     this.timer = null
     // Bound, not an arrow assigned here: see AgentRun.begin on storing per-run closures.
     this.onAbort = this.abortTools.bind(this)
@@ -225,13 +308,23 @@ class AbortWatch {
     const reject = this.reject
     if (reject === null) return
     this.reject = null
-    reject(this.abandoned())
+    reject(/** @type {() => unknown} */ (this.abandoned)()) // set with `reject` (wait)
   }
 
   /** `value` (what a user's adapter or callback returned) awaited, unless the run is aborted
-   *  and it has not settled ABANDON_AFTER_MS later: then rejects with `abandoned()`. */
+   *  and it has not settled ABANDON_AFTER_MS later: then rejects with `abandoned()`.
+   * @template T
+   * @param {T | PromiseLike<T>} value
+   * @param {() => unknown} abandoned
+   * @returns {Promise<T>}
+   */
   wait(value, abandoned) {
     return new Promise((resolve, reject) => {
+      /**
+       * @template V
+       * @param {(v: V) => void} fn
+       * @param {V} v
+       */
       const settle = (fn, v) => {
         if (this.reject !== reject) return // abandoned already
         this.reject = null
@@ -248,7 +341,12 @@ class AbortWatch {
     })
   }
 
-  /** Resolves with an isError result if the run is aborted while the tool is still running. */
+  /**
+   * Resolves with an isError result if the run is aborted while the tool is still running.
+   * @param {unknown} promise what the executor returned
+   * @param {string} name
+   * @returns {unknown}
+   */
   tool(promise, name) {
     if (this.over()) return promise
     return new Promise((resolve, reject) => {
@@ -281,6 +379,8 @@ const leftBehind = () => LEFT_BEHIND
  * once its ShellExecutor's `start` settled, and its last release awaits `dispose`: an aborted
  * run waits ABANDON_AFTER_MS at most for either, then ends without it; the release goes on
  * behind the run, a failure then a process warning (as for a run that already failed).
+ * @param {Promise<void>} release
+ * @param {AbortWatch | null} watch
  */
 async function awaitShellRelease(release, watch) {
   if (watch === null) return release
@@ -293,7 +393,10 @@ async function awaitShellRelease(release, watch) {
   return undefined
 }
 
-/** `value` awaited through the run's watch, if it has one. */
+/**
+ * `value` awaited through the run's watch, if it has one.
+ * @type {<T>(value: T | PromiseLike<T>, watch: AbortWatch | null, abandoned: () => unknown) => T | PromiseLike<T>}
+ */
 const settleOrAbandon = (value, watch, abandoned) => (watch === null ? value : watch.wait(value, abandoned))
 
 /**
@@ -302,6 +405,11 @@ const settleOrAbandon = (value, watch, abandoned) => (watch === null ? value : w
  * `settleOrAbandon`, it rejects with `abandoned()` once the signal aborted and `value` has not
  * settled ABANDON_AFTER_MS later. Without a signal to listen to, `value` itself (awaited as
  * before: no watch, no extra promise).
+ * @template T
+ * @param {T | PromiseLike<T>} value
+ * @param {AbortSignal | null | undefined} signal
+ * @param {() => unknown} abandoned
+ * @returns {T | PromiseLike<T>}
  */
 function settleOrAbandonOn(value, signal, abandoned) {
   if (!listenable(signal)) return value
@@ -317,6 +425,7 @@ function settleOrAbandonOn(value, signal, abandoned) {
  * so the release is waited for as an aborted run's is, ABANDON_AFTER_MS at most, then left
  * behind (a failure a process warning): return() never hangs on a ShellExecutor whose start or
  * dispose never settles.
+ * @param {RunScopedShellExecutor} shell
  */
 function awaitStoppedRelease(shell) {
   const watch = new AbortWatch(null)
@@ -327,7 +436,7 @@ function awaitStoppedRelease(shell) {
 // The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
 // same whichever kind of adapter it used.
 const requestAborted = () => new Error('Request was aborted.')
-const abortedWhile = (what) => () => new Error(`The run was aborted while ${what} had not settled`)
+const abortedWhile = (/** @type {string} */ what) => () => new Error(`The run was aborted while ${what} had not settled`)
 const compressAborted = abortedWhile('contextStrategy.compress')
 const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 
@@ -336,6 +445,9 @@ const policyAborted = abortedWhile('loopDetection.onLoopDetected')
  * throw; a custom executor may return anything): what onToolResult, the trace, the record, the
  * result block and the machine all see. A result that cannot be read is the tool's fault and
  * answers its call with an isError result, like a throw.
+ * @param {string} name
+ * @param {unknown} result what the tool (or executor) gave
+ * @returns {Outcome}
  */
 function readResult(name, result) {
   try {
@@ -343,15 +455,18 @@ function readResult(name, result) {
       const data = `Tool "${name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`
       return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
     }
-    const data = result.data
-    const isError = result.isError
-    const metadata = result.metadata
+    // Any object: each field read once, as it is.
+    const r = /** @type {Fields & { metadata?: Fields & { tokenUsage?: Fields, toolCallGate?: import('../index.js').ToolCallGateMetadata } | null }} */ (result)
+    const data = r.data
+    const isError = r.isError
+    const metadata = r.metadata
     const hasMetadata = metadata !== undefined && metadata !== null
     const u = hasMetadata ? metadata.tokenUsage : undefined
+    /** @type {[number, number] | null} */
     const usage = u ? [num(u.input_tokens), num(u.output_tokens)] : null
     // An onToolCall gate's verdict (the executor's `metadata.toolCallGate`), for the trace.
     const gate = hasMetadata ? metadata.toolCallGate : undefined
-    return { result, data, isError, usage, text: typeof data === 'string' ? data : safeString(data), gate }
+    return { result: /** @type {ToolResult} */ (result), data, isError, usage, text: typeof data === 'string' ? data : safeString(data), gate }
   } catch (err) {
     const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
     return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
@@ -359,8 +474,11 @@ function readResult(name, result) {
 }
 
 /** A round's call as a stream consumer is shown it: the same block with a copy of its input
- *  (the kernel's own input object is the one its tool runs with, issue 30). */
+ *  (the kernel's own input object is the one its tool runs with, issue 30).
+ * @param {ToolUseBlock} call
+ */
 function shownCall(call) {
+  /** @type {{ -readonly [K in keyof ToolUseBlock]: ToolUseBlock[K] }} */
   const shown = { type: 'tool_use', id: call.id, name: call.name, input: copyInput(call.input) }
   if (call.signature !== undefined) shown.signature = call.signature
   return shown
@@ -368,8 +486,12 @@ function shownCall(call) {
 
 /** A block's own tool context: the round's fields and its tool_use id, written as a literal.
  *  An object spread per block cost ≈ 1.5 µs per tool call (W1 16×10: 13.4× instead of 19× the
- *  ai SDK's time, session 8). */
+ *  ai SDK's time, session 8).
+ * @param {ToolUseContext} c
+ * @param {string} id
+ */
 function blockContext(c, id) {
+  /** @type {MutableContext} */
   const b = { agent: c.agent, abortSignal: c.abortSignal, cwd: c.cwd }
   if (c.team !== undefined) b.team = c.team
   if (c.shellExecutor !== undefined) b.shellExecutor = c.shellExecutor
@@ -386,7 +508,18 @@ function blockContext(c, id) {
  * optimise: 196 ms for the 5.7 KB of bytecode `_drive` had when it held all of this, compiled
  * while W2 ran, on a background thread whose malloc arena kept the compiler's memory.
  */
+/**
+ * A tool context as the runner builds it, field by field.
+ * @typedef {{ -readonly [K in keyof ToolUseContext]: ToolUseContext[K] }} MutableContext
+ */
+
 class Drive {
+  /**
+   * @param {AgentRunner} runner
+   * @param {LLMMessage[]} initialMessages
+   * @param {RunOpts} options
+   * @param {boolean} streaming
+   */
   constructor(runner, initialMessages, options, streaming) {
     const ro = runner.options
     this.runner = runner
@@ -416,7 +549,7 @@ class Drive {
     }
     // Grants what resolveTools() just resolved: its plan, or one made for this start from the
     // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
-    const resolved = runner._resolved
+    const resolved = /** @type {Resolution} */ (runner._resolved) // resolveTools() just set it
     const plan = resolved.plan >= 0 ? resolved.plan : native.runnerPlan(runner._json, resolved.list)
     const prompt = promptOf(this.conv)
     // The run's one abort listener (disposed when the run ends, whichever way).
@@ -446,20 +579,28 @@ class Drive {
     if (lease && this.shell !== null) shellLeases.register(lease, this.shell, lease)
     this.lease = lease
     // A native adapter whose chat is not replaced (spied or wrapped) takes the native path.
-    const nh = runner.adapter ? runner.adapter[llm.NATIVE_ADAPTER] : undefined
+    const nh = runner.adapter ? /** @type {{ [llm.NATIVE_ADAPTER]?: import('../binding').NativeLlmAdapter }} */ (runner.adapter)[llm.NATIVE_ADAPTER] : undefined
     this.nativeAdapter = nh && runner.adapter.chat === llm.NativeAdapter.prototype.chat ? nh : undefined
     this.nativeOptions = undefined
+    /** @type {LLMMessage[] | null} */
     this.checked = null // the conversation array last checked for the native path
     // The native call in flight (see nativeRequest).
+    /** @type {ReturnType<typeof callDeadline>} */
     this.deadline = null
+    /** @type {ReturnType<typeof llm.linkSignal> | null} */
     this.link = null // linkSignal's pair [cancel handle, unlink]: kept whole (see AgentRun.begin on storing closures)
+    /** @type {LLMMessage[]} */
     this.newMessages = []
+    /** @type {import('../index.js').ToolCallRecord[]} */
     this.toolCalls = []
     const onTrace = options.onTrace
     this.onTrace = onTrace
     this.trace = onTrace ? { runId: options.runId ?? '', taskId: options.taskId, agent: options.traceAgent ?? ro.agentName ?? 'unknown' } : null
+    /** @type {unknown} */
     this.content = undefined // the JS adapter's content, read once (see respond)
+    /** @type {unknown[] | undefined} */
     this.copy = undefined // its plain copy, until the round that takes its calls from it
+    /** @type {Action | undefined} */
     this.pending = undefined // an action already fetched together with the model's response
     this.released = false
   }
@@ -473,10 +614,14 @@ class Drive {
     return action
   }
 
-  /** Done's RunResult; handing out Done released the run. */
+  /**
+   * Done's RunResult; handing out Done released the run.
+   * @param {Action} action
+   */
   finish(action) {
     this.released = true
     if (this.lease) runLeases.unregister(this.lease)
+    /** @type {{ -readonly [K in keyof import('../index.js').RunResult]: import('../index.js').RunResult[K] }} */
     const result = {
       messages: this.newMessages,
       output: action.output,
@@ -518,7 +663,10 @@ class Drive {
       : deadline.chat(r.adapter, this.conv, this.chatOptions), this.watch, requestAborted)
   }
 
-  /** The JS adapter's answer handed to the machine (see respond). */
+  /**
+   * The JS adapter's answer handed to the machine (see respond).
+   * @param {unknown} response
+   */
   answered(response) {
     const a = respond(this.id, response)
     this.pending = a.action
@@ -552,20 +700,27 @@ class Drive {
     return first
   }
 
-  /** A native call's error, as its deadline words it when it has one. */
+  /**
+   * A native call's error, as its deadline words it when it has one.
+   * @param {unknown} e
+   */
   requestError(e) {
     return this.deadline === null ? e : this.deadline.error(e)
   }
 
   /** The end of a native call, whichever way: its signal unlinked, its deadline cleared. */
   endRequest() {
-    this.link[1]()
+    const link = /** @type {NonNullable<Drive['link']>} */ (this.link) // nativeRequest set it
+    link[1]()
     if (this.deadline !== null) this.deadline.clear()
     this.deadline = null
     this.link = null
   }
 
-  /** runChat's reply: the response, with the machine's next action kept. */
+  /**
+   * runChat's reply: the response, with the machine's next action kept.
+   * @param {string} out
+   */
   nativeReply(out) {
     const reply = wire.decodeModelReply(out)
     this.pending = reply.action
@@ -573,18 +728,28 @@ class Drive {
   }
 
   /** After the model's answer: refused (a malformed response) it fails the run and nothing of it
-   *  is kept; otherwise its trace, and the assistant message. */
+   *  is kept; otherwise its trace, and the assistant message.
+   * @param {Action} action
+   * @param {ModelAnswer} response
+   * @param {number} startMs
+   */
   modelAnswered(action, response, startMs) {
-    if (this.pending.op === REJECTED) throw new Error(this.pending.message)
+    // The model's answer came with the machine's next action (answered, nativeReply).
+    const pending = /** @type {Action} */ (this.pending)
+    if (pending.op === REJECTED) throw new Error(pending.message)
     if (this.onTrace) {
       const endMs = Date.now()
-      emitTrace(this.onTrace, { type: 'llm_call', ...this.trace, model: this.runner.options.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+      emitTrace(this.onTrace, { type: 'llm_call', .../** @type {TraceBase} */ (this.trace), model: this.runner.options.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
     }
-    this.append({ role: 'assistant', content: this.nativeAdapter ? response.content : this.content })
+    // (A JS adapter's content as it gave it: the machine accepted it.)
+    this.append({ role: 'assistant', content: /** @type {import('../index.js').ContentBlock[]} */ (this.nativeAdapter ? response.content : this.content) })
     this.content = undefined
   }
 
-  /** A message the run adds: to the conversation, to the run's new messages, then onMessage. */
+  /**
+   * A message the run adds: to the conversation, to the run's new messages, then onMessage.
+   * @param {LLMMessage} msg
+   */
   append(msg) {
     this.conv.push(msg)
     this.newMessages.push(msg)
@@ -595,6 +760,7 @@ class Drive {
   roundContext() {
     const ro = this.runner.options
     const options = this.options
+    /** @type {MutableContext} */
     const context = {
       agent: { name: ro.agentName ?? 'runner', role: ro.agentRole ?? 'assistant', model: ro.model },
       abortSignal: this.signal,
@@ -611,23 +777,32 @@ class Drive {
   /** A settled round: the machine takes the outcomes before anything below reads them (none of
    *  it runs user code; one crossing for the round when it had several calls); its records,
    *  appended to `toolCalls`; its tool_result blocks, in an array of their number (each is kept
-   *  in the conversation: one grown by push would keep room for 17). */
+   *  in the conversation: one grown by push would keep room for 17).
+   * @param {ToolUseBlock[]} calls
+   * @param {Outcome[]} done
+   */
   roundSettled(calls, done) {
     if (calls.length === 1) wire.respondToolResult(this.id, 0, done[0].text, done[0].isError, done[0].usage)
     else wire.respondToolResults(this.id, done)
+    /** @type {Array<import('../index.js').ContentBlock>} */
     const resultBlocks = new Array(calls.length)
     for (let i = 0; i < calls.length; i++) {
       const d = done[i]
-      this.toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: d.data, duration: d.duration })
+      // The record and the block keep what the tool gave (`data`, `isError`) as it is.
+      this.toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: /** @type {string} */ (d.data), duration: /** @type {number} */ (d.duration) })
       // The block holds what the machine holds: a non-string `data` (which only a custom
       // executor, or a getter changing its answer after validation, can produce) as text,
       // so that the history stays writable as JSON.
-      resultBlocks[i] = { type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError }
+      resultBlocks[i] = /** @type {import('../index.js').ToolResultBlock} */ ({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
     }
     return resultBlocks
   }
 
-  /** The round's user message (with the machine's trailing warning, if any). */
+  /**
+   * The round's user message (with the machine's trailing warning, if any).
+   * @param {Action} action
+   * @param {Array<import('../index.js').ContentBlock>} resultBlocks
+   */
   roundAnswered(action, resultBlocks) {
     if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
     this.append({ role: 'user', content: resultBlocks })
@@ -642,10 +817,17 @@ const NO_GATE_OWN = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefi
 const EXECUTE = ToolExecutor.prototype.execute
 
 class AgentRunner {
+  /**
+   * @param {import('../index.js').LLMAdapter} adapter
+   * @param {import('./tools.js').ToolRegistry} toolRegistry
+   * @param {import('./tools.js').ToolExecutor} toolExecutor
+   * @param {RunnerOptions} options
+   */
   constructor(adapter, toolRegistry, toolExecutor, options) {
     this.adapter = adapter
     this.toolRegistry = toolRegistry
     this.toolExecutor = toolExecutor
+    /** @type {RunnerOptions} */
     this.options = options ?? {}
     this.maxTurns = this.options.maxTurns ?? 10
     // The kernel reads this text per run (parsed configurations are shared by text), so a
@@ -655,11 +837,13 @@ class AgentRunner {
     if (err) throw new Error(err)
     // Passed per execution (the executor times the calls): checked here, not at the first call.
     checkToolTimeout(this.options.toolTimeoutMs, 'RunnerOptions.toolTimeoutMs')
+    /** @type {number | undefined} */
     this._summaryCache = undefined
     if (this.options.contextStrategy?.type === 'summarize') {
       this._summaryCache = native.summaryCacheNew()
       summaryCaches.register(this, this._summaryCache)
     }
+    /** @type {Resolution | undefined} */
     this._resolved = undefined // what the last resolveTools() resolved (resolution())
   }
 
@@ -667,15 +851,26 @@ class AgentRunner {
     const r = resolution(this._json, this.toolRegistry._toolList())
     this._resolved = r
     for (const w of r.warnings) console.warn(w)
-    return r.names.map((n) => this.toolRegistry._toolDef(this.toolRegistry.get(n)))
+    // (Granted names are the registry's.)
+    return r.names.map((n) => this.toolRegistry._toolDef(/** @type {import('./tools.js').Tool} */ (this.toolRegistry.get(n))))
   }
 
+  /**
+   * @param {LLMMessage[]} messages
+   * @param {RunOpts} [options]
+   * @returns {Promise<import('../index.js').RunResult>}
+   */
   run(messages, options = {}) {
     // Driven to completion here: no GC lease, and no per-turn events (nobody observes them).
     // As a `for await` over the driver would, without an async frame of its own that every
     // running agent keeps alive (issue 18's W2): `error` closes the driver, then rejects.
     const drive = this._drive(messages, options, false)
+    /** @type {import('../index.js').RunResult | undefined} */
     let result
+    /**
+     * @param {IteratorResult<DriveEvent, void>} r
+     * @returns {unknown}
+     */
     const step = (r) => {
       if (r.done) return result
       const event = r.value
@@ -683,12 +878,17 @@ class AgentRunner {
         const fail = () => { throw event.data }
         return promiseThen.call(drive.return(), fail, fail)
       }
-      if (event.type === 'done') result = event.data
+      if (event.type === 'done') result = /** @type {import('../index.js').RunResult} */ (event.data)
       return promiseThen.call(drive.next(), step)
     }
-    return promiseThen.call(drive.next(), step)
+    // Settles with the result (step's last value) or the run's error.
+    return /** @type {Promise<import('../index.js').RunResult>} */ (promiseThen.call(drive.next(), step))
   }
 
+  /**
+   * @param {LLMMessage[]} initialMessages
+   * @param {RunOpts} [options]
+   */
   stream(initialMessages, options = {}) {
     return this._drive(initialMessages, options, true)
   }
@@ -697,7 +897,12 @@ class AgentRunner {
    * without return(), so its run is also freed when the generator is collected. run() only
    * reads `done` / `error`: the per-turn events are not built (each yield of an async
    * generator costs several promise hops, measured ≈ 0.5 µs, a tenth of a tool turn).
-   * Only what awaits or yields is here; the run's state and every other step are the Drive's. */
+   * Only what awaits or yields is here; the run's state and every other step are the Drive's.
+   * @param {LLMMessage[]} initialMessages
+   * @param {RunOpts} options
+   * @param {boolean} streaming
+   * @returns {AsyncGenerator<DriveEvent, void, undefined>}
+   */
   async *_drive(initialMessages, options, streaming) {
     const d = new Drive(this, initialMessages, options, streaming)
     try {
@@ -713,7 +918,7 @@ class AgentRunner {
             return
           }
           case OP.APPLY_PLAN:
-            d.conv = applyPlan(d.conv, action.plan)
+            d.conv = applyPlan(d.conv, /** @type {Plan} */ (action.plan))
             break
           case OP.CUSTOM_COMPRESS:
             d.conv = await this._compress(d.id, d.conv, action.estimatedTokens, d.watch)
@@ -724,6 +929,7 @@ class AgentRunner {
           case OP.CALL_MODEL: {
             // Timestamps feed only the trace.
             const startMs = d.onTrace ? Date.now() : 0
+            /** @type {ModelAnswer | undefined} */
             let response
             if (d.nativeAdapter) {
               const first = d.nativeRequest()
@@ -734,7 +940,7 @@ class AgentRunner {
                   // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
-                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, d.link[0])
+                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, /** @type {NonNullable<Drive['link']>} */ (d.link)[0])
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
@@ -749,7 +955,8 @@ class AgentRunner {
               response = await d.chat()
               d.answered(response)
             }
-            d.modelAnswered(action, response, startMs)
+            // (A JS adapter's answer as it came: the machine refuses a malformed one.)
+            d.modelAnswered(action, /** @type {ModelAnswer} */ (response), startMs)
             // Not kept across the next awaits (a frame's slot outlives its block): the
             // conversation holds what is needed of it.
             response = undefined
@@ -760,14 +967,16 @@ class AgentRunner {
             yield { type: 'text', data: action.text }
             break
           case OP.BUDGET_EXCEEDED:
-            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(this.options.agentName ?? 'unknown', action.totalTokens, this.options.maxTokenBudget) }
+            // (Only a run with a budget exceeds it.)
+            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(this.options.agentName ?? 'unknown', action.totalTokens, /** @type {number} */ (this.options.maxTokenBudget)) }
             break
           case OP.LOOP_DETECTED: {
             const info = action.info
             if (streaming) yield { type: 'loop_detected', data: info }
             if (options.onWarning) dropRejection(options.onWarning(info.detail))
             if (action.awaitsPolicy) {
-              const policy = this.options.loopDetection.onLoopDetected
+              // The machine awaits a policy only when onLoopDetected is a function.
+              const policy = /** @type {(info: import('../index.js').LoopDetectionInfo) => unknown} */ (/** @type {import('../index.js').LoopDetectionConfig} */ (this.options.loopDetection).onLoopDetected)
               wire.respondLoopAction(d.id, String(await settleOrAbandon(policy(info), d.watch, policyAborted)))
             }
             break
@@ -835,9 +1044,14 @@ class AgentRunner {
   }
 
   /** A native adapter's streamed answer (`streamDeltas`): its text deltas as events (a stream()
-   *  only), and the final response, which the machine has then taken. */
+   *  only), and the final response, which the machine has then taken.
+   * @param {Drive} d a run on a native adapter, its request begun (nativeRequest)
+   * @returns {AsyncGenerator<DriveEvent, LLMResponse, undefined>}
+   */
   async *_nativeStream(d) {
-    const s = native.runStream(d.id, d.nativeAdapter, d.nativeOptions, d.link[0])
+    const link = /** @type {NonNullable<Drive['link']>} */ (d.link)
+    const s = native.runStream(d.id, /** @type {import('../binding').NativeLlmAdapter} */ (d.nativeAdapter), /** @type {string} */ (d.nativeOptions), link[0])
+    /** @type {LLMResponse | null} */
     let final = null
     try {
       while (final === null) {
@@ -864,14 +1078,22 @@ class AgentRunner {
       s.close()
     }
     // The native stream's final response is well-formed: the machine cannot refuse it.
-    const u = final.usage
-    d.pending = wire.respondModel(d.id, JSON.stringify(final.content), u.input_tokens, u.output_tokens)
-    return final
+    const u = /** @type {LLMResponse} */ (final).usage
+    d.pending = wire.respondModel(d.id, JSON.stringify(/** @type {LLMResponse} */ (final).content), u.input_tokens, u.output_tokens)
+    return /** @type {LLMResponse} */ (final)
   }
 
-  /** A custom strategy's compression (CUSTOM_COMPRESS): the conversation the run goes on with. */
+  /**
+   * A custom strategy's compression (CUSTOM_COMPRESS): the conversation the run goes on with.
+   * @param {number} id
+   * @param {LLMMessage[]} conv
+   * @param {number} estimatedTokens
+   * @param {AbortWatch | null} watch
+   */
   async _compress(id, conv, estimatedTokens, watch) {
-    const out = await settleOrAbandon(this.options.contextStrategy.compress(conv, estimatedTokens), watch, compressAborted)
+    // The machine asks for it only under a custom strategy.
+    const strategy = /** @type {Extract<import('../index.js').ContextStrategy, { type: 'custom' }>} */ (this.options.contextStrategy)
+    const out = await settleOrAbandon(strategy.compress(conv, estimatedTokens), watch, compressAborted)
     let json = null
     if (Array.isArray(out)) json = JSON.stringify(out)
     const err = wire.respondConversation(id, json)
@@ -879,10 +1101,21 @@ class AgentRunner {
     return out
   }
 
-  /** The summarize strategy's model call (SUMMARIZE), answered to the machine. */
+  /**
+   * The summarize strategy's model call (SUMMARIZE), answered to the machine.
+   * @param {number} id
+   * @param {Action} action
+   * @param {LLMChatOptions} chatOptions
+   * @param {number | undefined} callTimeoutMs
+   * @param {AbortSignal | undefined} signal
+   * @param {AbortWatch | null} watch
+   * @param {RunOpts['onTrace']} onTrace
+   * @param {TraceBase | null} trace
+   */
   async _summarize(id, action, chatOptions, callTimeoutMs, signal, watch, onTrace, trace) {
     const ro = this.options
-    const model = ro.contextStrategy.summaryModel ?? ro.model
+    // The machine asks for it only under the summarize strategy.
+    const model = /** @type {Extract<import('../index.js').ContextStrategy, { type: 'summarize' }>} */ (ro.contextStrategy).summaryModel ?? ro.model
     const startMs = Date.now()
     const summaryOptions = { ...chatOptions, model, tools: undefined }
     const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
@@ -893,7 +1126,7 @@ class AgentRunner {
     const err = wire.respondSummary(id, responseJson(summary))
     if (err !== undefined) throw new Error(err)
     if (onTrace) {
-      emitTrace(onTrace, { type: 'llm_call', ...trace, model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+      emitTrace(onTrace, { type: 'llm_call', .../** @type {TraceBase} */ (trace), model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
     }
   }
 
@@ -905,14 +1138,24 @@ class AgentRunner {
    * started, whatever threw and in whatever order, and only then fails with the first throw
    * (in time order, as the original's Promise.all reports it): no tool outlives its run
    * unobserved, and nothing it does later can become an unhandled rejection.
+   * @param {ToolUseBlock[]} calls
+   * @param {boolean[]} granted
+   * @param {ToolUseContext} context
+   * @param {RunOpts} options
+   * @param {AbortWatch | null} watch
+   * @param {RunOpts['onTrace']} onTrace
+   * @param {TraceBase | null} trace
+   * @param {Outcome[]} done
    */
   async _runBlocks(calls, granted, context, options, watch, onTrace, trace, done) {
+    /** @type {{ err: unknown } | null} */
     let failure = null
-    const fail = (err) => { if (failure === null) failure = { err } }
+    const fail = (/** @type {unknown} */ err) => { if (failure === null) failure = { err } }
     // Blocks not yet finished (+1 while blocks are still being started); the last to finish wakes
     // the round: a count rather than Promise.all over the chains (one promise and one reaction
     // less per call, issue 18's W1).
     let left = 1
+    /** @type {((value?: unknown) => void) | null} */
     let wake = null
     for (let i = 0; i < calls.length; i++) {
       const call = calls[i]
@@ -925,7 +1168,7 @@ class AgentRunner {
       }
       left++
       // Called once per started block, possibly before _dispatchBlock returns.
-      const finish = (result) => {
+      const finish = (/** @type {unknown} */ result) => {
         try {
           done[i] = this._finishBlock(call, startMs, result, options, onTrace, trace)
         } catch (err) {
@@ -939,11 +1182,15 @@ class AgentRunner {
     }
     // Every chain above catches its own throws, so this waits for all of them.
     if (--left !== 0) await new Promise((resolve) => { wake = resolve })
-    if (failure !== null) throw failure.err
+    // (Set by `fail`, which the blocks' chains call.)
+    if (failure !== null) throw /** @type {{ err: unknown }} */ (failure).err
   }
 
   /** A block's start (CONTRACT §5.5 per-block steps 1–2): onToolCall, then its start time.
-   *  Synchronous, so block k+1's onToolCall follows block k's start. */
+   *  Synchronous, so block k+1's onToolCall follows block k's start.
+   * @param {ToolUseBlock} call
+   * @param {RunOpts} options
+   */
   _beginBlock(call, options) {
     // The notification is told a copy of the input: the kernel's own is the one that runs.
     if (options.onToolCall) dropRejection(options.onToolCall(call.name, copyInput(call.input)))
@@ -953,7 +1200,10 @@ class AgentRunner {
   /** What the runner passes per execution, as upstream: its gate (an undefined one leaves the
    *  executor's own) and its default tool timeout likewise. `own`: to this package's execute,
    *  which is then told that the input is the runner's own (OWN_INPUT: no user code holds it,
-   *  so a gated call copies it once, for its gate, not twice). */
+   *  so a gated call copies it once, for its gate, not twice).
+   * @param {boolean} own
+   * @returns {import('./tools.js').ExecutionOptions}
+   */
   _executionOptions(own) {
     const gate = this.options.onToolCall
     const toolTimeoutMs = this.options.toolTimeoutMs
@@ -965,10 +1215,17 @@ class AgentRunner {
    * Starts a round's only block (steps 1–3): `pending` is whatever the executor returned (it
    * may return anything, or throw), to be awaited, never trusted for a `then` method; null
    * when the gate did not grant the call.
+   * @param {ToolUseBlock} call
+   * @param {boolean} granted
+   * @param {ToolUseContext} context
+   * @param {RunOpts} options
+   * @param {AbortWatch | null} watch
+   * @returns {{ startMs: number, pending: unknown }}
    */
   _startBlock(call, granted, context, options, watch) {
     const startMs = this._beginBlock(call, options)
     if (!granted) return { startMs, pending: null }
+    /** @type {unknown} */
     let pending
     try {
       const executor = this.toolExecutor
@@ -991,9 +1248,13 @@ class AgentRunner {
    * abort signal, whose watch races the call's promise; another executor, or one whose `execute`
    * was replaced (a spy), is called as upstream calls it and its outcome attached to with
    * `attach`.
+   * @param {ToolUseBlock} call
+   * @param {ToolUseContext} context
+   * @param {AbortWatch | null} watch
+   * @param {(result: unknown) => void} finish
    */
   _dispatchBlock(call, context, watch, finish) {
-    const failed = (err) => finish({ data: thrownMessage(err), isError: true })
+    const failed = (/** @type {unknown} */ err) => finish({ data: thrownMessage(err), isError: true })
     try {
       const executor = this.toolExecutor
       // Read once (a getter is asked once, as a method call would ask it).
@@ -1003,6 +1264,7 @@ class AgentRunner {
         return
       }
       // Not a function: the call below throws the engine's own text for it, as before.
+      /** @type {unknown} */
       let pending = typeof execute === 'function'
         ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
         : executor.execute(call.name, call.input, context, this._executionOptions(false))
@@ -1014,17 +1276,26 @@ class AgentRunner {
   }
 
   /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration.
-   *  Returns the outcome as read once (`readResult`) with its duration. */
+   *  Returns the outcome as read once (`readResult`) with its duration.
+   * @param {ToolUseBlock} call
+   * @param {number} startMs
+   * @param {unknown} result
+   * @param {RunOpts} options
+   * @param {RunOpts['onTrace']} onTrace
+   * @param {TraceBase | null} trace
+   */
   _finishBlock(call, startMs, result, options, onTrace, trace) {
     const out = readResult(call.name, result)
     const endMs = Date.now()
     if (options.onToolResult) dropRejection(options.onToolResult(call.name, out.result))
     if (onTrace) {
-      const event = {
-        type: 'tool_call', ...trace, tool: call.name, isError: out.isError ?? false,
+      // (`isError` as the tool gave it.)
+      /** @type {{ -readonly [K in keyof import('../index.js').ToolCallTrace]: import('../index.js').ToolCallTrace[K] }} */
+      const event = /** @type {import('../index.js').ToolCallTrace} */ ({
+        type: 'tool_call', .../** @type {TraceBase} */ (trace), tool: call.name, isError: out.isError ?? false,
         input: redactInput(call.input), output: native.traceRedactText(out.text),
         startMs, endMs, durationMs: endMs - startMs,
-      }
+      })
       const gate = out.gate
       if (gate !== undefined && gate !== null) {
         event.gated = true

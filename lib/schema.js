@@ -21,34 +21,80 @@ const NATIVE_INPUT_SCHEMA = Symbol.for('oma-kernel.native-input-schema')
  * (lib/builtin.js, `describeInput`); `accept(description)` tells the tool that the kernel
  * found it valid.
  */
+/** @type {WeakMap<object, { describe(input: unknown): Float64Array, accept(description: Float64Array): void }>} */
 const INPUT_CHECKS = new WeakMap()
 
-/** The schema the kernel validates a tool's input with and converts for the LLM. */
+/**
+ * A JSON Schema object as this file builds it.
+ * @typedef {Record<string, unknown>} JsonSchema
+ */
+/**
+ * A value of the user's Zod (either version) as this file reads it: the user's objects, so
+ * nothing here is checked beyond the guards each rule makes (a missing field reads undefined).
+ * @typedef {{ _def?: Zod3Def, _zod?: { def?: Zod4Def }, description?: string, safeParse?: unknown }} ZodNode
+ */
+/**
+ * The fields of a Zod 3 `_def` that the §8.3 rules read (each rule those of its `typeName`).
+ * @typedef {{
+ *   typeName?: string, description?: string, value?: unknown, values: Iterable<unknown>,
+ *   type: unknown, items: unknown[], shape(): Record<string, unknown>, valueType: unknown,
+ *   innerType: unknown, schema: unknown, defaultValue(): unknown, options: Iterable<unknown>,
+ *   left: unknown, right: unknown, in: unknown,
+ * }} Zod3Def
+ */
+/**
+ * The fields of a Zod 4 `_zod.def` that the rules read (each rule those of its `type`).
+ * @typedef {{
+ *   type?: string, values: unknown[], entries: Record<string, unknown>, element: unknown,
+ *   items: unknown[], shape: Record<string, unknown>, valueType: unknown, innerType: unknown,
+ *   defaultValue: unknown, options: Iterable<unknown>, left: unknown, right: unknown,
+ *   in: unknown, out: unknown,
+ * }} Zod4Def
+ */
+
+/**
+ * The schema the kernel validates a tool's input with and converts for the LLM.
+ * @param {import('../index.js').ToolDefinition<unknown, unknown> & { [NATIVE_INPUT_SCHEMA]?: JsonSchema }} tool
+ */
 function toolInputSchema(tool) {
   const s = tool[NATIVE_INPUT_SCHEMA]
   return s === undefined ? tool.inputSchema : s
 }
 
-/** True iff `x` can validate on its own, i.e. has a callable `safeParse`. */
+/**
+ * True iff `x` can validate on its own, i.e. has a callable `safeParse`.
+ * @param {unknown} x
+ * @returns {x is import('../index.js').ZodLikeSchema}
+ */
 function isZodSchema(x) {
-  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof x.safeParse === 'function'
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (/** @type {ZodNode} */ (x)).safeParse === 'function'
 }
 
+/**
+ * @param {unknown} x
+ * @returns {Zod4Def | undefined}
+ */
 function zod4Def(x) {
-  const internals = x !== null && (typeof x === 'object' || typeof x === 'function') ? x._zod : undefined
+  const internals = x !== null && (typeof x === 'object' || typeof x === 'function') ? (/** @type {ZodNode} */ (x))._zod : undefined
   return internals && typeof internals === 'object' && internals.def && typeof internals.def === 'object'
     ? internals.def
     : undefined
 }
 
+/**
+ * @param {unknown} x
+ * @returns {Zod3Def | undefined}
+ */
 function zod3Def(x) {
-  const def = x !== null && (typeof x === 'object' || typeof x === 'function') ? x._def : undefined
+  const def = x !== null && (typeof x === 'object' || typeof x === 'function') ? (/** @type {ZodNode} */ (x))._def : undefined
   return def && typeof def === 'object' ? def : undefined
 }
 
 /**
  * Converts a Zod 3 or Zod 4 schema. Anything that is neither (a plain JSON Schema object, or
  * any other value) is handed back untouched so callers may pass JSON Schema directly.
+ * @param {unknown} schema
+ * @returns {unknown}
  */
 function zodToJsonSchema(schema) {
   if (!isZodSchema(schema) && zod4Def(schema) === undefined && zod3Def(schema) === undefined) return schema
@@ -58,12 +104,17 @@ function zodToJsonSchema(schema) {
 // `path` holds the schemas being converted on the way down. Zod 4 (getter shapes) and Zod 3
 // (getters in a shape object) can build truly recursive schemas without `lazy`; a node met
 // again on its own path becomes `{}` (+desc), the same answer Zod 3 gives for `z.lazy`.
+/**
+ * @param {unknown} schema
+ * @param {Set<unknown>} path
+ * @returns {JsonSchema}
+ */
 function convert(schema, path) {
   if (path.has(schema)) return withDesc({}, ownDescription(schema))
   path.add(schema)
   try {
-    if (zod4Def(schema) !== undefined) return convert4(schema, path)
-    if (zod3Def(schema) !== undefined) return convert3(schema, path)
+    if (zod4Def(schema) !== undefined) return convert4(/** @type {ZodNode & { _zod: { def: Zod4Def } }} */ (schema), path)
+    if (zod3Def(schema) !== undefined) return convert3(/** @type {ZodNode & { _def: Zod3Def }} */ (schema), path)
     // Has `safeParse` but nothing we can introspect: "accept anything" is the table's fallback.
     return {}
   } finally {
@@ -71,18 +122,27 @@ function convert(schema, path) {
   }
 }
 
+/** @param {unknown} schema */
 function ownDescription(schema) {
-  if (zod4Def(schema) !== undefined) return schema.description
+  if (zod4Def(schema) !== undefined) return (/** @type {ZodNode} */ (schema)).description
   const def = zod3Def(schema)
   return def === undefined ? undefined : def.description
 }
 
-/** The "+desc" rule: a new key is appended last; an existing `description` keeps its place. */
+/**
+ * The "+desc" rule: a new key is appended last; an existing `description` keeps its place.
+ * @param {JsonSchema} result
+ * @param {unknown} d
+ * @returns {JsonSchema}
+ */
 function withDesc(result, d) {
   return d !== undefined ? { ...result, description: d } : result
 }
 
-/** §8.3 ZodNullable: widen a single `type` in place, otherwise wrap in `anyOf`. */
+/**
+ * §8.3 ZodNullable: widen a single `type` in place, otherwise wrap in `anyOf`.
+ * @param {JsonSchema} inner
+ */
 function nullableOf(inner) {
   return typeof inner.type === 'string' ? { ...inner, type: [inner.type, 'null'] } : { anyOf: [inner, { type: 'null' }] }
 }
@@ -90,12 +150,18 @@ function nullableOf(inner) {
 // ---------------------------------------------------------------------------------------------
 // Zod 3: dispatch on `_def.typeName`, exactly the §8.3 table.
 
+/** @type {Set<string | undefined>} */
 const ZOD3_NOT_REQUIRED = new Set(['ZodOptional', 'ZodDefault', 'ZodNullable'])
 
+/**
+ * @param {ZodNode & { _def: Zod3Def }} schema
+ * @param {Set<unknown>} path
+ * @returns {JsonSchema}
+ */
 function convert3(schema, path) {
   const def = schema._def
   const d = def.description
-  const sub = (s) => convert(s, path)
+  const sub = (/** @type {unknown} */ s) => convert(s, path)
   switch (def.typeName) {
     case 'ZodString':
       return withDesc({ type: 'string' }, d)
@@ -157,23 +223,35 @@ function convert3(schema, path) {
   }
 }
 
+/** @param {unknown} s */
 function zod3TypeName(s) {
   const def = zod3Def(s)
   return def === undefined ? undefined : def.typeName
 }
 
-/** `Object.values` keeps JS property order (integer-like keys first), as §8.3 requires. */
+/**
+ * `Object.values` keeps JS property order (integer-like keys first), as §8.3 requires.
+ * @param {object} obj
+ */
 function nativeEnumValues(obj) {
   return Object.values(obj).filter((v) => typeof v === 'string' || typeof v === 'number')
 }
 
+/**
+ * @param {Record<string, unknown>} shape
+ * @param {(s: unknown) => JsonSchema} sub
+ * @param {(v: unknown) => boolean} isRequired
+ */
 function objectOf(shape, sub, isRequired) {
+  /** @type {Record<string, JsonSchema>} */
   const properties = {}
+  /** @type {string[]} */
   const required = []
   for (const [key, value] of Object.entries(shape)) {
     properties[key] = sub(value)
     if (isRequired(value)) required.push(key)
   }
+  /** @type {JsonSchema} */
   const result = { type: 'object', properties }
   if (required.length > 0) result.required = required
   return result
@@ -186,12 +264,18 @@ function objectOf(shape, sub, isRequired) {
 
 // Mirrors the Zod 3 rule (nullable counts as optional); `prefault` is Zod 4's input-side
 // default, which Zod also lets the caller omit.
+/** @type {Set<string | undefined>} */
 const ZOD4_NOT_REQUIRED = new Set(['optional', 'default', 'prefault', 'nullable'])
 
+/**
+ * @param {ZodNode & { _zod: { def: Zod4Def } }} schema
+ * @param {Set<unknown>} path
+ * @returns {JsonSchema}
+ */
 function convert4(schema, path) {
   const def = schema._zod.def
   const d = schema.description
-  const sub = (s) => convert(s, path)
+  const sub = (/** @type {unknown} */ s) => convert(s, path)
   switch (def.type) {
     case 'string':
       return withDesc({ type: 'string' }, d)
@@ -259,6 +343,7 @@ function convert4(schema, path) {
   }
 }
 
+/** @param {unknown} s */
 function zod4Type(s) {
   const def = zod4Def(s)
   return def === undefined ? undefined : def.type
@@ -267,6 +352,7 @@ function zod4Type(s) {
 // Zod 4 has one enum type for both `z.enum([...])` and a TS enum object. An array-built enum
 // has entries `{ a: 'a', … }`; that shape gets Zod 3's ZodEnum output, anything else gets the
 // ZodNativeEnum output (which keeps the reverse-mapping quirk of numeric TS enums).
+/** @param {Record<string, unknown>} entries */
 function enum4(entries) {
   const keys = Object.keys(entries)
   const arrayLike = keys.every((k) => typeof entries[k] === 'string' && entries[k] === k)

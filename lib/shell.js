@@ -22,15 +22,20 @@ const EXECUTOR_BACKSTOP_GRACE_MS = 100
 const TIMED_OUT = TABLES.exitTimedOut
 const ABORTED = TABLES.exitAborted
 
+/** @param {number} exitCode */
 function emptyResult(exitCode) {
   return { stdout: '', stderr: '', exitCode }
 }
 
+/** @param {AbortSignal | null | undefined} signal */
 function aborted(signal) {
   return signal !== undefined && signal !== null && signal.aborted === true
 }
 
-/** A failure as text (upstream: the error's message, or the thrown value as a string). */
+/**
+ * A failure as text (upstream: the error's message, or the thrown value as a string).
+ * @param {unknown} error
+ */
 function failureText(error) {
   try {
     if (isError(error)) {
@@ -47,14 +52,16 @@ function failureText(error) {
  * An `exec` result read once into a plain object of this realm: `{ stdout, stderr, exitCode }`,
  * or a TypeError with the kernel's text naming what is wrong (bash then reports it as a start
  * failure, 127, as it does any other exec failure).
+ * @param {unknown} r what the user's executor gave
  */
 function shellResult(r) {
   if (r === null || (typeof r !== 'object' && typeof r !== 'function')) {
     throw new TypeError(native.builtinShellInvalidResult(null, r === null ? 'null' : typeof r))
   }
-  const stdout = r.stdout
-  const stderr = r.stderr
-  const exitCode = r.exitCode
+  const read = /** @type {{ stdout?: unknown, stderr?: unknown, exitCode?: unknown }} */ (r)
+  const stdout = read.stdout
+  const stderr = read.stderr
+  const exitCode = read.exitCode
   if (typeof stdout !== 'string') throw new TypeError(native.builtinShellInvalidResult('stdout', typeof stdout))
   if (typeof stderr !== 'string') throw new TypeError(native.builtinShellInvalidResult('stderr', typeof stderr))
   if (typeof exitCode !== 'number') throw new TypeError(native.builtinShellInvalidResult('exitCode', typeof exitCode))
@@ -69,17 +76,26 @@ function shellResult(r) {
  * exit code forced to 124 (timeout) or 130 (abort); past the grace, or if it rejects after the
  * termination, the result is empty with that code. A rejection before any termination rejects
  * (bash reports it as 127). `options`: `{ cwd, timeoutMs, sandboxRoot }`, handed over as they are.
+ * @param {import('../index.js').ShellExecutor} executor
+ * @param {string} command
+ * @param {import('../index.js').ShellExecOptions} options
+ * @param {AbortSignal | undefined} signal
+ * @param {number} delay
+ * @returns {Promise<{ stdout: string, stderr: string, exitCode: number }>}
  */
 async function executeWithBackstop(executor, command, options, signal, delay) {
   if (aborted(signal)) return emptyResult(ABORTED)
   const commandAbort = new AbortController()
   let termination = 0 // the forced exit code once terminated
+  /** @type {NodeJS.Timeout | null} */
   let graceTimer = null
+  /** @type {(value: null) => void} */
   let resolveBackstop
+  /** @type {Promise<null>} */
   const backstop = new Promise((resolve) => {
     resolveBackstop = resolve
   })
-  const terminate = (code) => {
+  const terminate = (/** @type {number} */ code) => {
     if (termination !== 0) return
     termination = code
     commandAbort.abort()
@@ -88,6 +104,7 @@ async function executeWithBackstop(executor, command, options, signal, delay) {
   const onAbort = () => terminate(ABORTED)
   const listening = listenable(signal)
   if (listening) signal.addEventListener('abort', onAbort, { once: true })
+  /** @type {NodeJS.Timeout | null} */
   let timer = null
   try {
     // Invoked before the wrapper's timer is armed, as upstream: an executor's own deadline is
@@ -133,7 +150,11 @@ async function executeWithBackstop(executor, command, options, signal, delay) {
   }
 }
 
-/** `executor[name]()` when the executor has that method (`executor.start?.()`). */
+/**
+ * `executor[name]()` when the executor has that method (`executor.start?.()`).
+ * @param {import('../index.js').ShellExecutor} executor
+ * @param {'start' | 'dispose'} name
+ */
 function callOptional(executor, name) {
   const f = executor[name]
   if (f === undefined || f === null) return undefined
@@ -147,13 +168,16 @@ function callOptional(executor, name) {
  * while the previous dispose is settling waits for it and then starts a fresh session.
  */
 class ExecutorLifecycle {
+  /** @param {import('../index.js').ShellExecutor} executor */
   constructor(executor) {
     this.executor = executor
     this.leases = 0
     this.started = false
+    /** @type {Promise<void>} */
     this.transition = Promise.resolve()
   }
 
+  /** @returns {Promise<Lease>} */
   async acquire() {
     this.leases++
     if (this.leases === 1) {
@@ -185,6 +209,7 @@ class ExecutorLifecycle {
     }
   }
 
+  /** @param {boolean} startFailed */
   async releaseLease(startFailed) {
     this.leases--
     if (this.leases > 0) return
@@ -199,10 +224,18 @@ class ExecutorLifecycle {
   }
 }
 
-/** One lifecycle per executor instance. */
+/**
+ * A run's hold on an executor's window.
+ * @typedef {{ release(): Promise<void> }} Lease
+ */
+
+/** One lifecycle per executor instance. @type {WeakMap<import('../index.js').ShellExecutor, ExecutorLifecycle>} */
 const lifecycles = new WeakMap()
 
-/** A lease on `executor`'s shared window: resolves once it is started, with `{ release() }`. */
+/**
+ * A lease on `executor`'s shared window: resolves once it is started, with `{ release() }`.
+ * @param {import('../index.js').ShellExecutor} executor
+ */
 function acquireShellExecutor(executor) {
   let lifecycle = lifecycles.get(executor)
   if (lifecycle === undefined) {
@@ -220,11 +253,17 @@ function acquireShellExecutor(executor) {
  * lease was being acquired is never dispatched (130).
  */
 class RunScopedShellExecutor {
+  /** @param {import('../index.js').ShellExecutor} executor */
   constructor(executor) {
     this.executor = executor
+    /** @type {Promise<Lease> | undefined} */
     this.leasePromise = undefined
   }
 
+  /**
+   * @param {string} command
+   * @param {import('../index.js').ShellExecOptions} options
+   */
   async exec(command, options) {
     if (aborted(options.abortSignal)) return emptyResult(ABORTED)
     if (this.leasePromise === undefined) this.leasePromise = acquireShellExecutor(this.executor)
@@ -252,6 +291,7 @@ class RunScopedShellExecutor {
  * Releases a run's lease where a failed dispose can no longer fail the run (the run already
  * failed with its own error, or its stream was stopped or dropped by the consumer): the failure
  * becomes a process warning, never an unhandled rejection.
+ * @param {RunScopedShellExecutor} shell
  */
 async function releaseUnreported(shell) {
   try {
@@ -261,7 +301,10 @@ async function releaseUnreported(shell) {
   }
 }
 
-/** A release failure no run can report any more, as a process warning. */
+/**
+ * A release failure no run can report any more, as a process warning.
+ * @param {unknown} error
+ */
 function warnUnreported(error) {
   process.emitWarning(DISPOSE_FAILED_UNREPORTED + failureText(error))
 }

@@ -9,12 +9,18 @@ const { Deadline } = require('./deadline.js')
 /** What `ToolDeadline.run` resolves with when the timeout passed first. */
 const TIMED_OUT = Symbol('oma-kernel tool timeout')
 
-/** A timer handle made weak (a fake timer without `unref` is left as it is). */
+/**
+ * A timer handle made weak (a fake timer without `unref` is left as it is).
+ * @param {NodeJS.Timeout | null} timer
+ */
 function unref(timer) {
   if (timer !== null && typeof timer === 'object' && typeof timer.unref === 'function') timer.unref()
 }
 
-/** How the error names a value that is not a number of milliseconds. */
+/**
+ * How the error names a value that is not a number of milliseconds.
+ * @param {unknown} value
+ */
 function shown(value) {
   if (typeof value === 'string') return JSON.stringify(value)
   if (typeof value === 'number') return String(value)
@@ -26,6 +32,9 @@ function shown(value) {
  * reads it), 0 or less: none; `Infinity` never passes, so none either. Anything but a number,
  * and NaN, are configuration errors (a TypeError, a RangeError) whose text is the kernel's;
  * `setting` names where the value was given.
+ * @param {unknown} value
+ * @param {string} setting
+ * @returns {number}
  */
 function timeoutMs(value, setting) {
   if (value === undefined || value === null) return 0
@@ -34,7 +43,7 @@ function timeoutMs(value, setting) {
   return value > 0 && value !== Infinity ? value : 0
 }
 
-/** The setting name of a tool's own `timeoutMs`. */
+/** The setting name of a tool's own `timeoutMs`. @param {string} name */
 const toolSetting = (name) => `timeoutMs of tool "${name}"`
 
 /**
@@ -50,17 +59,23 @@ class ToolDeadline extends Deadline {
     if (this.timer !== null) unref(this.timer)
   }
 
+  /** @param {number} remaining */
   arm(remaining) {
     super.arm(remaining)
     if (this.signal.aborted) unref(this.timer)
   }
 
+  /** @param {import('./deadline.js').Pending | null} pending */
   fire(pending) {
     if (pending !== null) pending.resolve(TIMED_OUT)
   }
 
   /** `tool.execute(input, context)` with this deadline's signal in the context; resolves with
-   *  TIMED_OUT the moment the timeout passes. */
+   *  TIMED_OUT the moment the timeout passes.
+   * @param {import('../index.js').ToolDefinition<unknown, unknown>} tool
+   * @param {unknown} input
+   * @param {import('../index.js').ToolUseContext} context
+   */
   run(tool, input, context) {
     const ctx = { ...context, abortSignal: this.signal }
     this.arm(this.ms)
@@ -68,7 +83,8 @@ class ToolDeadline extends Deadline {
   }
 
   /** Aborts the tool's signal once its call timed out; the reason is a TimeoutError (the name
-   *  `AbortSignal.timeout` gives) whose message is the call's result text. */
+   *  `AbortSignal.timeout` gives) whose message is the call's result text.
+   * @param {string} text */
   expire(text) {
     this.controller.abort(new DOMException(text, 'TimeoutError'))
   }

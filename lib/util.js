@@ -3,6 +3,16 @@ const crypto = require('node:crypto')
 const path = require('node:path')
 const { isError } = require('./errors.js')
 
+/**
+ * An object of the user's (or parsed JSON) whose fields are read one by one and checked where
+ * they are read: each is `unknown` until then.
+ * @typedef {{ [key: string]: unknown }} Fields
+ */
+/**
+ * Any value that is not an object: what may come where `Fields` are read, and is checked first.
+ * @typedef {string | number | boolean | bigint | symbol | null | undefined | Function} UncheckedValue
+ */
+
 /** `isOwnEnumerable.call(o, key)`: whether JSON.stringify would read `o[key]` (own, enumerable). */
 const isOwnEnumerable = Object.prototype.propertyIsEnumerable
 
@@ -18,12 +28,18 @@ function noop() {}
  * engine's own `then`, so that a promise's rejection is always handled: a native promise (of
  * any realm) may have its `then` or `catch` property replaced or throwing, which a method call
  * would trust. Anything else is taken as `await` takes it.
+ * @template T, R
+ * @param {T | PromiseLike<T>} value
+ * @param {((v: T) => R | PromiseLike<R>) | undefined} onOk
+ * @param {(err: unknown) => R | PromiseLike<R>} onErr
+ * @returns {Promise<R>}
  */
 function attach(value, onOk, onErr) {
   try {
-    return promiseThen.call(value, onOk, onErr)
+    // Not always a native promise: the engine's then throws for anything else, caught below.
+    return /** @type {Promise<R>} */ (promiseThen.call(/** @type {Promise<T>} */ (value), onOk, onErr))
   } catch {
-    return promiseThen.call(Promise.resolve(value), onOk, onErr)
+    return /** @type {Promise<R>} */ (promiseThen.call(Promise.resolve(value), onOk, onErr))
   }
 }
 
@@ -34,17 +50,23 @@ function attach(value, onOk, onErr) {
  * unhandled it ends a Node process by default (issue 30). Anything else is left alone: a
  * thenable's own `then` is not called, and only a native promise can become an unhandled
  * rejection.
+ * @param {unknown} r
  */
 function dropRejection(r) {
   if (r === null || (typeof r !== 'object' && typeof r !== 'function')) return
   try {
-    promiseThen.call(r, undefined, noop)
+    // Not always a native promise: the engine's then throws for anything else, caught below.
+    promiseThen.call(/** @type {Promise<unknown>} */ (r), undefined, noop)
   } catch {
     // not a native promise
   }
 }
 
-/** `emitTrace` (§3.2): never throws, never awaits, swallows async rejections. */
+/**
+ * `emitTrace` (§3.2): never throws, never awaits, swallows async rejections.
+ * @param {((event: import('../index.js').TraceEvent) => void | Promise<void>) | undefined | null} fn
+ * @param {import('../index.js').TraceEvent} event
+ */
 function emitTrace(fn, event) {
   if (fn === undefined || fn === null) return
   try {
@@ -84,7 +106,11 @@ function defaultWorkspaceDir() {
 }
 
 /** Whether `o`'s own enumerable keys are exactly `a`, `b` in that order (as JSON.stringify
- *  would list them; one builtin call). */
+ *  would list them; one builtin call).
+ * @param {object} o
+ * @param {string} a
+ * @param {string} b
+ */
 function onlyKeys(o, a, b) {
   const k = Object.keys(o)
   return k.length === 2 && k[0] === a && k[1] === b
@@ -105,22 +131,28 @@ const dateTime = Date.prototype.getTime
  * typed arrays, symbol-keyed properties) is taken as it is: a JSON input, what a model sends,
  * is copied whole. Iterative (no depth limit from the stack) and by identity (a cycle or a
  * shared member stays one in the copy). Throws what reading the input throws.
+ * @template T
+ * @param {T} value
+ * @returns {T}
  */
 function copyInput(value) {
   if (value === null || typeof value !== 'object') return value
+  /** @type {Map<object, object>} */
   const copies = new Map()
+  /** @type {Fillable[]} */
   const stack = []
-  const root = copyShell(value, copies, stack)
+  const root = /** @type {T} */ (copyShell(value, copies, stack))
   while (stack.length > 0) {
-    const to = stack.pop()
-    const from = stack.pop()
+    // Pushed in pairs (copyShell): the copy on top, the original under it, of the same kind.
+    const to = /** @type {Fillable} */ (stack.pop())
+    const from = /** @type {Fillable} */ (stack.pop())
     if (Array.isArray(from)) {
       const n = from.length
       for (let i = 0; i < n; i++) to[i] = copyMember(from[i], copies, stack)
     } else if (to instanceof Map) {
-      for (const [k, v] of Map.prototype.entries.call(from)) to.set(copyMember(k, copies, stack), copyMember(v, copies, stack))
+      for (const [k, v] of Map.prototype.entries.call(/** @type {Map<unknown, unknown>} */ (/** @type {unknown} */ (from)))) to.set(copyMember(k, copies, stack), copyMember(v, copies, stack))
     } else if (to instanceof Set) {
-      for (const v of Set.prototype.values.call(from)) to.add(copyMember(v, copies, stack))
+      for (const v of Set.prototype.values.call(/** @type {Set<unknown>} */ (/** @type {unknown} */ (from)))) to.add(copyMember(v, copies, stack))
     } else {
       const keys = Object.keys(from)
       for (let i = 0; i < keys.length; i++) {
@@ -135,14 +167,32 @@ function copyInput(value) {
   return root
 }
 
+/**
+ * An object copyInput fills (an array, a plain object, a Map or a Set), or its original.
+ * @typedef {Record<string | number, unknown>} Fillable
+ */
+
+/**
+ * @param {unknown} v
+ * @param {Map<object, object>} copies
+ * @param {Fillable[]} stack
+ * @returns {unknown}
+ */
 function copyMember(v, copies, stack) {
   if (v === null || typeof v !== 'object') return v
   const seen = copies.get(v)
   return seen === undefined ? copyShell(v, copies, stack) : seen
 }
 
-/** The copy of object `v`, still empty when it has members: `v` and it are pushed for filling. */
+/**
+ * The copy of object `v`, still empty when it has members: `v` and it are pushed for filling.
+ * @param {object} v
+ * @param {Map<object, object>} copies
+ * @param {Fillable[]} stack
+ * @returns {object}
+ */
 function copyShell(v, copies, stack) {
+  /** @type {object} */
   let to
   if (Array.isArray(v)) to = []
   else {
@@ -158,7 +208,7 @@ function copyShell(v, copies, stack) {
     }
   }
   copies.set(v, to)
-  if (!(to instanceof Date)) stack.push(v, to)
+  if (!(to instanceof Date)) stack.push(/** @type {Fillable} */ (v), /** @type {Fillable} */ (to))
   return to
 }
 

@@ -4,7 +4,33 @@
 // the codes over at load (`wireSpec`), and this module is the only one that reads the layouts.
 const native = require('./native.js')
 
+/** @typedef {import('./util.js').Fields} Fields */
+
+/**
+ * What `wireSpec` hands over (JSON made by wire.rs).
+ * @type {{ ops: Record<string, number>, rejected: number, kindBits: number, toolPresets: Record<string, string[]>, agentFrameworkDisallowed: string[] }}
+ */
 const spec = JSON.parse(native.wireSpec())
+
+/**
+ * An action of the runner machine as the driver performs it. `op` says which of the fields it
+ * carries (wire.rs has each kind's layout): only those are present.
+ * @typedef {{
+ *   op: number,
+ *   turn: number,
+ *   output: string, inputTokens: number, outputTokens: number, turns: number,
+ *   budgetExceeded: boolean, loopDetected: boolean, aborted: boolean,
+ *   plan: unknown,
+ *   estimatedTokens: number,
+ *   messages: import('../index.js').LLMMessage[],
+ *   text: string,
+ *   totalTokens: number,
+ *   info: import('../index.js').LoopDetectionInfo, awaitsPolicy: boolean,
+ *   trailingWarning: string | null, calls: import('../index.js').ToolUseBlock[], granted: boolean[],
+ *   result: string, ids: string[],
+ *   message: string,
+ * }} Action
+ */
 
 /** Action kinds by name (`OP.TOOL_ROUND`, …), as the machine numbers them. */
 const OP = Object.freeze(spec.ops)
@@ -20,59 +46,70 @@ const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
 
 /** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs.
  *  `copy`: the driver's copy of the model's last answer (`plainCopy`), which a round of the
- *  verdicts-only layout takes its calls from. */
+ *  verdicts-only layout takes its calls from.
+ * @param {import('./native.js').WireAction} w
+ * @param {unknown[]} [copy]
+ * @returns {Action}
+ */
 function decode(w, copy) {
   // CallModel, the one action of every LLM call, is a number: no parse. So is a round of the
   // verdicts layout whose calls are all granted, without signatures or a warning (its count).
   if (typeof w === 'number') {
     const op = w & KIND_MASK
-    return op === OP.TOOL_ROUND ? copiedRound(null, w >>> KIND_BITS, copy) : { op, turn: w >>> KIND_BITS }
+    return op === OP.TOOL_ROUND ? copiedRound(null, w >>> KIND_BITS, copy) : /** @type {Action} */ ({ op, turn: w >>> KIND_BITS })
   }
+  // The layout of `a[0]`'s kind (wire.rs); each action below is read from it as that layout says.
+  /** @type {unknown[]} */
   const a = typeof w === 'string' ? JSON.parse(w) : w
   switch (a[0]) {
     case OP.DONE:
-      return {
+      return /** @type {Action} */ ({
         op: OP.DONE, output: a[1], inputTokens: a[2], outputTokens: a[3], turns: a[4],
         budgetExceeded: a[5], loopDetected: a[6], aborted: a[7],
-      }
+      })
     case OP.APPLY_PLAN:
-      return { op: OP.APPLY_PLAN, plan: a[1] }
+      return /** @type {Action} */ ({ op: OP.APPLY_PLAN, plan: a[1] })
     case OP.CUSTOM_COMPRESS:
-      return { op: OP.CUSTOM_COMPRESS, estimatedTokens: a[1] }
+      return /** @type {Action} */ ({ op: OP.CUSTOM_COMPRESS, estimatedTokens: a[1] })
     case OP.SUMMARIZE:
-      return { op: OP.SUMMARIZE, turn: a[1], messages: a[2] }
+      return /** @type {Action} */ ({ op: OP.SUMMARIZE, turn: a[1], messages: a[2] })
     case OP.TEXT:
     case OP.INJECT_WARNING:
     case OP.FIRST_TURN_WARNING:
-      return { op: a[0], text: a[1] }
+      return /** @type {Action} */ ({ op: a[0], text: a[1] })
     case OP.BUDGET_EXCEEDED:
-      return { op: OP.BUDGET_EXCEEDED, totalTokens: a[1] }
+      return /** @type {Action} */ ({ op: OP.BUDGET_EXCEEDED, totalTokens: a[1] })
     case OP.LOOP_DETECTED:
-      return { op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] }
+      return /** @type {Action} */ ({ op: OP.LOOP_DETECTED, info: { kind: a[1], repetitions: a[2], detail: a[3] }, awaitsPolicy: a[4] })
     case OP.TOOL_ROUND: {
       if (typeof a[2] === 'boolean') return copiedRound(a, (a.length - 2) / 2, copy)
       // The calls as tool_use blocks (with the provider's signature when the block had one) and
       // the gate's verdict for each: five fields a call.
       const n = (a.length - 2) / 5
+      /** @type {import('../index.js').ToolUseBlock[]} */
       const calls = new Array(n)
+      /** @type {boolean[]} */
       const granted = new Array(n)
       for (let i = 0, p = 2; i < n; i++, p += 5) {
         calls[i] = callBlock(a[p], a[p + 1], a[p + 2], a[p + 4])
-        granted[i] = a[p + 3]
+        granted[i] = /** @type {boolean} */ (a[p + 3])
       }
-      return { op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted }
+      return /** @type {Action} */ ({ op: OP.TOOL_ROUND, trailingWarning: a[1], calls, granted })
     }
     case OP.LOOP_STOP_RESULTS:
-      return { op: OP.LOOP_STOP_RESULTS, result: a[1], ids: a.slice(2) }
+      return /** @type {Action} */ ({ op: OP.LOOP_STOP_RESULTS, result: a[1], ids: a.slice(2) })
     case REJECTED:
-      return { op: REJECTED, message: a[1] }
+      return /** @type {Action} */ ({ op: REJECTED, message: a[1] })
     default:
       throw new Error(`oma-kernel: unknown runner action ${a[0]}`)
   }
 }
 
-/** A round's call as a tool_use block, with the signature when the machine holds one. */
-const callBlock = (id, name, input, signature) => (signature === null
+/**
+ * A round's call as a tool_use block, with the signature when the machine holds one.
+ * @type {(id: unknown, name: unknown, input: unknown, signature: unknown) => import('../index.js').ToolUseBlock}
+ */
+const callBlock = (id, name, input, signature) => /** @type {import('../index.js').ToolUseBlock} */ (signature === null
   ? { type: 'tool_use', id, name, input }
   : { type: 'tool_use', id, name, input, signature })
 
@@ -82,14 +119,25 @@ const callBlock = (id, name, input, signature) => (signature === null
  * object), in order, each with its verdict and the signature as the machine read it (two fields
  * a call of `a`); `a` null: the round that crossed as its count `n`, every call granted, none
  * with a signature, no warning.
+ * @param {unknown[] | null} a
+ * @param {number} n
+ * @param {unknown[] | undefined} copy
+ * @returns {Action}
  */
 function copiedRound(a, n, copy) {
+  /** @type {import('../index.js').ToolUseBlock[]} */
   const calls = new Array(n)
+  /** @type {boolean[]} */
   const granted = new Array(n)
   let i = 0
   for (let b = 0; copy !== undefined && b < copy.length && i < n; b++) {
     const block = copy[b]
-    let id, name, input
+    /** @type {unknown} */
+    let id
+    /** @type {unknown} */
+    let name
+    /** @type {unknown} */
+    let input
     if (typeof block === 'string') {
       id = block
       name = copy[b + 1]
@@ -99,26 +147,38 @@ function copiedRound(a, n, copy) {
       id = block[0]
       name = block[1]
       input = block[2]
-    } else if (block !== null && typeof block === 'object' && block.type === 'tool_use') {
-      id = block.id
-      name = block.name
-      input = block.input
+    } else if (block !== null && typeof block === 'object' && /** @type {Fields} */ (block).type === 'tool_use') {
+      const call = /** @type {Fields} */ (block)
+      id = call.id
+      name = call.name
+      input = call.input
     } else continue
     calls[i] = callBlock(id, name, input, a === null ? null : a[3 + 2 * i])
-    granted[i] = a === null ? true : a[2 + 2 * i]
+    granted[i] = a === null ? true : /** @type {boolean} */ (a[2 + 2 * i])
     i++
   }
   if (i !== n) throw new Error('oma-kernel: a tool round does not match the answer it came from')
-  return { op: OP.TOOL_ROUND, trailingWarning: a === null ? null : a[1], calls, granted }
+  return /** @type {Action} */ ({ op: OP.TOOL_ROUND, trailingWarning: a === null ? null : a[1], calls, granted })
 }
 
-/** Run `id`'s next action (`copy`: as for `decode`). */
+/**
+ * Run `id`'s next action (`copy`: as for `decode`).
+ * @param {number} id
+ * @param {boolean} aborted
+ * @param {unknown[]} [copy]
+ */
 function next(id, aborted, copy) {
   return decode(native.runNext(id, aborted), copy)
 }
 
 /** The model's answer (content as JSON, or null when there is none) and the next action.
- *  `copy`: a `plainCopy` of the content that `contentJson` is the JSON of, or undefined. */
+ *  `copy`: a `plainCopy` of the content that `contentJson` is the JSON of, or undefined.
+ * @param {number} id
+ * @param {string | null} contentJson
+ * @param {number} inputTokens
+ * @param {number} outputTokens
+ * @param {unknown[]} [copy]
+ */
 function respondModel(id, contentJson, inputTokens, outputTokens, copy) {
   return decode(native.runRespond(id, contentJson, inputTokens, outputTokens, copy !== undefined), copy)
 }
@@ -144,14 +204,17 @@ const COPY_LENGTH = 100000
  * realm's Object.prototype) or it has none itself. With the copy, the machine's round can name
  * its calls by their place in it (`copiedRound`) instead of writing them out again: the tools
  * still run with exactly what the machine judged.
+ * @param {unknown} content
+ * @returns {unknown[] | undefined}
  */
 function plainCopy(content) {
   if (!Array.isArray(content)) return undefined
   try {
     const n = content.length
-    if (n > COPY_LENGTH || typeof content.toJSON === 'function') return undefined
+    if (n > COPY_LENGTH || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
     // Pushed (a copy's length is not the content's; an array made with its length would also
     // be holey, which JSON writes on its slow path).
+    /** @type {unknown[]} */
     const copy = []
     for (let i = 0; i < n; i++) {
       const b = content[i]
@@ -172,9 +235,12 @@ function plainCopy(content) {
 }
 
 /** Whether `v` is an object plainCopy copies as an object: no toJSON, and its prototype has none
- *  (Object.prototype of any realm) or it has none itself. */
+ *  (Object.prototype of any realm) or it has none itself.
+ * @param {unknown} v
+ * @returns {v is Fields}
+ */
 function plainObject(v) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof v.toJSON === 'function') return false
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
   const proto = Object.getPrototypeOf(v)
   return proto === null || Object.getPrototypeOf(proto) === null
 }
@@ -186,6 +252,8 @@ function plainObject(v) {
  * object it stands for, `parse_copied_content_str`; JSON writes the flat fields of W1's calls in
  * ≈ 45 % of the object's time and a nested array in ≈ 60 %), an object of those fields when
  * one of them is of a kind the kernel refuses (its error then names it). False: not copied.
+ * @param {Fields} b
+ * @param {unknown[]} copy
  */
 function pushCall(b, copy) {
   const id = copyValue(b.id, 1)
@@ -211,6 +279,11 @@ function pushCall(b, copy) {
   return true
 }
 
+/**
+ * @param {unknown} v
+ * @param {number} depth
+ * @returns {unknown} the copy, NOT_PLAIN or LEFT_OUT
+ */
 function copyValue(v, depth) {
   switch (typeof v) {
     case 'string':
@@ -231,10 +304,11 @@ function copyValue(v, depth) {
   if (v === null) return null
   if (depth >= COPY_DEPTH) return NOT_PLAIN
   if (Array.isArray(v)) {
-    if (typeof v.toJSON === 'function') return NOT_PLAIN
+    if (typeof (/** @type {unknown[] & Fields} */ (v)).toJSON === 'function') return NOT_PLAIN
     const n = v.length
     if (n > COPY_LENGTH) return NOT_PLAIN
     // Pushed, so that it is not holey (see plainCopy).
+    /** @type {unknown[]} */
     const out = []
     for (let i = 0; i < n; i++) {
       const c = copyValue(v[i], depth + 1)
@@ -246,6 +320,7 @@ function copyValue(v, depth) {
   if (!plainObject(v)) return NOT_PLAIN
   const keys = Object.keys(v)
   if (keys.length > COPY_LENGTH) return NOT_PLAIN
+  /** @type {Fields} */
   const out = {}
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i]
@@ -258,15 +333,25 @@ function copyValue(v, depth) {
   return out
 }
 
-/** Answers that return nothing unless refused: the refusal's message, else undefined. */
+/**
+ * Answers that return nothing unless refused: the refusal's message, else undefined.
+ * @param {string | null} r
+ */
 function refusal(r) {
   return r === null ? undefined : decode(r).message
 }
-const respondSummary = (id, json) => refusal(native.runRespondSummary(id, json))
-const respondConversation = (id, json) => refusal(native.runRespondConversation(id, json))
-const respondLoopAction = (id, action) => native.runRespondLoopAction(id, action)
+const respondSummary = (/** @type {number} */ id, /** @type {string | null} */ json) => refusal(native.runRespondSummary(id, json))
+const respondConversation = (/** @type {number} */ id, /** @type {string | null} */ json) => refusal(native.runRespondConversation(id, json))
+const respondLoopAction = (/** @type {number} */ id, /** @type {string} */ action) => native.runRespondLoopAction(id, action)
 
-/** Call `index`'s outcome; `isError` true, false or undefined; `usage` `[in, out]` or null. */
+/**
+ * Call `index`'s outcome; `isError` true, false or undefined; `usage` `[in, out]` or null.
+ * @param {number} id
+ * @param {number} index
+ * @param {string} content
+ * @param {unknown} isError what the tool's result held
+ * @param {[number, number] | null} usage
+ */
 function respondToolResult(id, index, content, isError, usage) {
   const e = isError === true ? 1 : isError === false ? 0 : 2
   if (usage === null) native.runToolResult(id, index, content, e)
@@ -276,8 +361,11 @@ function respondToolResult(id, index, content, isError, usage) {
 /**
  * A round's outcomes (`done[i]` as for `respondToolResult`, calls 0…n-1), handed over in one
  * crossing: `code` (isError as above, +4 when usage follows), content[, usage in, out], ….
+ * @param {number} id
+ * @param {ReadonlyArray<{ isError: unknown, text: string, usage: [number, number] | null }>} done
  */
 function respondToolResults(id, done) {
+  /** @type {[number, ...Array<number | string>]} */
   const args = [id]
   for (let i = 0; i < done.length; i++) {
     const d = done[i]
@@ -291,11 +379,19 @@ function respondToolResults(id, done) {
 // Replies of the native adapters: fields separated by U+0001 (wire.rs has the layout and the
 // instruction counts that keep it over JSON).
 
-/** A string field: as it is, unless written as its JSON string (it held U+0001 or began with `"`). */
+/**
+ * A string field: as it is, unless written as its JSON string (it held U+0001 or began with `"`).
+ * @type {(s: string) => string}
+ */
 const field = (s) => (s.charCodeAt(0) === 34 /* " */ ? JSON.parse(s) : s)
 
-/** The blocks of a split reply, from field `from` on. */
+/**
+ * The blocks of a split reply, from field `from` on.
+ * @param {string[]} p
+ * @param {number} from
+ */
 function blocks(p, from) {
+  /** @type {import('../index.js').ContentBlock[]} */
   const content = []
   for (let i = from; i < p.length;) {
     switch (p[i]) {
@@ -322,14 +418,21 @@ function blocks(p, from) {
   return content
 }
 
-/** A run's reply (`runChat`): the action the machine moved on to and the response it took. */
+/**
+ * A run's reply (`runChat`): the action the machine moved on to and the response it took.
+ * @param {string} reply
+ */
 function decodeModelReply(reply) {
   const p = reply.split('\u0001')
   const next = p[0].charCodeAt(0) === 91 /* [ */ ? p[0] : +p[0]
   return { action: decode(next), response: { content: blocks(p, 3), usage: { input_tokens: +p[1], output_tokens: +p[2] } } }
 }
 
-/** `adapter.chat`'s reply: the LLMResponse. */
+/**
+ * `adapter.chat`'s reply: the LLMResponse.
+ * @param {string} reply
+ * @returns {import('../index.js').LLMResponse}
+ */
 function decodeChatReply(reply) {
   const p = reply.split('\u0001')
   return { id: field(p[2]), content: blocks(p, 5), model: field(p[3]), stop_reason: field(p[4]), usage: { input_tokens: +p[0], output_tokens: +p[1] } }
