@@ -57,7 +57,7 @@ describe('constants the binding hands over', () => {
 
   test('the action codes are distinct and fit the numeric layout', () => {
     const { OP } = require('../lib/wire.js')
-    const { kindBits } = JSON.parse(require('../binding.js').wireSpec())
+    const { kindBits } = require('../lib/generated/boundary.js').wire
     const codes = Object.values(OP) as number[]
     expect(new Set(codes).size).toBe(codes.length)
     for (const c of codes) expect(c).toBeLessThan(1 << kindBits)

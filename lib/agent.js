@@ -4,6 +4,7 @@
 // awaits what the user handed over (the hooks, the runner, the Zod schema) and builds the
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
+const boundary = require('./generated/boundary.js')
 const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
 const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
@@ -23,8 +24,8 @@ const {
   HISTORY_ROLLBACK, HISTORY_SHIFT, LOOP_DETECTED, MERGED, REPORT_OUTPUT, RETRY, REWRITE_LAST_USER,
   RUN_RUNNER, SETUP_AFTER_RUN, SETUP_BEFORE_RUN, SETUP_DEFAULT_RETRIES, SETUP_OUTPUT_SCHEMA,
   SETUP_TRACE, STATUS_MASK, STATUS_SHIFT, STRUCTURED, SUCCESS, TIMED_OUT, TRACE, VALIDATE
-} = native.agentCodes()
-const STATUSES = native.agentStatuses()
+} = boundary.agent.codes
+const STATUSES = boundary.agent.statuses
 const IDLE = STATUSES.indexOf('idle')
 const RUNNING = STATUSES.indexOf('running')
 const ERROR = STATUSES.indexOf('error')

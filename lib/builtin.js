@@ -11,7 +11,7 @@ const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
 const { executeWithBackstop, shellResult, failureText } = require('./shell.js')
 
 // The kernel's tables (src/js/builtin.rs), read once.
-const TABLES = native.builtinTables()
+const TABLES = require('./generated/boundary.js').builtin
 const SKIP_DIRS = new Set(TABLES.skipDirs)
 const SAFE_ENV_ALLOWLIST = TABLES.safeEnvAllowlist
 const DEFAULT_TIMEOUT_MS = TABLES.defaultTimeoutMs

@@ -36,7 +36,7 @@ class LLMCallTimeoutError extends Error {
 }
 
 /** `EgressPolicyError.code` by reason (the table is the kernel's, crates/llm/src/egress.rs). */
-const EGRESS_CODES = new Map(Object.entries(require('./native.js').egressCodes()))
+const EGRESS_CODES = new Map(Object.entries(require('./generated/boundary.js').llm.egressCodes))
 
 /** A framework-owned LLM request refused by an egress policy, or a policy that is invalid or
  *  cannot be enforced (upstream 1.16: the constructor, fields and codes are upstream's; any

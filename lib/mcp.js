@@ -131,7 +131,7 @@ function headerPairs(headers) {
 }
 
 // The name egress refusals give the MCP client, the kernel's.
-const EGRESS_PROVIDER = native.mcpEgressProvider()
+const EGRESS_PROVIDER = require('./generated/boundary.js').mcp.egressProvider
 
 /**
  * `egressPolicy` (Streamable HTTP): normalised as the adapters' (an invalid one throws

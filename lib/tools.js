@@ -111,9 +111,9 @@ function llmSchemaOf(schema) {
   return json
 }
 
-// The executor machine's protocol (src/js/executor.rs), read once: what each step asks for and
-// where each answer leads.
-const EX = native.executorProtocol()
+// The executor machine's protocol (crates/core/src/tool/executor.rs, generated): what each step
+// asks for and where each answer leads.
+const EX = require('./generated/boundary.js').executor
 // Typed arrays: indexing the arrays napi makes cost ≈ 380 more instructions per call (callgrind).
 const STEP_ACTION = Uint8Array.from(EX.stepAction)
 const NEXT = Int8Array.from(EX.next)

@@ -69,7 +69,7 @@ function generateRunId() {
 }
 
 // The kernel's (path_safety.rs), read once.
-const DEFAULT_WORKSPACE_DIRNAME = require('./native.js').builtinTables().defaultWorkspaceDirname
+const DEFAULT_WORKSPACE_DIRNAME = require('./generated/boundary.js').builtin.defaultWorkspaceDirname
 
 let lastCwd = ''
 let lastWorkspace = ''

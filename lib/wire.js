@@ -1,22 +1,20 @@
 'use strict'
 // The JS end of the runner's wire. The codes and layouts are defined once, in
 // crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the binding hands
-// the codes over at load (`wireSpec`), and this module is the only one that reads the layouts.
+// the codes over at load (lib/generated/boundary.js), and this module is the only one that reads the layouts.
 const native = require('./native.js')
 
-const spec = JSON.parse(native.wireSpec())
+const { wire: spec } = require('./generated/boundary.js')
 
 /** Action kinds by name (`OP.TOOL_ROUND`, …), as the machine numbers them. */
-const OP = Object.freeze(spec.ops)
+const OP = spec.ops
 /** What `decode` returns for a response the machine refused (`{ op: REJECTED, message }`). */
 const REJECTED = spec.rejected
 const KIND_BITS = spec.kindBits
 const KIND_MASK = (1 << KIND_BITS) - 1
 
-const TOOL_PRESETS = Object.freeze(Object.fromEntries(
-  Object.entries(spec.toolPresets).map(([name, tools]) => [name, Object.freeze(tools)]),
-))
-const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
+const TOOL_PRESETS = spec.toolPresets
+const AGENT_FRAMEWORK_DISALLOWED = spec.agentFrameworkDisallowed
 
 /** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs.
  *  `copy`: the driver's copy of the model's last answer (`plainCopy`), which a round of the

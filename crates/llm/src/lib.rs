@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod boundary;
 pub mod egress;
 pub mod gemini;
 pub mod http1;
@@ -243,12 +244,15 @@ pub struct LlmError {
     pub egress: Option<Box<egress::Refusal>>,
 }
 
+/// The message of a request its caller aborted (`LlmError::aborted`; the JS driver's abort too).
+pub const ABORTED_MESSAGE: &str = "Request was aborted.";
+
 impl LlmError {
     pub fn other(message: impl Into<String>) -> Self {
         LlmError { kind: ErrorKind::Other, message: message.into(), status: None, egress: None }
     }
     pub fn aborted() -> Self {
-        LlmError { kind: ErrorKind::Aborted, message: "Request was aborted.".into(), status: None, egress: None }
+        LlmError { kind: ErrorKind::Aborted, message: ABORTED_MESSAGE.into(), status: None, egress: None }
     }
     pub fn connection() -> Self {
         LlmError { kind: ErrorKind::Connection, message: "Connection error.".into(), status: None, egress: None }

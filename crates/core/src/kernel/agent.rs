@@ -530,7 +530,7 @@ impl History {
 }
 
 /// The packed forms the binding exchanges with the driver, defined here only (the driver reads
-/// the codes from the binding, `agentCodes()`, and decodes them in `lib/agent.js`):
+/// the codes from `lib/generated/boundary.js` (`crate::boundary`) and decodes them in `lib/agent.js`):
 ///
 /// | value | layout |
 /// |---|---|

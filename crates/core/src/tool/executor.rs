@@ -504,6 +504,41 @@ pub fn transition(step: Step, kind: AnswerKind) -> Transition {
     }
 }
 
+/// The protocol as the JS driver walks it (`executor` in `lib/generated/boundary.js`): the
+/// [`transition`] table flattened to numbers, and the codes of the answers that carry bits.
+pub mod wire {
+    use super::{transition, AnswerKind, Step, Transition};
+
+    /// A `next` entry for an answer the machine must see ([`Transition::Decide`]).
+    pub const DECIDE: i32 = -1;
+    /// A `next` entry for an answer the step does not take ([`Transition::Invalid`]).
+    pub const INVALID: i32 = -2;
+
+    /// The bits of a `DECISION` answer's `num`: how the gate's decision looks to the driver.
+    pub const DECISION_OBJECT: u32 = 1;
+    pub const DECISION_ACTION_STRING: u32 = 2;
+    pub const DECISION_REASON_STRING: u32 = 4;
+    pub const DECISION_REASON_OTHER: u32 = 8;
+    pub const DECISION_BITS: [(&str, u32); 4] = [
+        ("OBJECT", DECISION_OBJECT),
+        ("ACTION_STRING", DECISION_ACTION_STRING),
+        ("REASON_STRING", DECISION_REASON_STRING),
+        ("REASON_OTHER", DECISION_REASON_OTHER),
+    ];
+
+    /// The names of a `BAD_RESULT` answer's sub-codes (its `num`), by code.
+    pub const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
+
+    /// The `next` entry of `(step, kind)`: the next step's code, [`DECIDE`] or [`INVALID`].
+    pub fn next(step: Step, kind: AnswerKind) -> i32 {
+        match transition(step, kind) {
+            Transition::To(s) => s as i32,
+            Transition::Decide => DECIDE,
+            Transition::Invalid => INVALID,
+        }
+    }
+}
+
 /// An answer the current step does not take (a driver bug).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Misuse {

@@ -1,0 +1,539 @@
+//! The boundary schema: everything `lib/` reads from the Rust side that is a constant of the
+//! build (codes, tables, texts, defaults, field lists), declared once and rendered as
+//! `lib/generated/boundary.js` (CommonJS, frozen) and `lib/generated/boundary.d.ts`.
+//!
+//! Each [`Section`] refers to the definitions that already exist next to the component that
+//! owns them (never a second copy of a number or a text); this module only names them for JS.
+//! oma-core declares its sections here ([`sections`]); the crates above it declare theirs
+//! (`oma_llm::boundary`, `oma_mcp::boundary`) with the same types. The files are written and
+//! checked by `crates/core/tests/boundary.rs` (its dev-dependencies see every crate):
+//! `OMA_REGEN=1 cargo test -p oma-core --test boundary` writes them, a plain run fails when a
+//! checked-in file differs. JS reads them once at load, so a value costs nothing per call.
+//!
+//! A text with a parameter is a [`Value::Template`]: the Rust text with `{name}` placeholders
+//! becomes a JS arrow function of those names (a template literal: no parsing at run time).
+//!
+//! Values that depend on the machine or the target at run time (a probe, the platform's list
+//! of inherited variables) are not constants of the build and stay napi calls.
+
+use std::fmt::Write as _;
+
+use crate::kernel::agent;
+use crate::kernel::grants;
+use crate::kernel::runner::{wire, ActionKind};
+use crate::tool::builtin::input::{JsType, TOOLS};
+use crate::tool::builtin::{bash, path_safety, walk};
+use crate::tool::executor;
+
+/// A value handed to JS.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Str(String),
+    List(Vec<Value>),
+    /// An object, in declaration order.
+    Map(Vec<(String, Value)>),
+    /// A text with `{name}` placeholders: a JS function of the placeholders' names, in order
+    /// of their first appearance, that returns the text with each filled in.
+    Template(String),
+}
+
+impl Value {
+    /// A list of texts.
+    pub fn strs<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> Value {
+        Value::List(items.into_iter().map(|s| Value::Str(s.as_ref().to_string())).collect())
+    }
+
+    /// An object from `(name, value)` pairs.
+    pub fn map<K: Into<String>, V: Into<Value>>(pairs: impl IntoIterator<Item = (K, V)>) -> Value {
+        Value::Map(pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
+    /// A text with `{name}` placeholders (see [`Value::Template`]).
+    pub fn template(text: &str) -> Value {
+        Value::Template(text.to_string())
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+macro_rules! int_value {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Value {
+                Value::Int(i64::try_from(n).expect("a boundary number fits in i64"))
+            }
+        }
+    )*};
+}
+int_value!(u8, u16, u32, u64, i32, i64, usize);
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Str(s.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Str(s)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// One named value of a section, with what it is for (the d.ts comment).
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub name: String,
+    pub doc: &'static str,
+    pub value: Value,
+}
+
+/// A group of values, exported under `name`, with the Rust source that defines them.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub doc: &'static str,
+    pub items: Vec<Item>,
+}
+
+impl Section {
+    pub fn new(name: &'static str, source: &'static str, doc: &'static str) -> Section {
+        Section { name, source, doc, items: Vec::new() }
+    }
+
+    pub fn item(mut self, name: &str, doc: &'static str, value: impl Into<Value>) -> Section {
+        self.items.push(Item { name: name.to_string(), doc, value: value.into() });
+        self
+    }
+}
+
+/// oma-core's sections.
+pub fn sections() -> Vec<Section> {
+    vec![wire_section(), agent_section(), builtin_section(), executor_section()]
+}
+
+fn wire_section() -> Section {
+    Section::new(
+        "wire",
+        "crates/core/src/kernel/runner/wire.rs, kernel/grants.rs",
+        "The runner's wire (lib/wire.js) and the grant constants index.js exports.",
+    )
+    .item(
+        "ops",
+        "Action kinds by name, as the machine numbers them.",
+        Value::map(ActionKind::ALL.iter().map(|k| (k.name(), *k as u8))),
+    )
+    .item("kindBits", "The bits of a numeric action's kind.", wire::KIND_BITS)
+    .item("rejected", "The code of a response the machine refused.", wire::REJECTED)
+    .item(
+        "toolPresets",
+        "The tool presets (`TOOL_PRESETS`).",
+        Value::map(grants::PRESETS.iter().map(|(name, tools)| (*name, Value::strs(tools.iter())))),
+    )
+    .item(
+        "agentFrameworkDisallowed",
+        "`AGENT_FRAMEWORK_DISALLOWED`.",
+        Value::strs(grants::AGENT_FRAMEWORK_DISALLOWED.iter()),
+    )
+}
+
+fn agent_section() -> Section {
+    Section::new("agent", "crates/core/src/kernel/agent.rs", "The Agent machine's packed step word (lib/agent.js).")
+        .item("codes", "The step word's codes by name.", Value::map(agent::wire::CODES.iter().copied()))
+        .item(
+            "statuses",
+            "The lifecycle status names, by their code on the wire.",
+            Value::strs(agent::Status::ALL.iter().map(|s| s.as_str())),
+        )
+}
+
+fn builtin_section() -> Section {
+    let tools = TOOLS.iter().map(|t| {
+        let fields = t.fields.iter().map(|f| {
+            Value::map([
+                ("name", Value::from(f.name)),
+                ("type", f.ty.name().into()),
+                ("description", f.description.into()),
+                ("required", f.required.into()),
+                ("int", f.int.into()),
+                ("gte", f.gte.into()),
+                ("gt", f.gt.into()),
+                ("minLength", f.min_length.into()),
+            ])
+        });
+        Value::map([("name", Value::from(t.tool)), ("fields", Value::List(fields.collect()))])
+    });
+    Section::new(
+        "builtin",
+        "crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)",
+        "The built-in tools' tables (lib/builtin.js, lib/shell.js, lib/confined-shell.js).",
+    )
+    .item("skipDirs", "The walkers' skipped directory names.", Value::strs(walk::SKIP_DIRS))
+    .item("safeEnvAllowlist", "The environment variables bash may inherit.", Value::strs(bash::SAFE_ENV_ALLOWLIST))
+    .item("defaultTimeoutMs", "bash's default timeout.", bash::DEFAULT_TIMEOUT_MS)
+    .item("exitTimedOut", "A shell command's exit code when its deadline passed.", bash::EXIT_TIMED_OUT)
+    .item("exitAborted", "A shell command's exit code when it was aborted.", bash::EXIT_ABORTED)
+    .item("exitStartFailed", "A shell command's exit code when it could not start.", bash::EXIT_START_FAILED)
+    .item(
+        "shellStartCleanupFailed",
+        "A shell executor's lease: the message when `start()` and then `dispose()` failed.",
+        bash::START_CLEANUP_FAILED,
+    )
+    .item(
+        "shellDisposeFailedUnreported",
+        "The warning's prefix for a dispose failure no run result can carry.",
+        bash::DISPOSE_FAILED_UNREPORTED,
+    )
+    .item(
+        "defaultWorkspaceDirname",
+        "The sandbox root's directory name under the process cwd when a context gives no `cwd`.",
+        path_safety::DEFAULT_WORKSPACE_DIRNAME,
+    )
+    .item(
+        "jsTypes",
+        "Zod 3's type names in the order of the tags the input description uses.",
+        Value::strs(JsType::ALL.iter().map(|t| t.name())),
+    )
+    .item("tools", "Each tool's input fields; a tool's index is its id.", Value::List(tools.collect()))
+}
+
+fn executor_section() -> Section {
+    let names = |all: &mut dyn Iterator<Item = &'static str>| {
+        Value::Map(all.enumerate().map(|(i, n)| (n.to_string(), Value::from(i))).collect())
+    };
+    let next = executor::Step::ALL.iter().flat_map(|&step| {
+        executor::AnswerKind::ALL.iter().map(move |&kind| Value::from(executor::wire::next(step, kind)))
+    });
+    Section::new(
+        "executor",
+        "crates/core/src/tool/executor.rs",
+        "The ToolExecutor machine's protocol as the JS driver walks it (lib/tools.js).",
+    )
+    .item("actions", "What each step asks for, by name.", names(&mut executor::ActionKind::ALL.iter().map(|k| k.name())))
+    .item("answers", "The answers' codes by name.", names(&mut executor::AnswerKind::ALL.iter().map(|k| k.name())))
+    .item(
+        "badResults",
+        "The sub-codes of a `BAD_RESULT` answer (its `num` argument).",
+        names(&mut executor::wire::BAD_RESULT_KINDS.iter().copied()),
+    )
+    .item(
+        "steps",
+        "The steps' codes by name.",
+        Value::map(executor::Step::ALL.iter().map(|s| (format!("{s:?}"), *s as u8))),
+    )
+    .item(
+        "stepAction",
+        "Each step's action.",
+        Value::List(executor::Step::ALL.iter().map(|s| Value::from(s.action_kind() as u8)).collect()),
+    )
+    .item(
+        "next",
+        "`next[step * answers + answer]`: the next step for an answer without data, `decide` when the machine must see the answer, `invalid` when the step does not take it.",
+        Value::List(next.collect()),
+    )
+    .item("decide", "The `next` entry of an answer the machine must see.", executor::wire::DECIDE)
+    .item("invalid", "The `next` entry of an answer the step does not take.", executor::wire::INVALID)
+    .item(
+        "decisionBits",
+        "The bits of a `DECISION` answer's `num`.",
+        Value::map(executor::wire::DECISION_BITS.iter().copied()),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+
+/// How the files are made, for their headers and for the freshness test's failure.
+pub const REGEN_COMMAND: &str = "OMA_REGEN=1 cargo test -p oma-core --test boundary";
+
+fn header(sections: &[Section]) -> String {
+    let mut sources: Vec<&str> = Vec::new();
+    for s in sections {
+        if !sources.contains(&s.source) {
+            sources.push(s.source);
+        }
+    }
+    let mut out = format!("// Generated by `{REGEN_COMMAND}` from crates/core/src/boundary.rs.\n// Do not edit.\n");
+    out.push_str("// Sources:\n");
+    for s in sources {
+        let _ = writeln!(out, "//   {s}");
+    }
+    out
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+fn key(s: &str) -> String {
+    if is_identifier(s) {
+        s.to_string()
+    } else {
+        js_string(s)
+    }
+}
+
+fn js_string(s: &str) -> String {
+    let mut out = String::new();
+    crate::json::push_json_string(&mut out, s);
+    out
+}
+
+/// A template's parts: literal text and placeholder names, alternating (text first).
+fn template_parts(t: &str) -> (Vec<&str>, Vec<&str>) {
+    let (mut texts, mut names) = (Vec::new(), Vec::new());
+    let mut rest = t;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}').map(|c| open + c).expect("a template's `{` is closed");
+        let name = &rest[open + 1..close];
+        assert!(is_identifier(name), "a template placeholder is a name: {{{name}}}");
+        texts.push(&rest[..open]);
+        names.push(name);
+        rest = &rest[close + 1..];
+    }
+    texts.push(rest);
+    (texts, names)
+}
+
+fn template_params(t: &str) -> Vec<&str> {
+    let mut params = Vec::new();
+    for n in template_parts(t).1 {
+        if !params.contains(&n) {
+            params.push(n);
+        }
+    }
+    params
+}
+
+fn push_template_literal(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '`' | '\\' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push_str("\\n"),
+            _ => out.push(c),
+        }
+    }
+}
+
+fn render_value(out: &mut String, v: &Value, indent: usize) {
+    let pad = "  ".repeat(indent + 1);
+    let end = "  ".repeat(indent);
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Str(s) => out.push_str(&js_string(s)),
+        Value::List(items) if items.iter().all(is_scalar) => {
+            out.push_str("Object.freeze([");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_value(out, item, indent);
+            }
+            out.push_str("])");
+        }
+        Value::List(items) => {
+            out.push_str("Object.freeze([\n");
+            for item in items {
+                out.push_str(&pad);
+                render_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            let _ = write!(out, "{end}])");
+        }
+        Value::Map(pairs) => {
+            out.push_str("Object.freeze({\n");
+            for (k, item) in pairs {
+                let _ = write!(out, "{pad}{}: ", key(k));
+                render_value(out, item, indent + 1);
+                out.push_str(",\n");
+            }
+            let _ = write!(out, "{end}}})");
+        }
+        Value::Template(t) => {
+            let (texts, names) = template_parts(t);
+            let _ = write!(out, "({}) => `", template_params(t).join(", "));
+            for (i, text) in texts.iter().enumerate() {
+                push_template_literal(out, text);
+                if let Some(n) = names.get(i) {
+                    let _ = write!(out, "${{{n}}}");
+                }
+            }
+            out.push('`');
+        }
+    }
+}
+
+fn is_scalar(v: &Value) -> bool {
+    matches!(v, Value::Null | Value::Bool(_) | Value::Int(_) | Value::Str(_))
+}
+
+/// `lib/generated/boundary.js`.
+pub fn render_js(sections: &[Section]) -> String {
+    let mut out = String::from("'use strict'\n");
+    out.push_str(&header(sections));
+    for s in sections {
+        let _ = write!(out, "\n/** {} */\nconst {} = Object.freeze({{\n", s.doc, s.name);
+        for item in &s.items {
+            let _ = write!(out, "  /** {} */\n  {}: ", item.doc, key(&item.name));
+            render_value(&mut out, &item.value, 1);
+            out.push_str(",\n");
+        }
+        out.push_str("})\n");
+    }
+    let names: Vec<&str> = sections.iter().map(|s| s.name).collect();
+    let _ = writeln!(out, "\nmodule.exports = Object.freeze({{ {} }})", names.join(", "));
+    out
+}
+
+/// A list longer than this is typed as an array of its elements' types, not a tuple.
+const MAX_TUPLE: usize = 16;
+/// A text longer than this is typed `string`, not its literal.
+const MAX_LITERAL_TEXT: usize = 80;
+
+fn render_type(out: &mut String, v: &Value, indent: usize) {
+    let pad = "  ".repeat(indent + 1);
+    let end = "  ".repeat(indent);
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Str(s) if s.chars().count() <= MAX_LITERAL_TEXT && !s.contains('\n') => out.push_str(&js_string(s)),
+        Value::Str(_) => out.push_str("string"),
+        Value::List(items) if items.len() > MAX_TUPLE || !items.iter().all(is_scalar) => {
+            let mut types: Vec<String> = Vec::new();
+            for item in items {
+                let mut t = String::new();
+                match item {
+                    Value::Int(_) => t.push_str("number"),
+                    Value::Str(_) => t.push_str("string"),
+                    _ => render_type(&mut t, item, indent),
+                }
+                if !types.contains(&t) {
+                    types.push(t);
+                }
+            }
+            let _ = match types.len() {
+                0 => write!(out, "readonly never[]"),
+                1 => write!(out, "ReadonlyArray<{}>", types[0]),
+                _ => write!(out, "ReadonlyArray<{}>", types.join(" | ")),
+            };
+        }
+        Value::List(items) => {
+            out.push_str("readonly [");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_type(out, item, indent);
+            }
+            out.push(']');
+        }
+        Value::Map(pairs) => {
+            out.push_str("{\n");
+            for (k, item) in pairs {
+                let _ = write!(out, "{pad}readonly {}: ", key(k));
+                render_type(out, item, indent + 1);
+                out.push('\n');
+            }
+            let _ = write!(out, "{end}}}");
+        }
+        Value::Template(t) => {
+            let params: Vec<String> = template_params(t).iter().map(|p| format!("{p}: unknown")).collect();
+            let _ = write!(out, "({}) => string", params.join(", "));
+        }
+    }
+}
+
+/// `lib/generated/boundary.d.ts`.
+pub fn render_dts(sections: &[Section]) -> String {
+    let mut out = header(sections);
+    for s in sections {
+        let _ = write!(out, "\n/** {} */\nexport declare const {}: {{\n", s.doc, s.name);
+        for item in &s.items {
+            let _ = write!(out, "  /** {} */\n  readonly {}: ", item.doc, key(&item.name));
+            render_type(&mut out, &item.value, 1);
+            out.push('\n');
+        }
+        out.push_str("}\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_becomes_a_function_of_its_placeholders() {
+        let s =
+            vec![Section::new("t", "here", "Test.").item("x", "A text.", Value::template("A `{a}` and {b}, {a} $5"))];
+        let js = render_js(&s);
+        assert!(js.contains("x: (a, b) => `A \\`${a}\\` and ${b}, ${a} \\$5`,"), "{js}");
+        assert!(render_dts(&s).contains("readonly x: (a: unknown, b: unknown) => string"));
+    }
+
+    fn item<'a>(s: &'a Section, name: &str) -> &'a Value {
+        &s.items.iter().find(|i| i.name == name).expect("an item of the section").value
+    }
+
+    #[test]
+    fn the_wire_section_names_every_code_and_the_presets_in_order() {
+        let s = wire_section();
+        let Value::Map(ops) = item(&s, "ops") else { panic!("ops is a map") };
+        assert_eq!(ops.len(), ActionKind::ALL.len());
+        for k in ActionKind::ALL {
+            assert!(ops.contains(&(k.name().to_string(), Value::from(k as u8))));
+        }
+        // `Object.keys(TOOL_PRESETS)` is public: the order of `grants::PRESETS`.
+        let Value::Map(presets) = item(&s, "toolPresets") else { panic!("toolPresets is a map") };
+        let names: Vec<&str> = presets.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["readonly", "readwrite", "full"]);
+        assert_eq!(presets[0].1, Value::strs(["file_read", "grep", "glob"]));
+        assert_eq!(item(&s, "kindBits"), &Value::from(wire::KIND_BITS));
+    }
+
+    #[test]
+    fn the_executor_table_covers_every_step_and_answer() {
+        let s = executor_section();
+        let Value::List(next) = item(&s, "next") else { panic!("next is a list") };
+        assert_eq!(next.len(), executor::Step::ALL.len() * executor::AnswerKind::ALL.len());
+        assert!(next.iter().any(|v| *v == Value::from(executor::wire::DECIDE)));
+    }
+
+    #[test]
+    fn values_are_frozen_and_typed_as_literals() {
+        let s = vec![Section::new("t", "here", "Test.")
+            .item("n", "N.", 3u32)
+            .item("l", "L.", Value::strs(["a", "b"]))
+            .item("m", "M.", Value::map([("not-id", 1u32)]))];
+        let js = render_js(&s);
+        assert!(js.contains("n: 3,") && js.contains("l: Object.freeze([\"a\", \"b\"]),"), "{js}");
+        assert!(js.contains("\"not-id\": 1,") && js.contains("module.exports = Object.freeze({ t })"), "{js}");
+        let dts = render_dts(&s);
+        assert!(dts.contains("readonly n: 3") && dts.contains("readonly l: readonly [\"a\", \"b\"]"), "{dts}");
+    }
+}

@@ -1,0 +1,26 @@
+//! oma-llm's part of the boundary schema (`oma_core::boundary`): what lib/ reads of the LLM
+//! layer, rendered into `lib/generated/boundary.js`.
+
+use oma_core::boundary::{Section, Value};
+
+use crate::{egress, transport, ABORTED_MESSAGE};
+
+/// The LLM layer's section.
+pub fn section() -> Section {
+    Section::new(
+        "llm",
+        "crates/llm/src/ (lib.rs, transport.rs, egress.rs)",
+        "The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js).",
+    )
+    .item("abortedMessage", "The message of a request its caller aborted.", ABORTED_MESSAGE)
+    .item(
+        "retryable4xx",
+        "The 4xx statuses a call is retried on.",
+        Value::List(transport::RETRYABLE_4XX.iter().map(|&s| Value::from(s)).collect()),
+    )
+    .item(
+        "egressCodes",
+        "`EgressPolicyError.code` by `reason`.",
+        Value::map(egress::Reason::ALL.iter().map(|r| (r.as_str(), r.code()))),
+    )
+}

@@ -1,0 +1,16 @@
+//! oma-mcp's part of the boundary schema (`oma_core::boundary`), rendered into
+//! `lib/generated/boundary.js`. The variables a server inherits by default are the target's
+//! (`stdio::DEFAULT_INHERITED_ENV_VARS` differs on Windows), so they stay a napi call.
+
+use oma_core::boundary::Section;
+
+use crate::http;
+
+/// The MCP client's section.
+pub fn section() -> Section {
+    Section::new("mcp", "crates/mcp/src/ (http.rs)", "The MCP client's constants (lib/mcp.js).").item(
+        "egressProvider",
+        "The provider name an egress refusal gives the MCP client.",
+        http::EGRESS_PROVIDER,
+    )
+}
