@@ -70,13 +70,13 @@ function respond(word, event, text) {
 /** `respond` on a path whose steps carry no text (`stream`). */
 function step(word, event) {
   const out = respond(word, event, null)
-  if (typeof out !== 'number') throw new Error('oma-kernel: agent driver got a step with a text on a path without texts')
+  if (typeof out !== 'number') throw new Error(boundary.agent.driverTextOnTextlessPath)
   return out
 }
 
 /** A driver error: the machine asked for something this sequence does not perform. */
 function expectAction(word, action) {
-  if ((word & ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & ACTION_MASK}`)
+  if ((word & ACTION_MASK) !== action) throw new Error(boundary.agent.driverExpectedAction(action, word & ACTION_MASK))
 }
 
 /** `retries`: the setup bits of the agent's structured-output retries (`_retrySetup`). */
@@ -95,8 +95,8 @@ function setupOf(entry, config, traced, retries) {
 // sees what the caller does to them afterwards. Any other value keeps 1.7's meaning (the text of
 // one user message, unchecked), where upstream rejects it. Upstream's texts for what §15.1 does
 // not cover:
-const NOT_CLONEABLE = 'messages must contain cloneable structured data (strings, arrays, and plain data objects)'
-const PROMPT_NOT_STRING = 'beforeRun.prompt must be a string'
+const NOT_CLONEABLE = boundary.agent.messagesNotCloneable
+const PROMPT_NOT_STRING = boundary.agent.promptNotString
 
 /** A deep copy of checked messages (structuredClone, as upstream; what it cannot copy, say a
  *  function inside a block, is the caller's InvalidMessageError). */
@@ -541,7 +541,7 @@ class Agent {
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {
-      adapter = newAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region, c.egressPolicy)
+      adapter = newAdapter(c.provider ?? boundary.llm.defaultProvider, c.apiKey, c.baseURL, c.region, c.egressPolicy)
     } else if (c.egressPolicy !== undefined) {
       throw unsupportedAdapterError(adapter)
     }
@@ -625,7 +625,7 @@ class Agent {
             case FINISH:
               return r.finish()
             default:
-              throw new Error(`oma-kernel: unknown agent action ${r.word & ACTION_MASK}`)
+              throw new Error(boundary.agent.driverUnknownAction(r.word & ACTION_MASK))
           }
         } catch (err) {
           event = r.threw(err)

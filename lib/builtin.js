@@ -114,6 +114,9 @@ function checkInput(toolName, input) {
   return { data: text, isError: true }
 }
 
+/** A tool's description, as the kernel defines it. */
+const description = (toolName) => TABLES.tools[INPUTS.get(toolName).id].description
+
 /** A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are. */
 function inputSchema(toolName) {
   const fields = TABLES.tools[INPUTS.get(toolName).id].fields
@@ -128,7 +131,7 @@ function inputSchema(toolName) {
 /** A native rejection (a Rust panic) as a tool error: execute never throws for tool faults. */
 function nativeFailure(toolName, err) {
   const msg = err && typeof err.message === 'string' ? err.message : String(err)
-  return { data: `Tool "${toolName}" failed internally: ${msg}`, isError: true }
+  return { data: TABLES.failedInternally(toolName, msg), isError: true }
 }
 
 function result(r) {
@@ -263,8 +266,7 @@ async function bashThrough(executor, input, context) {
 
 const bashTool = {
   name: 'bash',
-  description:
-    'Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.',
+  description: description('bash'),
   inputSchema: inputSchema('bash'),
   // Upstream 1.13: its grant permits real side effects (told to an onToolCall gate).
   consequential: true,
@@ -289,8 +291,7 @@ const bashTool = {
 
 const fileReadTool = {
   name: 'file_read',
-  description:
-    'Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format "N\\t<line>". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.',
+  description: description('file_read'),
   inputSchema: inputSchema('file_read'),
   async execute(input, context) {
     const bad = checkInput('file_read', input)
@@ -305,8 +306,7 @@ const fileReadTool = {
 
 const fileWriteTool = {
   name: 'file_write',
-  description:
-    'Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.',
+  description: description('file_write'),
   inputSchema: inputSchema('file_write'),
   consequential: true,
   async execute(input, context) {
@@ -322,8 +322,7 @@ const fileWriteTool = {
 
 const fileEditTool = {
   name: 'file_edit',
-  description:
-    'Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once \u2014 use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.',
+  description: description('file_edit'),
   inputSchema: inputSchema('file_edit'),
   consequential: true,
   async execute(input, context) {
@@ -341,8 +340,7 @@ const fileEditTool = {
 
 const grepTool = {
   name: 'grep',
-  description:
-    'Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. "*.ts"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.',
+  description: description('grep'),
   inputSchema: inputSchema('grep'),
   async execute(input, context) {
     const bad = checkInput('grep', input)
@@ -351,7 +349,7 @@ const grepTool = {
     try {
       return result(
         await withCancel(signal, true, (h) =>
-          native.builtinGrep(input.pattern, input.path ?? null, input.glob ?? null, input.maxResults ?? 100, sandboxRoot(context), process.cwd(), h),
+          native.builtinGrep(input.pattern, input.path ?? null, input.glob ?? null, input.maxResults ?? TABLES.defaultMaxResults, sandboxRoot(context), process.cwd(), h),
         ),
       )
     } catch (err) {
@@ -362,8 +360,7 @@ const grepTool = {
 
 const globTool = {
   name: 'glob',
-  description:
-    'List file paths under a directory that match an optional filename glob. Does not read file contents \u2014 use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.',
+  description: description('glob'),
   inputSchema: inputSchema('glob'),
   async execute(input, context) {
     const bad = checkInput('glob', input)
@@ -372,7 +369,7 @@ const globTool = {
     try {
       return result(
         await withCancel(signal, true, (h) =>
-          native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? 500, sandboxRoot(context), process.cwd(), h),
+          native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? TABLES.defaultMaxFiles, sandboxRoot(context), process.cwd(), h),
         ),
       )
     } catch (err) {
@@ -383,8 +380,7 @@ const globTool = {
 
 const delegateToAgentTool = {
   name: 'delegate_to_agent',
-  description:
-    "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
+  description: description('delegate_to_agent'),
   inputSchema: inputSchema('delegate_to_agent'),
   async execute(input, context) {
     const bad = checkInput('delegate_to_agent', input)
@@ -401,7 +397,7 @@ const delegateToAgentTool = {
       team && team.agents ? Array.from(team.agents, String) : [],
       team && team.delegationChain ? Array.from(team.delegationChain, String) : [],
       Number((team && team.delegationDepth) ?? 0),
-      Number((team && team.maxDelegationDepth) ?? 3),
+      Number((team && team.maxDelegationDepth) ?? TABLES.defaultMaxDelegationDepth),
       slots,
     )
     if (guard !== null) return { data: guard, isError: true }
@@ -438,9 +434,7 @@ function loadZod() {
       m = require('zod')
     } catch (e) {
       const why = e && typeof e.message === 'string' ? e.message.split('\n')[0] : String(e)
-      throw new Error(
-        `@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency "zod" (^3.25 || ^4), which could not be loaded: ${why}. Install it with: npm install zod`,
-      )
+      throw new Error(TABLES.zodMissing(why))
     }
     zodCache = typeof m.object === 'function' ? m : m.z
   }
@@ -450,7 +444,7 @@ function loadZod() {
 function zodInputSchema(z, toolName) {
   // Zod 4's .int() also caps at 2^53; the kernel's check (Number.isInteger) and Zod 3 do not.
   const zod4 = typeof z.number()._zod === 'object'
-  const int = zod4 ? (s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (s) => s.int()
+  const int = zod4 ? (s) => s.refine(Number.isInteger, { message: TABLES.zod4IntIssue }) : (s) => s.int()
   const shape = {}
   for (const f of TABLES.tools[INPUTS.get(toolName).id].fields) {
     let s = z[f.type]()

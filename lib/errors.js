@@ -1,10 +1,11 @@
 'use strict'
+const boundary = require('./generated/boundary.js')
 // Error classes are created here, in JS, so that `instanceof` works in the caller's realm
 // (Jest's sandbox included): objects made by the addon belong to Node's main realm.
 
 class TokenBudgetExceededError extends Error {
   constructor(agent, tokensUsed, budget) {
-    super(`Agent "${agent}" exceeded token budget: ${tokensUsed} tokens used (budget: ${budget})`)
+    super(boundary.runner.tokenBudgetExceeded(agent, tokensUsed, budget))
     this.code = 'TOKEN_BUDGET_EXCEEDED'
     this.name = 'TokenBudgetExceededError'
     this.agent = agent
@@ -25,9 +26,7 @@ class InvalidMessageError extends Error {
  *  upstream's). Raised only when the per-call deadline fired and the caller's signal did not. */
 class LLMCallTimeoutError extends Error {
   constructor(timeoutMs, agent) {
-    super(agent !== undefined
-      ? `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`
-      : `LLM call exceeded per-call timeout of ${timeoutMs}ms`)
+    super(agent !== undefined ? boundary.llm.callTimeoutAgent(agent, timeoutMs) : boundary.llm.callTimeout(timeoutMs))
     this.code = 'LLM_CALL_TIMEOUT'
     this.name = 'LLMCallTimeoutError'
     this.timeoutMs = timeoutMs
@@ -36,7 +35,7 @@ class LLMCallTimeoutError extends Error {
 }
 
 /** `EgressPolicyError.code` by reason (the table is the kernel's, crates/llm/src/egress.rs). */
-const EGRESS_CODES = new Map(Object.entries(require('./generated/boundary.js').llm.egressCodes))
+const EGRESS_CODES = new Map(Object.entries(boundary.llm.egressCodes))
 
 /** A framework-owned LLM request refused by an egress policy, or a policy that is invalid or
  *  cannot be enforced (upstream 1.16: the constructor, fields and codes are upstream's; any
@@ -56,7 +55,7 @@ class EgressPolicyError extends Error {
 // a refused or invalid egress policy.
 const TERMINAL = [TokenBudgetExceededError, InvalidMessageError, EgressPolicyError]
 // HTTP statuses of a 4xx error that another attempt may still get past.
-const RETRYABLE_4XX = [408, 409, 429]
+const RETRYABLE_4XX = boundary.llm.retryable4xx
 
 /** A caller's cancellation (upstream's isCancellationError): an `AbortError`, or the OpenAI SDK's
  *  `APIUserAbortError`, whose `name` is plain `Error`. */
@@ -120,7 +119,7 @@ function safeString(x) {
   } catch {
     // A revoked Proxy cannot even be tagged.
   }
-  return `[${typeof x} that cannot be converted to text]`
+  return boundary.runner.unconvertibleValue(typeof x)
 }
 
 /**

@@ -7,6 +7,8 @@ const native = require('./native.js')
 const wire = require('./wire.js')
 const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
+const boundary = require('./generated/boundary.js')
+const MESSAGE_TEXTS = boundary.runner.messageValidation
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
@@ -46,21 +48,21 @@ function typeName(v) {
 /** `assertValidMessages(messages)` (§15.1); messages before `from` are known to be valid. */
 function assertValidMessages(messages, from = 0) {
   if (!Array.isArray(messages)) {
-    throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
+    throw new InvalidMessageError(MESSAGE_TEXTS.notAnArray(typeName(messages)))
   }
   for (let i = from; i < messages.length; i++) {
     const m = messages[i]
     if (m === null || typeof m !== 'object' || Array.isArray(m)) {
-      throw new InvalidMessageError(`messages[${i}] must be an object, got ${typeName(m)}`)
+      throw new InvalidMessageError(MESSAGE_TEXTS.messageNotAnObject(i, typeName(m)))
     }
     const content = m.content
     if (!Array.isArray(content)) {
-      throw new InvalidMessageError(`messages[${i}].content must be a ContentBlock[], got ${typeName(content)}`)
+      throw new InvalidMessageError(MESSAGE_TEXTS.contentNotAnArray(i, typeName(content)))
     }
     for (let j = 0; j < content.length; j++) {
       const b = content[j]
       if (b === null || typeof b !== 'object' || typeof b.type !== 'string') {
-        throw new InvalidMessageError(`messages[${i}].content[${j}] must be a content block with a string "type"`)
+        throw new InvalidMessageError(MESSAGE_TEXTS.blockWithoutType(i, j))
       }
     }
   }
@@ -490,10 +492,10 @@ async function createAdapter(provider, apiKey, baseURL, region, egressPolicy) {
 /** Through the JS global console: callers spy on it (CONTRACT §18.4). */
 function warnIgnoredBaseURL(provider, baseURL) {
   if (provider === 'bedrock' && baseURL) {
-    console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
+    console.warn(boundary.llm.bedrockBaseUrlIgnored)
   }
   if (provider === 'copilot' && baseURL) {
-    console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
+    console.warn(boundary.llm.copilotBaseUrlIgnored)
   }
 }
 

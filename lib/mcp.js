@@ -5,6 +5,7 @@
 // function, wires each call's AbortSignal to a native cancel,
 // and builds the ToolDefinition objects in the caller's realm. No @modelcontextprotocol/sdk.
 const native = require('./native.js')
+const MCP = require('./generated/boundary.js').mcp
 const { defineTool } = require('./tools.js')
 const { normalizeEgressPolicy, egressRefusal } = require('./llm.js')
 
@@ -120,7 +121,7 @@ function terminateLive() {
 async function currentToken(authToken) {
   if (authToken === undefined || authToken === null) return undefined
   const t = typeof authToken === 'function' ? await authToken() : authToken
-  if (typeof t !== 'string') throw new TypeError('connectMCPTools: authToken must be a string or a function returning one')
+  if (typeof t !== 'string') throw new TypeError(MCP.authTokenNotAString)
   return t
 }
 
@@ -131,7 +132,7 @@ function headerPairs(headers) {
 }
 
 // The name egress refusals give the MCP client, the kernel's.
-const EGRESS_PROVIDER = require('./generated/boundary.js').mcp.egressProvider
+const EGRESS_PROVIDER = MCP.egressProvider
 
 /**
  * `egressPolicy` (Streamable HTTP): normalised as the adapters' (an invalid one throws
@@ -150,7 +151,7 @@ function egressPolicyOf(config) {
 }
 
 async function connectMCPTools(config) {
-  if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
+  if (config === null || typeof config !== 'object') throw new TypeError(MCP.configNotAnObject)
   const egressPolicy = egressPolicyOf(config)
   const authToken = config.authToken
   const json = JSON.stringify({

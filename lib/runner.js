@@ -11,6 +11,8 @@ const wire = require('./wire.js')
 const { ABANDON_AFTER_MS, callDeadline, listenable } = require('./deadline.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('./shell.js')
+const boundary = require('./generated/boundary.js')
+const RUNNER = boundary.runner
 
 const { OP, REJECTED } = wire
 
@@ -157,7 +159,7 @@ function respond(id, response) {
     try {
       json = JSON.stringify(copy === undefined ? content : copy) ?? null
     } catch (e) {
-      throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
+      throw new Error(RUNNER.malformedContent(unserialisable(e)))
     }
     const u = response.usage
     answer.content = content
@@ -171,10 +173,10 @@ function respond(id, response) {
 /** Why JSON.stringify failed, in words: the engine's texts name neither depth nor the value. */
 function unserialisable(e) {
   const msg = thrownMessage(e)
-  if (/Maximum call stack/.test(msg)) return 'it is nested too deeply: Maximum call stack size exceeded'
-  if (/circular/i.test(msg)) return 'it holds a circular reference'
-  if (/BigInt/.test(msg)) return 'it holds a BigInt'
-  return `serialising it threw: ${msg.split('\n')[0]}`
+  if (/Maximum call stack/.test(msg)) return RUNNER.unserialisable.tooDeep
+  if (/circular/i.test(msg)) return RUNNER.unserialisable.circular
+  if (/BigInt/.test(msg)) return RUNNER.unserialisable.bigint
+  return RUNNER.unserialisable.threw(msg.split('\n')[0])
 }
 
 function redactInput(input) {
@@ -326,8 +328,8 @@ function awaitStoppedRelease(shell) {
 
 // The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
 // same whichever kind of adapter it used.
-const requestAborted = () => new Error('Request was aborted.')
-const abortedWhile = (what) => () => new Error(`The run was aborted while ${what} had not settled`)
+const requestAborted = () => new Error(boundary.llm.abortedMessage)
+const abortedWhile = (what) => () => new Error(RUNNER.abortedWhile(what))
 const compressAborted = abortedWhile('contextStrategy.compress')
 const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 
@@ -340,7 +342,7 @@ const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 function readResult(name, result) {
   try {
     if (result === null || typeof result !== 'object') {
-      const data = `Tool "${name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`
+      const data = RUNNER.invalidResultNotObject(name, result === null ? 'null' : typeof result)
       return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
     }
     const data = result.data
@@ -353,7 +355,7 @@ function readResult(name, result) {
     const gate = hasMetadata ? metadata.toolCallGate : undefined
     return { result, data, isError, usage, text: typeof data === 'string' ? data : safeString(data), gate }
   } catch (err) {
-    const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
+    const data = RUNNER.resultUnreadable(name, thrownMessage(err))
     return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
   }
 }
@@ -647,7 +649,7 @@ class AgentRunner {
     this.toolRegistry = toolRegistry
     this.toolExecutor = toolExecutor
     this.options = options ?? {}
-    this.maxTurns = this.options.maxTurns ?? 10
+    this.maxTurns = this.options.maxTurns ?? RUNNER.defaultMaxTurns
     // The kernel reads this text per run (parsed configurations are shared by text), so a
     // runner has no native object unless its strategy keeps a summary across runs (§5.6.2).
     this._json = coreOptionsJson(this.options, runnerOptionsMemo)
@@ -818,7 +820,7 @@ class AgentRunner {
             break
           }
           default:
-            throw new Error('oma-kernel: unknown runner operation')
+            throw new Error(boundary.wire.unknownOperation)
         }
       }
     } catch (err) {
@@ -847,7 +849,7 @@ class AgentRunner {
         } catch (e) {
           throw llm.fromNative(e)
         }
-        if (batch.length === 0) throw new Error('LLM stream ended without a final response')
+        if (batch.length === 0) throw new Error(boundary.llm.streamEndedEarly)
         for (let k = 0; k < batch.length; k++) {
           const ev = batch[k]
           if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)

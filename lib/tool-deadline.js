@@ -35,7 +35,7 @@ function timeoutMs(value, setting) {
 }
 
 /** The setting name of a tool's own `timeoutMs`. */
-const toolSetting = (name) => `timeoutMs of tool "${name}"`
+const toolSetting = require('./generated/boundary.js').executor.toolTimeoutSetting
 
 /**
  * One tool call's deadline. `signal` aborts when the call's own signal (`base`) does, or when the

@@ -28,10 +28,10 @@ function defineTool(config) {
 class Semaphore {
   constructor(max) {
     if (typeof max !== 'number' || Number.isNaN(max) || max < 1) {
-      throw new RangeError(`Semaphore max must be at least 1, got ${max}`)
+      throw new RangeError(EX.semaphoreMaxBelowOne(max))
     }
     if (!Number.isInteger(max) || max > 0xffffffff) {
-      throw new RangeError(`Semaphore max must be an integer, got ${max}`)
+      throw new RangeError(EX.semaphoreMaxNotInteger(max))
     }
     // The FIFO admission is the kernel's (crates/core/src/kernel/semaphore.rs); waiters' resolvers stay here.
     // Its native slot exists only while there are holders or waiters (-1: none), so a
@@ -148,7 +148,7 @@ const OWN_INPUT = Symbol('oma-kernel.ownInput')
 
 /** The answer to a call that was running (its gate or its tool awaited) when its abort signal
  *  fired: the runner's answer to an aborted call (AbortWatch.tool, lib/runner.js), one text. */
-const abortedDuringText = (name) => `Tool "${name}" was aborted during execution.`
+const abortedDuringText = EX.abortedDuringExecution
 
 // Calls waiting on user code (a gate, a tool) or parked for a slot, per abort signal: one
 // listener per signal, added by its first such call, rather than one per call (an EventTarget
@@ -807,7 +807,7 @@ class ToolExecutor {
     timeoutMs(options.toolTimeoutMs, EXECUTOR_SETTING)
     this.toolTimeoutMs = options.toolTimeoutMs
     // §21: this bound applies to every execution, the runner's included.
-    this.semaphore = new Semaphore(options.maxConcurrency ?? 4)
+    this.semaphore = new Semaphore(options.maxConcurrency ?? EX.defaultMaxConcurrency)
   }
 
   /** `options.onToolCall`: a per-execution gate, over the constructor's (upstream's 4th argument;

@@ -65,7 +65,7 @@ function decode(w, copy) {
     case REJECTED:
       return { op: REJECTED, message: a[1] }
     default:
-      throw new Error(`oma-kernel: unknown runner action ${a[0]}`)
+      throw new Error(spec.unknownAction(a[0]))
   }
 }
 
@@ -106,7 +106,7 @@ function copiedRound(a, n, copy) {
     granted[i] = a === null ? true : a[2 + 2 * i]
     i++
   }
-  if (i !== n) throw new Error('oma-kernel: a tool round does not match the answer it came from')
+  if (i !== n) throw new Error(spec.roundMismatch)
   return { op: OP.TOOL_ROUND, trailingWarning: a === null ? null : a[1], calls, granted }
 }
 
@@ -314,7 +314,7 @@ function blocks(p, from) {
         i += 2
         break
       default:
-        throw new Error(`oma-kernel: unknown block tag in a reply: ${p[i]}`)
+        throw new Error(spec.unknownBlockTag(p[i]))
     }
   }
   return content

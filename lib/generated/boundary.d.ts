@@ -2,11 +2,12 @@
 // Do not edit.
 // Sources:
 //   crates/core/src/kernel/runner/wire.rs, kernel/grants.rs
+//   crates/core/src/kernel/ (runner.rs, message.rs, mod.rs)
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
-//   crates/core/src/tool/executor.rs
-//   crates/llm/src/ (lib.rs, transport.rs, egress.rs)
-//   crates/mcp/src/ (http.rs)
+//   crates/core/src/tool/executor.rs, kernel/semaphore.rs
+//   crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)
+//   crates/mcp/src/ (http.rs, config.rs)
 
 /** The runner's wire (lib/wire.js) and the grant constants index.js exports. */
 export declare const wire: {
@@ -37,6 +38,48 @@ export declare const wire: {
   }
   /** `AGENT_FRAMEWORK_DISALLOWED`. */
   readonly agentFrameworkDisallowed: readonly []
+  /** Driver bug: an action code the driver does not know. */
+  readonly unknownAction: (code: unknown) => string
+  /** Driver bug: an operation the driver does not perform. */
+  readonly unknownOperation: "oma-kernel: unknown runner operation"
+  /** Driver bug: a round of the verdicts layout without its answer. */
+  readonly roundMismatch: "oma-kernel: a tool round does not match the answer it came from"
+  /** Driver bug: a reply's block tag the driver does not know. */
+  readonly unknownBlockTag: (tag: unknown) => string
+}
+
+/** The runner's defaults and the texts its JS driver writes (lib/runner.js, lib/errors.js, lib/llm.js, lib/deadline.js). */
+export declare const runner: {
+  /** `maxTurns` when unset. */
+  readonly defaultMaxTurns: 10
+  /** `TokenBudgetExceededError`'s message. */
+  readonly tokenBudgetExceeded: (agent: unknown, tokensUsed: unknown, budget: unknown) => string
+  /** A response whose `content` JSON cannot write. */
+  readonly malformedContent: (reason: unknown) => string
+  /** Why `JSON.stringify` failed, in words (`malformedContent`'s `reason`). */
+  readonly unserialisable: {
+    readonly tooDeep: "it is nested too deeply: Maximum call stack size exceeded"
+    readonly circular: "it holds a circular reference"
+    readonly bigint: "it holds a BigInt"
+    readonly threw: (message: unknown) => string
+  }
+  /** A run aborted while a user callback had not settled. */
+  readonly abortedWhile: (what: unknown) => string
+  /** A tool result that cannot be read. */
+  readonly resultUnreadable: (name: unknown, message: unknown) => string
+  /** A tool result that is not an object (the executor's text too). */
+  readonly invalidResultNotObject: (name: unknown, got: unknown) => string
+  /** The `TimeoutError` a deadline aborts its signal with. */
+  readonly timeoutAbortReason: "The operation was aborted due to timeout"
+  /** `safeString`'s text for a value that has none. */
+  readonly unconvertibleValue: (type: unknown) => string
+  /** `assertValidMessages`' texts (§15.1). */
+  readonly messageValidation: {
+    readonly notAnArray: (type: unknown) => string
+    readonly messageNotAnObject: (i: unknown, type: unknown) => string
+    readonly contentNotAnArray: (i: unknown, type: unknown) => string
+    readonly blockWithoutType: (i: unknown, j: unknown) => string
+  }
 }
 
 /** The Agent machine's packed step word (lib/agent.js). */
@@ -97,6 +140,16 @@ export declare const agent: {
   }
   /** The lifecycle status names, by their code on the wire. */
   readonly statuses: readonly ["idle", "running", "completed", "error"]
+  /** `messages` that are not structured-cloneable. */
+  readonly messagesNotCloneable: string
+  /** A `beforeRun` hook's `prompt` that is not a string. */
+  readonly promptNotString: "beforeRun.prompt must be a string"
+  /** Driver bug: a step with a text on a path without texts. */
+  readonly driverTextOnTextlessPath: "oma-kernel: agent driver got a step with a text on a path without texts"
+  /** Driver bug: a step the sequence does not perform. */
+  readonly driverExpectedAction: (expected: unknown, got: unknown) => string
+  /** Driver bug: an unknown action. */
+  readonly driverUnknownAction: (action: unknown) => string
 }
 
 /** The built-in tools' tables (lib/builtin.js, lib/shell.js, lib/confined-shell.js). */
@@ -121,9 +174,10 @@ export declare const builtin: {
   readonly defaultWorkspaceDirname: ".agent-workspace"
   /** Zod 3's type names in the order of the tags the input description uses. */
   readonly jsTypes: readonly ["undefined", "string", "number", "nan", "boolean", "function", "bigint", "symbol", "array", "null", "promise", "map", "set", "date", "object", "unknown"]
-  /** Each tool's input fields; a tool's index is its id. */
+  /** Each tool's description and input fields; a tool's index is its id. */
   readonly tools: ReadonlyArray<{
     readonly name: "bash"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "command"
       readonly type: "string"
@@ -154,6 +208,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "file_read"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "path"
       readonly type: "string"
@@ -184,6 +239,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "file_write"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "path"
       readonly type: "string"
@@ -205,6 +261,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "file_edit"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "path"
       readonly type: "string"
@@ -244,6 +301,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "grep"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "pattern"
       readonly type: "string"
@@ -283,6 +341,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "glob"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "path"
       readonly type: "string"
@@ -313,6 +372,7 @@ export declare const builtin: {
     }>
   } | {
     readonly name: "delegate_to_agent"
+    readonly description: string
     readonly fields: ReadonlyArray<{
       readonly name: "target_agent"
       readonly type: "string"
@@ -333,6 +393,18 @@ export declare const builtin: {
       readonly minLength: 1
     }>
   }>
+  /** grep's `maxResults` when unset. */
+  readonly defaultMaxResults: 100
+  /** glob's `maxFiles` when unset. */
+  readonly defaultMaxFiles: 500
+  /** `team.maxDelegationDepth` when unset. */
+  readonly defaultMaxDelegationDepth: 3
+  /** A built-in tool whose native call failed. */
+  readonly failedInternally: (tool: unknown, message: unknown) => string
+  /** The `inputSchema` getter without the peer dependency zod. */
+  readonly zodMissing: (why: unknown) => string
+  /** The Zod 4 schema's issue text for a non-integer. */
+  readonly zod4IntIssue: "Invalid input: expected int, received number"
 }
 
 /** The ToolExecutor machine's protocol as the JS driver walks it (lib/tools.js). */
@@ -414,6 +486,16 @@ export declare const executor: {
     readonly REASON_STRING: 4
     readonly REASON_OTHER: 8
   }
+  /** `maxConcurrency` when unset. */
+  readonly defaultMaxConcurrency: 4
+  /** A call whose gate or tool was running when its signal fired. */
+  readonly abortedDuringExecution: (name: unknown) => string
+  /** The setting name of a tool's own `timeoutMs`. */
+  readonly toolTimeoutSetting: (name: unknown) => string
+  /** `new Semaphore(max)` with max < 1. */
+  readonly semaphoreMaxBelowOne: (max: unknown) => string
+  /** `new Semaphore(max)` with a max that is no integer. */
+  readonly semaphoreMaxNotInteger: (max: unknown) => string
 }
 
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
@@ -429,10 +511,26 @@ export declare const llm: {
     readonly unsupported: "EGRESS_POLICY_UNSUPPORTED"
     readonly "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED"
   }
+  /** `LLMCallTimeoutError`'s message for an agent. */
+  readonly callTimeoutAgent: (agent: unknown, timeoutMs: unknown) => string
+  /** `LLMCallTimeoutError`'s message. */
+  readonly callTimeout: (timeoutMs: unknown) => string
+  /** A native stream that ended before its final response. */
+  readonly streamEndedEarly: "LLM stream ended without a final response"
+  /** `AgentConfig.provider` when unset. */
+  readonly defaultProvider: "anthropic"
+  /** The warning for a bedrock `baseURL`. */
+  readonly bedrockBaseUrlIgnored: string
+  /** The warning for a copilot `baseURL`. */
+  readonly copilotBaseUrlIgnored: string
 }
 
 /** The MCP client's constants (lib/mcp.js). */
 export declare const mcp: {
   /** The provider name an egress refusal gives the MCP client. */
   readonly egressProvider: "mcp"
+  /** `connectMCPTools(config)` with a config that is no object. */
+  readonly configNotAnObject: "connectMCPTools: config must be an object"
+  /** An `authToken` that is no string. */
+  readonly authTokenNotAString: "connectMCPTools: authToken must be a string or a function returning one"
 }

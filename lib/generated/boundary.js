@@ -3,11 +3,12 @@
 // Do not edit.
 // Sources:
 //   crates/core/src/kernel/runner/wire.rs, kernel/grants.rs
+//   crates/core/src/kernel/ (runner.rs, message.rs, mod.rs)
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
-//   crates/core/src/tool/executor.rs
-//   crates/llm/src/ (lib.rs, transport.rs, egress.rs)
-//   crates/mcp/src/ (http.rs)
+//   crates/core/src/tool/executor.rs, kernel/semaphore.rs
+//   crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)
+//   crates/mcp/src/ (http.rs, config.rs)
 
 /** The runner's wire (lib/wire.js) and the grant constants index.js exports. */
 const wire = Object.freeze({
@@ -38,6 +39,48 @@ const wire = Object.freeze({
   }),
   /** `AGENT_FRAMEWORK_DISALLOWED`. */
   agentFrameworkDisallowed: Object.freeze([]),
+  /** Driver bug: an action code the driver does not know. */
+  unknownAction: (code) => `oma-kernel: unknown runner action ${code}`,
+  /** Driver bug: an operation the driver does not perform. */
+  unknownOperation: "oma-kernel: unknown runner operation",
+  /** Driver bug: a round of the verdicts layout without its answer. */
+  roundMismatch: "oma-kernel: a tool round does not match the answer it came from",
+  /** Driver bug: a reply's block tag the driver does not know. */
+  unknownBlockTag: (tag) => `oma-kernel: unknown block tag in a reply: ${tag}`,
+})
+
+/** The runner's defaults and the texts its JS driver writes (lib/runner.js, lib/errors.js, lib/llm.js, lib/deadline.js). */
+const runner = Object.freeze({
+  /** `maxTurns` when unset. */
+  defaultMaxTurns: 10,
+  /** `TokenBudgetExceededError`'s message. */
+  tokenBudgetExceeded: (agent, tokensUsed, budget) => `Agent "${agent}" exceeded token budget: ${tokensUsed} tokens used (budget: ${budget})`,
+  /** A response whose `content` JSON cannot write. */
+  malformedContent: (reason) => `LLM adapter returned a malformed response: "content" cannot be written as JSON (${reason})`,
+  /** Why `JSON.stringify` failed, in words (`malformedContent`'s `reason`). */
+  unserialisable: Object.freeze({
+    tooDeep: "it is nested too deeply: Maximum call stack size exceeded",
+    circular: "it holds a circular reference",
+    bigint: "it holds a BigInt",
+    threw: (message) => `serialising it threw: ${message}`,
+  }),
+  /** A run aborted while a user callback had not settled. */
+  abortedWhile: (what) => `The run was aborted while ${what} had not settled`,
+  /** A tool result that cannot be read. */
+  resultUnreadable: (name, message) => `Tool "${name}" returned a result that cannot be read: ${message}`,
+  /** A tool result that is not an object (the executor's text too). */
+  invalidResultNotObject: (name, got) => `Tool "${name}" returned an invalid result: expected an object with a string "data", got ${got}`,
+  /** The `TimeoutError` a deadline aborts its signal with. */
+  timeoutAbortReason: "The operation was aborted due to timeout",
+  /** `safeString`'s text for a value that has none. */
+  unconvertibleValue: (type) => `[${type} that cannot be converted to text]`,
+  /** `assertValidMessages`' texts (§15.1). */
+  messageValidation: Object.freeze({
+    notAnArray: (type) => `messages must be an array, got ${type}`,
+    messageNotAnObject: (i, type) => `messages[${i}] must be an object, got ${type}`,
+    contentNotAnArray: (i, type) => `messages[${i}].content must be a ContentBlock[], got ${type}`,
+    blockWithoutType: (i, j) => `messages[${i}].content[${j}] must be a content block with a string "type"`,
+  }),
 })
 
 /** The Agent machine's packed step word (lib/agent.js). */
@@ -98,6 +141,16 @@ const agent = Object.freeze({
   }),
   /** The lifecycle status names, by their code on the wire. */
   statuses: Object.freeze(["idle", "running", "completed", "error"]),
+  /** `messages` that are not structured-cloneable. */
+  messagesNotCloneable: "messages must contain cloneable structured data (strings, arrays, and plain data objects)",
+  /** A `beforeRun` hook's `prompt` that is not a string. */
+  promptNotString: "beforeRun.prompt must be a string",
+  /** Driver bug: a step with a text on a path without texts. */
+  driverTextOnTextlessPath: "oma-kernel: agent driver got a step with a text on a path without texts",
+  /** Driver bug: a step the sequence does not perform. */
+  driverExpectedAction: (expected, got) => `oma-kernel: agent driver expected action ${expected}, got ${got}`,
+  /** Driver bug: an unknown action. */
+  driverUnknownAction: (action) => `oma-kernel: unknown agent action ${action}`,
 })
 
 /** The built-in tools' tables (lib/builtin.js, lib/shell.js, lib/confined-shell.js). */
@@ -122,10 +175,11 @@ const builtin = Object.freeze({
   defaultWorkspaceDirname: ".agent-workspace",
   /** Zod 3's type names in the order of the tags the input description uses. */
   jsTypes: Object.freeze(["undefined", "string", "number", "nan", "boolean", "function", "bigint", "symbol", "array", "null", "promise", "map", "set", "date", "object", "unknown"]),
-  /** Each tool's input fields; a tool's index is its id. */
+  /** Each tool's description and input fields; a tool's index is its id. */
   tools: Object.freeze([
     Object.freeze({
       name: "bash",
+      description: "Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.",
       fields: Object.freeze([
         Object.freeze({
           name: "command",
@@ -161,6 +215,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "file_read",
+      description: "Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format \"N\\t<line>\". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.",
       fields: Object.freeze([
         Object.freeze({
           name: "path",
@@ -196,6 +251,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "file_write",
+      description: "Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.",
       fields: Object.freeze([
         Object.freeze({
           name: "path",
@@ -221,6 +277,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "file_edit",
+      description: "Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once — use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.",
       fields: Object.freeze([
         Object.freeze({
           name: "path",
@@ -266,6 +323,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "grep",
+      description: "Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. \"*.ts\"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.",
       fields: Object.freeze([
         Object.freeze({
           name: "pattern",
@@ -311,6 +369,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "glob",
+      description: "List file paths under a directory that match an optional filename glob. Does not read file contents — use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.",
       fields: Object.freeze([
         Object.freeze({
           name: "path",
@@ -346,6 +405,7 @@ const builtin = Object.freeze({
     }),
     Object.freeze({
       name: "delegate_to_agent",
+      description: "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
       fields: Object.freeze([
         Object.freeze({
           name: "target_agent",
@@ -370,6 +430,18 @@ const builtin = Object.freeze({
       ]),
     }),
   ]),
+  /** grep's `maxResults` when unset. */
+  defaultMaxResults: 100,
+  /** glob's `maxFiles` when unset. */
+  defaultMaxFiles: 500,
+  /** `team.maxDelegationDepth` when unset. */
+  defaultMaxDelegationDepth: 3,
+  /** A built-in tool whose native call failed. */
+  failedInternally: (tool, message) => `Tool "${tool}" failed internally: ${message}`,
+  /** The `inputSchema` getter without the peer dependency zod. */
+  zodMissing: (why) => `@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency "zod" (^3.25 || ^4), which could not be loaded: ${why}. Install it with: npm install zod`,
+  /** The Zod 4 schema's issue text for a non-integer. */
+  zod4IntIssue: "Invalid input: expected int, received number",
 })
 
 /** The ToolExecutor machine's protocol as the JS driver walks it (lib/tools.js). */
@@ -451,6 +523,16 @@ const executor = Object.freeze({
     REASON_STRING: 4,
     REASON_OTHER: 8,
   }),
+  /** `maxConcurrency` when unset. */
+  defaultMaxConcurrency: 4,
+  /** A call whose gate or tool was running when its signal fired. */
+  abortedDuringExecution: (name) => `Tool "${name}" was aborted during execution.`,
+  /** The setting name of a tool's own `timeoutMs`. */
+  toolTimeoutSetting: (name) => `timeoutMs of tool "${name}"`,
+  /** `new Semaphore(max)` with max < 1. */
+  semaphoreMaxBelowOne: (max) => `Semaphore max must be at least 1, got ${max}`,
+  /** `new Semaphore(max)` with a max that is no integer. */
+  semaphoreMaxNotInteger: (max) => `Semaphore max must be an integer, got ${max}`,
 })
 
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
@@ -466,12 +548,28 @@ const llm = Object.freeze({
     unsupported: "EGRESS_POLICY_UNSUPPORTED",
     "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED",
   }),
+  /** `LLMCallTimeoutError`'s message for an agent. */
+  callTimeoutAgent: (agent, timeoutMs) => `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`,
+  /** `LLMCallTimeoutError`'s message. */
+  callTimeout: (timeoutMs) => `LLM call exceeded per-call timeout of ${timeoutMs}ms`,
+  /** A native stream that ended before its final response. */
+  streamEndedEarly: "LLM stream ended without a final response",
+  /** `AgentConfig.provider` when unset. */
+  defaultProvider: "anthropic",
+  /** The warning for a bedrock `baseURL`. */
+  bedrockBaseUrlIgnored: "[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.",
+  /** The warning for a copilot `baseURL`. */
+  copilotBaseUrlIgnored: "[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.",
 })
 
 /** The MCP client's constants (lib/mcp.js). */
 const mcp = Object.freeze({
   /** The provider name an egress refusal gives the MCP client. */
   egressProvider: "mcp",
+  /** `connectMCPTools(config)` with a config that is no object. */
+  configNotAnObject: "connectMCPTools: config must be an object",
+  /** An `authToken` that is no string. */
+  authTokenNotAString: "connectMCPTools: authToken must be a string or a function returning one",
 })
 
-module.exports = Object.freeze({ wire, agent, builtin, executor, llm, mcp })
+module.exports = Object.freeze({ wire, runner, agent, builtin, executor, llm, mcp })

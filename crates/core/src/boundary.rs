@@ -18,11 +18,10 @@
 
 use std::fmt::Write as _;
 
-use crate::kernel::agent;
-use crate::kernel::grants;
-use crate::kernel::runner::{wire, ActionKind};
-use crate::tool::builtin::input::{JsType, TOOLS};
-use crate::tool::builtin::{bash, path_safety, walk};
+use crate::kernel::runner::{self, wire, ActionKind};
+use crate::kernel::{agent, grants, message, semaphore};
+use crate::tool::builtin::input::{self, JsType, TOOLS};
+use crate::tool::builtin::{self as builtin, bash, delegate, glob, grep, path_safety, walk};
 use crate::tool::executor;
 
 /// A value handed to JS.
@@ -122,7 +121,7 @@ impl Section {
 
 /// oma-core's sections.
 pub fn sections() -> Vec<Section> {
-    vec![wire_section(), agent_section(), builtin_section(), executor_section()]
+    vec![wire_section(), runner_section(), agent_section(), builtin_section(), executor_section()]
 }
 
 fn wire_section() -> Section {
@@ -148,6 +147,65 @@ fn wire_section() -> Section {
         "`AGENT_FRAMEWORK_DISALLOWED`.",
         Value::strs(grants::AGENT_FRAMEWORK_DISALLOWED.iter()),
     )
+    .item(
+        "unknownAction",
+        "Driver bug: an action code the driver does not know.",
+        Value::template(wire::driver_texts::UNKNOWN_ACTION),
+    )
+    .item(
+        "unknownOperation",
+        "Driver bug: an operation the driver does not perform.",
+        wire::driver_texts::UNKNOWN_OPERATION,
+    )
+    .item(
+        "roundMismatch",
+        "Driver bug: a round of the verdicts layout without its answer.",
+        wire::driver_texts::ROUND_MISMATCH,
+    )
+    .item(
+        "unknownBlockTag",
+        "Driver bug: a reply's block tag the driver does not know.",
+        Value::template(wire::driver_texts::UNKNOWN_BLOCK_TAG),
+    )
+}
+
+fn runner_section() -> Section {
+    use message::validation_texts as v;
+    use runner::texts as t;
+    let validation_texts = Value::map([
+        ("notAnArray", Value::template(v::NOT_AN_ARRAY)),
+        ("messageNotAnObject", Value::template(v::MESSAGE_NOT_AN_OBJECT)),
+        ("contentNotAnArray", Value::template(v::CONTENT_NOT_AN_ARRAY)),
+        ("blockWithoutType", Value::template(v::BLOCK_WITHOUT_TYPE)),
+    ]);
+    Section::new(
+        "runner",
+        "crates/core/src/kernel/ (runner.rs, message.rs, mod.rs)",
+        "The runner's defaults and the texts its JS driver writes (lib/runner.js, lib/errors.js, lib/llm.js, lib/deadline.js).",
+    )
+    .item("defaultMaxTurns", "`maxTurns` when unset.", runner::DEFAULT_MAX_TURNS as u32)
+    .item("tokenBudgetExceeded", "`TokenBudgetExceededError`'s message.", Value::template(t::TOKEN_BUDGET_EXCEEDED))
+    .item("malformedContent", "A response whose `content` JSON cannot write.", Value::template(t::MALFORMED_CONTENT))
+    .item(
+        "unserialisable",
+        "Why `JSON.stringify` failed, in words (`malformedContent`'s `reason`).",
+        Value::map([
+            ("tooDeep", Value::from(t::UNSERIALISABLE_TOO_DEEP)),
+            ("circular", t::UNSERIALISABLE_CIRCULAR.into()),
+            ("bigint", t::UNSERIALISABLE_BIGINT.into()),
+            ("threw", Value::template(t::UNSERIALISABLE_THREW)),
+        ]),
+    )
+    .item("abortedWhile", "A run aborted while a user callback had not settled.", Value::template(t::ABORTED_WHILE))
+    .item("resultUnreadable", "A tool result that cannot be read.", Value::template(t::RESULT_UNREADABLE))
+    .item(
+        "invalidResultNotObject",
+        "A tool result that is not an object (the executor's text too).",
+        Value::template(executor::texts::INVALID_RESULT_NOT_OBJECT),
+    )
+    .item("timeoutAbortReason", "The `TimeoutError` a deadline aborts its signal with.", crate::kernel::TIMEOUT_ABORT_REASON)
+    .item("unconvertibleValue", "`safeString`'s text for a value that has none.", Value::template(crate::kernel::UNCONVERTIBLE_VALUE))
+    .item("messageValidation", "`assertValidMessages`' texts (§15.1).", validation_texts)
 }
 
 fn agent_section() -> Section {
@@ -157,6 +215,27 @@ fn agent_section() -> Section {
             "statuses",
             "The lifecycle status names, by their code on the wire.",
             Value::strs(agent::Status::ALL.iter().map(|s| s.as_str())),
+        )
+        .item(
+            "messagesNotCloneable",
+            "`messages` that are not structured-cloneable.",
+            agent::texts::MESSAGES_NOT_CLONEABLE,
+        )
+        .item("promptNotString", "A `beforeRun` hook's `prompt` that is not a string.", agent::texts::PROMPT_NOT_STRING)
+        .item(
+            "driverTextOnTextlessPath",
+            "Driver bug: a step with a text on a path without texts.",
+            agent::texts::DRIVER_TEXT_ON_TEXTLESS_PATH,
+        )
+        .item(
+            "driverExpectedAction",
+            "Driver bug: a step the sequence does not perform.",
+            Value::template(agent::texts::DRIVER_EXPECTED_ACTION),
+        )
+        .item(
+            "driverUnknownAction",
+            "Driver bug: an unknown action.",
+            Value::template(agent::texts::DRIVER_UNKNOWN_ACTION),
         )
 }
 
@@ -174,7 +253,11 @@ fn builtin_section() -> Section {
                 ("minLength", f.min_length.into()),
             ])
         });
-        Value::map([("name", Value::from(t.tool)), ("fields", Value::List(fields.collect()))])
+        Value::map([
+            ("name", Value::from(t.tool)),
+            ("description", t.description.into()),
+            ("fields", Value::List(fields.collect())),
+        ])
     });
     Section::new(
         "builtin",
@@ -207,7 +290,17 @@ fn builtin_section() -> Section {
         "Zod 3's type names in the order of the tags the input description uses.",
         Value::strs(JsType::ALL.iter().map(|t| t.name())),
     )
-    .item("tools", "Each tool's input fields; a tool's index is its id.", Value::List(tools.collect()))
+    .item("tools", "Each tool's description and input fields; a tool's index is its id.", Value::List(tools.collect()))
+    .item("defaultMaxResults", "grep's `maxResults` when unset.", grep::DEFAULT_MAX_RESULTS)
+    .item("defaultMaxFiles", "glob's `maxFiles` when unset.", glob::DEFAULT_MAX_FILES)
+    .item("defaultMaxDelegationDepth", "`team.maxDelegationDepth` when unset.", delegate::DEFAULT_MAX_DEPTH)
+    .item("failedInternally", "A built-in tool whose native call failed.", Value::template(builtin::FAILED_INTERNALLY))
+    .item(
+        "zodMissing",
+        "The `inputSchema` getter without the peer dependency zod.",
+        Value::template(input::ZOD_MISSING),
+    )
+    .item("zod4IntIssue", "The Zod 4 schema's issue text for a non-integer.", input::ZOD4_INT_ISSUE)
 }
 
 fn executor_section() -> Section {
@@ -219,7 +312,7 @@ fn executor_section() -> Section {
     });
     Section::new(
         "executor",
-        "crates/core/src/tool/executor.rs",
+        "crates/core/src/tool/executor.rs, kernel/semaphore.rs",
         "The ToolExecutor machine's protocol as the JS driver walks it (lib/tools.js).",
     )
     .item("actions", "What each step asks for, by name.", names(&mut executor::ActionKind::ALL.iter().map(|k| k.name())))
@@ -251,6 +344,38 @@ fn executor_section() -> Section {
         "The bits of a `DECISION` answer's `num`.",
         Value::map(executor::wire::DECISION_BITS.iter().copied()),
     )
+    .item("defaultMaxConcurrency", "`maxConcurrency` when unset.", executor::DEFAULT_MAX_CONCURRENCY)
+    .item(
+        "abortedDuringExecution",
+        "A call whose gate or tool was running when its signal fired.",
+        Value::template(executor::texts::ABORTED_DURING_EXECUTION),
+    )
+    .item(
+        "toolTimeoutSetting",
+        "The setting name of a tool's own `timeoutMs`.",
+        Value::template(executor::texts::TOOL_TIMEOUT_SETTING),
+    )
+    .item("semaphoreMaxBelowOne", "`new Semaphore(max)` with max < 1.", Value::template(semaphore::texts::MAX_BELOW_ONE))
+    .item(
+        "semaphoreMaxNotInteger",
+        "`new Semaphore(max)` with a max that is no integer.",
+        Value::template(semaphore::texts::MAX_NOT_INTEGER),
+    )
+}
+
+/// A [`Value::Template`] text filled on the Rust side: each `{name}` replaced by its argument
+/// (for the texts both sides produce; error paths only).
+pub fn fill(template: &str, args: &[(&str, &str)]) -> String {
+    let (texts, names) = template_parts(template);
+    let mut out = String::with_capacity(template.len());
+    for (i, text) in texts.iter().enumerate() {
+        out.push_str(text);
+        if let Some(n) = names.get(i) {
+            let arg = args.iter().find(|(k, _)| k == n).unwrap_or_else(|| panic!("no argument for {{{n}}}"));
+            out.push_str(arg.1);
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,13 +3,13 @@
 
 use oma_core::boundary::{Section, Value};
 
-use crate::{egress, transport, ABORTED_MESSAGE};
+use crate::{egress, providers, transport, ABORTED_MESSAGE, CALL_TIMEOUT, CALL_TIMEOUT_AGENT, STREAM_ENDED_EARLY};
 
 /// The LLM layer's section.
 pub fn section() -> Section {
     Section::new(
         "llm",
-        "crates/llm/src/ (lib.rs, transport.rs, egress.rs)",
+        "crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)",
         "The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js).",
     )
     .item("abortedMessage", "The message of a request its caller aborted.", ABORTED_MESSAGE)
@@ -23,4 +23,10 @@ pub fn section() -> Section {
         "`EgressPolicyError.code` by `reason`.",
         Value::map(egress::Reason::ALL.iter().map(|r| (r.as_str(), r.code()))),
     )
+    .item("callTimeoutAgent", "`LLMCallTimeoutError`'s message for an agent.", Value::template(CALL_TIMEOUT_AGENT))
+    .item("callTimeout", "`LLMCallTimeoutError`'s message.", Value::template(CALL_TIMEOUT))
+    .item("streamEndedEarly", "A native stream that ended before its final response.", STREAM_ENDED_EARLY)
+    .item("defaultProvider", "`AgentConfig.provider` when unset.", providers::DEFAULT_PROVIDER)
+    .item("bedrockBaseUrlIgnored", "The warning for a bedrock `baseURL`.", providers::BEDROCK_BASE_URL_IGNORED)
+    .item("copilotBaseUrlIgnored", "The warning for a copilot `baseURL`.", providers::COPILOT_BASE_URL_IGNORED)
 }

@@ -244,6 +244,12 @@ pub struct LlmError {
     pub egress: Option<Box<egress::Refusal>>,
 }
 
+/// `LLMCallTimeoutError`'s message (upstream 1.9's texts), with and without the agent's name.
+pub const CALL_TIMEOUT_AGENT: &str = "Agent \"{agent}\" LLM call exceeded per-call timeout of {timeoutMs}ms";
+pub const CALL_TIMEOUT: &str = "LLM call exceeded per-call timeout of {timeoutMs}ms";
+/// A native adapter's stream that ended before its final response.
+pub const STREAM_ENDED_EARLY: &str = "LLM stream ended without a final response";
+
 /// The message of a request its caller aborted (`LlmError::aborted`; the JS driver's abort too).
 pub const ABORTED_MESSAGE: &str = "Request was aborted.";
 

@@ -4,13 +4,16 @@
 
 use oma_core::boundary::Section;
 
-use crate::http;
+use crate::{config, http};
 
 /// The MCP client's section.
 pub fn section() -> Section {
-    Section::new("mcp", "crates/mcp/src/ (http.rs)", "The MCP client's constants (lib/mcp.js).").item(
-        "egressProvider",
-        "The provider name an egress refusal gives the MCP client.",
-        http::EGRESS_PROVIDER,
-    )
+    Section::new("mcp", "crates/mcp/src/ (http.rs, config.rs)", "The MCP client's constants (lib/mcp.js).")
+        .item("egressProvider", "The provider name an egress refusal gives the MCP client.", http::EGRESS_PROVIDER)
+        .item(
+            "configNotAnObject",
+            "`connectMCPTools(config)` with a config that is no object.",
+            config::CONFIG_NOT_AN_OBJECT,
+        )
+        .item("authTokenNotAString", "An `authToken` that is no string.", config::AUTH_TOKEN_NOT_A_STRING)
 }

@@ -893,6 +893,20 @@ pub mod wire {
     }
 }
 
+/// The texts `lib/agent.js` throws (through `lib/generated/boundary.js`): `{name}` marks a
+/// parameter. The `DRIVER_*` ones are driver bugs (a step the driver does not perform).
+pub mod texts {
+    /// Upstream's text for `messages` that are not structured-cloneable (§15.1 does not cover it).
+    pub const MESSAGES_NOT_CLONEABLE: &str =
+        "messages must contain cloneable structured data (strings, arrays, and plain data objects)";
+    /// Upstream's text for a `beforeRun` hook whose `prompt` is not a string.
+    pub const PROMPT_NOT_STRING: &str = "beforeRun.prompt must be a string";
+    pub const DRIVER_TEXT_ON_TEXTLESS_PATH: &str =
+        "oma-kernel: agent driver got a step with a text on a path without texts";
+    pub const DRIVER_EXPECTED_ACTION: &str = "oma-kernel: agent driver expected action {expected}, got {got}";
+    pub const DRIVER_UNKNOWN_ACTION: &str = "oma-kernel: unknown agent action {action}";
+}
+
 #[cfg(test)]
 mod tests {
     use super::wire;

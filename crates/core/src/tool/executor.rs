@@ -292,6 +292,22 @@ pub fn invalid_timeout_text(setting: &str, got: &str) -> String {
     format!("{setting} must be a number of milliseconds (unset, 0 or less: no timeout), got {got}")
 }
 
+/// Texts of a call that the JS drivers write themselves (through `lib/generated/boundary.js`);
+/// `{name}` marks a parameter.
+pub mod texts {
+    /// A result that is not an object (the machine's `BAD_RESULT`, and the runner's own read).
+    pub const INVALID_RESULT_NOT_OBJECT: &str =
+        "Tool \"{name}\" returned an invalid result: expected an object with a string \"data\", got {got}";
+    /// The answer to a call that was running (its gate or its tool awaited) when its abort
+    /// signal fired.
+    pub const ABORTED_DURING_EXECUTION: &str = "Tool \"{name}\" was aborted during execution.";
+    /// The setting name of a tool's own `timeoutMs` (the `setting` of [`super::invalid_timeout_text`]).
+    pub const TOOL_TIMEOUT_SETTING: &str = "timeoutMs of tool \"{name}\"";
+}
+
+/// `ToolExecutorOptions.maxConcurrency` when unset.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 4;
+
 /// How a tool's result failed the result checks (§9.2 step 7).
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadResult {
@@ -677,8 +693,9 @@ impl ToolCall {
             Answer::BadResult(BadResult::Nullish(v)) => {
                 self.threw(&format!("Cannot read properties of {v} (reading 'isError')"))
             }
-            Answer::BadResult(BadResult::NotObject(t)) => self.fail(format!(
-                "Tool \"{name}\" returned an invalid result: expected an object with a string \"data\", got {t}"
+            Answer::BadResult(BadResult::NotObject(t)) => self.fail(crate::boundary::fill(
+                texts::INVALID_RESULT_NOT_OBJECT,
+                &[("name", name.as_str()), ("got", t.as_str())],
             )),
             Answer::BadResult(BadResult::DataNotString(t)) => {
                 self.fail(format!("Tool \"{name}\" returned an invalid result: \"data\" must be a string, got {t}"))

@@ -359,6 +359,15 @@ fn boolean(b: bool) -> &'static str {
     }
 }
 
+/// The texts `lib/wire.js` and `lib/runner.js` throw when the wire and the driver disagree
+/// (driver bugs; `{name}` marks a parameter).
+pub mod driver_texts {
+    pub const UNKNOWN_ACTION: &str = "oma-kernel: unknown runner action {code}";
+    pub const UNKNOWN_OPERATION: &str = "oma-kernel: unknown runner operation";
+    pub const ROUND_MISMATCH: &str = "oma-kernel: a tool round does not match the answer it came from";
+    pub const UNKNOWN_BLOCK_TAG: &str = "oma-kernel: unknown block tag in a reply: {tag}";
+}
+
 #[cfg(test)]
 // Each test starts from the default configuration and states the one field it is about.
 #[allow(clippy::field_reassign_with_default)]
