@@ -9,6 +9,7 @@ const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
 const boundary = require('./generated/boundary.js')
 const MESSAGE_TEXTS = boundary.runner.messageValidation
+const PICK_CHAT_OPTIONS = boundary.llm.pickChatOptions
 
 /** Where the native handle of an adapter object lives (for the kernel's fast path). */
 const NATIVE_ADAPTER = Symbol.for('oma-kernel.native-adapter')
@@ -109,26 +110,11 @@ function linkSignal(signal) {
 // Only the LLMChatOptions fields cross: callers may pass richer objects (a runner's options with
 // callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
 
-/** The LLMChatOptions fields of `options` (read once each, in this order), tools reduced to what
- *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic. */
+/** The LLMChatOptions fields of `options` (read once each, in the kernel's order: the generated
+ *  picker, named reads rather than a loop over key names, so each read site stays monomorphic),
+ *  tools reduced to what crosses. */
 function pickOptions(o) {
-  const picked = {}
-  let v
-  if ((v = o.model) !== undefined) picked.model = v
-  if ((v = o.tools) !== undefined) picked.tools = v
-  if ((v = o.maxTokens) !== undefined) picked.maxTokens = v
-  if ((v = o.temperature) !== undefined) picked.temperature = v
-  if ((v = o.topP) !== undefined) picked.topP = v
-  if ((v = o.topK) !== undefined) picked.topK = v
-  if ((v = o.minP) !== undefined) picked.minP = v
-  if ((v = o.frequencyPenalty) !== undefined) picked.frequencyPenalty = v
-  if ((v = o.presencePenalty) !== undefined) picked.presencePenalty = v
-  if ((v = o.parallelToolCalls) !== undefined) picked.parallelToolCalls = v
-  if ((v = o.extraBody) !== undefined) picked.extraBody = v
-  if ((v = o.thinking) !== undefined) picked.thinking = v
-  if ((v = o.preserveReasoningAsText) !== undefined) picked.preserveReasoningAsText = v
-  if ((v = o.compressReasoningText) !== undefined) picked.compressReasoningText = v
-  if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
+  const picked = PICK_CHAT_OPTIONS(o)
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }

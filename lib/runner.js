@@ -398,24 +398,11 @@ class Drive {
     const toolDefs = runner.resolveTools()
     const signal = options.abortSignal ?? ro.abortSignal
     this.signal = signal
-    this.chatOptions = {
-      model: ro.model,
-      tools: toolDefs.length > 0 ? toolDefs : undefined,
-      maxTokens: ro.maxTokens,
-      temperature: ro.temperature,
-      topP: ro.topP,
-      topK: ro.topK,
-      minP: ro.minP,
-      parallelToolCalls: ro.parallelToolCalls,
-      frequencyPenalty: ro.frequencyPenalty,
-      presencePenalty: ro.presencePenalty,
-      extraBody: ro.extraBody,
-      thinking: ro.thinking,
-      preserveReasoningAsText: ro.preserveReasoningAsText,
-      compressReasoningText: ro.compressReasoningText,
-      systemPrompt: ro.systemPrompt,
-      abortSignal: signal,
-    }
+    // The kernel's field list (its `tools` slot is the resolved tools), then the run's signal.
+    const chatOptions = boundary.llm.copyChatOptions(ro)
+    chatOptions.tools = toolDefs.length > 0 ? toolDefs : undefined
+    chatOptions.abortSignal = signal
+    this.chatOptions = chatOptions
     // Grants what resolveTools() just resolved: its plan, or one made for this start from the
     // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
     const resolved = runner._resolved

@@ -500,6 +500,42 @@ export declare const executor: {
 
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
 export declare const llm: {
+  /** The `LLMChatOptions` fields of `o` that are set (what crosses to a native adapter). */
+  readonly pickChatOptions: (o: object) => {
+    model?: unknown
+    tools?: unknown
+    maxTokens?: unknown
+    temperature?: unknown
+    topP?: unknown
+    topK?: unknown
+    minP?: unknown
+    parallelToolCalls?: unknown
+    frequencyPenalty?: unknown
+    presencePenalty?: unknown
+    extraBody?: unknown
+    thinking?: unknown
+    preserveReasoningAsText?: unknown
+    compressReasoningText?: unknown
+    systemPrompt?: unknown
+  }
+  /** Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets). */
+  readonly copyChatOptions: (o: object) => {
+    model: unknown
+    tools: unknown
+    maxTokens: unknown
+    temperature: unknown
+    topP: unknown
+    topK: unknown
+    minP: unknown
+    parallelToolCalls: unknown
+    frequencyPenalty: unknown
+    presencePenalty: unknown
+    extraBody: unknown
+    thinking: unknown
+    preserveReasoningAsText: unknown
+    compressReasoningText: unknown
+    systemPrompt: unknown
+  }
   /** The message of a request its caller aborted. */
   readonly abortedMessage: "Request was aborted."
   /** The 4xx statuses a call is retried on. */

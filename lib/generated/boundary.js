@@ -537,6 +537,45 @@ const executor = Object.freeze({
 
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
 const llm = Object.freeze({
+  /** The `LLMChatOptions` fields of `o` that are set (what crosses to a native adapter). */
+  pickChatOptions: (o) => {
+    const picked = {}
+    let v
+    if ((v = o.model) !== undefined) picked.model = v
+    if ((v = o.tools) !== undefined) picked.tools = v
+    if ((v = o.maxTokens) !== undefined) picked.maxTokens = v
+    if ((v = o.temperature) !== undefined) picked.temperature = v
+    if ((v = o.topP) !== undefined) picked.topP = v
+    if ((v = o.topK) !== undefined) picked.topK = v
+    if ((v = o.minP) !== undefined) picked.minP = v
+    if ((v = o.parallelToolCalls) !== undefined) picked.parallelToolCalls = v
+    if ((v = o.frequencyPenalty) !== undefined) picked.frequencyPenalty = v
+    if ((v = o.presencePenalty) !== undefined) picked.presencePenalty = v
+    if ((v = o.extraBody) !== undefined) picked.extraBody = v
+    if ((v = o.thinking) !== undefined) picked.thinking = v
+    if ((v = o.preserveReasoningAsText) !== undefined) picked.preserveReasoningAsText = v
+    if ((v = o.compressReasoningText) !== undefined) picked.compressReasoningText = v
+    if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
+    return picked
+  },
+  /** Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets). */
+  copyChatOptions: (o) => ({
+    model: o.model,
+    tools: o.tools,
+    maxTokens: o.maxTokens,
+    temperature: o.temperature,
+    topP: o.topP,
+    topK: o.topK,
+    minP: o.minP,
+    parallelToolCalls: o.parallelToolCalls,
+    frequencyPenalty: o.frequencyPenalty,
+    presencePenalty: o.presencePenalty,
+    extraBody: o.extraBody,
+    thinking: o.thinking,
+    preserveReasoningAsText: o.preserveReasoningAsText,
+    compressReasoningText: o.compressReasoningText,
+    systemPrompt: o.systemPrompt,
+  }),
   /** The message of a request its caller aborted. */
   abortedMessage: "Request was aborted.",
   /** The 4xx statuses a call is retried on. */

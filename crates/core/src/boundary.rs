@@ -37,6 +37,13 @@ pub enum Value {
     /// A text with `{name}` placeholders: a JS function of the placeholders' names, in order
     /// of their first appearance, that returns the text with each filled in.
     Template(String),
+    /// A field list as a JS function `(o) => object` that copies the fields of `o` that are
+    /// not `undefined`, one named read each (each read site stays monomorphic: no loop over
+    /// key names on the per-call path).
+    PickDefined(Vec<String>),
+    /// A field list as a JS function `(o) => object` that copies every field of `o`, in order
+    /// (an object literal: one shape).
+    CopyAll(Vec<String>),
 }
 
 impl Value {
@@ -496,6 +503,23 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{end}}})");
         }
+        Value::PickDefined(fields) => {
+            out.push_str("(o) => {\n");
+            let _ = writeln!(out, "{pad}const picked = {{}}\n{pad}let v");
+            for f in fields {
+                assert!(is_identifier(f), "a field list holds names: {f}");
+                let _ = writeln!(out, "{pad}if ((v = o.{f}) !== undefined) picked.{f} = v");
+            }
+            let _ = write!(out, "{pad}return picked\n{end}}}");
+        }
+        Value::CopyAll(fields) => {
+            out.push_str("(o) => ({\n");
+            for f in fields {
+                assert!(is_identifier(f), "a field list holds names: {f}");
+                let _ = writeln!(out, "{pad}{f}: o.{f},");
+            }
+            let _ = write!(out, "{end}}})");
+        }
         Value::Template(t) => {
             let (texts, names) = template_parts(t);
             let _ = write!(out, "({}) => `", template_params(t).join(", "));
@@ -586,6 +610,14 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{end}}}");
         }
+        Value::PickDefined(fields) | Value::CopyAll(fields) => {
+            let optional = if matches!(v, Value::PickDefined(_)) { "?" } else { "" };
+            out.push_str("(o: object) => {\n");
+            for f in fields {
+                let _ = writeln!(out, "{pad}{f}{optional}: unknown");
+            }
+            let _ = write!(out, "{end}}}");
+        }
         Value::Template(t) => {
             let params: Vec<String> = template_params(t).iter().map(|p| format!("{p}: unknown")).collect();
             let _ = write!(out, "({}) => string", params.join(", "));
@@ -647,6 +679,27 @@ mod tests {
         let Value::List(next) = item(&s, "next") else { panic!("next is a list") };
         assert_eq!(next.len(), executor::Step::ALL.len() * executor::AnswerKind::ALL.len());
         assert!(next.iter().any(|v| *v == Value::from(executor::wire::DECIDE)));
+    }
+
+    #[test]
+    fn field_lists_become_pickers_and_copiers() {
+        let fields = vec!["a".to_string(), "b".to_string()];
+        let s = vec![Section::new("t", "here", "Test.").item("pick", "P.", Value::PickDefined(fields.clone())).item(
+            "copy",
+            "C.",
+            Value::CopyAll(fields),
+        )];
+        let js = render_js(&s);
+        assert!(
+            js.contains("if ((v = o.a) !== undefined) picked.a = v\n    if ((v = o.b) !== undefined) picked.b = v"),
+            "{js}"
+        );
+        assert!(js.contains("copy: (o) => ({\n    a: o.a,\n    b: o.b,\n  }),"), "{js}");
+        let dts = render_dts(&s);
+        assert!(
+            dts.contains("readonly pick: (o: object) => {\n    a?: unknown\n") && dts.contains("b: unknown\n  }"),
+            "{dts}"
+        );
     }
 
     #[test]

@@ -12,6 +12,16 @@ pub fn section() -> Section {
         "crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)",
         "The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js).",
     )
+    .item(
+        "pickChatOptions",
+        "The `LLMChatOptions` fields of `o` that are set (what crosses to a native adapter).",
+        Value::PickDefined(crate::CHAT_OPTION_FIELDS.iter().map(|f| f.to_string()).collect()),
+    )
+    .item(
+        "copyChatOptions",
+        "Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets).",
+        Value::CopyAll(crate::CHAT_OPTION_FIELDS.iter().map(|f| f.to_string()).collect()),
+    )
     .item("abortedMessage", "The message of a request its caller aborted.", ABORTED_MESSAGE)
     .item(
         "retryable4xx",

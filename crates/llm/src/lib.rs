@@ -85,6 +85,27 @@ pub struct Thinking {
     pub effort: Option<Value>,
 }
 
+/// The `LLMChatOptions` fields the runner hands an adapter (with `abortSignal` last) and the
+/// ones that cross to a native adapter, in the order the runner writes them: [`ChatOptions`]'
+/// fields, as JS names them.
+pub const CHAT_OPTION_FIELDS: [&str; 15] = [
+    "model",
+    "tools",
+    "maxTokens",
+    "temperature",
+    "topP",
+    "topK",
+    "minP",
+    "parallelToolCalls",
+    "frequencyPenalty",
+    "presencePenalty",
+    "extraBody",
+    "thinking",
+    "preserveReasoningAsText",
+    "compressReasoningText",
+    "systemPrompt",
+];
+
 /// `LLMChatOptions` without `abortSignal` (that is the `CancellationToken`). Numeric options
 /// stay JSON values: the original forwards whatever the user set, unvalidated.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -393,6 +414,24 @@ pub(crate) async fn or_abort<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chat_option_fields_are_the_fields_chat_options_reads() {
+        let value = |f: &str| match f {
+            "tools" => "[]",
+            "thinking" => r#"{"enabled":true,"budgetTokens":1,"effort":1}"#,
+            _ => "1",
+        };
+        let default = format!("{:?}", ChatOptions::default());
+        for f in CHAT_OPTION_FIELDS {
+            let o = ChatOptions::from_json(&format!("{{\"{f}\":{}}}", value(f))).unwrap();
+            assert_ne!(format!("{o:?}"), default, "{f} is not a field of ChatOptions");
+        }
+        // No field of ChatOptions is left out of the list: with all of them set, none is None.
+        let all: Vec<String> = CHAT_OPTION_FIELDS.iter().map(|f| format!("\"{f}\":{}", value(f))).collect();
+        let o = ChatOptions::from_json(&format!("{{{}}}", all.join(","))).unwrap();
+        assert!(!format!("{o:?}").contains("None"), "a ChatOptions field is missing: {o:?}");
+    }
 
     #[test]
     fn response_json_matches_js_shape() {
