@@ -569,7 +569,7 @@ class Agent {
       allowedTools: c.tools,
       disallowedTools: c.disallowedTools,
       agentName: this.name,
-      agentRole: c.systemPrompt === undefined ? 'assistant' : c.systemPrompt.slice(0, 50),
+      agentRole: c.systemPrompt === undefined ? boundary.agent.defaultRole : c.systemPrompt.slice(0, boundary.agent.rolePromptLength),
       cwd: c.cwd,
       loopDetection: c.loopDetection,
       maxTokenBudget: c.maxTokenBudget,

@@ -6,7 +6,7 @@ const boundary = require('./generated/boundary.js')
 class TokenBudgetExceededError extends Error {
   constructor(agent, tokensUsed, budget) {
     super(boundary.runner.tokenBudgetExceeded(agent, tokensUsed, budget))
-    this.code = 'TOKEN_BUDGET_EXCEEDED'
+    this.code = boundary.runner.tokenBudgetExceededCode
     this.name = 'TokenBudgetExceededError'
     this.agent = agent
     this.tokensUsed = tokensUsed
@@ -17,7 +17,7 @@ class TokenBudgetExceededError extends Error {
 class InvalidMessageError extends Error {
   constructor(message) {
     super(message)
-    this.code = 'INVALID_MESSAGE'
+    this.code = boundary.runner.messageValidation.code
     this.name = 'InvalidMessageError'
   }
 }
@@ -27,7 +27,7 @@ class InvalidMessageError extends Error {
 class LLMCallTimeoutError extends Error {
   constructor(timeoutMs, agent) {
     super(agent !== undefined ? boundary.llm.callTimeoutAgent(agent, timeoutMs) : boundary.llm.callTimeout(timeoutMs))
-    this.code = 'LLM_CALL_TIMEOUT'
+    this.code = boundary.llm.callTimeoutCode
     this.name = 'LLMCallTimeoutError'
     this.timeoutMs = timeoutMs
     this.agent = agent

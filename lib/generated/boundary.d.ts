@@ -52,6 +52,8 @@ export declare const wire: {
 export declare const runner: {
   /** `maxTurns` when unset. */
   readonly defaultMaxTurns: 10
+  /** `TokenBudgetExceededError.code`. */
+  readonly tokenBudgetExceededCode: "TOKEN_BUDGET_EXCEEDED"
   /** `TokenBudgetExceededError`'s message. */
   readonly tokenBudgetExceeded: (agent: unknown, tokensUsed: unknown, budget: unknown) => string
   /** A response whose `content` JSON cannot write. */
@@ -73,8 +75,9 @@ export declare const runner: {
   readonly timeoutAbortReason: "The operation was aborted due to timeout"
   /** `safeString`'s text for a value that has none. */
   readonly unconvertibleValue: (type: unknown) => string
-  /** `assertValidMessages`' texts (§15.1). */
+  /** `InvalidMessageError`'s code and `assertValidMessages`' texts (§15.1). */
   readonly messageValidation: {
+    readonly code: "INVALID_MESSAGE"
     readonly notAnArray: (type: unknown) => string
     readonly messageNotAnObject: (i: unknown, type: unknown) => string
     readonly contentNotAnArray: (i: unknown, type: unknown) => string
@@ -140,6 +143,10 @@ export declare const agent: {
   }
   /** The lifecycle status names, by their code on the wire. */
   readonly statuses: readonly ["idle", "running", "completed", "error"]
+  /** The runner's `agentRole` without a system prompt. */
+  readonly defaultRole: "assistant"
+  /** How much of the system prompt is the `agentRole`. */
+  readonly rolePromptLength: 50
   /** `messages` that are not structured-cloneable. */
   readonly messagesNotCloneable: string
   /** A `beforeRun` hook's `prompt` that is not a string. */
@@ -547,6 +554,8 @@ export declare const llm: {
     readonly unsupported: "EGRESS_POLICY_UNSUPPORTED"
     readonly "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED"
   }
+  /** `LLMCallTimeoutError.code`. */
+  readonly callTimeoutCode: "LLM_CALL_TIMEOUT"
   /** `LLMCallTimeoutError`'s message for an agent. */
   readonly callTimeoutAgent: (agent: unknown, timeoutMs: unknown) => string
   /** `LLMCallTimeoutError`'s message. */

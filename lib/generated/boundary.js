@@ -53,6 +53,8 @@ const wire = Object.freeze({
 const runner = Object.freeze({
   /** `maxTurns` when unset. */
   defaultMaxTurns: 10,
+  /** `TokenBudgetExceededError.code`. */
+  tokenBudgetExceededCode: "TOKEN_BUDGET_EXCEEDED",
   /** `TokenBudgetExceededError`'s message. */
   tokenBudgetExceeded: (agent, tokensUsed, budget) => `Agent "${agent}" exceeded token budget: ${tokensUsed} tokens used (budget: ${budget})`,
   /** A response whose `content` JSON cannot write. */
@@ -74,8 +76,9 @@ const runner = Object.freeze({
   timeoutAbortReason: "The operation was aborted due to timeout",
   /** `safeString`'s text for a value that has none. */
   unconvertibleValue: (type) => `[${type} that cannot be converted to text]`,
-  /** `assertValidMessages`' texts (§15.1). */
+  /** `InvalidMessageError`'s code and `assertValidMessages`' texts (§15.1). */
   messageValidation: Object.freeze({
+    code: "INVALID_MESSAGE",
     notAnArray: (type) => `messages must be an array, got ${type}`,
     messageNotAnObject: (i, type) => `messages[${i}] must be an object, got ${type}`,
     contentNotAnArray: (i, type) => `messages[${i}].content must be a ContentBlock[], got ${type}`,
@@ -141,6 +144,10 @@ const agent = Object.freeze({
   }),
   /** The lifecycle status names, by their code on the wire. */
   statuses: Object.freeze(["idle", "running", "completed", "error"]),
+  /** The runner's `agentRole` without a system prompt. */
+  defaultRole: "assistant",
+  /** How much of the system prompt is the `agentRole`. */
+  rolePromptLength: 50,
   /** `messages` that are not structured-cloneable. */
   messagesNotCloneable: "messages must contain cloneable structured data (strings, arrays, and plain data objects)",
   /** A `beforeRun` hook's `prompt` that is not a string. */
@@ -587,6 +594,8 @@ const llm = Object.freeze({
     unsupported: "EGRESS_POLICY_UNSUPPORTED",
     "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED",
   }),
+  /** `LLMCallTimeoutError.code`. */
+  callTimeoutCode: "LLM_CALL_TIMEOUT",
   /** `LLMCallTimeoutError`'s message for an agent. */
   callTimeoutAgent: (agent, timeoutMs) => `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`,
   /** `LLMCallTimeoutError`'s message. */

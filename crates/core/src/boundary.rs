@@ -180,6 +180,7 @@ fn runner_section() -> Section {
     use message::validation_texts as v;
     use runner::texts as t;
     let validation_texts = Value::map([
+        ("code", Value::from(v::INVALID_MESSAGE_CODE)),
         ("notAnArray", Value::template(v::NOT_AN_ARRAY)),
         ("messageNotAnObject", Value::template(v::MESSAGE_NOT_AN_OBJECT)),
         ("contentNotAnArray", Value::template(v::CONTENT_NOT_AN_ARRAY)),
@@ -191,6 +192,7 @@ fn runner_section() -> Section {
         "The runner's defaults and the texts its JS driver writes (lib/runner.js, lib/errors.js, lib/llm.js, lib/deadline.js).",
     )
     .item("defaultMaxTurns", "`maxTurns` when unset.", runner::DEFAULT_MAX_TURNS as u32)
+    .item("tokenBudgetExceededCode", "`TokenBudgetExceededError.code`.", t::TOKEN_BUDGET_EXCEEDED_CODE)
     .item("tokenBudgetExceeded", "`TokenBudgetExceededError`'s message.", Value::template(t::TOKEN_BUDGET_EXCEEDED))
     .item("malformedContent", "A response whose `content` JSON cannot write.", Value::template(t::MALFORMED_CONTENT))
     .item(
@@ -212,7 +214,7 @@ fn runner_section() -> Section {
     )
     .item("timeoutAbortReason", "The `TimeoutError` a deadline aborts its signal with.", crate::kernel::TIMEOUT_ABORT_REASON)
     .item("unconvertibleValue", "`safeString`'s text for a value that has none.", Value::template(crate::kernel::UNCONVERTIBLE_VALUE))
-    .item("messageValidation", "`assertValidMessages`' texts (§15.1).", validation_texts)
+    .item("messageValidation", "`InvalidMessageError`'s code and `assertValidMessages`' texts (§15.1).", validation_texts)
 }
 
 fn agent_section() -> Section {
@@ -223,6 +225,8 @@ fn agent_section() -> Section {
             "The lifecycle status names, by their code on the wire.",
             Value::strs(agent::Status::ALL.iter().map(|s| s.as_str())),
         )
+        .item("defaultRole", "The runner's `agentRole` without a system prompt.", agent::texts::DEFAULT_ROLE)
+        .item("rolePromptLength", "How much of the system prompt is the `agentRole`.", agent::texts::ROLE_PROMPT_LENGTH)
         .item(
             "messagesNotCloneable",
             "`messages` that are not structured-cloneable.",

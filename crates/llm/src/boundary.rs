@@ -3,7 +3,10 @@
 
 use oma_core::boundary::{Section, Value};
 
-use crate::{egress, providers, transport, ABORTED_MESSAGE, CALL_TIMEOUT, CALL_TIMEOUT_AGENT, STREAM_ENDED_EARLY};
+use crate::{
+    egress, providers, transport, ABORTED_MESSAGE, CALL_TIMEOUT, CALL_TIMEOUT_AGENT, CALL_TIMEOUT_CODE,
+    STREAM_ENDED_EARLY,
+};
 
 /// The LLM layer's section.
 pub fn section() -> Section {
@@ -33,6 +36,7 @@ pub fn section() -> Section {
         "`EgressPolicyError.code` by `reason`.",
         Value::map(egress::Reason::ALL.iter().map(|r| (r.as_str(), r.code()))),
     )
+    .item("callTimeoutCode", "`LLMCallTimeoutError.code`.", CALL_TIMEOUT_CODE)
     .item("callTimeoutAgent", "`LLMCallTimeoutError`'s message for an agent.", Value::template(CALL_TIMEOUT_AGENT))
     .item("callTimeout", "`LLMCallTimeoutError`'s message.", Value::template(CALL_TIMEOUT))
     .item("streamEndedEarly", "A native stream that ended before its final response.", STREAM_ENDED_EARLY)

@@ -265,6 +265,8 @@ pub struct LlmError {
     pub egress: Option<Box<egress::Refusal>>,
 }
 
+/// `LLMCallTimeoutError.code`.
+pub const CALL_TIMEOUT_CODE: &str = "LLM_CALL_TIMEOUT";
 /// `LLMCallTimeoutError`'s message (upstream 1.9's texts), with and without the agent's name.
 pub const CALL_TIMEOUT_AGENT: &str = "Agent \"{agent}\" LLM call exceeded per-call timeout of {timeoutMs}ms";
 pub const CALL_TIMEOUT: &str = "LLM call exceeded per-call timeout of {timeoutMs}ms";

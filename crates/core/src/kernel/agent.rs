@@ -896,6 +896,10 @@ pub mod wire {
 /// The texts `lib/agent.js` throws (through `lib/generated/boundary.js`): `{name}` marks a
 /// parameter. The `DRIVER_*` ones are driver bugs (a step the driver does not perform).
 pub mod texts {
+    /// The runner's `agentRole` for an agent without a system prompt; with one, its first
+    /// [`ROLE_PROMPT_LENGTH`] UTF-16 units.
+    pub const DEFAULT_ROLE: &str = "assistant";
+    pub const ROLE_PROMPT_LENGTH: u32 = 50;
     /// Upstream's text for `messages` that are not structured-cloneable (§15.1 does not cover it).
     pub const MESSAGES_NOT_CLONEABLE: &str =
         "messages must contain cloneable structured data (strings, arrays, and plain data objects)";

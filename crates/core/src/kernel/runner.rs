@@ -984,6 +984,8 @@ pub const DEFAULT_MAX_TURNS: f64 = 10.0;
 /// The texts the JS driver of the runner (`lib/runner.js`, `lib/errors.js`) produces, through
 /// `lib/generated/boundary.js`; `{name}` marks a parameter.
 pub mod texts {
+    /// `TokenBudgetExceededError.code`.
+    pub const TOKEN_BUDGET_EXCEEDED_CODE: &str = "TOKEN_BUDGET_EXCEEDED";
     /// `TokenBudgetExceededError`'s message.
     pub const TOKEN_BUDGET_EXCEEDED: &str =
         "Agent \"{agent}\" exceeded token budget: {tokensUsed} tokens used (budget: {budget})";
