@@ -1,5 +1,6 @@
 // Every function the addon exports has a type: the `#[napi]` exports in the generated
-// binding.d.ts, the raw callbacks of src/js/fast.rs in the hand-written lib/native.d.ts. A call
+// binding.d.ts, the raw callbacks of src/js/fast.rs in lib/native.d.ts (generated from their
+// declarations in crates/core/src/boundary/raw.rs). A call
 // added on the Rust side without a declaration (or a declaration left behind by a removed call)
 // fails here.
 import * as fs from 'fs'
@@ -28,6 +29,12 @@ describe('types of the native binding', () => {
   test('lib/native.d.ts declares only functions the binding has, and none napi already types', () => {
     expect([...raw].filter((name) => typeof binding[name] !== 'function')).toEqual([])
     expect([...raw].filter((name) => napi.has(name))).toEqual([])
+  })
+
+  test('the raw callbacks fast.rs registers are exactly those lib/native.d.ts declares', () => {
+    const rawExported = exported.filter((name) => !napi.has(name)).sort()
+    const declaredFunctions = [...fs.readFileSync(handWritten, 'utf8').matchAll(/^export declare function (\w+)/gm)].map((m) => m[1])
+    expect(rawExported).toEqual(declaredFunctions.sort())
   })
 
   test('lib/native.d.ts compiles strictly', () => {

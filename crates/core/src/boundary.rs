@@ -13,10 +13,14 @@
 //! A text with a parameter is a [`Value::Template`]: the Rust text with `{name}` placeholders
 //! becomes a JS arrow function of those names (a template literal: no parsing at run time).
 //!
+//! The binding's raw napi callbacks are declared in [`raw`], which renders `lib/native.d.ts`.
+//!
 //! Values that depend on the machine or the target at run time (a probe, the platform's list
 //! of inherited variables) are not constants of the build and stay napi calls.
 
 use std::fmt::Write as _;
+
+pub mod raw;
 
 use crate::kernel::runner::{self, wire, ActionKind};
 use crate::kernel::{agent, grants, message, semaphore};

@@ -1,4 +1,4 @@
-//! The generated boundary files (`lib/generated/boundary.js`, `.d.ts`) are fresh: rendered from
+//! The generated boundary files (`lib/generated/boundary.js`, `.d.ts`, `lib/native.d.ts`) are fresh: rendered from
 //! every crate's section (`oma_core::boundary`) and compared with the checked-in files. With
 //! `OMA_REGEN=1` the test writes them instead.
 
@@ -15,21 +15,25 @@ fn sections() -> Vec<Section> {
 
 #[test]
 fn generated_boundary_files_are_fresh() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/generated");
+    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib");
     let all = sections();
-    let files = [("boundary.js", boundary::render_js(&all)), ("boundary.d.ts", boundary::render_dts(&all))];
+    let files = [
+        ("generated/boundary.js", boundary::render_js(&all)),
+        ("generated/boundary.d.ts", boundary::render_dts(&all)),
+        ("native.d.ts", boundary::raw::render_native_dts()),
+    ];
     let regen = std::env::var_os("OMA_REGEN").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
     for (name, text) in &files {
-        let path = dir.join(name);
+        let path = lib.join(name);
         if regen {
-            std::fs::create_dir_all(&dir).expect("lib/generated is writable");
+            std::fs::create_dir_all(path.parent().expect("a file in a folder")).expect("lib/generated is writable");
             std::fs::write(&path, text).expect("a generated file is writable");
         } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             stale.push(*name);
         }
     }
-    assert!(stale.is_empty(), "lib/generated/{stale:?} differ from the Rust declarations: run `{REGEN_COMMAND}`");
+    assert!(stale.is_empty(), "lib/{stale:?} differ from the Rust declarations: run `{REGEN_COMMAND}`");
 }
 
 #[test]
