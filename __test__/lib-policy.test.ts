@@ -85,4 +85,12 @@ describe('lib/ holds no policy', () => {
     // A template is a function of its placeholders that fills them in.
     expect(boundary.executor.abortedDuringExecution('t')).toBe('Tool "t" was aborted during execution.')
   })
+
+  test('its declarations compile strictly and name every value it exports', () => {
+    const dts = path.join(LIB, 'generated', 'boundary.d.ts')
+    const program = ts.createProgram([dts], { strict: true, noEmit: true, skipLibCheck: false, types: [] })
+    expect(ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([])
+    const declared = [...fs.readFileSync(dts, 'utf8').matchAll(/^export declare const (\w+)/gm)].map((m) => m[1])
+    expect(declared.sort()).toEqual(Object.keys(require('../lib/generated/boundary.js')).sort())
+  })
 })

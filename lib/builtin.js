@@ -10,7 +10,7 @@ const { defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./util.js')
 const { NATIVE_INPUT_SCHEMA, INPUT_CHECKS } = require('./schema.js')
 const { executeWithBackstop, shellResult, failureText } = require('./shell.js')
 
-// The kernel's tables (src/js/builtin.rs), read once.
+// The kernel's tables (crates/core/src/tool/builtin/, generated).
 const TABLES = require('./generated/boundary.js').builtin
 const SKIP_DIRS = new Set(TABLES.skipDirs)
 const SAFE_ENV_ALLOWLIST = TABLES.safeEnvAllowlist

@@ -1,7 +1,7 @@
 'use strict'
 // The JS end of the runner's wire. The codes and layouts are defined once, in
-// crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the binding hands
-// the codes over at load (lib/generated/boundary.js), and this module is the only one that reads the layouts.
+// crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the codes come
+// generated (lib/generated/boundary.js), and this module is the only one that reads the layouts.
 const native = require('./native.js')
 
 const { wire: spec } = require('./generated/boundary.js')
