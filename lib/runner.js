@@ -398,11 +398,7 @@ class Drive {
     const toolDefs = runner.resolveTools()
     const signal = options.abortSignal ?? ro.abortSignal
     this.signal = signal
-    // The kernel's field list (its `tools` slot is the resolved tools), then the run's signal.
-    const chatOptions = boundary.llm.copyChatOptions(ro)
-    chatOptions.tools = toolDefs.length > 0 ? toolDefs : undefined
-    chatOptions.abortSignal = signal
-    this.chatOptions = chatOptions
+    this.chatOptions = boundary.llm.copyChatOptions(ro, toolDefs.length > 0 ? toolDefs : undefined, signal)
     // Grants what resolveTools() just resolved: its plan, or one made for this start from the
     // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
     const resolved = runner._resolved

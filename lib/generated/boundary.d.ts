@@ -525,8 +525,8 @@ export declare const llm: {
     compressReasoningText?: unknown
     systemPrompt?: unknown
   }
-  /** Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets). */
-  readonly copyChatOptions: (o: object) => {
+  /** The options an adapter gets: every `LLMChatOptions` field of `o` in the runner's order, with the run's `tools` and `abortSignal`. */
+  readonly copyChatOptions: (o: object, tools: unknown, abortSignal: unknown) => {
     model: unknown
     tools: unknown
     maxTokens: unknown
@@ -542,6 +542,7 @@ export declare const llm: {
     preserveReasoningAsText: unknown
     compressReasoningText: unknown
     systemPrompt: unknown
+    abortSignal: unknown
   }
   /** The message of a request its caller aborted. */
   readonly abortedMessage: "Request was aborted."

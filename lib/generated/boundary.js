@@ -565,10 +565,10 @@ const llm = Object.freeze({
     if ((v = o.systemPrompt) !== undefined) picked.systemPrompt = v
     return picked
   },
-  /** Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets). */
-  copyChatOptions: (o) => ({
+  /** The options an adapter gets: every `LLMChatOptions` field of `o` in the runner's order, with the run's `tools` and `abortSignal`. */
+  copyChatOptions: (o, tools, abortSignal) => ({
     model: o.model,
-    tools: o.tools,
+    tools,
     maxTokens: o.maxTokens,
     temperature: o.temperature,
     topP: o.topP,
@@ -582,6 +582,7 @@ const llm = Object.freeze({
     preserveReasoningAsText: o.preserveReasoningAsText,
     compressReasoningText: o.compressReasoningText,
     systemPrompt: o.systemPrompt,
+    abortSignal,
   }),
   /** The message of a request its caller aborted. */
   abortedMessage: "Request was aborted.",

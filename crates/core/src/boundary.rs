@@ -45,9 +45,13 @@ pub enum Value {
     /// not `undefined`, one named read each (each read site stays monomorphic: no loop over
     /// key names on the per-call path).
     PickDefined(Vec<String>),
-    /// A field list as a JS function `(o) => object` that copies every field of `o`, in order
-    /// (an object literal: one shape).
-    CopyAll(Vec<String>),
+    /// A field list as a JS function `(o, ...given) => object` that copies every field of `o`
+    /// in order, except those named in `given`, whose values are the function's further
+    /// arguments (one object literal: one shape, made at once).
+    CopyAll {
+        fields: Vec<String>,
+        given: Vec<String>,
+    },
 }
 
 impl Value {
@@ -520,11 +524,17 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{pad}return picked\n{end}}}");
         }
-        Value::CopyAll(fields) => {
-            out.push_str("(o) => ({\n");
+        Value::CopyAll { fields, given } => {
+            assert!(given.iter().all(|g| fields.contains(g)), "a given field is one of the fields");
+            let params: Vec<&str> = std::iter::once("o").chain(given.iter().map(String::as_str)).collect();
+            let _ = writeln!(out, "({}) => ({{", params.join(", "));
             for f in fields {
                 assert!(is_identifier(f), "a field list holds names: {f}");
-                let _ = writeln!(out, "{pad}{f}: o.{f},");
+                if given.contains(f) {
+                    let _ = writeln!(out, "{pad}{f},");
+                } else {
+                    let _ = writeln!(out, "{pad}{f}: o.{f},");
+                }
             }
             let _ = write!(out, "{end}}})");
         }
@@ -618,9 +628,14 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{end}}}");
         }
-        Value::PickDefined(fields) | Value::CopyAll(fields) => {
-            let optional = if matches!(v, Value::PickDefined(_)) { "?" } else { "" };
-            out.push_str("(o: object) => {\n");
+        Value::PickDefined(fields) | Value::CopyAll { fields, .. } => {
+            let (optional, given) = match v {
+                Value::CopyAll { given, .. } => ("", given.as_slice()),
+                _ => ("?", &[][..]),
+            };
+            let params: Vec<String> =
+                std::iter::once("o: object".to_string()).chain(given.iter().map(|g| format!("{g}: unknown"))).collect();
+            let _ = writeln!(out, "({}) => {{", params.join(", "));
             for f in fields {
                 let _ = writeln!(out, "{pad}{f}{optional}: unknown");
             }
@@ -695,17 +710,18 @@ mod tests {
         let s = vec![Section::new("t", "here", "Test.").item("pick", "P.", Value::PickDefined(fields.clone())).item(
             "copy",
             "C.",
-            Value::CopyAll(fields),
+            Value::CopyAll { fields, given: vec!["b".to_string()] },
         )];
         let js = render_js(&s);
         assert!(
             js.contains("if ((v = o.a) !== undefined) picked.a = v\n    if ((v = o.b) !== undefined) picked.b = v"),
             "{js}"
         );
-        assert!(js.contains("copy: (o) => ({\n    a: o.a,\n    b: o.b,\n  }),"), "{js}");
+        assert!(js.contains("copy: (o, b) => ({\n    a: o.a,\n    b,\n  }),"), "{js}");
         let dts = render_dts(&s);
+        assert!(dts.contains("readonly pick: (o: object) => {\n    a?: unknown\n"), "{dts}");
         assert!(
-            dts.contains("readonly pick: (o: object) => {\n    a?: unknown\n") && dts.contains("b: unknown\n  }"),
+            dts.contains("readonly copy: (o: object, b: unknown) => {\n    a: unknown\n    b: unknown\n  }"),
             "{dts}"
         );
     }

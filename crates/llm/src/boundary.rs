@@ -22,8 +22,11 @@ pub fn section() -> Section {
     )
     .item(
         "copyChatOptions",
-        "Every `LLMChatOptions` field of `o`, in the runner's order (the options an adapter gets).",
-        Value::CopyAll(crate::CHAT_OPTION_FIELDS.iter().map(|f| f.to_string()).collect()),
+        "The options an adapter gets: every `LLMChatOptions` field of `o` in the runner's order, with the run's `tools` and `abortSignal`.",
+        Value::CopyAll {
+            fields: crate::CHAT_OPTION_FIELDS.iter().chain(&["abortSignal"]).map(|f| f.to_string()).collect(),
+            given: vec!["tools".into(), "abortSignal".into()],
+        },
     )
     .item("abortedMessage", "The message of a request its caller aborted.", ABORTED_MESSAGE)
     .item(
