@@ -383,6 +383,19 @@ mod tests {
         FieldValue { ty: JsType::String, num: len as f64 }
     }
 
+    /// The descriptions that state a default say the default the glue applies (one number:
+    /// the const; the description is a `const` text, so it spells it and this ties them).
+    #[test]
+    fn described_defaults_are_the_defaults() {
+        use crate::tool::builtin::{bash, glob, grep};
+        let described = |tool: &str, field: &str| {
+            super::tool(tool).unwrap().fields.iter().find(|f| f.name == field).unwrap().description
+        };
+        assert!(described("grep", "maxResults").ends_with(&format!("Defaults to {}.", grep::DEFAULT_MAX_RESULTS)));
+        assert!(described("glob", "maxFiles").ends_with(&format!("Defaults to {}.", glob::DEFAULT_MAX_FILES)));
+        assert!(described("bash", "timeout").ends_with(&format!("Defaults to {} ms.", bash::DEFAULT_TIMEOUT_MS)));
+    }
+
     fn texts(tool: &str, top: JsType, fields: &[FieldValue]) -> Option<Vec<String>> {
         let t = super::tool(tool).unwrap();
         check(t, &InputView { top, fields })
