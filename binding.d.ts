@@ -123,9 +123,6 @@ export declare class NativeMcpClient {
   disconnect(): Promise<undefined>
 }
 
-/** The agent wire's codes by name (read once by `lib/agent.js`). */
-export declare function agentCodes(): Record<string, number>
-
 /**
  * The setup bits of `AgentConfig.outputSchemaRetries`, or the configuration error. Read once,
  * when the Agent is made with the option.
@@ -136,9 +133,6 @@ export declare function agentRetriesSetup(text: string): number | string
 
 /** Starts a run for `setup` (the wire's setup bits): its first step. */
 export declare function agentStart(setup: number): number
-
-/** The lifecycle status names, by their code on the wire. */
-export declare function agentStatuses(): Array<string>
 
 /**
  * The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
@@ -175,18 +169,6 @@ export declare function builtinCheckInput(fields: Float64Array): string | null
 
 export declare function builtinCollectFiles(dir: string, glob: string | undefined | null, maxFiles: number | undefined | null, cancel: CancelHandle): Promise<Array<string>>
 
-/** A built-in tool's input field: its JSON Schema property and Zod's extra checks. */
-export interface BuiltinField {
-  name: string
-  type: string
-  description: string
-  required: boolean
-  int: boolean
-  gte?: number
-  gt?: number
-  minLength?: number
-}
-
 export declare function builtinFileEdit(path: string, oldString: string, newString: string, replaceAll: boolean, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
 
 export declare function builtinFileRead(path: string, offset: number | undefined | null, limit: number | undefined | null, root: string | undefined | null, processCwd: string): Promise<NativeToolResult>
@@ -220,36 +202,6 @@ export declare function builtinResolvePath(input: string, root: string | undefin
  */
 export declare function builtinShellInvalidResult(field: string | undefined | null, got: string): string
 
-export declare function builtinTables(): BuiltinTables
-
-/** The built-in tools' tables, read once by lib/builtin.js. */
-export interface BuiltinTables {
-  /** The walkers' skipped directory names. */
-  skipDirs: Array<string>
-  /** The environment variables bash may inherit. */
-  safeEnvAllowlist: Array<string>
-  defaultTimeoutMs: number
-  /** A shell command's exit codes: deadline passed, aborted, could not start. */
-  exitTimedOut: number
-  exitAborted: number
-  exitStartFailed: number
-  /** A shell executor's lease: the message when `start()` and then `dispose()` failed. */
-  shellStartCleanupFailed: string
-  /** The warning's prefix for a dispose failure no run result can carry. */
-  shellDisposeFailedUnreported: string
-  /** The sandbox root's directory name under the process cwd when a context gives no `cwd`. */
-  defaultWorkspaceDirname: string
-  /** Zod 3's type names in the order of the tags the input description uses. */
-  jsTypes: Array<string>
-  /** Each tool's input fields; a tool's index is its id. */
-  tools: Array<BuiltinToolInput>
-}
-
-export interface BuiltinToolInput {
-  name: string
-  fields: Array<BuiltinField>
-}
-
 /** `null`, or `[errorClassName, message]` for options the constructor refuses. */
 export declare function confinedShellCheck(options: string): Array<string> | null
 
@@ -266,9 +218,6 @@ export declare function confinedShellWarning(missing: Array<string>): string
 
 /** The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy. */
 export declare function egressAdapterUnsupported(provider: string): string
-
-/** `EgressPolicyError.code` by `reason`, for the JS class. */
-export declare function egressCodes(): Record<string, string>
 
 export declare function estimateTokensJson(messagesJson: string): number
 
@@ -297,31 +246,6 @@ export interface ExecutorNext {
    */
   gateAction?: string
   gateReason?: string
-}
-
-export declare function executorProtocol(): ExecutorProtocol
-
-/** The machine's protocol as the JS driver reads it once at load. */
-export interface ExecutorProtocol {
-  /** What each step asks for, by name (`LOOKUP`, `CHECK_ABORT`, …). */
-  actions: Record<string, number>
-  /** The answers' codes by name (`FOUND`, `MISSING`, …). */
-  answers: Record<string, number>
-  /** The sub-codes of a `BAD_RESULT` answer (its `num` argument). */
-  badResults: Record<string, number>
-  /** The steps' codes by name (`Lookup`, `LimitResult`, …). */
-  steps: Record<string, number>
-  /** Each step's action. */
-  stepAction: Array<number>
-  /**
-   * `next[step * answers + answer]`: the next step for an answer without data, `decide`
-   * when the machine must see the answer ([`executor_answer`]), `-2` when the step does not
-   * take it.
-   */
-  next: Array<number>
-  decide: number
-  /** The bits of a `DECISION` answer (see [`executor_answer`]). */
-  decisionBits: Record<string, number>
 }
 
 export interface Extracted {
@@ -366,9 +290,6 @@ export declare function mcpConnect(configJson: string): Promise<NativeMcpClient>
 
 /** The variables a server inherits from `process.env` by default (read by the glue at load). */
 export declare function mcpDefaultEnvVars(): Array<string>
-
-/** The provider name an egress refusal gives the MCP client (`http::EGRESS_PROVIDER`). */
-export declare function mcpEgressProvider(): string
 
 export interface NativeConfinedResult {
   stdout: string
@@ -533,9 +454,3 @@ export declare function truncateToolOutput(data: string, maxChars: number): stri
 
 /** Checks runner options without keeping them (the Agent validates at construction). */
 export declare function validateRunnerOptions(optionsJson: string): string | null
-
-/**
- * The wire's constants for `lib/wire.js` (op codes, layouts, response kinds) and the grant
- * constants `index.js` exports; read once at load.
- */
-export declare function wireSpec(): string

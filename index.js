@@ -10,10 +10,24 @@ const { TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, Egre
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
 const {
-  LocalShellExecutor, bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool,
-  BUILT_IN_TOOLS, ALL_BUILT_IN_TOOLS_WITH_DELEGATE, registerBuiltInTools,
-  resolvePathWithinCwd, collectFiles, SKIP_DIRS, matchesGlob,
-  isSensitiveName, redactSensitiveText, redactSensitiveObject,
+  LocalShellExecutor,
+  bashTool,
+  fileReadTool,
+  fileWriteTool,
+  fileEditTool,
+  grepTool,
+  globTool,
+  delegateToAgentTool,
+  BUILT_IN_TOOLS,
+  ALL_BUILT_IN_TOOLS_WITH_DELEGATE,
+  registerBuiltInTools,
+  resolvePathWithinCwd,
+  collectFiles,
+  SKIP_DIRS,
+  matchesGlob,
+  isSensitiveName,
+  redactSensitiveText,
+  redactSensitiveObject,
 } = require('./lib/builtin.js')
 const { ConfinedShellExecutor } = require('./lib/confined-shell.js')
 

@@ -6,12 +6,13 @@ import * as fs from 'fs'
 import * as path from 'path'
 
 const native = require('../lib/native.js')
-const codes: Record<string, number> = native.agentCodes()
+const boundary = require('../lib/generated/boundary.js')
+const codes: Record<string, number> = boundary.agent.codes
 
 describe('the Agent machine across the binding', () => {
   test('every code lib/agent.js destructures is defined by the binding', () => {
     const source = fs.readFileSync(path.join(__dirname, '..', 'lib', 'agent.js'), 'utf8')
-    const block = /const \{([^}]*)\} = native\.agentCodes\(\)/.exec(source)
+    const block = /const \{([^}]*)\} = boundary\.agent\.codes/.exec(source)
     expect(block).not.toBeNull()
     const names = block![1].split(',').map((n) => n.trim()).filter((n) => n !== '')
     expect(names.length).toBeGreaterThan(20)
@@ -19,7 +20,7 @@ describe('the Agent machine across the binding', () => {
   })
 
   test('statuses are the contract names, by code', () => {
-    expect(native.agentStatuses()).toEqual(['idle', 'running', 'completed', 'error'])
+    expect(boundary.agent.statuses).toEqual(['idle', 'running', 'completed', 'error'])
   })
 
   test('a plain run: Running + RunRunner, then Completed + Finish with the result to build', () => {

@@ -1,5 +1,6 @@
 // Every function the addon exports has a type: the `#[napi]` exports in the generated
-// binding.d.ts, the raw callbacks of src/js/fast.rs in the hand-written lib/native.d.ts. A call
+// binding.d.ts, the raw callbacks of src/js/fast.rs in lib/native.d.ts (generated from their
+// declarations in crates/core/src/boundary/raw.rs). A call
 // added on the Rust side without a declaration (or a declaration left behind by a removed call)
 // fails here.
 import * as fs from 'fs'
@@ -30,6 +31,12 @@ describe('types of the native binding', () => {
     expect([...raw].filter((name) => napi.has(name))).toEqual([])
   })
 
+  test('the raw callbacks fast.rs registers are exactly those lib/native.d.ts declares', () => {
+    const rawExported = exported.filter((name) => !napi.has(name)).sort()
+    const declaredFunctions = [...fs.readFileSync(handWritten, 'utf8').matchAll(/^export declare function (\w+)/gm)].map((m) => m[1])
+    expect(rawExported).toEqual(declaredFunctions.sort())
+  })
+
   test('lib/native.d.ts compiles strictly', () => {
     const program = ts.createProgram([handWritten], { strict: true, noEmit: true, skipLibCheck: false, types: [] })
     const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))
@@ -57,7 +64,7 @@ describe('constants the binding hands over', () => {
 
   test('the action codes are distinct and fit the numeric layout', () => {
     const { OP } = require('../lib/wire.js')
-    const { kindBits } = JSON.parse(require('../binding.js').wireSpec())
+    const { kindBits } = require('../lib/generated/boundary.js').wire
     const codes = Object.values(OP) as number[]
     expect(new Set(codes).size).toBe(codes.length)
     for (const c of codes) expect(c).toBeLessThan(1 << kindBits)

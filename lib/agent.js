@@ -4,6 +4,7 @@
 // awaits what the user handed over (the hooks, the runner, the Zod schema) and builds the
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
+const boundary = require('./generated/boundary.js')
 const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
 const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
@@ -35,15 +36,57 @@ const { RunTimeout } = require('./deadline.js')
 // The machine's wire codes and status names, as the kernel defines them (module constants:
 // the driver reads them on every step).
 const {
-  ABORTED, ACTION_MASK, ADD_USAGE, AFTER_RUN, BEFORE_RUN, BUDGET_EXCEEDED, BUILD, COUNT_SPENT, ENTRY_PROMPT,
-  ENTRY_RUN, ENTRY_STREAM, EV_ABORTED, EV_AFTER_RUN_RETURNED, EV_BUDGET_EXCEEDED, EV_CHANGED,
-  EV_HAS_USER, EV_HOOK_RETURNED, EV_INVALID, EV_LOOP_DETECTED, EV_RUNNER_DONE, EV_RUNNER_ERROR,
-  EV_THREW, EV_TIMED_OUT, EVENT_SPAN, EV_TRACE_EMITTED, EV_VALID, FAILED, FINISH, HISTORY_MASK,
-  HISTORY_ROLLBACK, HISTORY_SHIFT, LOOP_DETECTED, MERGED, REPORT_OUTPUT, RETRY, REWRITE_LAST_USER,
-  RUN_RUNNER, SETUP_AFTER_RUN, SETUP_BEFORE_RUN, SETUP_DEFAULT_RETRIES, SETUP_OUTPUT_SCHEMA,
-  SETUP_TRACE, STATUS_MASK, STATUS_SHIFT, STRUCTURED, SUCCESS, TIMED_OUT, TRACE, VALIDATE
-} = native.agentCodes()
-const STATUSES = /** @type {Array<AgentState['status']>} */ (native.agentStatuses())
+  ABORTED,
+  ACTION_MASK,
+  ADD_USAGE,
+  AFTER_RUN,
+  BEFORE_RUN,
+  BUDGET_EXCEEDED,
+  BUILD,
+  COUNT_SPENT,
+  ENTRY_PROMPT,
+  ENTRY_RUN,
+  ENTRY_STREAM,
+  EV_ABORTED,
+  EV_AFTER_RUN_RETURNED,
+  EV_BUDGET_EXCEEDED,
+  EV_CHANGED,
+  EV_HAS_USER,
+  EV_HOOK_RETURNED,
+  EV_INVALID,
+  EV_LOOP_DETECTED,
+  EV_RUNNER_DONE,
+  EV_RUNNER_ERROR,
+  EV_THREW,
+  EV_TIMED_OUT,
+  EVENT_SPAN,
+  EV_TRACE_EMITTED,
+  EV_VALID,
+  FAILED,
+  FINISH,
+  HISTORY_MASK,
+  HISTORY_ROLLBACK,
+  HISTORY_SHIFT,
+  LOOP_DETECTED,
+  MERGED,
+  REPORT_OUTPUT,
+  RETRY,
+  REWRITE_LAST_USER,
+  RUN_RUNNER,
+  SETUP_AFTER_RUN,
+  SETUP_BEFORE_RUN,
+  SETUP_DEFAULT_RETRIES,
+  SETUP_OUTPUT_SCHEMA,
+  SETUP_TRACE,
+  STATUS_MASK,
+  STATUS_SHIFT,
+  STRUCTURED,
+  SUCCESS,
+  TIMED_OUT,
+  TRACE,
+  VALIDATE,
+} = boundary.agent.codes
+const STATUSES = boundary.agent.statuses
 const IDLE = STATUSES.indexOf('idle')
 const RUNNING = STATUSES.indexOf('running')
 const ERROR = STATUSES.indexOf('error')
@@ -103,7 +146,7 @@ function respond(word, event, text) {
  */
 function step(word, event) {
   const out = respond(word, event, null)
-  if (typeof out !== 'number') throw new Error('oma-kernel: agent driver got a step with a text on a path without texts')
+  if (typeof out !== 'number') throw new Error(boundary.agent.driverTextOnTextlessPath)
   return out
 }
 
@@ -113,7 +156,7 @@ function step(word, event) {
  * @param {number} action
  */
 function expectAction(word, action) {
-  if ((word & ACTION_MASK) !== action) throw new Error(`oma-kernel: agent driver expected action ${action}, got ${word & ACTION_MASK}`)
+  if ((word & ACTION_MASK) !== action) throw new Error(boundary.agent.driverExpectedAction(action, word & ACTION_MASK))
 }
 
 /**
@@ -138,8 +181,8 @@ function setupOf(entry, config, traced, retries) {
 // sees what the caller does to them afterwards. Any other value keeps 1.7's meaning (the text of
 // one user message, unchecked), where upstream rejects it. Upstream's texts for what §15.1 does
 // not cover:
-const NOT_CLONEABLE = 'messages must contain cloneable structured data (strings, arrays, and plain data objects)'
-const PROMPT_NOT_STRING = 'beforeRun.prompt must be a string'
+const NOT_CLONEABLE = boundary.agent.messagesNotCloneable
+const PROMPT_NOT_STRING = boundary.agent.promptNotString
 
 /** A deep copy of checked messages (structuredClone, as upstream; what it cannot copy, say a
  *  function inside a block, is the caller's InvalidMessageError).
@@ -192,7 +235,10 @@ function lastUserIndex(messages) {
  */
 function textAt(messages, index) {
   if (index < 0) return ''
-  return messages[index].content.filter((b) => b.type === 'text').map((b) => b.text).join('')
+  return messages[index].content
+    .filter((b) => b.type === 'text')
+    .map((b) => b.text)
+    .join('')
 }
 
 /**
@@ -310,7 +356,14 @@ function resultEvent(r, timeout) {
 function buildResult(word, attempts, feedbacks, structured, error) {
   if (word & FAILED) {
     /** @type {MutableResult} */
-    const r = { success: false, output: messageOf(error), messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 }, toolCalls: [], structured: undefined }
+    const r = {
+      success: false,
+      output: messageOf(error),
+      messages: [],
+      tokenUsage: { input_tokens: 0, output_tokens: 0 },
+      toolCalls: [],
+      structured: undefined,
+    }
     if (word & TIMED_OUT) {
       r.aborted = true
       r.timedOut = true
@@ -434,13 +487,18 @@ class Agent {
     this.messageHistory = []
     this.state = idleState()
     // Bad configuration is reported here rather than on the first run.
-    const err = validateOptions(coreOptionsJson({
-      maxTurns: config.maxTurns,
-      toolPreset: config.toolPreset,
-      allowedTools: config.tools,
-      disallowedTools: config.disallowedTools,
-      loopDetection: config.loopDetection,
-    }, ctorOptionsMemo))
+    const err = validateOptions(
+      coreOptionsJson(
+        {
+          maxTurns: config.maxTurns,
+          toolPreset: config.toolPreset,
+          allowedTools: config.tools,
+          disallowedTools: config.disallowedTools,
+          loopDetection: config.loopDetection,
+        },
+        ctorOptionsMemo,
+      ),
+    )
     if (err) throw new Error(err)
     checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')
     // Beyond the original (issue 19): checked by the kernel, which hands back its setup bits.
@@ -507,9 +565,11 @@ class Agent {
     // Not an async function: a running agent keeps no frame of run() alive (issue 18's W2).
     // (1.7's string input: any other value is the text of one user message, unchecked.)
     // Run's settles with the result alone (AgentRun.finish).
-    return /** @type {Promise<AgentRunResult>} */ (messages === null
-      ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions ?? {}, false)
-      : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true))
+    return /** @type {Promise<AgentRunResult>} */ (
+      messages === null
+        ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions ?? {}, false)
+        : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
+    )
   }
 
   /**
@@ -521,7 +581,9 @@ class Agent {
     const history = this.messageHistory
     history.push(userMessage)
     // A prompt's settles with the result and the history verdict (AgentRun.finish).
-    const { result, history: verdict } = /** @type {{ result: AgentRunResult, history: number }} */ (await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input)))
+    const { result, history: verdict } = /** @type {{ result: AgentRunResult, history: number }} */ (
+      await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input))
+    )
     if (verdict === HISTORY_ROLLBACK) {
       restore(history, userMessage)
       return result
@@ -694,7 +756,7 @@ class Agent {
     const c = this.config
     let adapter = c.adapter
     if (!adapter) {
-      adapter = newAdapter(c.provider ?? 'anthropic', c.apiKey, c.baseURL, c.region, c.egressPolicy)
+      adapter = newAdapter(c.provider ?? boundary.llm.defaultProvider, c.apiKey, c.baseURL, c.region, c.egressPolicy)
     } else if (c.egressPolicy !== undefined) {
       throw unsupportedAdapterError(adapter)
     }
@@ -724,7 +786,7 @@ class Agent {
       allowedTools: c.tools,
       disallowedTools: c.disallowedTools,
       agentName: this.name,
-      agentRole: c.systemPrompt === undefined ? 'assistant' : c.systemPrompt.slice(0, 50),
+      agentRole: c.systemPrompt === undefined ? boundary.agent.defaultRole : c.systemPrompt.slice(0, boundary.agent.rolePromptLength),
       cwd: c.cwd,
       loopDetection: c.loopDetection,
       maxTokenBudget: c.maxTokenBudget,
@@ -788,7 +850,7 @@ class Agent {
             case FINISH:
               return r.finish()
             default:
-              throw new Error(`oma-kernel: unknown agent action ${r.word & ACTION_MASK}`)
+              throw new Error(boundary.agent.driverUnknownAction(r.word & ACTION_MASK))
           }
         } catch (err) {
           event = r.threw(err)

@@ -13,8 +13,8 @@ const { executeWithBackstop, shellResult, failureText } = require('./shell.js')
 /** @typedef {import('../index.js').ToolUseContext} ToolUseContext */
 /** @typedef {import('../index.js').ToolResult} ToolResult */
 
-// The kernel's tables (src/js/builtin.rs), read once.
-const TABLES = native.builtinTables()
+// The kernel's tables (crates/core/src/tool/builtin/, generated).
+const TABLES = require('./generated/boundary.js').builtin
 const SKIP_DIRS = new Set(TABLES.skipDirs)
 const SAFE_ENV_ALLOWLIST = TABLES.safeEnvAllowlist
 const DEFAULT_TIMEOUT_MS = TABLES.defaultTimeoutMs
@@ -64,7 +64,13 @@ function zodTag(v) {
     case 'object':
       if (Array.isArray(v)) return TAG.array
       if (v === null) return TAG.null
-      if (/** @type {Fields} */ (v).then && typeof (/** @type {Fields} */ (v)).then === 'function' && /** @type {Fields} */ (v).catch && typeof (/** @type {Fields} */ (v)).catch === 'function') return TAG.promise
+      if (
+        /** @type {Fields} */ (v).then &&
+        typeof (/** @type {Fields} */ (v).then) === 'function' &&
+        /** @type {Fields} */ (v).catch &&
+        typeof (/** @type {Fields} */ (v).catch) === 'function'
+      )
+        return TAG.promise
       if (v instanceof Map) return TAG.map
       if (v instanceof Set) return TAG.set
       if (v instanceof Date) return TAG.date
@@ -138,6 +144,12 @@ function checkInput(toolName, input) {
 }
 
 /**
+ * A tool's description, as the kernel defines it.
+ * @param {string} toolName a built-in tool's
+ */
+const description = (toolName) => TABLES.tools[/** @type {{ id: number }} */ (INPUTS.get(toolName)).id].description
+
+/**
  * A tool's JSON Schema (§11.2) from the kernel's fields: `required` only when some are.
  * @param {string} toolName a built-in tool's
  */
@@ -161,7 +173,7 @@ function inputSchema(toolName) {
 function nativeFailure(toolName, err) {
   const e = /** @type {Fields | null | undefined} */ (err) // any value: read as it is
   const msg = e && typeof e.message === 'string' ? e.message : String(err)
-  return { data: `Tool "${toolName}" failed internally: ${msg}`, isError: true }
+  return { data: TABLES.failedInternally(toolName, msg), isError: true }
 }
 
 /** @param {import('../binding').NativeToolResult} r */
@@ -205,7 +217,7 @@ async function withCancel(signal, detectPreAborted, fn) {
  * @returns {Promise<import('./builtin.js').SafePathResult>}
  */
 async function resolvePathWithinCwd(inputPath, context, options = {}) {
-  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!(options?.ensureRoot))
+  const r = await native.builtinResolvePath(inputPath, sandboxRoot(context), process.cwd(), !!options?.ensureRoot)
   // The kernel sets `path` and `root` when ok, `error` otherwise.
   return r.ok ? { ok: true, path: /** @type {string} */ (r.path), root: /** @type {string} */ (r.root) } : { ok: false, error: /** @type {string} */ (r.error) }
 }
@@ -331,9 +343,10 @@ async function bashThrough(executor, input, context) {
   const signal = context.abortSignal
   let r
   try {
-    r = executor instanceof LocalShellExecutor
-      ? shellResult(await executor.exec(input.command, { cwd: input.cwd, timeoutMs, abortSignal: signal, sandboxRoot: root }))
-      : await executeWithBackstop(executor, input.command, { cwd: input.cwd, timeoutMs, sandboxRoot: root }, signal, timerDelay(timeoutMs))
+    r =
+      executor instanceof LocalShellExecutor
+        ? shellResult(await executor.exec(input.command, { cwd: input.cwd, timeoutMs, abortSignal: signal, sandboxRoot: root }))
+        : await executeWithBackstop(executor, input.command, { cwd: input.cwd, timeoutMs, sandboxRoot: root }, signal, timerDelay(timeoutMs))
   } catch (error) {
     r = { stdout: '', stderr: failureText(error), exitCode: TABLES.exitStartFailed }
   }
@@ -347,8 +360,7 @@ async function bashThrough(executor, input, context) {
 
 const bashTool = {
   name: 'bash',
-  description:
-    'Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.',
+  description: description('bash'),
   inputSchema: inputSchema('bash'),
   // Upstream 1.13: its grant permits real side effects (told to an onToolCall gate).
   consequential: true,
@@ -377,8 +389,7 @@ const bashTool = {
 
 const fileReadTool = {
   name: 'file_read',
-  description:
-    'Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format "N\\t<line>". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.',
+  description: description('file_read'),
   inputSchema: inputSchema('file_read'),
   /**
    * @param {{ path: string, offset?: number, limit?: number }} input
@@ -397,8 +408,7 @@ const fileReadTool = {
 
 const fileWriteTool = {
   name: 'file_write',
-  description:
-    'Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.',
+  description: description('file_write'),
   inputSchema: inputSchema('file_write'),
   consequential: true,
   /**
@@ -418,8 +428,7 @@ const fileWriteTool = {
 
 const fileEditTool = {
   name: 'file_edit',
-  description:
-    'Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once \u2014 use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.',
+  description: description('file_edit'),
   inputSchema: inputSchema('file_edit'),
   consequential: true,
   /**
@@ -441,8 +450,7 @@ const fileEditTool = {
 
 const grepTool = {
   name: 'grep',
-  description:
-    'Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. "*.ts"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.',
+  description: description('grep'),
   inputSchema: inputSchema('grep'),
   /**
    * @param {{ pattern: string, path?: string, glob?: string, maxResults?: number }} input
@@ -455,7 +463,15 @@ const grepTool = {
     try {
       return result(
         await withCancel(signal, true, (h) =>
-          native.builtinGrep(input.pattern, input.path ?? null, input.glob ?? null, input.maxResults ?? 100, sandboxRoot(context), process.cwd(), h),
+          native.builtinGrep(
+            input.pattern,
+            input.path ?? null,
+            input.glob ?? null,
+            input.maxResults ?? TABLES.defaultMaxResults,
+            sandboxRoot(context),
+            process.cwd(),
+            h,
+          ),
         ),
       )
     } catch (err) {
@@ -466,8 +482,7 @@ const grepTool = {
 
 const globTool = {
   name: 'glob',
-  description:
-    'List file paths under a directory that match an optional filename glob. Does not read file contents \u2014 use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.',
+  description: description('glob'),
   inputSchema: inputSchema('glob'),
   /**
    * @param {{ path?: string, pattern?: string, maxFiles?: number }} input
@@ -480,7 +495,7 @@ const globTool = {
     try {
       return result(
         await withCancel(signal, true, (h) =>
-          native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? 500, sandboxRoot(context), process.cwd(), h),
+          native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? TABLES.defaultMaxFiles, sandboxRoot(context), process.cwd(), h),
         ),
       )
     } catch (err) {
@@ -491,8 +506,7 @@ const globTool = {
 
 const delegateToAgentTool = {
   name: 'delegate_to_agent',
-  description:
-    "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
+  description: description('delegate_to_agent'),
   inputSchema: inputSchema('delegate_to_agent'),
   /**
    * @param {{ target_agent: string, prompt: string }} input
@@ -507,13 +521,13 @@ const delegateToAgentTool = {
     const pool = team ? team.delegationPool : undefined
     const slots = pool != null && typeof pool.availableRunSlots === 'number' && !Number.isNaN(pool.availableRunSlots) ? pool.availableRunSlots : null
     const guard = native.builtinCheckDelegation(
-      !!(team?.runDelegatedAgent),
+      !!team?.runDelegatedAgent,
       String(caller),
       target,
       team?.agents ? Array.from(team.agents, String) : [],
       team?.delegationChain ? Array.from(team.delegationChain, String) : [],
-      Number((team?.delegationDepth) ?? 0),
-      Number((team?.maxDelegationDepth) ?? 3),
+      Number(team?.delegationDepth ?? 0),
+      Number(team?.maxDelegationDepth ?? TABLES.defaultMaxDelegationDepth),
       slots,
     )
     if (guard !== null) return { data: guard, isError: true }
@@ -565,9 +579,7 @@ function loadZod() {
     } catch (e) {
       const err = /** @type {Fields | null | undefined} */ (e) // any value: read as it is
       const why = err && typeof err.message === 'string' ? err.message.split('\n')[0] : String(e)
-      throw new Error(
-        `@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency "zod" (^3.25 || ^4), which could not be loaded: ${why}. Install it with: npm install zod`,
-      )
+      throw new Error(TABLES.zodMissing(why))
     }
     zodCache = typeof m.object === 'function' ? m : m.z
   }
@@ -581,7 +593,7 @@ function loadZod() {
 function zodInputSchema(z, toolName) {
   // Zod 4's .int() also caps at 2^53; the kernel's check (Number.isInteger) and Zod 3 do not.
   const zod4 = typeof z.number()._zod === 'object'
-  const int = zod4 ? (/** @type {ZodBuilder} */ s) => s.refine(Number.isInteger, { message: 'Invalid input: expected int, received number' }) : (/** @type {ZodBuilder} */ s) => s.int()
+  const int = zod4 ? (/** @type {ZodBuilder} */ s) => s.refine(Number.isInteger, { message: TABLES.zod4IntIssue }) : (/** @type {ZodBuilder} */ s) => s.int()
   /** @type {Record<string, ZodBuilder>} */
   const shape = {}
   for (const f of TABLES.tools[/** @type {{ id: number }} */ (INPUTS.get(toolName)).id].fields) {
@@ -620,7 +632,7 @@ for (const tool of ALL_BUILT_IN_TOOLS_WITH_DELEGATE) {
     },
     set(value) {
       // A replaced schema is the tool's schema from then on, for the kernel too.
-      delete /** @type {{ [NATIVE_INPUT_SCHEMA]?: unknown }} */ (tool)[NATIVE_INPUT_SCHEMA]
+      delete (/** @type {{ [NATIVE_INPUT_SCHEMA]?: unknown }} */ (tool)[NATIVE_INPUT_SCHEMA])
       Object.defineProperty(tool, 'inputSchema', { value, writable: true, enumerable: true, configurable: true })
     },
   })

@@ -6,7 +6,7 @@
 // cancel handle, tracks the commands in flight for dispose(), and warns once.
 const native = require('./native.js')
 // The shell's exit code for an aborted command, the kernel's (bash.rs).
-const EXIT_ABORTED = native.builtinTables().exitAborted
+const EXIT_ABORTED = require('./generated/boundary.js').builtin.exitAborted
 const { hostEnv, timerDelay } = require('./builtin.js')
 
 /** A JS value as the kernel's option check reads it (tag `t`, value `v`), so `undefined`, NaN,
@@ -88,16 +88,11 @@ class ConfinedShellExecutor {
     if (signal) signal.addEventListener('abort', onAbort, { once: true })
     /** @type {InFlight} */
     const entry = { handle, done: null }
-    const run = this.#shell.exec(
-      command,
-      timerDelay(options.timeoutMs),
-      options.cwd ?? null,
-      options.sandboxRoot ?? null,
-      process.cwd(),
-      hostEnv(),
-      handle,
+    const run = this.#shell.exec(command, timerDelay(options.timeoutMs), options.cwd ?? null, options.sandboxRoot ?? null, process.cwd(), hostEnv(), handle)
+    entry.done = run.then(
+      () => {},
+      () => {},
     )
-    entry.done = run.then(() => {}, () => {})
     this.#inflight.add(entry)
     let r
     try {

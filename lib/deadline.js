@@ -6,6 +6,7 @@
 const timers = require('node:timers')
 const { LLMCallTimeoutError } = require('./errors.js')
 const { attach } = require('./util.js')
+const { timeoutAbortReason: TIMEOUT_REASON } = require('./generated/boundary.js').runner
 
 /**
  * Whether `signal` can tell a listener about an abort (a caller may pass any object).
@@ -212,7 +213,7 @@ class CallDeadline extends Deadline {
     this.timedOut = true
     if (pending !== null && !this.baseAborted()) pending.reject(this.timeoutError())
     // The same reason `AbortSignal.timeout` gives, for an adapter that reads it.
-    this.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
+    this.controller.abort(new DOMException(TIMEOUT_REASON, 'TimeoutError'))
   }
 
   timeoutError() {
@@ -233,7 +234,10 @@ class CallDeadline extends Deadline {
    * @param {import('../index.js').LLMChatOptions} options
    */
   chat(adapter, messages, options) {
-    return this.race(() => adapter.chat(messages, { ...options, abortSignal: this.signal }), (err) => this.error(err))
+    return this.race(
+      () => adapter.chat(messages, { ...options, abortSignal: this.signal }),
+      (err) => this.error(err),
+    )
   }
 }
 
@@ -265,7 +269,7 @@ class RunTimeout {
   }
 
   timeUp() {
-    this.controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'))
+    this.controller.abort(new DOMException(TIMEOUT_REASON, 'TimeoutError'))
   }
 
   clear() {

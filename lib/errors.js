@@ -1,4 +1,5 @@
 'use strict'
+const boundary = require('./generated/boundary.js')
 // Error classes are created here, in JS, so that `instanceof` works in the caller's realm
 // (Jest's sandbox included): objects made by the addon belong to Node's main realm.
 
@@ -9,8 +10,8 @@ class TokenBudgetExceededError extends Error {
    * @param {number} budget
    */
   constructor(agent, tokensUsed, budget) {
-    super(`Agent "${agent}" exceeded token budget: ${tokensUsed} tokens used (budget: ${budget})`)
-    this.code = 'TOKEN_BUDGET_EXCEEDED'
+    super(boundary.runner.tokenBudgetExceeded(agent, tokensUsed, budget))
+    this.code = boundary.runner.tokenBudgetExceededCode
     this.name = 'TokenBudgetExceededError'
     this.agent = agent
     this.tokensUsed = tokensUsed
@@ -22,7 +23,7 @@ class InvalidMessageError extends Error {
   /** @param {string} message */
   constructor(message) {
     super(message)
-    this.code = 'INVALID_MESSAGE'
+    this.code = boundary.runner.messageValidation.code
     this.name = 'InvalidMessageError'
   }
 }
@@ -35,10 +36,8 @@ class LLMCallTimeoutError extends Error {
    * @param {string} [agent]
    */
   constructor(timeoutMs, agent) {
-    super(agent !== undefined
-      ? `Agent "${agent}" LLM call exceeded per-call timeout of ${timeoutMs}ms`
-      : `LLM call exceeded per-call timeout of ${timeoutMs}ms`)
-    this.code = 'LLM_CALL_TIMEOUT'
+    super(agent !== undefined ? boundary.llm.callTimeoutAgent(agent, timeoutMs) : boundary.llm.callTimeout(timeoutMs))
+    this.code = boundary.llm.callTimeoutCode
     this.name = 'LLMCallTimeoutError'
     this.timeoutMs = timeoutMs
     this.agent = agent
@@ -46,7 +45,7 @@ class LLMCallTimeoutError extends Error {
 }
 
 /** `EgressPolicyError.code` by reason (the table is the kernel's, crates/llm/src/egress.rs). */
-const EGRESS_CODES = new Map(Object.entries(require('./native.js').egressCodes()))
+const EGRESS_CODES = new Map(Object.entries(boundary.llm.egressCodes))
 
 /** A framework-owned LLM request refused by an egress policy, or a policy that is invalid or
  *  cannot be enforced (upstream 1.16: the constructor, fields and codes are upstream's; any
@@ -72,7 +71,7 @@ class EgressPolicyError extends Error {
 // a refused or invalid egress policy.
 const TERMINAL = [TokenBudgetExceededError, InvalidMessageError, EgressPolicyError]
 // HTTP statuses of a 4xx error that another attempt may still get past.
-const RETRYABLE_4XX = [408, 409, 429]
+const RETRYABLE_4XX = boundary.llm.retryable4xx
 
 /** A caller's cancellation (upstream's isCancellationError): an `AbortError`, or the OpenAI SDK's
  *  `APIUserAbortError`, whose `name` is plain `Error`.
@@ -145,7 +144,7 @@ function safeString(x) {
   } catch {
     // A revoked Proxy cannot even be tagged.
   }
-  return `[${typeof x} that cannot be converted to text]`
+  return boundary.runner.unconvertibleValue(typeof x)
 }
 
 /**
@@ -174,6 +173,12 @@ function toError(err) {
 }
 
 module.exports = {
-  TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, EgressPolicyError, isRetryableError, toError, isError,
+  TokenBudgetExceededError,
+  InvalidMessageError,
+  LLMCallTimeoutError,
+  EgressPolicyError,
+  isRetryableError,
+  toError,
+  isError,
   safeString,
 }

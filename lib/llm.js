@@ -7,6 +7,9 @@ const native = require('./native.js')
 const wire = require('./wire.js')
 const { InvalidMessageError, EgressPolicyError, toError } = require('./errors.js')
 const { isOwnEnumerable, onlyKeys } = require('./util.js')
+const boundary = require('./generated/boundary.js')
+const MESSAGE_TEXTS = boundary.runner.messageValidation
+const PICK_CHAT_OPTIONS = boundary.llm.pickChatOptions
 
 /** @typedef {import('./util.js').Fields} Fields */
 /** @typedef {import('./util.js').UncheckedValue} UncheckedValue */
@@ -65,21 +68,21 @@ function typeName(v) {
  */
 function assertValidMessages(messages, from = 0) {
   if (!Array.isArray(messages)) {
-    throw new InvalidMessageError(`messages must be an array, got ${typeName(messages)}`)
+    throw new InvalidMessageError(MESSAGE_TEXTS.notAnArray(typeName(messages)))
   }
   for (let i = from; i < messages.length; i++) {
     const m = messages[i]
     if (m === null || typeof m !== 'object' || Array.isArray(m)) {
-      throw new InvalidMessageError(`messages[${i}] must be an object, got ${typeName(m)}`)
+      throw new InvalidMessageError(MESSAGE_TEXTS.messageNotAnObject(i, typeName(m)))
     }
     const content = m.content
     if (!Array.isArray(content)) {
-      throw new InvalidMessageError(`messages[${i}].content must be a ContentBlock[], got ${typeName(content)}`)
+      throw new InvalidMessageError(MESSAGE_TEXTS.contentNotAnArray(i, typeName(content)))
     }
     for (let j = 0; j < content.length; j++) {
       const b = content[j]
       if (b === null || typeof b !== 'object' || typeof b.type !== 'string') {
-        throw new InvalidMessageError(`messages[${i}].content[${j}] must be a content block with a string "type"`)
+        throw new InvalidMessageError(MESSAGE_TEXTS.blockWithoutType(i, j))
       }
     }
   }
@@ -144,44 +147,14 @@ function linkSignal(signal) {
 // Only the LLMChatOptions fields cross: callers may pass richer objects (a runner's options with
 // callbacks or schemas) that JSON.stringify would choke on or copy for nothing.
 
-/** The LLMChatOptions fields of `options` (read once each, in this order), tools reduced to what
- *  crosses. Named reads rather than a loop over key names: each read site stays monomorphic.
+/** The LLMChatOptions fields of `options` (read once each, in the kernel's order: the generated
+ *  picker, named reads rather than a loop over key names, so each read site stays monomorphic),
+ *  tools reduced to what crosses.
  * @param {LLMChatOptions} o
  */
 function pickOptions(o) {
-  /** @type {{ -readonly [K in keyof LLMChatOptions]?: LLMChatOptions[K] }} */
-  const picked = {}
-  let v
-  v = o.model
-  if (v !== undefined) picked.model = v
-  v = o.tools
-  if (v !== undefined) picked.tools = v
-  v = o.maxTokens
-  if (v !== undefined) picked.maxTokens = v
-  v = o.temperature
-  if (v !== undefined) picked.temperature = v
-  v = o.topP
-  if (v !== undefined) picked.topP = v
-  v = o.topK
-  if (v !== undefined) picked.topK = v
-  v = o.minP
-  if (v !== undefined) picked.minP = v
-  v = o.frequencyPenalty
-  if (v !== undefined) picked.frequencyPenalty = v
-  v = o.presencePenalty
-  if (v !== undefined) picked.presencePenalty = v
-  v = o.parallelToolCalls
-  if (v !== undefined) picked.parallelToolCalls = v
-  v = o.extraBody
-  if (v !== undefined) picked.extraBody = v
-  v = o.thinking
-  if (v !== undefined) picked.thinking = v
-  v = o.preserveReasoningAsText
-  if (v !== undefined) picked.preserveReasoningAsText = v
-  v = o.compressReasoningText
-  if (v !== undefined) picked.compressReasoningText = v
-  v = o.systemPrompt
-  if (v !== undefined) picked.systemPrompt = v
+  // The picker's fields are LLMChatOptions' own (oma_llm::CHAT_OPTION_FIELDS, checked in Rust).
+  const picked = /** @type {{ -readonly [K in keyof LLMChatOptions]?: LLMChatOptions[K] }} */ (PICK_CHAT_OPTIONS(o))
   if (picked.tools) {
     picked.tools = picked.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema }))
   }
@@ -211,7 +184,7 @@ const UNCACHEABLE = Object.freeze({})
  */
 function snapshot(v) {
   if (v === null || typeof v !== 'object') return v
-  if (typeof (/** @type {Fields} */ (v)).toJSON === 'function') return UNCACHEABLE
+  if (typeof (/** @type {Fields} */ (v).toJSON) === 'function') return UNCACHEABLE
   if (Array.isArray(v)) {
     const items = new Array(v.length)
     for (let i = 0; i < v.length; i++) items[i] = snapshot(v[i])
@@ -230,7 +203,7 @@ function snapshot(v) {
  */
 function unchanged(v, s) {
   if (v === null || typeof v !== 'object') return v === s
-  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
+  if (s === null || typeof s !== 'object' || s === UNCACHEABLE || typeof (/** @type {Fields} */ (v).toJSON) === 'function') return false
   if (s.items !== undefined) {
     if (!Array.isArray(v) || v.length !== s.items.length) return false
     for (let i = 0; i < v.length; i++) if (!unchanged(v[i], /** @type {Recorded} */ (s.items[i]))) return false
@@ -310,7 +283,7 @@ function messageWire(m, i, st) {
   if (!onlyKeys(m, 'role', 'content')) return undefined
   const role = m.role
   const content = m.content
-  if (typeof role !== 'string' || !Array.isArray(content) || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
+  if (typeof role !== 'string' || !Array.isArray(content) || typeof (/** @type {unknown[] & Fields} */ (content).toJSON) === 'function') return undefined
   let out = `{"role":${q(role)},"content":[`
   /** @type {BlockSnap[]} */
   const blocks = new Array(content.length)
@@ -390,7 +363,7 @@ class MessageSnap {
     if (!onlyKeys(m, 'role', 'content') || m.role !== this.role) return false
     const c = m.content
     const blocks = this.blocks
-    if (!Array.isArray(c) || typeof (/** @type {unknown[] & Fields} */ (c)).toJSON === 'function' || c.length !== blocks.length) return false
+    if (!Array.isArray(c) || typeof (/** @type {unknown[] & Fields} */ (c).toJSON) === 'function' || c.length !== blocks.length) return false
     for (let j = 0; j < blocks.length; j++) {
       const b = c[j]
       if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !blocks[j].same(b, Object.keys(b))) return false
@@ -431,8 +404,17 @@ class ToolUseSnap {
    * @param {string[]} k its keys
    */
   same(b, k) {
-    return k.length === 4 && k[0] === 'type' && k[1] === 'id' && k[2] === 'name' && k[3] === 'input' &&
-      b.type === 'tool_use' && b.id === this.id && b.name === this.name && unchanged(b.input, /** @type {Recorded} */ (this.input))
+    return (
+      k.length === 4 &&
+      k[0] === 'type' &&
+      k[1] === 'id' &&
+      k[2] === 'name' &&
+      k[3] === 'input' &&
+      b.type === 'tool_use' &&
+      b.id === this.id &&
+      b.name === this.name &&
+      unchanged(b.input, /** @type {Recorded} */ (this.input))
+    )
   }
 }
 
@@ -672,10 +654,10 @@ async function createAdapter(provider, apiKey, baseURL, region, egressPolicy) {
  */
 function warnIgnoredBaseURL(provider, baseURL) {
   if (provider === 'bedrock' && baseURL) {
-    console.warn('[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.')
+    console.warn(boundary.llm.bedrockBaseUrlIgnored)
   }
   if (provider === 'copilot' && baseURL) {
-    console.warn('[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.')
+    console.warn(boundary.llm.copilotBaseUrlIgnored)
   }
 }
 
@@ -813,9 +795,7 @@ function normalizeEgressPolicy(policy) {
   } catch (e) {
     throw fromNative(e)
   }
-  const out = p.mode === 'offline'
-    ? Object.freeze({ mode: 'offline' })
-    : Object.freeze({ mode: 'allowlist', allowedOrigins: Object.freeze(p.allowedOrigins) })
+  const out = p.mode === 'offline' ? Object.freeze({ mode: 'offline' }) : Object.freeze({ mode: 'allowlist', allowedOrigins: Object.freeze(p.allowedOrigins) })
   nativePolicies.set(out, p)
   return out
 }

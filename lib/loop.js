@@ -7,9 +7,10 @@ class LoopDetector {
   constructor(config = {}) {
     // `match` (beyond the original) is checked by the kernel; unset it costs nothing.
     const m = config.match
-    this._core = m === undefined
-      ? new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow)
-      : new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow, JSON.stringify(m) ?? 'null')
+    this._core =
+      m === undefined
+        ? new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow)
+        : new native.LoopDetectorCore(config.maxRepetitions, config.loopDetectionWindow, JSON.stringify(m) ?? 'null')
   }
   /** @param {ReadonlyArray<{ readonly name: string, readonly input: unknown }>} blocks */
   recordToolCalls(blocks) {

@@ -5,6 +5,7 @@
 // function, wires each call's AbortSignal to a native cancel,
 // and builds the ToolDefinition objects in the caller's realm. No @modelcontextprotocol/sdk.
 const native = require('./native.js')
+const MCP = require('./generated/boundary.js').mcp
 const { defineTool } = require('./tools.js')
 const { normalizeEgressPolicy, egressRefusal } = require('./llm.js')
 
@@ -152,7 +153,7 @@ function terminateLive() {
 async function currentToken(authToken) {
   if (authToken === undefined || authToken === null) return undefined
   const t = typeof authToken === 'function' ? await authToken() : authToken
-  if (typeof t !== 'string') throw new TypeError('connectMCPTools: authToken must be a string or a function returning one')
+  if (typeof t !== 'string') throw new TypeError(MCP.authTokenNotAString)
   return t
 }
 
@@ -166,7 +167,7 @@ function headerPairs(headers) {
 }
 
 // The name egress refusals give the MCP client, the kernel's.
-const EGRESS_PROVIDER = native.mcpEgressProvider()
+const EGRESS_PROVIDER = MCP.egressProvider
 
 /**
  * `egressPolicy` (Streamable HTTP): normalised as the adapters' (an invalid one throws
@@ -191,7 +192,7 @@ function egressPolicyOf(config) {
  * @returns {Promise<import('../mcp.js').ConnectedMCPTools>}
  */
 async function connectMCPTools(config) {
-  if (config === null || typeof config !== 'object') throw new TypeError('connectMCPTools: config must be an object')
+  if (config === null || typeof config !== 'object') throw new TypeError(MCP.configNotAnObject)
   const egressPolicy = egressPolicyOf(config)
   const authToken = config.authToken
   const json = JSON.stringify({

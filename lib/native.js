@@ -67,7 +67,7 @@ function supportedSuffixes(pkg) {
     .filter((name) => name.startsWith(prefix))
     .map((name) => name.slice(prefix.length))
   if (fromDeps.length > 0) return fromDeps
-  const targets = (pkg.napi?.targets) || []
+  const targets = pkg.napi?.targets || []
   return targets.map((t) => TRIPLES[t] || t)
 }
 
@@ -99,7 +99,7 @@ function repositoryUrl(pkg) {
 function glibcRuntime() {
   try {
     const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport())
-    return (report?.header?.glibcVersionRuntime) || null
+    return report?.header?.glibcVersionRuntime || null
   } catch {
     return null
   }
@@ -113,21 +113,17 @@ function loadError(err) {
   const host = hostSuffix()
   const supported = supportedSuffixes(pkg)
   const platformPackage = `${name}-${host}`
-  const binaryName = (pkg.napi?.binaryName) || 'oma-kernel'
+  const binaryName = pkg.napi?.binaryName || 'oma-kernel'
   const list = supported.map((s) => `  ${s}${NOTES[s] ? ` (${NOTES[s]})` : ''}`).join('\n')
   const fromSource = [
-    `To build it from source (needs Node ${(pkg.engines?.node) || '>= 20'} and a Rust stable toolchain):`,
+    `To build it from source (needs Node ${pkg.engines?.node || '>= 20'} and a Rust stable toolchain):`,
     `  git clone ${repositoryUrl(pkg)} oma-kernel && cd oma-kernel && npm install && npm run build`,
     `then point the loader at the result: NAPI_RS_NATIVE_LIBRARY_PATH=/abs/path/oma-kernel/${binaryName}.${host}.node`,
   ].join('\n')
   const causes = causeText(err)
   const lines = []
   if (!supported.includes(host)) {
-    lines.push(
-      `${name}: no prebuilt native binary for this platform (${host}).`,
-      `Prebuilt binaries exist for:\n${list}`,
-      fromSource,
-    )
+    lines.push(`${name}: no prebuilt native binary for this platform (${host}).`, `Prebuilt binaries exist for:\n${list}`, fromSource)
   } else if (causes.some((c) => /GLIBC_[0-9.]+' not found/.test(c))) {
     lines.push(
       `${name}: the native binary for ${host} needs ${NOTES[host] || 'a newer glibc'}; this system has glibc ${glibcRuntime() || '(unknown)'}.`,

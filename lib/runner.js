@@ -11,6 +11,8 @@ const wire = require('./wire.js')
 const { ABANDON_AFTER_MS, callDeadline, listenable } = require('./deadline.js')
 const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('./shell.js')
+const boundary = require('./generated/boundary.js')
+const RUNNER = boundary.runner
 
 const { OP, REJECTED } = wire
 
@@ -74,18 +76,26 @@ function coreOptionsJson(o, memo) {
     toolPreset: o.toolPreset,
     allowedTools: o.allowedTools,
     disallowedTools: o.disallowedTools,
-    loopDetection: ld ? {
-      maxRepetitions: ld.maxRepetitions,
-      loopDetectionWindow: ld.loopDetectionWindow,
-      onLoopDetected: typeof ld.onLoopDetected === 'function' ? undefined : ld.onLoopDetected,
-      match: ld.match,
-    } : undefined,
+    loopDetection: ld
+      ? {
+          maxRepetitions: ld.maxRepetitions,
+          loopDetectionWindow: ld.loopDetectionWindow,
+          onLoopDetected: typeof ld.onLoopDetected === 'function' ? undefined : ld.onLoopDetected,
+          match: ld.match,
+        }
+      : undefined,
     loopCallback: ld ? typeof ld.onLoopDetected === 'function' : undefined,
-    contextStrategy: cs ? {
-      type: cs.type, maxTurns: cs.maxTurns, maxTokens: cs.maxTokens, preserveRecentTurns: cs.preserveRecentTurns,
-      minToolResultChars: cs.minToolResultChars, minTextBlockChars: cs.minTextBlockChars,
-      textBlockExcerptChars: cs.textBlockExcerptChars,
-    } : undefined,
+    contextStrategy: cs
+      ? {
+          type: cs.type,
+          maxTurns: cs.maxTurns,
+          maxTokens: cs.maxTokens,
+          preserveRecentTurns: cs.preserveRecentTurns,
+          minToolResultChars: cs.minToolResultChars,
+          minTextBlockChars: cs.minTextBlockChars,
+          textBlockExcerptChars: cs.textBlockExcerptChars,
+        }
+      : undefined,
     compressToolResults: o.compressToolResults,
   }
   return memo === undefined ? JSON.stringify(picked) : llm.memoJson(memo, picked)
@@ -101,7 +111,7 @@ function promptOf(conv) {
   const m = /** @type {Fields | null | undefined} */ (conv[0]) // the caller's: any value
   if (m === null || typeof m !== 'object' || typeof m.toJSON === 'function' || !onlyKeys(m, 'role', 'content') || m.role !== 'user') return undefined
   const content = m.content
-  if (!Array.isArray(content) || content.length !== 1 || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
+  if (!Array.isArray(content) || content.length !== 1 || typeof (/** @type {unknown[] & Fields} */ (content).toJSON) === 'function') return undefined
   const b = /** @type {Fields | null | undefined} */ (content[0])
   if (b === null || typeof b !== 'object' || typeof b.toJSON === 'function' || !onlyKeys(b, 'type', 'text')) return undefined
   return b.type === 'text' && typeof b.text === 'string' ? b.text : undefined
@@ -120,10 +130,14 @@ function promptOf(conv) {
  * @returns {LLMMessage[]}
  */
 function applyPlan(conv, plan) {
-  return plan.map((p) => (typeof p === 'number' ? conv[p] : {
-    role: p.role,
-    content: p.content.map((b) => (typeof b === 'number' ? conv[p.src].content[b] : b)),
-  }))
+  return plan.map((p) =>
+    typeof p === 'number'
+      ? conv[p]
+      : {
+          role: p.role,
+          content: p.content.map((b) => (typeof b === 'number' ? conv[p.src].content[b] : b)),
+        },
+  )
 }
 
 /** @param {unknown} response what the adapter returned */
@@ -200,7 +214,9 @@ const runLeases = new FinalizationRegistry((id) => native.runRelease(id))
 const summaryCaches = new FinalizationRegistry((id) => native.summaryCacheFree(id))
 // A stream dropped without return() also ends its run's shell executor lease.
 /** @type {FinalizationRegistry<RunScopedShellExecutor>} */
-const shellLeases = new FinalizationRegistry((shell) => { releaseUnreported(shell) })
+const shellLeases = new FinalizationRegistry((shell) => {
+  releaseUnreported(shell)
+})
 const num = (/** @type {unknown} */ v) => (typeof v === 'number' ? v : 0)
 
 /** The driver's view of one answer: `content` is read once (the mirror keeps that very
@@ -231,7 +247,7 @@ function respond(id, response) {
     try {
       json = JSON.stringify(copy === undefined ? content : copy) ?? null
     } catch (e) {
-      throw new Error(`LLM adapter returned a malformed response: "content" cannot be written as JSON (${unserialisable(e)})`)
+      throw new Error(RUNNER.malformedContent(unserialisable(e)))
     }
     const u = /** @type {Fields & { usage?: Fields | null }} */ (response).usage
     answer.content = content
@@ -248,16 +264,20 @@ function respond(id, response) {
  */
 function unserialisable(e) {
   const msg = thrownMessage(e)
-  if (/Maximum call stack/.test(msg)) return 'it is nested too deeply: Maximum call stack size exceeded'
-  if (/circular/i.test(msg)) return 'it holds a circular reference'
-  if (/BigInt/.test(msg)) return 'it holds a BigInt'
-  return `serialising it threw: ${msg.split('\n')[0]}`
+  if (/Maximum call stack/.test(msg)) return RUNNER.unserialisable.tooDeep
+  if (/circular/i.test(msg)) return RUNNER.unserialisable.circular
+  if (/BigInt/.test(msg)) return RUNNER.unserialisable.bigint
+  return RUNNER.unserialisable.threw(msg.split('\n')[0])
 }
 
 /** @param {unknown} input */
 function redactInput(input) {
   let json
-  try { json = JSON.stringify(input) } catch { return {} }
+  try {
+    json = JSON.stringify(input)
+  } catch {
+    return {}
+  }
   return json === undefined ? input : JSON.parse(native.traceRedactJson(json))
 }
 
@@ -336,7 +356,11 @@ class AbortWatch {
       }
       this.reject = reject
       this.abandoned = abandoned
-      attach(value, (v) => settle(resolve, v), (e) => settle(reject, e))
+      attach(
+        value,
+        (v) => settle(resolve, v),
+        (e) => settle(reject, e),
+      )
       if (this.over()) this.arm()
     })
   }
@@ -354,8 +378,14 @@ class AbortWatch {
       this.tools.add(onAbort)
       attach(
         promise,
-        (v) => { this.tools.delete(onAbort); resolve(v) },
-        (e) => { this.tools.delete(onAbort); reject(e) },
+        (v) => {
+          this.tools.delete(onAbort)
+          resolve(v)
+        },
+        (e) => {
+          this.tools.delete(onAbort)
+          reject(e)
+        },
       )
     })
   }
@@ -435,8 +465,8 @@ function awaitStoppedRelease(shell) {
 
 // The native adapters' text for an aborted request (CONTRACT §14), so an aborted run reads the
 // same whichever kind of adapter it used.
-const requestAborted = () => new Error('Request was aborted.')
-const abortedWhile = (/** @type {string} */ what) => () => new Error(`The run was aborted while ${what} had not settled`)
+const requestAborted = () => new Error(boundary.llm.abortedMessage)
+const abortedWhile = (/** @type {string} */ what) => () => new Error(RUNNER.abortedWhile(what))
 const compressAborted = abortedWhile('contextStrategy.compress')
 const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 
@@ -452,7 +482,7 @@ const policyAborted = abortedWhile('loopDetection.onLoopDetected')
 function readResult(name, result) {
   try {
     if (result === null || typeof result !== 'object') {
-      const data = `Tool "${name}" returned an invalid result: expected an object with a string "data", got ${result === null ? 'null' : typeof result}`
+      const data = RUNNER.invalidResultNotObject(name, result === null ? 'null' : typeof result)
       return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
     }
     // Any object: each field read once, as it is.
@@ -468,7 +498,7 @@ function readResult(name, result) {
     const gate = hasMetadata ? metadata.toolCallGate : undefined
     return { result: /** @type {ToolResult} */ (result), data, isError, usage, text: typeof data === 'string' ? data : safeString(data), gate }
   } catch (err) {
-    const data = `Tool "${name}" returned a result that cannot be read: ${thrownMessage(err)}`
+    const data = RUNNER.resultUnreadable(name, thrownMessage(err))
     return { result: { data, isError: true }, data, isError: true, usage: null, text: data }
   }
 }
@@ -529,24 +559,8 @@ class Drive {
     const toolDefs = runner.resolveTools()
     const signal = options.abortSignal ?? ro.abortSignal
     this.signal = signal
-    this.chatOptions = {
-      model: ro.model,
-      tools: toolDefs.length > 0 ? toolDefs : undefined,
-      maxTokens: ro.maxTokens,
-      temperature: ro.temperature,
-      topP: ro.topP,
-      topK: ro.topK,
-      minP: ro.minP,
-      parallelToolCalls: ro.parallelToolCalls,
-      frequencyPenalty: ro.frequencyPenalty,
-      presencePenalty: ro.presencePenalty,
-      extraBody: ro.extraBody,
-      thinking: ro.thinking,
-      preserveReasoningAsText: ro.preserveReasoningAsText,
-      compressReasoningText: ro.compressReasoningText,
-      systemPrompt: ro.systemPrompt,
-      abortSignal: signal,
-    }
+    // The copier's fields are LLMChatOptions' own (oma_llm::CHAT_OPTION_FIELDS, checked in Rust).
+    this.chatOptions = /** @type {LLMChatOptions} */ (boundary.llm.copyChatOptions(ro, toolDefs.length > 0 ? toolDefs : undefined, signal))
     // Grants what resolveTools() just resolved: its plan, or one made for this start from the
     // same texts if the cache dropped it meanwhile (say, another runner inside a console.warn spy).
     const resolved = /** @type {Resolution} */ (runner._resolved) // resolveTools() just set it
@@ -564,9 +578,10 @@ class Drive {
       // run() shows no events: the machine then skips the actions that only emit one.
       const onWarning = typeof options.onWarning === 'function'
       const spent = options[BUDGET_SPENT]
-      this.id = prompt === undefined
-        ? native.runnerStart(plan, runner._summaryCache, JSON.stringify(this.conv), onWarning, streaming, spent)
-        : native.runnerStartPrompt(plan, runner._summaryCache, prompt, onWarning, streaming, spent)
+      this.id =
+        prompt === undefined
+          ? native.runnerStart(plan, runner._summaryCache, JSON.stringify(this.conv), onWarning, streaming, spent)
+          : native.runnerStartPrompt(plan, runner._summaryCache, prompt, onWarning, streaming, spent)
     } catch (e) {
       if (this.watch !== null) this.watch.dispose()
       throw e
@@ -658,9 +673,11 @@ class Drive {
   chat() {
     const r = this.runner
     const deadline = this.callTimeoutMs === undefined ? null : callDeadline(this.callTimeoutMs, this.signal, r.options.agentName)
-    return settleOrAbandon(deadline === null
-      ? r.adapter.chat(this.conv, this.chatOptions)
-      : deadline.chat(r.adapter, this.conv, this.chatOptions), this.watch, requestAborted)
+    return settleOrAbandon(
+      deadline === null ? r.adapter.chat(this.conv, this.chatOptions) : deadline.chat(r.adapter, this.conv, this.chatOptions),
+      this.watch,
+      requestAborted,
+    )
   }
 
   /**
@@ -739,7 +756,17 @@ class Drive {
     if (pending.op === REJECTED) throw new Error(pending.message)
     if (this.onTrace) {
       const endMs = Date.now()
-      emitTrace(this.onTrace, { type: 'llm_call', .../** @type {TraceBase} */ (this.trace), model: this.runner.options.model, phase: 'turn', turn: action.turn, tokens: response.usage, startMs, endMs, durationMs: endMs - startMs })
+      emitTrace(this.onTrace, {
+        type: 'llm_call',
+        .../** @type {TraceBase} */ (this.trace),
+        model: this.runner.options.model,
+        phase: 'turn',
+        turn: action.turn,
+        tokens: response.usage,
+        startMs,
+        endMs,
+        durationMs: endMs - startMs,
+      })
     }
     // (A JS adapter's content as it gave it: the machine accepted it.)
     this.append({ role: 'assistant', content: /** @type {import('../index.js').ContentBlock[]} */ (this.nativeAdapter ? response.content : this.content) })
@@ -789,11 +816,21 @@ class Drive {
     for (let i = 0; i < calls.length; i++) {
       const d = done[i]
       // The record and the block keep what the tool gave (`data`, `isError`) as it is.
-      this.toolCalls.push({ toolName: calls[i].name, input: calls[i].input, output: /** @type {string} */ (d.data), duration: /** @type {number} */ (d.duration) })
+      this.toolCalls.push({
+        toolName: calls[i].name,
+        input: calls[i].input,
+        output: /** @type {string} */ (d.data),
+        duration: /** @type {number} */ (d.duration),
+      })
       // The block holds what the machine holds: a non-string `data` (which only a custom
       // executor, or a getter changing its answer after validation, can produce) as text,
       // so that the history stays writable as JSON.
-      resultBlocks[i] = /** @type {import('../index.js').ToolResultBlock} */ ({ type: 'tool_result', tool_use_id: calls[i].id, content: typeof d.data === 'string' ? d.data : d.text, is_error: d.isError })
+      resultBlocks[i] = /** @type {import('../index.js').ToolResultBlock} */ ({
+        type: 'tool_result',
+        tool_use_id: calls[i].id,
+        content: typeof d.data === 'string' ? d.data : d.text,
+        is_error: d.isError,
+      })
     }
     return resultBlocks
   }
@@ -829,7 +866,7 @@ class AgentRunner {
     this.toolExecutor = toolExecutor
     /** @type {RunnerOptions} */
     this.options = options ?? {}
-    this.maxTurns = this.options.maxTurns ?? 10
+    this.maxTurns = this.options.maxTurns ?? RUNNER.defaultMaxTurns
     // The kernel reads this text per run (parsed configurations are shared by text), so a
     // runner has no native object unless its strategy keeps a summary across runs (§5.6.2).
     this._json = coreOptionsJson(this.options, runnerOptionsMemo)
@@ -875,7 +912,9 @@ class AgentRunner {
       if (r.done) return result
       const event = r.value
       if (event.type === 'error') {
-        const fail = () => { throw event.data }
+        const fail = () => {
+          throw event.data
+        }
         return promiseThen.call(drive.return(), fail, fail)
       }
       if (event.type === 'done') result = /** @type {import('../index.js').RunResult} */ (event.data)
@@ -940,7 +979,12 @@ class AgentRunner {
                   // parse) and has moved on: the reply carries its next action.
                   let out
                   try {
-                    out = await native.runChat(d.id, first ? d.nativeAdapter : null, first ? d.nativeOptions : null, /** @type {NonNullable<Drive['link']>} */ (d.link)[0])
+                    out = await native.runChat(
+                      d.id,
+                      first ? d.nativeAdapter : null,
+                      first ? d.nativeOptions : null,
+                      /** @type {NonNullable<Drive['link']>} */ (d.link)[0],
+                    )
                   } catch (e) {
                     throw llm.fromNative(e)
                   }
@@ -968,7 +1012,10 @@ class AgentRunner {
             break
           case OP.BUDGET_EXCEEDED:
             // (Only a run with a budget exceeds it.)
-            yield { type: 'budget_exceeded', data: new TokenBudgetExceededError(this.options.agentName ?? 'unknown', action.totalTokens, /** @type {number} */ (this.options.maxTokenBudget)) }
+            yield {
+              type: 'budget_exceeded',
+              data: new TokenBudgetExceededError(this.options.agentName ?? 'unknown', action.totalTokens, /** @type {number} */ (this.options.maxTokenBudget)),
+            }
             break
           case OP.LOOP_DETECTED: {
             const info = action.info
@@ -976,7 +1023,9 @@ class AgentRunner {
             if (options.onWarning) dropRejection(options.onWarning(info.detail))
             if (action.awaitsPolicy) {
               // The machine awaits a policy only when onLoopDetected is a function.
-              const policy = /** @type {(info: import('../index.js').LoopDetectionInfo) => unknown} */ (/** @type {import('../index.js').LoopDetectionConfig} */ (this.options.loopDetection).onLoopDetected)
+              const policy = /** @type {(info: import('../index.js').LoopDetectionInfo) => unknown} */ (
+                /** @type {import('../index.js').LoopDetectionConfig} */ (this.options.loopDetection).onLoopDetected
+              )
               wire.respondLoopAction(d.id, String(await settleOrAbandon(policy(info), d.watch, policyAborted)))
             }
             break
@@ -989,7 +1038,10 @@ class AgentRunner {
             break
           case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
-            d.append({ role: 'user', content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })) })
+            d.append({
+              role: 'user',
+              content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })),
+            })
             break
           case OP.TOOL_ROUND: {
             // What runs, is recorded and is answered is the machine's copy of the calls, the one
@@ -1027,7 +1079,7 @@ class AgentRunner {
             break
           }
           default:
-            throw new Error('oma-kernel: unknown runner operation')
+            throw new Error(boundary.wire.unknownOperation)
         }
       }
     } catch (err) {
@@ -1061,14 +1113,13 @@ class AgentRunner {
         } catch (e) {
           throw llm.fromNative(e)
         }
-        if (batch.length === 0) throw new Error('LLM stream ended without a final response')
+        if (batch.length === 0) throw new Error(boundary.llm.streamEndedEarly)
         for (let k = 0; k < batch.length; k++) {
           const ev = batch[k]
           if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
           if (ev.type === 'text') {
             if (ev.data !== '' && d.streaming) yield { type: 'text_delta', data: ev.data }
-          }
-          else if (ev.type === 'done') {
+          } else if (ev.type === 'done') {
             final = ev.data
             break
           }
@@ -1119,14 +1170,26 @@ class AgentRunner {
     const startMs = Date.now()
     const summaryOptions = { ...chatOptions, model, tools: undefined }
     const deadline = callTimeoutMs === undefined ? null : callDeadline(callTimeoutMs, signal, ro.agentName)
-    const summary = await settleOrAbandon(deadline === null
-      ? this.adapter.chat(action.messages, summaryOptions)
-      : deadline.chat(this.adapter, action.messages, summaryOptions), watch, requestAborted)
+    const summary = await settleOrAbandon(
+      deadline === null ? this.adapter.chat(action.messages, summaryOptions) : deadline.chat(this.adapter, action.messages, summaryOptions),
+      watch,
+      requestAborted,
+    )
     const endMs = Date.now()
     const err = wire.respondSummary(id, responseJson(summary))
     if (err !== undefined) throw new Error(err)
     if (onTrace) {
-      emitTrace(onTrace, { type: 'llm_call', .../** @type {TraceBase} */ (trace), model, phase: 'summary', turn: action.turn, tokens: summary.usage, startMs, endMs, durationMs: endMs - startMs })
+      emitTrace(onTrace, {
+        type: 'llm_call',
+        .../** @type {TraceBase} */ (trace),
+        model,
+        phase: 'summary',
+        turn: action.turn,
+        tokens: summary.usage,
+        startMs,
+        endMs,
+        durationMs: endMs - startMs,
+      })
     }
   }
 
@@ -1150,7 +1213,9 @@ class AgentRunner {
   async _runBlocks(calls, granted, context, options, watch, onTrace, trace, done) {
     /** @type {{ err: unknown } | null} */
     let failure = null
-    const fail = (/** @type {unknown} */ err) => { if (failure === null) failure = { err } }
+    const fail = (/** @type {unknown} */ err) => {
+      if (failure === null) failure = { err }
+    }
     // Blocks not yet finished (+1 while blocks are still being started); the last to finish wakes
     // the round: a count rather than Promise.all over the chains (one promise and one reaction
     // less per call, issue 18's W1).
@@ -1181,7 +1246,10 @@ class AgentRunner {
       else this._dispatchBlock(call, blockContext(context, call.id), watch, finish)
     }
     // Every chain above catches its own throws, so this waits for all of them.
-    if (--left !== 0) await new Promise((resolve) => { wake = resolve })
+    if (--left !== 0)
+      await new Promise((resolve) => {
+        wake = resolve
+      })
     // (Set by `fail`, which the blocks' chains call.)
     if (failure !== null) throw /** @type {{ err: unknown }} */ (failure).err
   }
@@ -1231,9 +1299,10 @@ class AgentRunner {
       const executor = this.toolExecutor
       // Read once (a getter is asked once, as the method call it stands for would ask it).
       const execute = executor.execute
-      pending = typeof execute === 'function'
-        ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
-        : this.toolExecutor.execute(call.name, call.input, context, this._executionOptions(false))
+      pending =
+        typeof execute === 'function'
+          ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
+          : this.toolExecutor.execute(call.name, call.input, context, this._executionOptions(false))
       if (watch !== null) pending = watch.tool(pending, call.name)
     } catch (err) {
       pending = Promise.reject(err)
@@ -1265,9 +1334,10 @@ class AgentRunner {
       }
       // Not a function: the call below throws the engine's own text for it, as before.
       /** @type {unknown} */
-      let pending = typeof execute === 'function'
-        ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
-        : executor.execute(call.name, call.input, context, this._executionOptions(false))
+      let pending =
+        typeof execute === 'function'
+          ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
+          : executor.execute(call.name, call.input, context, this._executionOptions(false))
       if (watch !== null) pending = watch.tool(pending, call.name)
       attach(pending, finish, failed)
     } catch (err) {
@@ -1292,9 +1362,15 @@ class AgentRunner {
       // (`isError` as the tool gave it.)
       /** @type {{ -readonly [K in keyof import('../index.js').ToolCallTrace]: import('../index.js').ToolCallTrace[K] }} */
       const event = /** @type {import('../index.js').ToolCallTrace} */ ({
-        type: 'tool_call', .../** @type {TraceBase} */ (trace), tool: call.name, isError: out.isError ?? false,
-        input: redactInput(call.input), output: native.traceRedactText(out.text),
-        startMs, endMs, durationMs: endMs - startMs,
+        type: 'tool_call',
+        .../** @type {TraceBase} */ (trace),
+        tool: call.name,
+        isError: out.isError ?? false,
+        input: redactInput(call.input),
+        output: native.traceRedactText(out.text),
+        startMs,
+        endMs,
+        durationMs: endMs - startMs,
       })
       const gate = out.gate
       if (gate !== undefined && gate !== null) {
@@ -1309,4 +1385,13 @@ class AgentRunner {
   }
 }
 
-module.exports = { AgentRunner, TOOL_PRESETS: wire.TOOL_PRESETS, AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn }
+module.exports = {
+  AgentRunner,
+  TOOL_PRESETS: wire.TOOL_PRESETS,
+  AGENT_FRAMEWORK_DISALLOWED: wire.AGENT_FRAMEWORK_DISALLOWED,
+  coreOptionsJson,
+  validateOptions,
+  BUDGET_SPENT,
+  abortedWhile,
+  settleOrAbandonOn,
+}

@@ -67,7 +67,7 @@ function toolInputSchema(tool) {
  * @returns {x is import('../index.js').ZodLikeSchema}
  */
 function isZodSchema(x) {
-  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (/** @type {ZodNode} */ (x)).safeParse === 'function'
+  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (/** @type {ZodNode} */ (x).safeParse) === 'function'
 }
 
 /**
@@ -75,10 +75,8 @@ function isZodSchema(x) {
  * @returns {Zod4Def | undefined}
  */
 function zod4Def(x) {
-  const internals = x !== null && (typeof x === 'object' || typeof x === 'function') ? (/** @type {ZodNode} */ (x))._zod : undefined
-  return internals && typeof internals === 'object' && internals.def && typeof internals.def === 'object'
-    ? internals.def
-    : undefined
+  const internals = x !== null && (typeof x === 'object' || typeof x === 'function') ? /** @type {ZodNode} */ (x)._zod : undefined
+  return internals && typeof internals === 'object' && internals.def && typeof internals.def === 'object' ? internals.def : undefined
 }
 
 /**
@@ -86,7 +84,7 @@ function zod4Def(x) {
  * @returns {Zod3Def | undefined}
  */
 function zod3Def(x) {
-  const def = x !== null && (typeof x === 'object' || typeof x === 'function') ? (/** @type {ZodNode} */ (x))._def : undefined
+  const def = x !== null && (typeof x === 'object' || typeof x === 'function') ? /** @type {ZodNode} */ (x)._def : undefined
   return def && typeof def === 'object' ? def : undefined
 }
 
@@ -124,7 +122,7 @@ function convert(schema, path) {
 
 /** @param {unknown} schema */
 function ownDescription(schema) {
-  if (zod4Def(schema) !== undefined) return (/** @type {ZodNode} */ (schema)).description
+  if (zod4Def(schema) !== undefined) return /** @type {ZodNode} */ (schema).description
   const def = zod3Def(schema)
   return def === undefined ? undefined : def.description
 }
@@ -189,7 +187,10 @@ function convert3(schema, path) {
     case 'ZodTuple':
       return withDesc({ type: 'array', prefixItems: def.items.map((s) => sub(s)) }, d)
     case 'ZodObject':
-      return withDesc(objectOf(def.shape(), sub, (v) => !ZOD3_NOT_REQUIRED.has(zod3TypeName(v))), d)
+      return withDesc(
+        objectOf(def.shape(), sub, (v) => !ZOD3_NOT_REQUIRED.has(zod3TypeName(v))),
+        d,
+      )
     case 'ZodRecord':
       return withDesc({ type: 'object', additionalProperties: sub(def.valueType) }, d)
     case 'ZodOptional':
@@ -295,10 +296,7 @@ function convert4(schema, path) {
       return withDesc({ type: 'string', format: 'date-time' }, d)
     case 'literal':
       // Zod 4 literals may hold several values; Zod 3 spells that as a union of literals.
-      return withDesc(
-        def.values.length === 1 ? { const: def.values[0] } : { anyOf: def.values.map((v) => ({ const: v })) },
-        d,
-      )
+      return withDesc(def.values.length === 1 ? { const: def.values[0] } : { anyOf: def.values.map((v) => ({ const: v })) }, d)
     case 'enum':
       return withDesc(enum4(def.entries), d)
     case 'array':
@@ -306,7 +304,10 @@ function convert4(schema, path) {
     case 'tuple':
       return withDesc({ type: 'array', prefixItems: def.items.map((s) => sub(s)) }, d)
     case 'object':
-      return withDesc(objectOf(def.shape, sub, (v) => !ZOD4_NOT_REQUIRED.has(zod4Type(v))), d)
+      return withDesc(
+        objectOf(def.shape, sub, (v) => !ZOD4_NOT_REQUIRED.has(zod4Type(v))),
+        d,
+      )
     case 'record':
       return withDesc({ type: 'object', additionalProperties: sub(def.valueType) }, d)
     case 'optional':

@@ -11,7 +11,7 @@ const { isError, safeString } = require('./errors.js')
 const { listenable } = require('./deadline.js')
 
 // The kernel's texts, read once.
-const TABLES = native.builtinTables()
+const TABLES = require('./generated/boundary.js').builtin
 const START_CLEANUP_FAILED = TABLES.shellStartCleanupFailed
 const DISPOSE_FAILED_UNREPORTED = TABLES.shellDisposeFailedUnreported
 

@@ -43,8 +43,8 @@ function timeoutMs(value, setting) {
   return value > 0 && value !== Infinity ? value : 0
 }
 
-/** The setting name of a tool's own `timeoutMs`. @param {string} name */
-const toolSetting = (name) => `timeoutMs of tool "${name}"`
+/** The setting name of a tool's own `timeoutMs`. */
+const toolSetting = require('./generated/boundary.js').executor.toolTimeoutSetting
 
 /**
  * One tool call's deadline. `signal` aborts when the call's own signal (`base`) does, or when the
@@ -79,7 +79,10 @@ class ToolDeadline extends Deadline {
   run(tool, input, context) {
     const ctx = { ...context, abortSignal: this.signal }
     this.arm(this.ms)
-    return this.race(() => tool.execute(input, ctx), (err) => err)
+    return this.race(
+      () => tool.execute(input, ctx),
+      (err) => err,
+    )
   }
 
   /** Aborts the tool's signal once its call timed out; the reason is a TimeoutError (the name

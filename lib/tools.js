@@ -57,10 +57,10 @@ class Semaphore {
   /** @param {number} max */
   constructor(max) {
     if (typeof max !== 'number' || Number.isNaN(max) || max < 1) {
-      throw new RangeError(`Semaphore max must be at least 1, got ${max}`)
+      throw new RangeError(EX.semaphoreMaxBelowOne(max))
     }
     if (!Number.isInteger(max) || max > 0xffffffff) {
-      throw new RangeError(`Semaphore max must be an integer, got ${max}`)
+      throw new RangeError(EX.semaphoreMaxNotInteger(max))
     }
     // The FIFO admission is the kernel's (crates/core/src/kernel/semaphore.rs); waiters' resolvers stay here.
     // Its native slot exists only while there are holders or waiters (-1: none), so a
@@ -73,9 +73,15 @@ class Semaphore {
     /** @type {Array<(() => void) | Parked>} */
     this._waiters = []
   }
-  get limit() { return this._max }
-  get active() { return this._id < 0 ? 0 : native.semStats(this._id)[1] }
-  get pending() { return this._id < 0 ? 0 : native.semStats(this._id)[2] }
+  get limit() {
+    return this._max
+  }
+  get active() {
+    return this._id < 0 ? 0 : native.semStats(this._id)[1]
+  }
+  get pending() {
+    return this._id < 0 ? 0 : native.semStats(this._id)[2]
+  }
   /** Takes a slot: 0 = taken now, 1 = the caller parks at the end of `_waiters`. */
   _take() {
     if (this._id >= 0) return native.semAcquire(this._id)
@@ -152,9 +158,9 @@ function llmSchemaOf(schema) {
   return json
 }
 
-// The executor machine's protocol (src/js/executor.rs), read once: what each step asks for and
-// where each answer leads.
-const EX = native.executorProtocol()
+// The executor machine's protocol (crates/core/src/tool/executor.rs, generated): what each step
+// asks for and where each answer leads.
+const EX = require('./generated/boundary.js').executor
 // Typed arrays: indexing the arrays napi makes cost ≈ 380 more instructions per call (callgrind).
 const STEP_ACTION = Uint8Array.from(EX.stepAction)
 const NEXT = Int8Array.from(EX.next)
@@ -189,7 +195,7 @@ const OWN_INPUT = Symbol('oma-kernel.ownInput')
 
 /** The answer to a call that was running (its gate or its tool awaited) when its abort signal
  *  fired: the runner's answer to an aborted call (AbortWatch.tool, lib/runner.js), one text. */
-const abortedDuringText = (/** @type {string} */ name) => `Tool "${name}" was aborted during execution.`
+const abortedDuringText = EX.abortedDuringExecution
 
 // Calls waiting on user code (a gate, a tool) or parked for a slot, per abort signal: one
 // listener per signal, added by its first such call, rather than one per call (an EventTarget
@@ -336,11 +342,19 @@ class ToolRegistry {
   }
 
   /** @param {string} name */
-  get(name) { return this._tools.get(name) }
-  list() { return Array.from(this._tools.values()) }
-  getAll() { return this.list() }
+  get(name) {
+    return this._tools.get(name)
+  }
+  list() {
+    return Array.from(this._tools.values())
+  }
+  getAll() {
+    return this.list()
+  }
   /** @param {string} name */
-  has(name) { return this._tools.has(name) }
+  has(name) {
+    return this._tools.has(name)
+  }
   /** @param {string} name */
   unregister(name) {
     if (!this._tools.delete(name)) return
@@ -348,7 +362,9 @@ class ToolRegistry {
     this._listJson = undefined
   }
   /** @param {string} name */
-  deregister(name) { this.unregister(name) }
+  deregister(name) {
+    this.unregister(name)
+  }
 
   /**
    * @param {Tool} tool
@@ -356,10 +372,20 @@ class ToolRegistry {
    */
   _toolDef(tool) {
     // A registered tool's schema is an object (register checked), and so is its conversion.
-    return { name: tool.name, description: tool.description, inputSchema: /** @type {Record<string, unknown>} */ (tool.llmInputSchema ?? llmSchemaOf(toolInputSchema(tool))) }
+    return {
+      name: tool.name,
+      description: tool.description,
+      inputSchema: /** @type {Record<string, unknown>} */ (tool.llmInputSchema ?? llmSchemaOf(toolInputSchema(tool))),
+    }
   }
-  toToolDefs() { return this.list().map((t) => this._toolDef(t)) }
-  toRuntimeToolDefs() { return this.list().filter((t) => this._runtime.has(t.name)).map((t) => this._toolDef(t)) }
+  toToolDefs() {
+    return this.list().map((t) => this._toolDef(t))
+  }
+  toRuntimeToolDefs() {
+    return this.list()
+      .filter((t) => this._runtime.has(t.name))
+      .map((t) => this._toolDef(t))
+  }
   toLLMTools() {
     return this.list().map((t) => {
       if (t.llmInputSchema) return { name: t.name, description: t.description, input_schema: { type: 'object', ...t.llmInputSchema } }
@@ -752,7 +778,9 @@ class ToolCall {
     else if (kind === K_BUILTIN_INPUT) /** @type {NonNullable<ToolCall['builtin']>} */ (this.builtin).accept(/** @type {Float64Array} */ (fields))
     if (kind === K_DECISION && typeof r.gateAction === 'string') {
       // The machine read a valid decision: its action is one of the gate's.
-      this.verdict = /** @type {import('../index.js').ToolCallGateMetadata} */ (typeof r.gateReason === 'string' ? { action: r.gateAction, reason: r.gateReason } : { action: r.gateAction })
+      this.verdict = /** @type {import('../index.js').ToolCallGateMetadata} */ (
+        typeof r.gateReason === 'string' ? { action: r.gateAction, reason: r.gateReason } : { action: r.gateAction }
+      )
     }
   }
 
@@ -812,7 +840,11 @@ class ToolCall {
       return this.settled(K_THREW, thrownMessage(err), undefined)
     }
     this.awaiting = true
-    return attach(r, (result) => this.returned(result), (err) => this.settled(K_THREW, thrownMessage(err), undefined))
+    return attach(
+      r,
+      (result) => this.returned(result),
+      (err) => this.settled(K_THREW, thrownMessage(err), undefined),
+    )
   }
 
   /**
@@ -840,10 +872,10 @@ class ToolCall {
         kind = K_BAD_RESULT
         num = BAD_NOT_OBJECT
         arg = typeof result
-      } else if (typeof (/** @type {Fields} */ (result)).data !== 'string') {
+      } else if (typeof (/** @type {Fields} */ (result).data) !== 'string') {
         kind = K_BAD_RESULT
         num = BAD_DATA_NOT_STRING
-        arg = /** @type {Fields} */ (result).data === null ? 'null' : typeof (/** @type {Fields} */ (result)).data
+        arg = /** @type {Fields} */ (result).data === null ? 'null' : typeof (/** @type {Fields} */ (result).data)
       } else {
         kind = /** @type {Fields} */ (result).isError ? K_RETURNED_IS_ERROR : K_RETURNED
       }
@@ -1003,7 +1035,7 @@ class ToolExecutor {
     timeoutMs(options.toolTimeoutMs, EXECUTOR_SETTING)
     this.toolTimeoutMs = options.toolTimeoutMs
     // §21: this bound applies to every execution, the runner's included.
-    this.semaphore = new Semaphore(options.maxConcurrency ?? 4)
+    this.semaphore = new Semaphore(options.maxConcurrency ?? EX.defaultMaxConcurrency)
   }
 
   /** `options.onToolCall`: a per-execution gate, over the constructor's (upstream's 4th argument;
@@ -1136,13 +1168,23 @@ class ToolExecutor {
     const results = new Map()
     /** @type {{ err: unknown } | null} */
     let failure = null
-    const fail = (/** @type {unknown} */ err) => { if (failure === null) failure = { err } }
+    const fail = (/** @type {unknown} */ err) => {
+      if (failure === null) failure = { err }
+    }
     /** @type {Promise<void>[]} */
     const pending = []
     try {
       for (const c of calls) {
         const id = c.id
-        pending.push(attach(this.execute(c.name, c.input, context), (r) => { results.set(id, r) }, fail))
+        pending.push(
+          attach(
+            this.execute(c.name, c.input, context),
+            (r) => {
+              results.set(id, r)
+            },
+            fail,
+          ),
+        )
       }
     } catch (err) {
       fail(err)

@@ -91,7 +91,7 @@ function generateRunId() {
 }
 
 // The kernel's (path_safety.rs), read once.
-const DEFAULT_WORKSPACE_DIRNAME = require('./native.js').builtinTables().defaultWorkspaceDirname
+const DEFAULT_WORKSPACE_DIRNAME = require('./generated/boundary.js').builtin.defaultWorkspaceDirname
 
 let lastCwd = ''
 let lastWorkspace = ''
@@ -150,7 +150,8 @@ function copyInput(value) {
       const n = from.length
       for (let i = 0; i < n; i++) to[i] = copyMember(from[i], copies, stack)
     } else if (to instanceof Map) {
-      for (const [k, v] of Map.prototype.entries.call(/** @type {Map<unknown, unknown>} */ (/** @type {unknown} */ (from)))) to.set(copyMember(k, copies, stack), copyMember(v, copies, stack))
+      for (const [k, v] of Map.prototype.entries.call(/** @type {Map<unknown, unknown>} */ (/** @type {unknown} */ (from))))
+        to.set(copyMember(k, copies, stack), copyMember(v, copies, stack))
     } else if (to instanceof Set) {
       for (const v of Set.prototype.values.call(/** @type {Set<unknown>} */ (/** @type {unknown} */ (from)))) to.add(copyMember(v, copies, stack))
     } else {
@@ -212,4 +213,16 @@ function copyShell(v, copies, stack) {
   return to
 }
 
-module.exports = { copyInput, isOwnEnumerable, onlyKeys, isError, attach, dropRejection, promiseThen, emitTrace, generateRunId, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME }
+module.exports = {
+  copyInput,
+  isOwnEnumerable,
+  onlyKeys,
+  isError,
+  attach,
+  dropRejection,
+  promiseThen,
+  emitTrace,
+  generateRunId,
+  defaultWorkspaceDir,
+  DEFAULT_WORKSPACE_DIRNAME,
+}

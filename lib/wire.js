@@ -1,16 +1,12 @@
 'use strict'
 // The JS end of the runner's wire. The codes and layouts are defined once, in
-// crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the binding hands
-// the codes over at load (`wireSpec`), and this module is the only one that reads the layouts.
+// crates/core/src/kernel/runner/wire.rs (its module docs list every layout); the codes come
+// generated (lib/generated/boundary.js), and this module is the only one that reads the layouts.
 const native = require('./native.js')
 
 /** @typedef {import('./util.js').Fields} Fields */
 
-/**
- * What `wireSpec` hands over (JSON made by wire.rs).
- * @type {{ ops: Record<string, number>, rejected: number, kindBits: number, toolPresets: Record<string, string[]>, agentFrameworkDisallowed: string[] }}
- */
-const spec = JSON.parse(native.wireSpec())
+const { wire: spec } = require('./generated/boundary.js')
 
 /**
  * An action of the runner machine as the driver performs it. `op` says which of the fields it
@@ -33,16 +29,14 @@ const spec = JSON.parse(native.wireSpec())
  */
 
 /** Action kinds by name (`OP.TOOL_ROUND`, …), as the machine numbers them. */
-const OP = Object.freeze(spec.ops)
+const OP = spec.ops
 /** What `decode` returns for a response the machine refused (`{ op: REJECTED, message }`). */
 const REJECTED = spec.rejected
 const KIND_BITS = spec.kindBits
 const KIND_MASK = (1 << KIND_BITS) - 1
 
-const TOOL_PRESETS = Object.freeze(Object.fromEntries(
-  Object.entries(spec.toolPresets).map(([name, tools]) => [name, Object.freeze(tools)]),
-))
-const AGENT_FRAMEWORK_DISALLOWED = Object.freeze(spec.agentFrameworkDisallowed)
+const TOOL_PRESETS = spec.toolPresets
+const AGENT_FRAMEWORK_DISALLOWED = spec.agentFrameworkDisallowed
 
 /** An action as the driver performs it: `op` and the fields of its kind, named as in wire.rs.
  *  `copy`: the driver's copy of the model's last answer (`plainCopy`), which a round of the
@@ -64,8 +58,14 @@ function decode(w, copy) {
   switch (a[0]) {
     case OP.DONE:
       return /** @type {Action} */ ({
-        op: OP.DONE, output: a[1], inputTokens: a[2], outputTokens: a[3], turns: a[4],
-        budgetExceeded: a[5], loopDetected: a[6], aborted: a[7],
+        op: OP.DONE,
+        output: a[1],
+        inputTokens: a[2],
+        outputTokens: a[3],
+        turns: a[4],
+        budgetExceeded: a[5],
+        loopDetected: a[6],
+        aborted: a[7],
       })
     case OP.APPLY_PLAN:
       return /** @type {Action} */ ({ op: OP.APPLY_PLAN, plan: a[1] })
@@ -101,7 +101,7 @@ function decode(w, copy) {
     case REJECTED:
       return /** @type {Action} */ ({ op: REJECTED, message: a[1] })
     default:
-      throw new Error(`oma-kernel: unknown runner action ${a[0]}`)
+      throw new Error(spec.unknownAction(a[0]))
   }
 }
 
@@ -109,9 +109,10 @@ function decode(w, copy) {
  * A round's call as a tool_use block, with the signature when the machine holds one.
  * @type {(id: unknown, name: unknown, input: unknown, signature: unknown) => import('../index.js').ToolUseBlock}
  */
-const callBlock = (id, name, input, signature) => /** @type {import('../index.js').ToolUseBlock} */ (signature === null
-  ? { type: 'tool_use', id, name, input }
-  : { type: 'tool_use', id, name, input, signature })
+const callBlock = (id, name, input, signature) =>
+  /** @type {import('../index.js').ToolUseBlock} */ (
+    signature === null ? { type: 'tool_use', id, name, input } : { type: 'tool_use', id, name, input, signature }
+  )
 
 /**
  * A round in the verdicts-only layout (wire.rs): the machine's calls are the calls of the
@@ -157,7 +158,7 @@ function copiedRound(a, n, copy) {
     granted[i] = a === null ? true : /** @type {boolean} */ (a[2 + 2 * i])
     i++
   }
-  if (i !== n) throw new Error('oma-kernel: a tool round does not match the answer it came from')
+  if (i !== n) throw new Error(spec.roundMismatch)
   return /** @type {Action} */ ({ op: OP.TOOL_ROUND, trailingWarning: a === null ? null : a[1], calls, granted })
 }
 
@@ -211,7 +212,7 @@ function plainCopy(content) {
   if (!Array.isArray(content)) return undefined
   try {
     const n = content.length
-    if (n > COPY_LENGTH || typeof (/** @type {unknown[] & Fields} */ (content)).toJSON === 'function') return undefined
+    if (n > COPY_LENGTH || typeof (/** @type {unknown[] & Fields} */ (content).toJSON) === 'function') return undefined
     // Pushed (a copy's length is not the content's; an array made with its length would also
     // be holey, which JSON writes on its slow path).
     /** @type {unknown[]} */
@@ -240,7 +241,7 @@ function plainCopy(content) {
  * @returns {v is Fields}
  */
 function plainObject(v) {
-  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof (/** @type {Fields} */ (v)).toJSON === 'function') return false
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || typeof (/** @type {Fields} */ (v).toJSON) === 'function') return false
   const proto = Object.getPrototypeOf(v)
   return proto === null || Object.getPrototypeOf(proto) === null
 }
@@ -261,8 +262,8 @@ function pushCall(b, copy) {
   const input = copyValue(b.input, 1)
   const signature = copyValue(b.signature, 1)
   // A missing id, name or input (which the kernel refuses) takes the JSON.stringify path.
-  if (id === NOT_PLAIN || name === NOT_PLAIN || input === NOT_PLAIN || signature === NOT_PLAIN ||
-    id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT) return false
+  if (id === NOT_PLAIN || name === NOT_PLAIN || input === NOT_PLAIN || signature === NOT_PLAIN || id === LEFT_OUT || name === LEFT_OUT || input === LEFT_OUT)
+    return false
   if (typeof id === 'string' && typeof name === 'string' && input !== null && typeof input === 'object' && !Array.isArray(input)) {
     if (signature === LEFT_OUT) {
       copy.push(id, name, input)
@@ -273,9 +274,7 @@ function pushCall(b, copy) {
       return true
     }
   }
-  copy.push(signature === LEFT_OUT
-    ? { type: 'tool_use', id, name, input }
-    : { type: 'tool_use', id, name, input, signature })
+  copy.push(signature === LEFT_OUT ? { type: 'tool_use', id, name, input } : { type: 'tool_use', id, name, input, signature })
   return true
 }
 
@@ -304,7 +303,7 @@ function copyValue(v, depth) {
   if (v === null) return null
   if (depth >= COPY_DEPTH) return NOT_PLAIN
   if (Array.isArray(v)) {
-    if (typeof (/** @type {unknown[] & Fields} */ (v)).toJSON === 'function') return NOT_PLAIN
+    if (typeof (/** @type {unknown[] & Fields} */ (v).toJSON) === 'function') return NOT_PLAIN
     const n = v.length
     if (n > COPY_LENGTH) return NOT_PLAIN
     // Pushed, so that it is not holey (see plainCopy).
@@ -393,7 +392,7 @@ const field = (s) => (s.charCodeAt(0) === 34 /* " */ ? JSON.parse(s) : s)
 function blocks(p, from) {
   /** @type {import('../index.js').ContentBlock[]} */
   const content = []
-  for (let i = from; i < p.length;) {
+  for (let i = from; i < p.length; ) {
     switch (p[i]) {
       case 't':
         content.push({ type: 'text', text: field(p[i + 1]) })
@@ -412,7 +411,7 @@ function blocks(p, from) {
         i += 2
         break
       default:
-        throw new Error(`oma-kernel: unknown block tag in a reply: ${p[i]}`)
+        throw new Error(spec.unknownBlockTag(p[i]))
     }
   }
   return content

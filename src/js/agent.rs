@@ -4,25 +4,11 @@
 //! state per run, nothing to release, two crossings for a run without hooks or schema. A
 //! driver error (an event the machine did not ask for) throws; it is a bug of `lib/agent.js`.
 
-use std::collections::HashMap;
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use oma_core::kernel::agent::{wire, AgentError, AgentRun, Status, Step};
+use oma_core::kernel::agent::{wire, AgentError, AgentRun, Step};
 use oma_core::kernel::structured_output;
-
-/// The agent wire's codes by name (read once by `lib/agent.js`).
-#[napi(catch_unwind)]
-pub fn agent_codes() -> HashMap<String, u32> {
-    wire::CODES.iter().map(|&(name, code)| (name.to_string(), code)).collect()
-}
-
-/// The lifecycle status names, by their code on the wire.
-#[napi(catch_unwind)]
-pub fn agent_statuses() -> Vec<String> {
-    Status::ALL.iter().map(|s| s.as_str().to_string()).collect()
-}
 
 /// A step that carries a text: the JSON to validate, or the retry's feedback.
 #[napi(object)]

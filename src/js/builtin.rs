@@ -14,7 +14,7 @@ use oma_core::tool::builtin::input::{self, FieldValue, InputView, JsType, MAX_FI
 use oma_core::tool::builtin::{
     bash, delegate, file_edit, file_read, file_write, glob, grep,
     path_safety::{self, SandboxSpec},
-    walk, ToolOutput,
+    ToolOutput,
 };
 use oma_core::tool::executor::invalid_input;
 
@@ -51,87 +51,6 @@ where
     env.spawn_future(async move {
         tokio::task::spawn_blocking(f).await.map_err(|e| Error::from_reason(format!("native tool failed: {e}")))
     })
-}
-
-/// A built-in tool's input field: its JSON Schema property and Zod's extra checks.
-#[napi(object)]
-pub struct BuiltinField {
-    pub name: String,
-    #[napi(js_name = "type")]
-    pub ty: String,
-    pub description: String,
-    pub required: bool,
-    pub int: bool,
-    pub gte: Option<i32>,
-    pub gt: Option<i32>,
-    pub min_length: Option<u32>,
-}
-
-#[napi(object)]
-pub struct BuiltinToolInput {
-    pub name: String,
-    pub fields: Vec<BuiltinField>,
-}
-
-/// The built-in tools' tables, read once by lib/builtin.js.
-#[napi(object)]
-pub struct BuiltinTables {
-    /// The walkers' skipped directory names.
-    pub skip_dirs: Vec<String>,
-    /// The environment variables bash may inherit.
-    pub safe_env_allowlist: Vec<String>,
-    pub default_timeout_ms: f64,
-    /// A shell command's exit codes: deadline passed, aborted, could not start.
-    pub exit_timed_out: i32,
-    pub exit_aborted: i32,
-    pub exit_start_failed: i32,
-    /// A shell executor's lease: the message when `start()` and then `dispose()` failed.
-    pub shell_start_cleanup_failed: String,
-    /// The warning's prefix for a dispose failure no run result can carry.
-    pub shell_dispose_failed_unreported: String,
-    /// The sandbox root's directory name under the process cwd when a context gives no `cwd`.
-    pub default_workspace_dirname: String,
-    /// Zod 3's type names in the order of the tags the input description uses.
-    pub js_types: Vec<String>,
-    /// Each tool's input fields; a tool's index is its id.
-    pub tools: Vec<BuiltinToolInput>,
-}
-
-#[napi(catch_unwind)]
-pub fn builtin_tables() -> BuiltinTables {
-    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-    BuiltinTables {
-        skip_dirs: strings(&walk::SKIP_DIRS),
-        safe_env_allowlist: strings(&bash::SAFE_ENV_ALLOWLIST),
-        default_timeout_ms: bash::DEFAULT_TIMEOUT_MS as f64,
-        exit_timed_out: bash::EXIT_TIMED_OUT,
-        exit_aborted: bash::EXIT_ABORTED,
-        exit_start_failed: bash::EXIT_START_FAILED,
-        shell_start_cleanup_failed: bash::START_CLEANUP_FAILED.to_string(),
-        shell_dispose_failed_unreported: bash::DISPOSE_FAILED_UNREPORTED.to_string(),
-        default_workspace_dirname: path_safety::DEFAULT_WORKSPACE_DIRNAME.to_string(),
-        js_types: JsType::ALL.iter().map(|t| t.name().to_string()).collect(),
-        tools: TOOLS
-            .iter()
-            .map(|t| BuiltinToolInput {
-                name: t.tool.to_string(),
-                fields: t
-                    .fields
-                    .iter()
-                    .map(|f| BuiltinField {
-                        name: f.name.to_string(),
-                        ty: f.ty.name().to_string(),
-                        description: f.description.to_string(),
-                        required: f.required,
-                        int: f.int,
-                        gte: f.gte,
-                        gt: f.gt,
-                        min_length: f.min_length,
-                    })
-                    .collect(),
-            })
-            .collect(),
-    }
 }
 
 /// A built-in tool's own input check (its `execute` called directly): `fields` laid out as the

@@ -406,13 +406,6 @@ fn rejection(r: std::result::Result<Option<Wire>, String>) -> Result<Option<Stri
     r.map(|w| w.map(Wire::into_json)).map_err(Error::from_reason)
 }
 
-/// The wire's constants for `lib/wire.js` (op codes, layouts, response kinds) and the grant
-/// constants `index.js` exports; read once at load.
-#[napi(catch_unwind)]
-pub fn wire_spec() -> String {
-    wire::spec_json()
-}
-
 // ---------------------------------------------------------------------------------------
 // Executor admission (one per ToolExecutor)
 

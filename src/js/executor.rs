@@ -2,12 +2,10 @@
 //! `ToolExecutor.execute` in lib/tools.js.
 //!
 //! The JS driver keeps the machine's state itself (the step, and the error text at
-//! `LimitError`) and walks [`executor_protocol`]'s table while answers carry no data: a Zod
-//! tool's call whose every check passes makes no native call. Any other answer goes through
+//! `LimitError`) and walks its table (`executor` in lib/generated/boundary.js) while answers
+//! carry no data: a Zod tool's call whose every check passes makes no native call. Any other answer goes through
 //! [`executor_answer`], which resumes the machine at that step, feeds the answer and returns
 //! the next step with the text the machine holds.
-
-use std::collections::HashMap;
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -15,70 +13,8 @@ use napi_derive::napi;
 use oma_core::kernel::truncate::truncate_tool_output;
 use oma_core::tool::builtin::input::{FieldValue, InputView, JsType, MAX_FIELDS, TOOLS};
 use oma_core::tool::executor::{
-    invalid_timeout_text, transition, Action, ActionKind, Answer, AnswerKind, BadResult, Decision, Issue, Reason, Step,
-    ToolCall, Transition,
+    invalid_timeout_text, wire, Action, Answer, AnswerKind, BadResult, Decision, Issue, Reason, Step, ToolCall,
 };
-
-/// `next` entries that are not a step.
-const DECIDE: i32 = -1;
-const INVALID: i32 = -2;
-
-/// The bits of a `DECISION` answer's `num`: how the gate's decision looks to the driver.
-const DECISION_BITS: [(&str, u32); 4] =
-    [("OBJECT", 1), ("ACTION_STRING", 2), ("REASON_STRING", 4), ("REASON_OTHER", 8)];
-
-/// The names of a `BAD_RESULT` answer's sub-codes.
-const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
-
-fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> HashMap<String, u32> {
-    all.iter().enumerate().map(|(i, k)| (name(*k).to_string(), i as u32)).collect()
-}
-
-/// The machine's protocol as the JS driver reads it once at load.
-#[napi(object)]
-pub struct ExecutorProtocol {
-    /// What each step asks for, by name (`LOOKUP`, `CHECK_ABORT`, …).
-    pub actions: HashMap<String, u32>,
-    /// The answers' codes by name (`FOUND`, `MISSING`, …).
-    pub answers: HashMap<String, u32>,
-    /// The sub-codes of a `BAD_RESULT` answer (its `num` argument).
-    pub bad_results: HashMap<String, u32>,
-    /// The steps' codes by name (`Lookup`, `LimitResult`, …).
-    pub steps: HashMap<String, u32>,
-    /// Each step's action.
-    pub step_action: Vec<u32>,
-    /// `next[step * answers + answer]`: the next step for an answer without data, `decide`
-    /// when the machine must see the answer ([`executor_answer`]), `-2` when the step does not
-    /// take it.
-    pub next: Vec<i32>,
-    pub decide: i32,
-    /// The bits of a `DECISION` answer (see [`executor_answer`]).
-    pub decision_bits: HashMap<String, u32>,
-}
-
-#[napi(catch_unwind)]
-pub fn executor_protocol() -> ExecutorProtocol {
-    let mut next = Vec::with_capacity(Step::ALL.len() * AnswerKind::ALL.len());
-    for step in Step::ALL {
-        for kind in AnswerKind::ALL {
-            next.push(match transition(step, kind) {
-                Transition::To(s) => s as i32,
-                Transition::Decide => DECIDE,
-                Transition::Invalid => INVALID,
-            });
-        }
-    }
-    ExecutorProtocol {
-        actions: names(&ActionKind::ALL, ActionKind::name),
-        answers: names(&AnswerKind::ALL, AnswerKind::name),
-        bad_results: names(&[0, 1, 2], |i: usize| BAD_RESULT_KINDS[i]),
-        steps: Step::ALL.iter().map(|s| (format!("{s:?}"), *s as u32)).collect(),
-        step_action: Step::ALL.iter().map(|s| s.action_kind() as u32).collect(),
-        next,
-        decide: DECIDE,
-        decision_bits: DECISION_BITS.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
-    }
-}
 
 #[napi(object)]
 pub struct ExecutorNext {
@@ -162,9 +98,13 @@ pub fn executor_answer(
             let bits = num.unwrap_or(0.0) as u32;
             let reason = issues_flat.as_ref().and_then(|r| r.first());
             Answer::Decision(Decision {
-                object: bits & 1 != 0,
-                action: if bits & 2 != 0 { Some(text.as_str()) } else { None },
-                reason: match (bits & 4 != 0, bits & 8 != 0, reason) {
+                object: bits & wire::DECISION_OBJECT != 0,
+                action: if bits & wire::DECISION_ACTION_STRING != 0 { Some(text.as_str()) } else { None },
+                reason: match (
+                    bits & wire::DECISION_REASON_STRING != 0,
+                    bits & wire::DECISION_REASON_OTHER != 0,
+                    reason,
+                ) {
                     (true, _, Some(r)) => Reason::Text(r.as_str()),
                     (_, true, _) => Reason::NotText,
                     _ => Reason::Absent,

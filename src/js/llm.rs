@@ -602,12 +602,6 @@ pub fn egress_adapter_unsupported(provider: String) -> String {
     oma_llm::egress::unsupported(&provider, oma_llm::egress::CUSTOM_ADAPTER_DETAIL).to_json()
 }
 
-/// `EgressPolicyError.code` by `reason`, for the JS class.
-#[napi(catch_unwind)]
-pub fn egress_codes() -> std::collections::HashMap<String, String> {
-    oma_llm::egress::Reason::ALL.iter().map(|r| (r.as_str().to_string(), r.code().to_string())).collect()
-}
-
 /// The environment variables `createAdapter(provider)` reads; JS snapshots them from
 /// `process.env` (per provider: each read of `process.env` is a call into Node).
 #[napi(catch_unwind)]

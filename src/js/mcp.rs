@@ -110,9 +110,3 @@ pub fn mcp_call_failed(raw_name: String, message: String) -> String {
 pub fn mcp_default_env_vars() -> Vec<String> {
     stdio::DEFAULT_INHERITED_ENV_VARS.iter().map(|s| s.to_string()).collect()
 }
-
-/// The provider name an egress refusal gives the MCP client (`http::EGRESS_PROVIDER`).
-#[napi(catch_unwind)]
-pub fn mcp_egress_provider() -> String {
-    http::EGRESS_PROVIDER.to_string()
-}

@@ -6,6 +6,7 @@
 //! redaction. No napi types and no JS here: the binding crate (the repository root) drives
 //! these machines, and everything is unit-tested with plain `cargo test -p oma-core`.
 
+pub mod boundary;
 pub mod json;
 pub mod kernel;
 pub mod redaction;

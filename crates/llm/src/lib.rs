@@ -7,6 +7,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+pub mod boundary;
 pub mod egress;
 pub mod gemini;
 pub mod http1;
@@ -85,6 +86,27 @@ pub struct Thinking {
     #[serde(default)]
     pub effort: Option<Value>,
 }
+
+/// The `LLMChatOptions` fields the runner hands an adapter (with `abortSignal` last) and the
+/// ones that cross to a native adapter, in the order the runner writes them: [`ChatOptions`]'
+/// fields, as JS names them.
+pub const CHAT_OPTION_FIELDS: [&str; 15] = [
+    "model",
+    "tools",
+    "maxTokens",
+    "temperature",
+    "topP",
+    "topK",
+    "minP",
+    "parallelToolCalls",
+    "frequencyPenalty",
+    "presencePenalty",
+    "extraBody",
+    "thinking",
+    "preserveReasoningAsText",
+    "compressReasoningText",
+    "systemPrompt",
+];
 
 /// `LLMChatOptions` without `abortSignal` (that is the `CancellationToken`). Numeric options
 /// stay JSON values: the original forwards whatever the user set, unvalidated.
@@ -254,12 +276,23 @@ pub struct LlmError {
     pub egress: Option<Box<egress::Refusal>>,
 }
 
+/// `LLMCallTimeoutError.code`.
+pub const CALL_TIMEOUT_CODE: &str = "LLM_CALL_TIMEOUT";
+/// `LLMCallTimeoutError`'s message (upstream 1.9's texts), with and without the agent's name.
+pub const CALL_TIMEOUT_AGENT: &str = "Agent \"{agent}\" LLM call exceeded per-call timeout of {timeoutMs}ms";
+pub const CALL_TIMEOUT: &str = "LLM call exceeded per-call timeout of {timeoutMs}ms";
+/// A native adapter's stream that ended before its final response.
+pub const STREAM_ENDED_EARLY: &str = "LLM stream ended without a final response";
+
+/// The message of a request its caller aborted (`LlmError::aborted`; the JS driver's abort too).
+pub const ABORTED_MESSAGE: &str = "Request was aborted.";
+
 impl LlmError {
     pub fn other(message: impl Into<String>) -> Self {
         LlmError { kind: ErrorKind::Other, message: message.into(), status: None, egress: None }
     }
     pub fn aborted() -> Self {
-        LlmError { kind: ErrorKind::Aborted, message: "Request was aborted.".into(), status: None, egress: None }
+        LlmError { kind: ErrorKind::Aborted, message: ABORTED_MESSAGE.into(), status: None, egress: None }
     }
     pub fn connection() -> Self {
         LlmError { kind: ErrorKind::Connection, message: "Connection error.".into(), status: None, egress: None }
@@ -384,6 +417,24 @@ pub(crate) async fn or_abort<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chat_option_fields_are_the_fields_chat_options_reads() {
+        let value = |f: &str| match f {
+            "tools" => "[]",
+            "thinking" => r#"{"enabled":true,"budgetTokens":1,"effort":1}"#,
+            _ => "1",
+        };
+        let default = format!("{:?}", ChatOptions::default());
+        for f in CHAT_OPTION_FIELDS {
+            let o = ChatOptions::from_json(&format!("{{\"{f}\":{}}}", value(f))).unwrap();
+            assert_ne!(format!("{o:?}"), default, "{f} is not a field of ChatOptions");
+        }
+        // No field of ChatOptions is left out of the list: with all of them set, none is None.
+        let all: Vec<String> = CHAT_OPTION_FIELDS.iter().map(|f| format!("\"{f}\":{}", value(f))).collect();
+        let o = ChatOptions::from_json(&format!("{{{}}}", all.join(","))).unwrap();
+        assert!(!format!("{o:?}").contains("None"), "a ChatOptions field is missing: {o:?}");
+    }
 
     #[test]
     fn response_json_matches_js_shape() {

@@ -174,6 +174,16 @@ pub struct Given {
     pub region: bool,
 }
 
+/// `AgentConfig.provider` when unset.
+pub const DEFAULT_PROVIDER: &str = "anthropic";
+
+/// The warnings `createAdapter` writes through `console.warn` for a `baseURL` the provider does
+/// not use (CONTRACT §18.4).
+pub const BEDROCK_BASE_URL_IGNORED: &str =
+    "[open-multi-agent] baseURL is ignored for bedrock; pass region as the fourth arg or set AWS_REGION.";
+pub const COPILOT_BASE_URL_IGNORED: &str =
+    "[open-multi-agent] baseURL is not supported for the copilot provider and will be ignored.";
+
 /// The environment variables `create_adapter(provider, …)` reads when the arguments in `given`
 /// are present: a variable an argument takes precedence over is left out (reading
 /// `process.env` costs a call into Node and a scan of the environment each time).

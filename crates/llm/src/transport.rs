@@ -401,11 +401,14 @@ async fn sleep_or_abort<H: Http>(http: &H, d: Duration, cancel: &CancellationTok
     }
 }
 
+/// The 4xx statuses a request is retried on (the SDKs' rule; lib/errors.js's too).
+pub const RETRYABLE_4XX: [u16; 3] = [408, 409, 429];
+
 fn should_retry<'a>(status: u16, header: impl Fn(&str) -> Option<&'a str>) -> bool {
     match header("x-should-retry") {
         Some("true") => true,
         Some("false") => false,
-        _ => matches!(status, 408 | 409 | 429) || status >= 500,
+        _ => RETRYABLE_4XX.contains(&status) || status >= 500,
     }
 }
 

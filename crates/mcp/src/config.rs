@@ -49,12 +49,17 @@ fn pairs(o: &Map<String, Value>, field: &str) -> Result<Vec<(String, Option<Stri
     Ok(out)
 }
 
+/// `connectMCPTools(config)` with a `config` that is not an object (the glue checks it first).
+pub const CONFIG_NOT_AN_OBJECT: &str = "connectMCPTools: config must be an object";
+/// An `authToken` that is neither a string nor a function returning one.
+pub const AUTH_TOKEN_NOT_A_STRING: &str = "connectMCPTools: authToken must be a string or a function returning one";
+
 /// Parses the glue's JSON: `command`, `args`, `env` and `defaultEnv` as `[name, value|null]`
 /// pairs (`null`: the config's `undefined`), `cwd` — or `url`, `headers` (pairs) and `token` —
 /// and `namePrefix`, `requestTimeoutMs`, `clientName`, `clientVersion`.
 pub fn parse(json: &str) -> Result<(Transport, Config), String> {
-    let v: Value = serde_json::from_str(json).map_err(|_| "connectMCPTools: config must be an object".to_string())?;
-    let o = v.as_object().ok_or_else(|| "connectMCPTools: config must be an object".to_string())?;
+    let v: Value = serde_json::from_str(json).map_err(|_| CONFIG_NOT_AN_OBJECT.to_string())?;
+    let o = v.as_object().ok_or_else(|| CONFIG_NOT_AN_OBJECT.to_string())?;
     let mut config = session_config(o)?;
     let has = |k: &str| !matches!(o.get(k), None | Some(Value::Null));
     if has("url") {

@@ -25,6 +25,7 @@
 //! - [`queue`]: the byte-bounded queues between the transports and the driver.
 //! - `reaper` (Linux): the subreaper helper a stdio server runs under, so its whole tree ends.
 
+pub mod boundary;
 pub mod config;
 pub mod http;
 pub mod queue;

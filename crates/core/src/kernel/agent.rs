@@ -530,7 +530,7 @@ impl History {
 }
 
 /// The packed forms the binding exchanges with the driver, defined here only (the driver reads
-/// the codes from the binding, `agentCodes()`, and decodes them in `lib/agent.js`):
+/// the codes from `lib/generated/boundary.js` (`crate::boundary`) and decodes them in `lib/agent.js`):
 ///
 /// | value | layout |
 /// |---|---|
@@ -891,6 +891,24 @@ pub mod wire {
         };
         Ok(AgentRun { setup, phase, attempts, last: flags, timed_out: field(TIMED_OUT_SHIFT, 1) == 1 })
     }
+}
+
+/// The texts `lib/agent.js` throws (through `lib/generated/boundary.js`): `{name}` marks a
+/// parameter. The `DRIVER_*` ones are driver bugs (a step the driver does not perform).
+pub mod texts {
+    /// The runner's `agentRole` for an agent without a system prompt; with one, its first
+    /// [`ROLE_PROMPT_LENGTH`] UTF-16 units.
+    pub const DEFAULT_ROLE: &str = "assistant";
+    pub const ROLE_PROMPT_LENGTH: u32 = 50;
+    /// Upstream's text for `messages` that are not structured-cloneable (§15.1 does not cover it).
+    pub const MESSAGES_NOT_CLONEABLE: &str =
+        "messages must contain cloneable structured data (strings, arrays, and plain data objects)";
+    /// Upstream's text for a `beforeRun` hook whose `prompt` is not a string.
+    pub const PROMPT_NOT_STRING: &str = "beforeRun.prompt must be a string";
+    pub const DRIVER_TEXT_ON_TEXTLESS_PATH: &str =
+        "oma-kernel: agent driver got a step with a text on a path without texts";
+    pub const DRIVER_EXPECTED_ACTION: &str = "oma-kernel: agent driver expected action {expected}, got {got}";
+    pub const DRIVER_UNKNOWN_ACTION: &str = "oma-kernel: unknown agent action {action}";
 }
 
 #[cfg(test)]

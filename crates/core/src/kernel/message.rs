@@ -907,6 +907,17 @@ fn preview(s: &str) -> String {
     p
 }
 
+/// The texts of `assertValidMessages` (§15.1), which the JS glue runs on the caller's objects
+/// (`lib/llm.js`); `{type}` is the value's type name (`null`, `array` or its `typeof`).
+pub mod validation_texts {
+    /// `InvalidMessageError.code`.
+    pub const INVALID_MESSAGE_CODE: &str = "INVALID_MESSAGE";
+    pub const NOT_AN_ARRAY: &str = "messages must be an array, got {type}";
+    pub const MESSAGE_NOT_AN_OBJECT: &str = "messages[{i}] must be an object, got {type}";
+    pub const CONTENT_NOT_AN_ARRAY: &str = "messages[{i}].content must be a ContentBlock[], got {type}";
+    pub const BLOCK_WITHOUT_TYPE: &str = "messages[{i}].content[{j}] must be a content block with a string \"type\"";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,7 +100,7 @@ pub struct RunnerConfig {
 impl Default for RunnerConfig {
     fn default() -> Self {
         RunnerConfig {
-            max_turns: 10.0,
+            max_turns: DEFAULT_MAX_TURNS,
             max_token_budget: None,
             agent_name: None,
             loop_detection: None,
@@ -976,6 +976,31 @@ fn parse_content_json(content_json: Option<&str>, copied: bool) -> Result<Vec<Bl
     let json = content_json.ok_or_else(|| DriverError::Rejected(malformed(NOT_AN_OBJECT)))?;
     let parsed = if copied { parse_copied_content_str(json) } else { parse_content_str(json, Strictness::Strict) };
     parsed.map_err(|e| DriverError::Rejected(malformed(&e)))
+}
+
+/// `RunnerOptions.maxTurns` when unset.
+pub const DEFAULT_MAX_TURNS: f64 = 10.0;
+
+/// The texts the JS driver of the runner (`lib/runner.js`, `lib/errors.js`) produces, through
+/// `lib/generated/boundary.js`; `{name}` marks a parameter.
+pub mod texts {
+    /// `TokenBudgetExceededError.code`.
+    pub const TOKEN_BUDGET_EXCEEDED_CODE: &str = "TOKEN_BUDGET_EXCEEDED";
+    /// `TokenBudgetExceededError`'s message.
+    pub const TOKEN_BUDGET_EXCEEDED: &str =
+        "Agent \"{agent}\" exceeded token budget: {tokensUsed} tokens used (budget: {budget})";
+    /// An adapter's response whose `content` `JSON.stringify` cannot write; `reason` is one of
+    /// the `UNSERIALISABLE_*` texts.
+    pub const MALFORMED_CONTENT: &str =
+        "LLM adapter returned a malformed response: \"content\" cannot be written as JSON ({reason})";
+    pub const UNSERIALISABLE_TOO_DEEP: &str = "it is nested too deeply: Maximum call stack size exceeded";
+    pub const UNSERIALISABLE_CIRCULAR: &str = "it holds a circular reference";
+    pub const UNSERIALISABLE_BIGINT: &str = "it holds a BigInt";
+    pub const UNSERIALISABLE_THREW: &str = "serialising it threw: {message}";
+    /// A run aborted while a user callback (`contextStrategy.compress`, …) had not settled.
+    pub const ABORTED_WHILE: &str = "The run was aborted while {what} had not settled";
+    /// A tool's result that cannot be read (a throwing getter, a revoked proxy).
+    pub const RESULT_UNREADABLE: &str = "Tool \"{name}\" returned a result that cannot be read: {message}";
 }
 
 #[cfg(test)]

@@ -68,6 +68,12 @@ impl Semaphore {
     }
 }
 
+/// The texts of a `Semaphore(max)` the JS glue refuses (`lib/tools.js`).
+pub mod texts {
+    pub const MAX_BELOW_ONE: &str = "Semaphore max must be at least 1, got {max}";
+    pub const MAX_NOT_INTEGER: &str = "Semaphore max must be an integer, got {max}";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

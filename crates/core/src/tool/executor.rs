@@ -292,6 +292,22 @@ pub fn invalid_timeout_text(setting: &str, got: &str) -> String {
     format!("{setting} must be a number of milliseconds (unset, 0 or less: no timeout), got {got}")
 }
 
+/// Texts of a call that the JS drivers write themselves (through `lib/generated/boundary.js`);
+/// `{name}` marks a parameter.
+pub mod texts {
+    /// A result that is not an object (the machine's `BAD_RESULT`, and the runner's own read).
+    pub const INVALID_RESULT_NOT_OBJECT: &str =
+        "Tool \"{name}\" returned an invalid result: expected an object with a string \"data\", got {got}";
+    /// The answer to a call that was running (its gate or its tool awaited) when its abort
+    /// signal fired.
+    pub const ABORTED_DURING_EXECUTION: &str = "Tool \"{name}\" was aborted during execution.";
+    /// The setting name of a tool's own `timeoutMs` (the `setting` of [`super::invalid_timeout_text`]).
+    pub const TOOL_TIMEOUT_SETTING: &str = "timeoutMs of tool \"{name}\"";
+}
+
+/// `ToolExecutorOptions.maxConcurrency` when unset.
+pub const DEFAULT_MAX_CONCURRENCY: u32 = 4;
+
 /// How a tool's result failed the result checks (§9.2 step 7).
 #[derive(Clone, Debug, PartialEq)]
 pub enum BadResult {
@@ -504,6 +520,41 @@ pub fn transition(step: Step, kind: AnswerKind) -> Transition {
     }
 }
 
+/// The protocol as the JS driver walks it (`executor` in `lib/generated/boundary.js`): the
+/// [`transition`] table flattened to numbers, and the codes of the answers that carry bits.
+pub mod wire {
+    use super::{transition, AnswerKind, Step, Transition};
+
+    /// A `next` entry for an answer the machine must see ([`Transition::Decide`]).
+    pub const DECIDE: i32 = -1;
+    /// A `next` entry for an answer the step does not take ([`Transition::Invalid`]).
+    pub const INVALID: i32 = -2;
+
+    /// The bits of a `DECISION` answer's `num`: how the gate's decision looks to the driver.
+    pub const DECISION_OBJECT: u32 = 1;
+    pub const DECISION_ACTION_STRING: u32 = 2;
+    pub const DECISION_REASON_STRING: u32 = 4;
+    pub const DECISION_REASON_OTHER: u32 = 8;
+    pub const DECISION_BITS: [(&str, u32); 4] = [
+        ("OBJECT", DECISION_OBJECT),
+        ("ACTION_STRING", DECISION_ACTION_STRING),
+        ("REASON_STRING", DECISION_REASON_STRING),
+        ("REASON_OTHER", DECISION_REASON_OTHER),
+    ];
+
+    /// The names of a `BAD_RESULT` answer's sub-codes (its `num`), by code.
+    pub const BAD_RESULT_KINDS: [&str; 3] = ["NULLISH", "NOT_OBJECT", "DATA_NOT_STRING"];
+
+    /// The `next` entry of `(step, kind)`: the next step's code, [`DECIDE`] or [`INVALID`].
+    pub fn next(step: Step, kind: AnswerKind) -> i32 {
+        match transition(step, kind) {
+            Transition::To(s) => s as i32,
+            Transition::Decide => DECIDE,
+            Transition::Invalid => INVALID,
+        }
+    }
+}
+
 /// An answer the current step does not take (a driver bug).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Misuse {
@@ -642,8 +693,9 @@ impl ToolCall {
             Answer::BadResult(BadResult::Nullish(v)) => {
                 self.threw(&format!("Cannot read properties of {v} (reading 'isError')"))
             }
-            Answer::BadResult(BadResult::NotObject(t)) => self.fail(format!(
-                "Tool \"{name}\" returned an invalid result: expected an object with a string \"data\", got {t}"
+            Answer::BadResult(BadResult::NotObject(t)) => self.fail(crate::boundary::fill(
+                texts::INVALID_RESULT_NOT_OBJECT,
+                &[("name", name.as_str()), ("got", t.as_str())],
             )),
             Answer::BadResult(BadResult::DataNotString(t)) => {
                 self.fail(format!("Tool \"{name}\" returned an invalid result: \"data\" must be a string, got {t}"))

@@ -1,6 +1,6 @@
 //! The runner's actions as they cross to the JS driver: the one definition of the op codes and
-//! layouts. `lib/wire.js` decodes them; the binding hands the codes to it at load
-//! ([`spec_json`]), so the numbers are written nowhere else.
+//! layouts. `lib/wire.js` decodes them; it reads the codes from `lib/generated/boundary.js`
+//! (rendered from `crate::boundary`), so the numbers are written nowhere else.
 //!
 //! An action crosses as one value:
 //! - `CallModel` as a number: bits 0–4 the kind ([`ActionKind::CallModel`]), the rest the turn
@@ -66,10 +66,10 @@
 //! | `runRespondConversation` | `id, messagesJson \| null` | `null`, or a rejection |
 //! | `runRespondLoopAction` | `id, action` | nothing |
 
-use super::{Action, ActionKind, DriverError, ToolCall, ToolCalls};
+use super::{Action, DriverError, ToolCall, ToolCalls};
 use crate::json::{push_json_string, push_uint};
+use crate::kernel::context;
 use crate::kernel::message::{Block, Usage};
-use crate::kernel::{context, grants};
 
 /// Bits of a numeric action that hold its kind.
 pub const KIND_BITS: u32 = 5;
@@ -359,21 +359,13 @@ fn boolean(b: bool) -> &'static str {
     }
 }
 
-/// The constants `lib/wire.js` reads at load: the action kinds' codes by name, the numeric layout, the rejection code, and the grant constants `index.js` exports (`TOOL_PRESETS`,
-/// `AGENT_FRAMEWORK_DISALLOWED`).
-pub fn spec_json() -> String {
-    let ops: serde_json::Map<String, serde_json::Value> =
-        ActionKind::ALL.iter().map(|k| (k.name().to_string(), (*k as u8).into())).collect();
-    let presets: serde_json::Map<String, serde_json::Value> =
-        grants::PRESETS.iter().map(|(name, tools)| (name.to_string(), (*tools).into())).collect();
-    serde_json::json!({
-        "ops": ops,
-        "kindBits": KIND_BITS,
-        "rejected": REJECTED,
-        "toolPresets": presets,
-        "agentFrameworkDisallowed": grants::AGENT_FRAMEWORK_DISALLOWED,
-    })
-    .to_string()
+/// The texts `lib/wire.js` and `lib/runner.js` throw when the wire and the driver disagree
+/// (driver bugs; `{name}` marks a parameter).
+pub mod driver_texts {
+    pub const UNKNOWN_ACTION: &str = "oma-kernel: unknown runner action {code}";
+    pub const UNKNOWN_OPERATION: &str = "oma-kernel: unknown runner operation";
+    pub const ROUND_MISMATCH: &str = "oma-kernel: a tool round does not match the answer it came from";
+    pub const UNKNOWN_BLOCK_TAG: &str = "oma-kernel: unknown block tag in a reply: {tag}";
 }
 
 #[cfg(test)]
@@ -389,7 +381,8 @@ mod tests {
     use crate::kernel::message::Usage;
     use crate::kernel::runner::tests::machine;
     use crate::kernel::runner::{
-        LoopAction, LoopConfig, Machine, ModelAnswer, Response, RunnerConfig, Strategy, LOOP_STOPPED_RESULT, W_TOOL,
+        ActionKind, LoopAction, LoopConfig, Machine, ModelAnswer, Response, RunnerConfig, Strategy,
+        LOOP_STOPPED_RESULT, W_TOOL,
     };
 
     /// The decoder of `lib/wire.js`, field for field: `(kind, named fields)`.
@@ -778,19 +771,5 @@ mod tests {
         assert_eq!(p[2], "\"x\\u0001\"");
         assert_eq!(p[4], r#""\"stop""#);
         assert_eq!(Value::Array(decode_blocks(&p[5..])), as_json(&content));
-    }
-
-    #[test]
-    fn spec_names_every_code_and_the_presets() {
-        let spec: Value = serde_json::from_str(&spec_json()).unwrap();
-        for k in ActionKind::ALL {
-            assert_eq!(spec["ops"][k.name()], k as u8);
-        }
-        assert_eq!(spec["toolPresets"]["readonly"], json!(["file_read", "grep", "glob"]));
-        // `Object.keys(TOOL_PRESETS)` is public: the text keeps the order of `grants::PRESETS`.
-        let names: Vec<&str> = spec["toolPresets"].as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(names, ["readonly", "readwrite", "full"]);
-        assert_eq!(spec["agentFrameworkDisallowed"], json!([]));
-        assert_eq!(spec["kindBits"], KIND_BITS);
     }
 }

@@ -54,6 +54,9 @@ pub fn check_delegation(c: &DelegateCheck) -> Option<String> {
     None
 }
 
+/// `team.maxDelegationDepth` when the team does not set it.
+pub const DEFAULT_MAX_DEPTH: u32 = 3;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,6 +203,9 @@ pub fn glob_tool(input: &GlobInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     ToolOutput::ok(data)
 }
 
+/// `maxFiles` when the input does not give it (the field's description says so).
+pub const DEFAULT_MAX_FILES: u32 = 500;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -620,6 +620,9 @@ fn is_regular(fd: &std::os::fd::OwnedFd) -> bool {
     unsafe { libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
 }
 
+/// `maxResults` when the input does not give it (the field's description says so).
+pub const DEFAULT_MAX_RESULTS: u32 = 100;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,10 +53,12 @@ pub struct Field {
     pub min_length: Option<u32>,
 }
 
-/// A built-in tool's input: its fields in schema (Zod shape) order.
+/// A built-in tool's input: its fields in schema (Zod shape) order, and the tool's description
+/// (the `ToolDefinition.description` lib/builtin.js gives the model).
 #[derive(Debug, PartialEq)]
 pub struct ToolInput {
     pub tool: &'static str,
+    pub description: &'static str,
     pub fields: &'static [Field],
 }
 
@@ -80,6 +82,7 @@ use FieldType::{Boolean, Number, String as Str};
 pub const TOOLS: [ToolInput; 7] = [
     ToolInput {
         tool: "bash",
+        description: "Execute a bash command and return its stdout and stderr. Use this for file system operations, running scripts, installing packages, and any task that requires shell access. The command runs in a non-interactive shell (bash -c). Long-running commands should use the timeout parameter.",
         fields: &[
             field("command", Str, "The bash command to execute.", true),
             field(
@@ -93,6 +96,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "file_read",
+        description: "Read the contents of a file from disk. Returns the file contents with line numbers prefixed in the format \"N\\t<line>\". Use `offset` and `limit` to read large files in chunks without loading the entire file into the context window.",
         fields: &[
             field("path", Str, "Absolute path to the file to read.", true),
             Field {
@@ -113,6 +117,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "file_write",
+        description: "Write content to a file, creating it (and any missing parent directories) if it does not already exist, or overwriting it if it does. Prefer this tool for creating new files; use file_edit for targeted in-place edits of existing files.",
         fields: &[
             field(
                 "path",
@@ -125,6 +130,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "file_edit",
+        description: "Edit a file by replacing a specific string with new content. The `old_string` must appear verbatim in the file. By default the tool errors if `old_string` appears more than once — use `replace_all: true` to replace every occurrence. Use file_write when you need to create a new file or rewrite it entirely.",
         fields: &[
             field("path", Str, "Absolute path to the file to edit.", true),
             field(
@@ -149,6 +155,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "grep",
+        description: "Search for a regular-expression pattern in one or more files. Returns matching lines with their file paths and 1-based line numbers. Use the `glob` parameter to restrict the search to specific file types (e.g. \"*.ts\"). To list matching file paths without reading contents, use the `glob` tool. Results are capped by `maxResults` to keep the response manageable.",
         fields: &[
             field("pattern", Str, "Regular expression pattern to search for in file contents.", true),
             field(
@@ -168,6 +175,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "glob",
+        description: "List file paths under a directory that match an optional filename glob. Does not read file contents — use `grep` to search inside files. Skips common bulky directories (node_modules, .git, dist, etc.). Paths in the result are relative to the process working directory. Results are capped by `maxFiles`.",
         fields: &[
             field(
                 "path",
@@ -186,6 +194,7 @@ pub const TOOLS: [ToolInput; 7] = [
     },
     ToolInput {
         tool: "delegate_to_agent",
+        description: "Run a sub-task on another agent from this team and return that agent's final answer as the tool result. Use when you need a specialist teammate to produce output you will incorporate. The target agent runs in a fresh conversation for this prompt only.",
         fields: &[
             non_empty("target_agent", "Name of the team agent to run the sub-task."),
             non_empty("prompt", "Instructions / question for the target agent."),
@@ -353,6 +362,13 @@ pub fn tool(name: &str) -> Option<&'static ToolInput> {
     TOOLS.iter().find(|t| t.tool == name)
 }
 
+/// The error of the built-in tools' `inputSchema` getter when the peer dependency `zod` cannot
+/// be loaded (`{why}`: the first line of the loader's error).
+pub const ZOD_MISSING: &str = "@oma-kernel/core: the built-in tools' inputSchema is a Zod schema, built from the peer dependency \"zod\" (^3.25 || ^4), which could not be loaded: {why}. Install it with: npm install zod";
+/// Zod 4's `.int()` also caps at 2^53; the Zod 4 schema checks `Number.isInteger` instead,
+/// with Zod 3's issue text.
+pub const ZOD4_INT_ISSUE: &str = "Invalid input: expected int, received number";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,6 +381,19 @@ mod tests {
 
     fn string(len: usize) -> FieldValue {
         FieldValue { ty: JsType::String, num: len as f64 }
+    }
+
+    /// The descriptions that state a default say the default the glue applies (one number:
+    /// the const; the description is a `const` text, so it spells it and this ties them).
+    #[test]
+    fn described_defaults_are_the_defaults() {
+        use crate::tool::builtin::{bash, glob, grep};
+        let described = |tool: &str, field: &str| {
+            super::tool(tool).unwrap().fields.iter().find(|f| f.name == field).unwrap().description
+        };
+        assert!(described("grep", "maxResults").ends_with(&format!("Defaults to {}.", grep::DEFAULT_MAX_RESULTS)));
+        assert!(described("glob", "maxFiles").ends_with(&format!("Defaults to {}.", glob::DEFAULT_MAX_FILES)));
+        assert!(described("bash", "timeout").ends_with(&format!("Defaults to {} ms.", bash::DEFAULT_TIMEOUT_MS)));
     }
 
     fn texts(tool: &str, top: JsType, fields: &[FieldValue]) -> Option<Vec<String>> {

@@ -39,6 +39,10 @@ pub(crate) fn plural(n: u64) -> &'static str {
     }
 }
 
+/// The result text of a built-in tool whose native call failed (a Rust panic, a rejected
+/// promise): `execute` never throws for the tool's own faults.
+pub const FAILED_INTERNALLY: &str = "Tool \"{tool}\" failed internally: {message}";
+
 #[cfg(test)]
 pub(crate) mod testutil {
     use std::sync::atomic::{AtomicU64, Ordering};
