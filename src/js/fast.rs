@@ -40,6 +40,9 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
+        // SAFETY: `env` is the env napi-rs hands this load-time hook; `name` outlives the call,
+        // which copies its `len` bytes; `cb` is a `Cb` with napi's callback signature, and no
+        // data pointer is attached, so nothing has to outlive the function.
         let status = unsafe {
             sys::napi_create_function(
                 env.raw(),
@@ -51,6 +54,8 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
             )
         };
         check(status, name)?;
+        // SAFETY: `exports` is the module's object in `env`, `f` was created just above in it,
+        // and the NUL-terminated name lives until the end of the statement.
         let status =
             unsafe { sys::napi_set_named_property(env.raw(), exports.raw(), CString::new(name).unwrap().as_ptr(), f) };
         check(status, name)?;
@@ -179,6 +184,8 @@ impl Args<'_> {
 
     fn number(&self, i: usize) -> std::result::Result<f64, String> {
         let mut v = 0.0;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_double(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
             _ => Err(format!("oma-kernel: argument {i} must be a number")),
@@ -187,6 +194,8 @@ impl Args<'_> {
 
     fn u32(&self, i: usize) -> std::result::Result<u32, String> {
         let mut v = 0;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_uint32(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
             _ => Err(format!("oma-kernel: argument {i} must be a number")),
@@ -195,6 +204,8 @@ impl Args<'_> {
 
     fn bool(&self, i: usize) -> std::result::Result<bool, String> {
         let mut v = false;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_bool(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
             _ => Err(format!("oma-kernel: argument {i} must be a boolean")),
@@ -203,6 +214,8 @@ impl Args<'_> {
 
     fn is_nullish(&self, i: usize) -> bool {
         let mut t = 0;
+        // SAFETY: `env` and `argv` are the current callback's, `i` is in bounds (indexing panics
+        // otherwise), `t` a live local.
         unsafe { sys::napi_typeof(self.env, self.argv[i], &mut t) };
         t == sys::ValueType::napi_null || t == sys::ValueType::napi_undefined
     }
@@ -218,6 +231,7 @@ impl Args<'_> {
 
     /// Calls `f` with string argument `i`, copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
+        // SAFETY: `env` and `argv[i]` are the current callback's, as `with_utf8` requires.
         unsafe { with_utf8(self.env, self.argv[i], f) }
             .ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
     }
@@ -233,6 +247,8 @@ pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f:
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         let mut len = 0usize;
+        // SAFETY: `env` and `value` are the current call's (this function's contract); napi
+        // writes at most `buf.len()` bytes into `buf`, which the closure borrows mutably.
         let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe {
             sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len)
         };
@@ -242,11 +258,13 @@ pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f:
         // napi copies whole characters only: a result this close to the end may be cut.
         if len + 4 >= buf.len() {
             let mut need = 0usize;
+            // SAFETY: as for `read`; a null buffer asks for the length only.
             unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut need) };
             buf.resize(need + 1, 0);
             read(&mut buf, &mut len);
         }
-        // napi writes UTF-8 (V8 replaces lone surrogates), so the bytes are valid.
+        // SAFETY: napi wrote `len` bytes of UTF-8 (V8 replaces lone surrogates) and cuts only
+        // between whole characters, so `buf[..len]` is valid UTF-8.
         let s = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
         let r = f(s);
         if buf.len() > 1 << 20 {

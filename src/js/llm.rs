@@ -108,6 +108,7 @@ where
                 .await;
                 deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));
             });
+            // SAFETY: `promise` is the promise `uv::promise` just created in this call's env.
             return unsafe { Object::from_napi_value(env.raw(), promise) };
         }
     }
@@ -281,6 +282,8 @@ pub struct LongText(String);
 
 impl FromNapiValue for LongText {
     unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
+        // SAFETY: napi-rs passes this conversion the current call's env and argument, as
+        // `with_utf8` requires.
         unsafe { super::fast::with_utf8(env, value, str::to_string) }
             .map(LongText)
             .ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))

@@ -434,6 +434,8 @@ fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
         // The pidfd pins the process; confirm it is still one of ours before signalling.
         if stat_of(pid).is_some_and(|(ppid, _)| tree.contains(&ppid)) {
+            // SAFETY: `pidfd` is owned and open for the call; the null siginfo is allowed
+            // (the kernel fills in a SI_USER one), and the other arguments are integers.
             unsafe {
                 libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
             };
@@ -598,6 +600,9 @@ pub fn exec_bash_with(
     // data prepared above.
     let helper = unsafe { libc::fork() };
     if helper == 0 {
+        // SAFETY: this is the forked child of a possibly multi-threaded parent; helper_main
+        // only makes async-signal-safe calls, on descriptors that were opened above and are
+        // owned by this process's copy of the table, and never returns.
         unsafe {
             helper_main(
                 devnull.as_raw_fd(),

@@ -113,6 +113,7 @@ pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
     let pfd = r.sandbox.open(&r.path, super::path_safety::O_PATH, 0, "stat").map_err(fail)?;
     // SAFETY: zeroed stat is a valid out-parameter; pfd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `pfd` is an owned, open descriptor for the call; `st` is a live local.
     if unsafe { libc::fstat(pfd.as_raw_fd(), &mut st) } != 0 {
         return Err(fail(FsError::os(&std::io::Error::last_os_error(), "stat", &r.path)));
     }

@@ -378,9 +378,11 @@ fn search_file(
             // /dev/zero) would never end.
             // SAFETY: zeroed stat is a valid out-parameter; plain syscalls on our descriptor.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: `f` is borrowed open for the call; `st` is a live local.
             if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
                 return Ok(true);
             }
+            // SAFETY: `f` is borrowed open for the call; lseek takes only integers.
             if unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) } != 0 {
                 return Ok(true);
             }
@@ -393,6 +395,8 @@ fn search_file(
         // SAFETY: reading into the vector's spare capacity, then extending by what was read.
         let n = unsafe { libc::read(f.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
         if n > 0 {
+            // SAFETY: read(2) initialised the first `n` bytes of the spare capacity, and
+            // `n <= spare.len()`, so the new length stays within the capacity.
             unsafe { buf.set_len(buf.len() + n as usize) };
         } else if n == 0 {
             break;
@@ -617,6 +621,7 @@ fn is_regular(fd: &std::os::fd::OwnedFd) -> bool {
     use std::os::fd::AsRawFd;
     // SAFETY: zeroed stat is a valid out-parameter; fd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is borrowed open for the call; `st` is a live local.
     unsafe { libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
 }
 

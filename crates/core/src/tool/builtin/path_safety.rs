@@ -468,6 +468,7 @@ fn sys_openat2(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<Owned
 fn fd_kind(fd: &OwnedFd) -> Option<libc::mode_t> {
     // SAFETY: zeroed stat is a valid out-parameter; fd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is borrowed open for the call; `st` is a live local.
     (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
 }
 
@@ -475,6 +476,8 @@ fn fd_kind(fd: &OwnedFd) -> Option<libc::mode_t> {
 fn kind_at(dirfd: RawFd, name: &CStr) -> Option<libc::mode_t> {
     // SAFETY: zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller's `dirfd` is open for the call (a bad one only gives EBADF); `name`
+    // is NUL-terminated and `st` a live local.
     let r = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
     (r == 0).then_some(st.st_mode & libc::S_IFMT)
 }
@@ -662,6 +665,7 @@ fn special_kind(mode: libc::mode_t) -> Option<&'static str> {
 fn fstat_fd(fd: RawFd) -> Result<libc::stat, i32> {
     // SAFETY: zeroed stat is a valid out-parameter; fd is live.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat only reads `fd` (a closed one gives EBADF) and writes the live local `st`.
     if unsafe { libc::fstat(fd, &mut st) } == 0 {
         Ok(st)
     } else {
@@ -672,6 +676,7 @@ fn fstat_fd(fd: RawFd) -> Result<libc::stat, i32> {
 fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> Result<libc::stat, i32> {
     // SAFETY: zeroed stat is a valid out-parameter; name is NUL-terminated.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `name` is NUL-terminated, `st` a live local; a stale `dirfd` only gives EBADF.
     if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
         Ok(st)
     } else {
@@ -1180,6 +1185,7 @@ mod tests {
         let mut fds = [0; 2];
         // SAFETY: a fresh pipe; both ends are owned below.
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: pipe(2) just returned both descriptors, owned by nothing else.
         let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         write_fd(wr.as_raw_fd(), &[b'x'; 100]).unwrap();
         drop(wr);

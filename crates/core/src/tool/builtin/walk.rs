@@ -54,6 +54,7 @@ fn list_dir(dirfd: RawFd) -> Vec<(CString, Kind)> {
         if bytes == b"." || bytes == b".." {
             continue;
         }
+        // SAFETY: `ent` is the entry readdir just returned, valid until the next readdir.
         let kind = match unsafe { (*ent).d_type } {
             libc::DT_REG => Kind::File,
             libc::DT_DIR => Kind::Dir,
@@ -73,6 +74,7 @@ fn list_dir(dirfd: RawFd) -> Vec<(CString, Kind)> {
 fn stat_kind(dirfd: RawFd, name: &CStr) -> Kind {
     // SAFETY: zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `dirfd` is the open directory being listed, `name` NUL-terminated, `st` a local.
     if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
         return Kind::Other;
     }
@@ -434,6 +436,7 @@ pub(crate) mod tests {
                 libc::write(f, b"needle\n".as_ptr().cast(), 7);
                 libc::close(f);
             }
+            // SAFETY: `cur` is an owned open directory; the name is a NUL-terminated literal.
             if unsafe { libc::mkdirat(cur.as_raw_fd(), c"d".as_ptr(), 0o755) } != 0 {
                 panic!("mkdirat");
             }
