@@ -16,14 +16,11 @@ struct TempDir(PathBuf);
 impl TempDir {
     fn new() -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "oma-os-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let name = format!("oma-os-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let p = std::env::temp_dir().join(name);
+        // A leftover of an earlier run with the same pid goes first.
         let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(std::fs::canonicalize(p).unwrap())
+        std::fs::create_dir_all(&p).map(|()| TempDir(std::fs::canonicalize(p).unwrap())).unwrap()
     }
 
     fn open(&self) -> OwnedFd {
@@ -328,22 +325,23 @@ fn the_kill_ends_the_whole_tree() {
 
 #[test]
 fn the_mcp_layout_tells_the_exec_and_keeps_the_helper_through_a_sigterm() {
-    let (in_r, in_w) = process::pipe_cloexec().unwrap();
-    let (out_r, out_w) = process::pipe_cloexec().unwrap();
-    let (ex_r, ex_w) = process::pipe_cloexec().unwrap();
-    let (st_r, st_w) = process::pipe_cloexec().unwrap();
+    // stdin, stdout, the record pipe, the exit pipe.
+    let [(in_r, in_w), (out_r, out_w), (ex_r, ex_w), (st_r, st_w)] = [(); 4].map(|()| process::pipe_cloexec().unwrap());
     let argv = sh("read line; echo \"got $line\"; exec sleep 300");
-    let cmd = process::Command { program: c"/bin/sh", argv: &argv, env: &[], cwd: None };
-    let layout = process::Layout {
-        stdio: [Some(in_r.as_fd()), Some(out_w.as_fd()), None],
-        records: ex_w.as_fd(),
-        exit: Some(st_w.as_fd()),
-        group: Group::Helper,
-        subreaper: true,
-        ignore_sigterm: true,
-        confine: None,
-    };
-    let helper = process::spawn_helper(&cmd, &layout).unwrap();
+    let helper = process::spawn_helper(
+        &process::Command { program: c"/bin/sh", argv: &argv, env: &[], cwd: None },
+        // What oma-mcp's reaper asks for.
+        &process::Layout {
+            group: Group::Helper,
+            subreaper: true,
+            ignore_sigterm: true,
+            stdio: [Some(in_r.as_fd()), Some(out_w.as_fd()), None],
+            records: ex_w.as_fd(),
+            exit: Some(st_w.as_fd()),
+            confine: None,
+        },
+    )
+    .unwrap();
     drop((in_r, out_w, ex_w, st_w));
     // EOF without a record: the command exec'd.
     assert_eq!(read_all(ex_r), b"");
