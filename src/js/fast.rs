@@ -7,10 +7,9 @@
 //! ≈ 105 ns for a call taking and returning a `u32`, against ≈ 30 ns for the bare callback.
 //! At five calls per tool turn that was a tenth of the turn. These callbacks read their
 //! arguments straight from napi (strings into one reused buffer) and call the same code as the
-//! `#[napi]` exports in `core.rs` (`core::run_respond` → `Machine::respond` for every response);
+//! `#[napi]` exports in `runner.rs` (`runner::run_respond` → `Machine::respond` for every response);
 //! a panic still becomes a JS exception.
 
-use std::cell::RefCell;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -22,7 +21,8 @@ use napi_derive::napi;
 use oma_core::kernel::message::Usage;
 use oma_core::kernel::runner::wire::Wire;
 
-use super::core::{self, JsResponse};
+use super::runner::{self, JsResponse};
+use super::{semaphore, text};
 
 type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
@@ -172,11 +172,6 @@ struct Args<'a> {
     argv: &'a [sys::napi_value],
 }
 
-thread_local! {
-    /// Reused for string arguments (the content JSON of every response).
-    static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 4096]);
-}
-
 impl Args<'_> {
     fn len(&self) -> usize {
         self.argv.len()
@@ -232,67 +227,29 @@ impl Args<'_> {
     /// Calls `f` with string argument `i`, copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
         // SAFETY: `env` and `argv[i]` are the current callback's, as `with_utf8` requires.
-        unsafe { with_utf8(self.env, self.argv[i], f) }
+        unsafe { text::with_utf8(self.env, self.argv[i], f) }
             .ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
     }
 }
 
-/// `f` on the UTF-8 text of the JS string `value`, read in one pass into a buffer reused by the
-/// thread (napi's own conversion measures the length first, then fills a zeroed allocation);
-/// `None` when `value` is not a string.
-///
-/// # Safety
-/// `env` and `value` must be the current call's.
-pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f: impl FnOnce(&str) -> R) -> Option<R> {
-    BUF.with(|cell| {
-        let mut buf = cell.borrow_mut();
-        let mut len = 0usize;
-        // SAFETY: `env` and `value` are the current call's (this function's contract); napi
-        // writes at most `buf.len()` bytes into `buf`, which the closure borrows mutably.
-        let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe {
-            sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len)
-        };
-        if read(&mut buf, &mut len) != sys::Status::napi_ok {
-            return None;
-        }
-        // napi copies whole characters only: a result this close to the end may be cut.
-        if len + 4 >= buf.len() {
-            let mut need = 0usize;
-            // SAFETY: as for `read`; a null buffer asks for the length only.
-            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut need) };
-            buf.resize(need + 1, 0);
-            read(&mut buf, &mut len);
-        }
-        // SAFETY: napi wrote `len` bytes of UTF-8 (V8 replaces lone surrogates) and cuts only
-        // between whole characters, so `buf[..len]` is valid UTF-8.
-        let s = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
-        let r = f(s);
-        if buf.len() > 1 << 20 {
-            // A huge response should not pin its buffer for the thread's lifetime.
-            *buf = vec![0; 4096];
-        }
-        Some(r)
-    })
-}
-
 /// `semAcquire(id)`: 0 = acquired now, 1 = park.
 unsafe extern "C" fn sem_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_acquire_id(a.u32(0)?)?)))
+    call::<1>(env, info, |a| Ok(Ret::U32(semaphore::sem_acquire_id(a.u32(0)?)?)))
 }
 
-/// `semOpen(max)`: a new slot with one holder (see `core::sem_open_id`).
+/// `semOpen(max)`: a new slot with one holder (see `semaphore::sem_open_id`).
 unsafe extern "C" fn sem_open(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_open_id(a.u32(0)?))))
+    call::<1>(env, info, |a| Ok(Ret::U32(semaphore::sem_open_id(a.u32(0)?))))
 }
 
 /// `semRelease(id)`: 1 = handed to the longest waiter, 0 = slot freed, -1 = idle and closed.
 unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::I32(core::sem_release_id(a.u32(0)?)?)))
+    call::<1>(env, info, |a| Ok(Ret::I32(semaphore::sem_release_id(a.u32(0)?)?)))
 }
 
 /// `runNext(id, aborted)`: the next action, encoded (`wire`).
 unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<2>(env, info, |a| Ok(core::run_next(a.u32(0)?, a.bool(1)?)?.into()))
+    call::<2>(env, info, |a| Ok(runner::run_next(a.u32(0)?, a.bool(1)?)?.into()))
 }
 
 /// `runRespond(id, contentJson | null, inputTokens, outputTokens, copied?)`: the model's answer
@@ -304,7 +261,7 @@ unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_in
         let usage = Usage { input_tokens: a.number(2)?, output_tokens: a.number(3)? };
         let copied = !a.is_nullish(4) && a.bool(4)?;
         let out = a.with_opt_str(1, |content_json| {
-            core::run_respond(id, JsResponse::Model { content_json, usage, copied })
+            runner::run_respond(id, JsResponse::Model { content_json, usage, copied })
         })??;
         Ok(out.map_or(Ret::Undefined, Ret::from))
     })
@@ -322,7 +279,7 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
         };
         a.with_str(2, |content| {
             let content = content.to_string();
-            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
+            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
         })??;
         Ok(Ret::Undefined)
     })
@@ -360,7 +317,7 @@ unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callba
         }
         for (index, (content, is_error, usage)) in outcomes.into_iter().enumerate() {
             let index = index as u32;
-            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
+            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         }
         Ok(Ret::Undefined)
     })

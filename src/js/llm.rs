@@ -277,14 +277,14 @@ impl ChatHistory {
     }
 }
 
-/// A long string argument, read in one pass (see `fast::with_utf8`): these are the tool results.
+/// A long string argument, read in one pass (see `text::with_utf8`): these are the tool results.
 pub struct LongText(String);
 
 impl FromNapiValue for LongText {
     unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
         // SAFETY: napi-rs passes this conversion the current call's env and argument, as
         // `with_utf8` requires.
-        unsafe { super::fast::with_utf8(env, value, str::to_string) }
+        unsafe { super::text::with_utf8(env, value, str::to_string) }
             .map(LongText)
             .ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))
     }
