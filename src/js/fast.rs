@@ -18,9 +18,9 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use oma_core::kernel::message::Usage;
 use oma_core::kernel::runner::wire::Wire;
 
+use super::convert::{self, not_a, Outcome, RawArgs};
 use super::runner::{self, JsResponse};
 use super::{semaphore, text};
 
@@ -172,7 +172,7 @@ struct Args<'a> {
     argv: &'a [sys::napi_value],
 }
 
-impl Args<'_> {
+impl RawArgs for Args<'_> {
     fn len(&self) -> usize {
         self.argv.len()
     }
@@ -183,7 +183,7 @@ impl Args<'_> {
         // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_double(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a number")),
+            _ => Err(not_a(i, "a number")),
         }
     }
 
@@ -193,7 +193,7 @@ impl Args<'_> {
         // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_uint32(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a number")),
+            _ => Err(not_a(i, "a number")),
         }
     }
 
@@ -203,7 +203,7 @@ impl Args<'_> {
         // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_bool(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a boolean")),
+            _ => Err(not_a(i, "a boolean")),
         }
     }
 
@@ -215,20 +215,10 @@ impl Args<'_> {
         t == sys::ValueType::napi_null || t == sys::ValueType::napi_undefined
     }
 
-    /// `with_str` for an argument that may be `null` or `undefined` (then `f(None)`).
-    fn with_opt_str<R>(&self, i: usize, f: impl FnOnce(Option<&str>) -> R) -> std::result::Result<R, String> {
-        if self.is_nullish(i) {
-            Ok(f(None))
-        } else {
-            self.with_str(i, |s| f(Some(s)))
-        }
-    }
-
-    /// Calls `f` with string argument `i`, copied once into the thread's buffer.
+    /// Copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
         // SAFETY: `env` and `argv[i]` are the current callback's, as `with_utf8` requires.
-        unsafe { text::with_utf8(self.env, self.argv[i], f) }
-            .ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
+        unsafe { text::with_utf8(self.env, self.argv[i], f) }.ok_or_else(|| not_a(i, "a string"))
     }
 }
 
@@ -257,9 +247,7 @@ unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info)
 /// next action, or a rejection (`wire`).
 unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call::<5>(env, info, |a| {
-        let id = a.u32(0)?;
-        let usage = Usage { input_tokens: a.number(2)?, output_tokens: a.number(3)? };
-        let copied = !a.is_nullish(4) && a.bool(4)?;
+        let (id, usage, copied) = convert::model_answer(a)?;
         let out = a.with_opt_str(1, |content_json| {
             runner::run_respond(id, JsResponse::Model { content_json, usage, copied })
         })??;
@@ -271,16 +259,8 @@ unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_in
 /// call's outcome, with a delegated run's usage when the two numbers are given.
 unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call::<6>(env, info, |a| {
-        let (id, index, is_error) = (a.u32(0)?, a.u32(1)?, a.u32(3)?);
-        let usage = if a.is_nullish(4) {
-            None
-        } else {
-            Some(Usage { input_tokens: a.number(4)?, output_tokens: a.number(5)? })
-        };
-        a.with_str(2, |content| {
-            let content = content.to_string();
-            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
-        })??;
+        let (id, index, Outcome { content, is_error, usage }) = convert::tool_result(a)?;
+        runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         Ok(Ret::Undefined)
     })
 }
@@ -293,29 +273,8 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
 /// before the machine is given any outcome, so a malformed call changes nothing.
 unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     call_variadic(env, info, |a| {
-        if a.len() == 0 {
-            return Err("oma-kernel: argument 0 must be a number".into());
-        }
-        let id = a.u32(0)?;
-        let mut outcomes = Vec::with_capacity(a.len() / 2);
-        let mut at = 1;
-        while at < a.len() {
-            let code = a.u32(at)?;
-            let with_usage = code & 4 != 0;
-            let width = if with_usage { 4 } else { 2 };
-            if at + width > a.len() {
-                return Err(format!("oma-kernel: the outcome of tool call {} is incomplete", outcomes.len()));
-            }
-            let usage = if with_usage {
-                Some(Usage { input_tokens: a.number(at + 2)?, output_tokens: a.number(at + 3)? })
-            } else {
-                None
-            };
-            let content = a.with_str(at + 1, str::to_string)?;
-            outcomes.push((content, code & 3, usage));
-            at += width;
-        }
-        for (index, (content, is_error, usage)) in outcomes.into_iter().enumerate() {
+        let (id, outcomes) = convert::tool_results(a)?;
+        for (index, Outcome { content, is_error, usage }) in outcomes.into_iter().enumerate() {
             let index = index as u32;
             runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         }

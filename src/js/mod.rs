@@ -4,6 +4,7 @@ pub mod agent;
 pub mod builtin;
 pub mod cancel;
 pub mod confined;
+mod convert;
 pub mod executor;
 pub mod fast;
 pub mod helpers;

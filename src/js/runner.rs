@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use super::convert::{is_error_of, registry_tools};
 use super::slab::Slab;
 
 use oma_core::kernel::config::runner_config_from_json;
@@ -38,26 +39,6 @@ fn cached_config(json: &str) -> std::result::Result<Arc<RunnerConfig>, String> {
 
 thread_local! {
     static LAST_WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A registry's tools (name, runtimeAdded) in registration order, and its rail.
-type RegistryList = (Vec<(String, bool)>, Vec<String>);
-
-/// A registry's tools as `ToolRegistry` sends them: `[[name, runtimeAdded], …]` in
-/// registration order (the JS registry is the only copy; it keeps this text until it changes);
-/// a registry with a rail (`new ToolRegistry({ disallow })`) sends `{"tools":[…],"disallow":[…]}`.
-fn registry_tools(tools_json: &str) -> std::result::Result<RegistryList, String> {
-    #[derive(serde::Deserialize)]
-    struct Railed {
-        tools: Vec<(String, bool)>,
-        disallow: Vec<String>,
-    }
-    let malformed = |e: serde_json::Error| format!("oma-kernel: malformed registry list: {e}");
-    if tools_json.starts_with('{') {
-        let r: Railed = serde_json::from_str(tools_json).map_err(malformed)?;
-        return Ok((r.tools, r.disallow));
-    }
-    Ok((serde_json::from_str(tools_json).map_err(malformed)?, Vec::new()))
 }
 
 /// The warnings of the last `runnerPlan` on this thread (usually none).
@@ -329,15 +310,6 @@ pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Opt
             },
         }
     })
-}
-
-/// `is_error` as the driver encodes it: 0 false, 1 true, 2 not set.
-fn is_error_of(code: u32) -> Option<bool> {
-    match code {
-        0 => Some(false),
-        1 => Some(true),
-        _ => None,
-    }
 }
 
 /// The summary call's answer (`JSON.stringify(response)`): `null`, or a rejection (`wire`).
