@@ -71,6 +71,9 @@ fn check(status: sys::napi_status, what: &str) -> Result<()> {
     }
 }
 
+/// A callback's body's outcome: its value, or the error thrown as a JS exception.
+type CallResult = std::result::Result<Ret, String>;
+
 /// What a callback returns to JS, built after its Rust work is done.
 enum Ret {
     U32(u32),
@@ -89,15 +92,23 @@ impl From<Wire> for Ret {
 }
 
 /// Runs `body` with the call's arguments; errors and panics become JS exceptions.
+///
+/// # Safety
+/// `env` and `info` are the ones napi passed to the running callback (as are `call_variadic`'s
+/// and, with `argv` read from them, `run_body`'s).
 unsafe fn call<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     let mut argc = N;
     let mut argv = [ptr::null_mut(); N];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
-    run_body(env, status, &argv, body)
+    // SAFETY: `env` and `info` are the running callback's (this function's contract); napi
+    // writes at most `argc` (= N) values into `argv` and fills missing ones with `undefined`.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+    // SAFETY: `argv` was just read from this callback's `info`.
+    unsafe { run_body(env, status, &argv, body) }
 }
 
 /// `call` for a callback taking any number of arguments: `body` sees exactly those passed
@@ -105,19 +116,26 @@ unsafe fn call<const N: usize>(
 unsafe fn call_variadic(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     const INLINE: usize = 64;
     let mut argc = INLINE;
     let mut inline = [ptr::null_mut(); INLINE];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: as in `call`; napi writes at most INLINE values and sets `argc` to the number
+    // passed, which may be more.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
     if status != sys::Status::napi_ok || argc <= INLINE {
-        return run_body(env, status, &inline[..argc.min(INLINE)], body);
+        // SAFETY: the first `argc` (at most INLINE) values were read from this callback's `info`.
+        return unsafe { run_body(env, status, &inline[..argc.min(INLINE)], body) };
     }
     let mut heap = vec![ptr::null_mut(); argc];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: as above, into `heap`, which holds `argc` values.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
     let n = argc.min(heap.len());
-    run_body(env, status, &heap[..n], body)
+    // SAFETY: the first `n` values were read from this callback's `info`.
+    unsafe { run_body(env, status, &heap[..n], body) }
 }
 
 /// Runs `body` on the arguments read (`status`: how reading them went) and hands JS its result,
@@ -126,7 +144,7 @@ unsafe fn run_body(
     env: sys::napi_env,
     status: sys::napi_status,
     argv: &[sys::napi_value],
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     let outcome = if status != sys::Status::napi_ok {
         Err("oma-kernel: could not read the call's arguments".to_string())
@@ -138,22 +156,27 @@ unsafe fn run_body(
         }
     };
     let mut out = ptr::null_mut();
-    match outcome {
-        Ok(Ret::U32(v)) => {
-            sys::napi_create_uint32(env, v, &mut out);
-        }
-        Ok(Ret::I32(v)) => {
-            sys::napi_create_int32(env, v, &mut out);
-        }
-        Ok(Ret::Undefined) => {
-            sys::napi_get_undefined(env, &mut out);
-        }
-        Ok(Ret::Str(text)) => {
-            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out);
-        }
-        Err(msg) => {
-            let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-            sys::napi_throw_error(env, ptr::null(), c.as_ptr());
+    // SAFETY: `env` is the running callback's (this function's contract) and `out` a live
+    // local; `text` outlives the call, which copies its `len` bytes, and `c` is NUL-terminated.
+    // A failed call leaves `out` null, which napi reads as `undefined`.
+    unsafe {
+        match outcome {
+            Ok(Ret::U32(v)) => {
+                sys::napi_create_uint32(env, v, &mut out);
+            }
+            Ok(Ret::I32(v)) => {
+                sys::napi_create_int32(env, v, &mut out);
+            }
+            Ok(Ret::Undefined) => {
+                sys::napi_get_undefined(env, &mut out);
+            }
+            Ok(Ret::Str(text)) => {
+                sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out);
+            }
+            Err(msg) => {
+                let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+                sys::napi_throw_error(env, ptr::null(), c.as_ptr());
+            }
         }
     }
     out
@@ -224,45 +247,57 @@ impl RawArgs for Args<'_> {
 
 /// `semAcquire(id)`: 0 = acquired now, 1 = park.
 unsafe extern "C" fn sem_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(semaphore::sem_acquire_id(a.u32(0)?)?)))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::U32(semaphore::sem_acquire_id(a.u32(0)?)?)) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
 /// `semOpen(max)`: a new slot with one holder (see `semaphore::sem_open_id`).
 unsafe extern "C" fn sem_open(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(semaphore::sem_open_id(a.u32(0)?))))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::U32(semaphore::sem_open_id(a.u32(0)?))) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
 /// `semRelease(id)`: 1 = handed to the longest waiter, 0 = slot freed, -1 = idle and closed.
 unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::I32(semaphore::sem_release_id(a.u32(0)?)?)))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::I32(semaphore::sem_release_id(a.u32(0)?)?)) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
 /// `runNext(id, aborted)`: the next action, encoded (`wire`).
 unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<2>(env, info, |a| Ok(runner::run_next(a.u32(0)?, a.bool(1)?)?.into()))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(runner::run_next(a.u32(0)?, a.bool(1)?)?.into()) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<2>(env, info, body) }
 }
 
 /// `runRespond(id, contentJson | null, inputTokens, outputTokens, copied?)`: the model's answer
 /// (`copied`: the driver keeps a copy that `contentJson` writes exactly, see `wire`); returns the
 /// next action, or a rejection (`wire`).
 unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<5>(env, info, |a| {
+    let body = |a: &mut Args<'_>| -> CallResult {
         let (id, usage, copied) = convert::model_answer(a)?;
         let out = a.with_opt_str(1, |content_json| {
             runner::run_respond(id, JsResponse::Model { content_json, usage, copied })
         })??;
         Ok(out.map_or(Ret::Undefined, Ret::from))
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<5>(env, info, body) }
 }
 
 /// `runToolResult(id, index, content, isError 0 | 1 | 2, inputTokens?, outputTokens?)`: one
 /// call's outcome, with a delegated run's usage when the two numbers are given.
 unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<6>(env, info, |a| {
+    let body = |a: &mut Args<'_>| -> CallResult {
         let (id, index, Outcome { content, is_error, usage }) = convert::tool_result(a)?;
         runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         Ok(Ret::Undefined)
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<6>(env, info, body) }
 }
 
 /// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the
@@ -272,12 +307,14 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
 /// when a delegated run's usage, two numbers, follows the content. Every argument is read
 /// before the machine is given any outcome, so a malformed call changes nothing.
 unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call_variadic(env, info, |a| {
+    let body = |a: &mut Args<'_>| -> CallResult {
         let (id, outcomes) = convert::tool_results(a)?;
         for (index, Outcome { content, is_error, usage }) in outcomes.into_iter().enumerate() {
             let index = index as u32;
             runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         }
         Ok(Ret::Undefined)
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call_variadic(env, info, body) }
 }
