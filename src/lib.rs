@@ -8,5 +8,8 @@
 // napi-derive registers the exports only outside `cfg(test)`: in the test build every export
 // looks unused.
 #![cfg_attr(test, allow(dead_code, unused_imports))]
+// Each unsafe operation in an `unsafe fn` (napi's raw callbacks among them) is a block of its
+// own with its SAFETY comment, as everywhere else.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod js;

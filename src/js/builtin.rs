@@ -94,9 +94,12 @@ impl JsTree {
         let mut flag = ptr::null_mut();
         let mut this = ptr::null_mut();
         let mut out = ptr::null_mut();
-        // SAFETY: values of this call's env; `make` is checked to be a function by napi.
+        // SAFETY: `self.env` is the current call's env and `flag` a live local out-parameter.
         napi_ok(unsafe { sys::napi_get_boolean(self.env, array, &mut flag) })?;
+        // SAFETY: `self.env` is the current call's env and `this` a live local out-parameter.
         napi_ok(unsafe { sys::napi_get_undefined(self.env, &mut this) })?;
+        // SAFETY: `self.make` is a value of the call's env (napi calls it or fails with
+        // napi_function_expected); `flag` and `this` were made just above, `out` is a local.
         napi_ok(unsafe { sys::napi_call_function(self.env, this, self.make, 1, &flag, &mut out) })?;
         Ok(out)
     }
@@ -121,10 +124,12 @@ impl Tree for JsTree {
     type Value = sys::napi_value;
     type Error = Error;
 
-    // SAFETY (all napi calls below): `self.env` is the env of the current call and every value
-    // comes from it, within the call's handle scope.
+    // Every napi call below: `self.env` is the env of the current call and every value comes
+    // from it, within the call's handle scope (a `JsTree` lives for one call only).
     fn open(&mut self, v: sys::napi_value) -> Result<Node<sys::napi_value>> {
         let mut t = 0;
+        // SAFETY: `self.env` is the current call's env, `v` a value of it within the call's handle
+        // scope, `t` a live local.
         napi_ok(unsafe { sys::napi_typeof(self.env, v, &mut t) })?;
         if t == sys::ValueType::napi_string {
             return Ok(Node::Text(self.string(v)?));
@@ -133,24 +138,29 @@ impl Tree for JsTree {
             return Ok(Node::Keep(v));
         }
         let mut is = false;
+        // SAFETY: as for `napi_typeof` above: the call's env, one of its values, a local out.
         napi_ok(unsafe { sys::napi_is_array(self.env, v, &mut is) })?;
         if is {
             let mut len = 0;
+            // SAFETY: `v` is an array of the call's env (checked above); `len` a live local.
             napi_ok(unsafe { sys::napi_get_array_length(self.env, v, &mut len) })?;
             let mut items = Vec::with_capacity(len as usize);
             for i in 0..len {
                 let mut item = ptr::null_mut();
+                // SAFETY: `i < len` of the array `v` of the call's env; `item` a live local.
                 napi_ok(unsafe { sys::napi_get_element(self.env, v, i, &mut item) })?;
                 items.push(item);
             }
             return Ok(Node::List(items));
         }
+        // SAFETY: the call's env, one of its values, a live local out-parameter.
         napi_ok(unsafe { sys::napi_is_date(self.env, v, &mut is) })?;
         if is {
             return Ok(Node::Keep(v));
         }
         // Object.entries: own, enumerable, string keys (integer keys as strings, first).
         let mut keys = ptr::null_mut();
+        // SAFETY: the call's env and an object value of it (checked above); `keys` a live local.
         napi_ok(unsafe {
             sys::napi_get_all_property_names(
                 self.env,
@@ -162,12 +172,15 @@ impl Tree for JsTree {
             )
         })?;
         let mut len = 0;
+        // SAFETY: `keys` is the array napi just returned in the call's env; `len` a live local.
         napi_ok(unsafe { sys::napi_get_array_length(self.env, keys, &mut len) })?;
         let mut entries = Vec::with_capacity(len as usize);
         for i in 0..len {
             let mut key = ptr::null_mut();
+            // SAFETY: `i < len` of the array `keys` of the call's env; `key` a live local.
             napi_ok(unsafe { sys::napi_get_element(self.env, keys, i, &mut key) })?;
             let mut value = ptr::null_mut();
+            // SAFETY: `v` is an object and `key` one of its keys, both of the call's env.
             napi_ok(unsafe { sys::napi_get_property(self.env, v, key, &mut value) })?;
             entries.push((self.string(key)?, value));
         }
@@ -176,6 +189,7 @@ impl Tree for JsTree {
 
     fn text(&mut self, text: String) -> Result<sys::napi_value> {
         let mut out = ptr::null_mut();
+        // SAFETY: `text` outlives the call, which copies exactly `text.len()` bytes of UTF-8.
         napi_ok(unsafe {
             sys::napi_create_string_utf8(self.env, text.as_ptr().cast(), text.len() as isize, &mut out)
         })?;
@@ -185,6 +199,7 @@ impl Tree for JsTree {
     fn list(&mut self, items: Vec<sys::napi_value>) -> Result<sys::napi_value> {
         let out = self.make(true)?;
         for (i, item) in items.into_iter().enumerate() {
+            // SAFETY: `out` is the array `make` just created and `item` a value, both of the call's env.
             napi_ok(unsafe { sys::napi_set_element(self.env, out, i as u32, item) })?;
         }
         Ok(out)
@@ -194,6 +209,7 @@ impl Tree for JsTree {
         let out = self.make(false)?;
         for (k, v) in entries {
             let key = self.text(k)?;
+            // SAFETY: `out` is the object `make` just created; `key` and `v` are values of the call's env.
             napi_ok(unsafe { sys::napi_set_property(self.env, out, key, v) })?;
         }
         Ok(out)

@@ -7,10 +7,9 @@
 //! ≈ 105 ns for a call taking and returning a `u32`, against ≈ 30 ns for the bare callback.
 //! At five calls per tool turn that was a tenth of the turn. These callbacks read their
 //! arguments straight from napi (strings into one reused buffer) and call the same code as the
-//! `#[napi]` exports in `core.rs` (`core::run_respond` → `Machine::respond` for every response);
+//! `#[napi]` exports in `runner.rs` (`runner::run_respond` → `Machine::respond` for every response);
 //! a panic still becomes a JS exception.
 
-use std::cell::RefCell;
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
@@ -19,10 +18,11 @@ use napi::bindgen_prelude::*;
 use napi::sys;
 use napi_derive::napi;
 
-use oma_core::kernel::message::Usage;
 use oma_core::kernel::runner::wire::Wire;
 
-use super::core::{self, JsResponse};
+use super::convert::{self, not_a, Outcome, RawArgs};
+use super::runner::{self, JsResponse};
+use super::{semaphore, text};
 
 type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
@@ -40,6 +40,9 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
+        // SAFETY: `env` is the env napi-rs hands this load-time hook; `name` outlives the call,
+        // which copies its `len` bytes; `cb` is a `Cb` with napi's callback signature, and no
+        // data pointer is attached, so nothing has to outlive the function.
         let status = unsafe {
             sys::napi_create_function(
                 env.raw(),
@@ -51,6 +54,8 @@ pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
             )
         };
         check(status, name)?;
+        // SAFETY: `exports` is the module's object in `env`, `f` was created just above in it,
+        // and the NUL-terminated name lives until the end of the statement.
         let status =
             unsafe { sys::napi_set_named_property(env.raw(), exports.raw(), CString::new(name).unwrap().as_ptr(), f) };
         check(status, name)?;
@@ -65,6 +70,9 @@ fn check(status: sys::napi_status, what: &str) -> Result<()> {
         Err(Error::from_reason(format!("oma-kernel: could not register {what} (napi status {status})")))
     }
 }
+
+/// A callback's body's outcome: its value, or the error thrown as a JS exception.
+type CallResult = std::result::Result<Ret, String>;
 
 /// What a callback returns to JS, built after its Rust work is done.
 enum Ret {
@@ -84,15 +92,23 @@ impl From<Wire> for Ret {
 }
 
 /// Runs `body` with the call's arguments; errors and panics become JS exceptions.
+///
+/// # Safety
+/// `env` and `info` are the ones napi passed to the running callback (as are `call_variadic`'s
+/// and, with `argv` read from them, `run_body`'s).
 unsafe fn call<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     let mut argc = N;
     let mut argv = [ptr::null_mut(); N];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
-    run_body(env, status, &argv, body)
+    // SAFETY: `env` and `info` are the running callback's (this function's contract); napi
+    // writes at most `argc` (= N) values into `argv` and fills missing ones with `undefined`.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+    // SAFETY: `argv` was just read from this callback's `info`.
+    unsafe { run_body(env, status, &argv, body) }
 }
 
 /// `call` for a callback taking any number of arguments: `body` sees exactly those passed
@@ -100,19 +116,26 @@ unsafe fn call<const N: usize>(
 unsafe fn call_variadic(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     const INLINE: usize = 64;
     let mut argc = INLINE;
     let mut inline = [ptr::null_mut(); INLINE];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: as in `call`; napi writes at most INLINE values and sets `argc` to the number
+    // passed, which may be more.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
     if status != sys::Status::napi_ok || argc <= INLINE {
-        return run_body(env, status, &inline[..argc.min(INLINE)], body);
+        // SAFETY: the first `argc` (at most INLINE) values were read from this callback's `info`.
+        return unsafe { run_body(env, status, &inline[..argc.min(INLINE)], body) };
     }
     let mut heap = vec![ptr::null_mut(); argc];
-    let status = sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: as above, into `heap`, which holds `argc` values.
+    let status =
+        unsafe { sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
     let n = argc.min(heap.len());
-    run_body(env, status, &heap[..n], body)
+    // SAFETY: the first `n` values were read from this callback's `info`.
+    unsafe { run_body(env, status, &heap[..n], body) }
 }
 
 /// Runs `body` on the arguments read (`status`: how reading them went) and hands JS its result,
@@ -121,7 +144,7 @@ unsafe fn run_body(
     env: sys::napi_env,
     status: sys::napi_status,
     argv: &[sys::napi_value],
-    body: impl FnOnce(&mut Args<'_>) -> std::result::Result<Ret, String>,
+    body: impl FnOnce(&mut Args<'_>) -> CallResult,
 ) -> sys::napi_value {
     let outcome = if status != sys::Status::napi_ok {
         Err("oma-kernel: could not read the call's arguments".to_string())
@@ -133,22 +156,27 @@ unsafe fn run_body(
         }
     };
     let mut out = ptr::null_mut();
-    match outcome {
-        Ok(Ret::U32(v)) => {
-            sys::napi_create_uint32(env, v, &mut out);
-        }
-        Ok(Ret::I32(v)) => {
-            sys::napi_create_int32(env, v, &mut out);
-        }
-        Ok(Ret::Undefined) => {
-            sys::napi_get_undefined(env, &mut out);
-        }
-        Ok(Ret::Str(text)) => {
-            sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out);
-        }
-        Err(msg) => {
-            let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
-            sys::napi_throw_error(env, ptr::null(), c.as_ptr());
+    // SAFETY: `env` is the running callback's (this function's contract) and `out` a live
+    // local; `text` outlives the call, which copies its `len` bytes, and `c` is NUL-terminated.
+    // A failed call leaves `out` null, which napi reads as `undefined`.
+    unsafe {
+        match outcome {
+            Ok(Ret::U32(v)) => {
+                sys::napi_create_uint32(env, v, &mut out);
+            }
+            Ok(Ret::I32(v)) => {
+                sys::napi_create_int32(env, v, &mut out);
+            }
+            Ok(Ret::Undefined) => {
+                sys::napi_get_undefined(env, &mut out);
+            }
+            Ok(Ret::Str(text)) => {
+                sys::napi_create_string_utf8(env, text.as_ptr().cast(), text.len() as isize, &mut out);
+            }
+            Err(msg) => {
+                let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+                sys::napi_throw_error(env, ptr::null(), c.as_ptr());
+            }
         }
     }
     out
@@ -167,147 +195,109 @@ struct Args<'a> {
     argv: &'a [sys::napi_value],
 }
 
-thread_local! {
-    /// Reused for string arguments (the content JSON of every response).
-    static BUF: RefCell<Vec<u8>> = RefCell::new(vec![0; 4096]);
-}
-
-impl Args<'_> {
+impl RawArgs for Args<'_> {
     fn len(&self) -> usize {
         self.argv.len()
     }
 
     fn number(&self, i: usize) -> std::result::Result<f64, String> {
         let mut v = 0.0;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_double(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a number")),
+            _ => Err(not_a(i, "a number")),
         }
     }
 
     fn u32(&self, i: usize) -> std::result::Result<u32, String> {
         let mut v = 0;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_uint32(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a number")),
+            _ => Err(not_a(i, "a number")),
         }
     }
 
     fn bool(&self, i: usize) -> std::result::Result<bool, String> {
         let mut v = false;
+        // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
+        // is in bounds (indexing panics otherwise, caught by `run_body`), `v` a live local.
         match unsafe { sys::napi_get_value_bool(self.env, self.argv[i], &mut v) } {
             sys::Status::napi_ok => Ok(v),
-            _ => Err(format!("oma-kernel: argument {i} must be a boolean")),
+            _ => Err(not_a(i, "a boolean")),
         }
     }
 
     fn is_nullish(&self, i: usize) -> bool {
         let mut t = 0;
+        // SAFETY: `env` and `argv` are the current callback's, `i` is in bounds (indexing panics
+        // otherwise), `t` a live local.
         unsafe { sys::napi_typeof(self.env, self.argv[i], &mut t) };
         t == sys::ValueType::napi_null || t == sys::ValueType::napi_undefined
     }
 
-    /// `with_str` for an argument that may be `null` or `undefined` (then `f(None)`).
-    fn with_opt_str<R>(&self, i: usize, f: impl FnOnce(Option<&str>) -> R) -> std::result::Result<R, String> {
-        if self.is_nullish(i) {
-            Ok(f(None))
-        } else {
-            self.with_str(i, |s| f(Some(s)))
-        }
-    }
-
-    /// Calls `f` with string argument `i`, copied once into the thread's buffer.
+    /// Copied once into the thread's buffer.
     fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> std::result::Result<R, String> {
-        unsafe { with_utf8(self.env, self.argv[i], f) }
-            .ok_or_else(|| format!("oma-kernel: argument {i} must be a string"))
+        // SAFETY: `env` and `argv[i]` are the current callback's, as `with_utf8` requires.
+        unsafe { text::with_utf8(self.env, self.argv[i], f) }.ok_or_else(|| not_a(i, "a string"))
     }
-}
-
-/// `f` on the UTF-8 text of the JS string `value`, read in one pass into a buffer reused by the
-/// thread (napi's own conversion measures the length first, then fills a zeroed allocation);
-/// `None` when `value` is not a string.
-///
-/// # Safety
-/// `env` and `value` must be the current call's.
-pub(super) unsafe fn with_utf8<R>(env: sys::napi_env, value: sys::napi_value, f: impl FnOnce(&str) -> R) -> Option<R> {
-    BUF.with(|cell| {
-        let mut buf = cell.borrow_mut();
-        let mut len = 0usize;
-        let read = |buf: &mut Vec<u8>, len: &mut usize| unsafe {
-            sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), len)
-        };
-        if read(&mut buf, &mut len) != sys::Status::napi_ok {
-            return None;
-        }
-        // napi copies whole characters only: a result this close to the end may be cut.
-        if len + 4 >= buf.len() {
-            let mut need = 0usize;
-            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut need) };
-            buf.resize(need + 1, 0);
-            read(&mut buf, &mut len);
-        }
-        // napi writes UTF-8 (V8 replaces lone surrogates), so the bytes are valid.
-        let s = unsafe { std::str::from_utf8_unchecked(&buf[..len]) };
-        let r = f(s);
-        if buf.len() > 1 << 20 {
-            // A huge response should not pin its buffer for the thread's lifetime.
-            *buf = vec![0; 4096];
-        }
-        Some(r)
-    })
 }
 
 /// `semAcquire(id)`: 0 = acquired now, 1 = park.
 unsafe extern "C" fn sem_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_acquire_id(a.u32(0)?)?)))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::U32(semaphore::sem_acquire_id(a.u32(0)?)?)) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
-/// `semOpen(max)`: a new slot with one holder (see `core::sem_open_id`).
+/// `semOpen(max)`: a new slot with one holder (see `semaphore::sem_open_id`).
 unsafe extern "C" fn sem_open(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::U32(core::sem_open_id(a.u32(0)?))))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::U32(semaphore::sem_open_id(a.u32(0)?))) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
 /// `semRelease(id)`: 1 = handed to the longest waiter, 0 = slot freed, -1 = idle and closed.
 unsafe extern "C" fn sem_release(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<1>(env, info, |a| Ok(Ret::I32(core::sem_release_id(a.u32(0)?)?)))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(Ret::I32(semaphore::sem_release_id(a.u32(0)?)?)) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<1>(env, info, body) }
 }
 
 /// `runNext(id, aborted)`: the next action, encoded (`wire`).
 unsafe extern "C" fn run_next(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<2>(env, info, |a| Ok(core::run_next(a.u32(0)?, a.bool(1)?)?.into()))
+    let body = |a: &mut Args<'_>| -> CallResult { Ok(runner::run_next(a.u32(0)?, a.bool(1)?)?.into()) };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<2>(env, info, body) }
 }
 
 /// `runRespond(id, contentJson | null, inputTokens, outputTokens, copied?)`: the model's answer
 /// (`copied`: the driver keeps a copy that `contentJson` writes exactly, see `wire`); returns the
 /// next action, or a rejection (`wire`).
 unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<5>(env, info, |a| {
-        let id = a.u32(0)?;
-        let usage = Usage { input_tokens: a.number(2)?, output_tokens: a.number(3)? };
-        let copied = !a.is_nullish(4) && a.bool(4)?;
+    let body = |a: &mut Args<'_>| -> CallResult {
+        let (id, usage, copied) = convert::model_answer(a)?;
         let out = a.with_opt_str(1, |content_json| {
-            core::run_respond(id, JsResponse::Model { content_json, usage, copied })
+            runner::run_respond(id, JsResponse::Model { content_json, usage, copied })
         })??;
         Ok(out.map_or(Ret::Undefined, Ret::from))
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<5>(env, info, body) }
 }
 
 /// `runToolResult(id, index, content, isError 0 | 1 | 2, inputTokens?, outputTokens?)`: one
 /// call's outcome, with a delegated run's usage when the two numbers are given.
 unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call::<6>(env, info, |a| {
-        let (id, index, is_error) = (a.u32(0)?, a.u32(1)?, a.u32(3)?);
-        let usage = if a.is_nullish(4) {
-            None
-        } else {
-            Some(Usage { input_tokens: a.number(4)?, output_tokens: a.number(5)? })
-        };
-        a.with_str(2, |content| {
-            let content = content.to_string();
-            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })
-        })??;
+    let body = |a: &mut Args<'_>| -> CallResult {
+        let (id, index, Outcome { content, is_error, usage }) = convert::tool_result(a)?;
+        runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         Ok(Ret::Undefined)
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call::<6>(env, info, body) }
 }
 
 /// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the
@@ -317,33 +307,14 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
 /// when a delegated run's usage, two numbers, follows the content. Every argument is read
 /// before the machine is given any outcome, so a malformed call changes nothing.
 unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    call_variadic(env, info, |a| {
-        if a.len() == 0 {
-            return Err("oma-kernel: argument 0 must be a number".into());
-        }
-        let id = a.u32(0)?;
-        let mut outcomes = Vec::with_capacity(a.len() / 2);
-        let mut at = 1;
-        while at < a.len() {
-            let code = a.u32(at)?;
-            let with_usage = code & 4 != 0;
-            let width = if with_usage { 4 } else { 2 };
-            if at + width > a.len() {
-                return Err(format!("oma-kernel: the outcome of tool call {} is incomplete", outcomes.len()));
-            }
-            let usage = if with_usage {
-                Some(Usage { input_tokens: a.number(at + 2)?, output_tokens: a.number(at + 3)? })
-            } else {
-                None
-            };
-            let content = a.with_str(at + 1, str::to_string)?;
-            outcomes.push((content, code & 3, usage));
-            at += width;
-        }
-        for (index, (content, is_error, usage)) in outcomes.into_iter().enumerate() {
+    let body = |a: &mut Args<'_>| -> CallResult {
+        let (id, outcomes) = convert::tool_results(a)?;
+        for (index, Outcome { content, is_error, usage }) in outcomes.into_iter().enumerate() {
             let index = index as u32;
-            core::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
+            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
         }
         Ok(Ret::Undefined)
-    })
+    };
+    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
+    unsafe { call_variadic(env, info, body) }
 }

@@ -20,8 +20,9 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
+use super::convert::put_long_strings;
 use oma_core::kernel::history::History;
-use oma_core::kernel::message::{parse_messages, Block, Message, Strictness};
+use oma_core::kernel::message::{parse_messages, Message, Strictness};
 use oma_llm::egress::{EgressPolicy, PolicyObject};
 use oma_llm::{Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
@@ -108,6 +109,7 @@ where
                 .await;
                 deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));
             });
+            // SAFETY: `promise` is the promise `uv::promise` just created in this call's env.
             return unsafe { Object::from_napi_value(env.raw(), promise) };
         }
     }
@@ -269,19 +271,22 @@ impl ChatHistory {
     ) -> Result<Object<'e>> {
         let mut tail = parse_messages(&tail_json, Strictness::Lenient).map_err(|e| js_err(LlmError::other(e)))?;
         if let (Some(at), Some(long)) = (long_at, long) {
-            put_long_strings(&mut tail, &at, long).map_err(js_err)?;
+            put_long_strings(&mut tail, &at, long.into_iter().map(|LongText(s)| s))
+                .map_err(|e| js_err(LlmError::other(e)))?;
         }
         let input = self.advance(keep as usize, tail, options_json).map_err(js_err)?;
         spawn_chat_promise(env, self.adapter.clone(), chat_token(cancel), move || Ok(input), response_json)
     }
 }
 
-/// A long string argument, read in one pass (see `fast::with_utf8`): these are the tool results.
+/// A long string argument, read in one pass (see `text::with_utf8`): these are the tool results.
 pub struct LongText(String);
 
 impl FromNapiValue for LongText {
     unsafe fn from_napi_value(env: napi::sys::napi_env, value: napi::sys::napi_value) -> Result<Self> {
-        unsafe { super::fast::with_utf8(env, value, str::to_string) }
+        // SAFETY: napi-rs passes this conversion the current call's env and argument, as
+        // `with_utf8` requires.
+        unsafe { super::text::with_utf8(env, value, str::to_string) }
             .map(LongText)
             .ok_or_else(|| Error::new(Status::StringExpected, "expected a string"))
     }
@@ -294,24 +299,6 @@ impl napi::bindgen_prelude::TypeName for LongText {
     fn value_type() -> napi::ValueType {
         napi::ValueType::String
     }
-}
-
-/// Puts each long string where the tail's JSON had its `""` (see `ChatHistory::chat`).
-fn put_long_strings(tail: &mut [Message], at: &[u32], long: Vec<LongText>) -> std::result::Result<(), LlmError> {
-    let out_of_step = || LlmError::other("oma-kernel: long strings out of step with the messages");
-    if at.len() != long.len() * 2 {
-        return Err(out_of_step());
-    }
-    for (pair, LongText(s)) in at.chunks_exact(2).zip(long) {
-        let block =
-            tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or_else(out_of_step)?;
-        match block {
-            Block::ToolResult { content, .. } if content.is_empty() => *content = s,
-            Block::Text { text: Some(t) } if t.is_empty() => *t = s,
-            _ => return Err(out_of_step()),
-        }
-    }
-    Ok(())
 }
 
 impl ChatHistory {

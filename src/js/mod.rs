@@ -4,13 +4,18 @@ pub mod agent;
 pub mod builtin;
 pub mod cancel;
 pub mod confined;
-pub mod core;
+mod convert;
 pub mod executor;
 pub mod fast;
+pub mod helpers;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
 pub mod registry;
+pub mod runner;
+pub mod semaphore;
+mod slab;
+pub mod text;
 pub mod uv;
 
 #[napi_derive::napi(catch_unwind)]

@@ -699,7 +699,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn disconnect_ends_a_setsid_descendant() {
-        if !oma_core::tool::builtin::bash::KILL_TREE_REACHES_ESCAPED {
+        if !oma_os::process::KILL_TREE_REACHES_ESCAPED {
             // oma-core's portable build: the group kill, which a setsid'd process escapes.
             return;
         }

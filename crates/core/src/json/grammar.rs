@@ -205,6 +205,10 @@ pub(super) fn number_end(b: &[u8], i: usize) -> Option<usize> {
 
 /// How many leading bytes of `b` JSON carries as they are (no `"`, `\\` or control byte).
 #[inline]
+#[allow(
+    unsafe_code,
+    reason = "SSE2, 16 bytes per step: part of Agent.run T=1's 95.4k → 89.6k instructions per call (7abd41d)"
+)]
 pub(super) fn plain_prefix(b: &[u8]) -> usize {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]

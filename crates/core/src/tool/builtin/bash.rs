@@ -1,16 +1,13 @@
 //! `bash` (CONTRACT §11.3), with a stronger kill: after a timeout or an abort no process
 //! started by the command survives, including ones that called `setsid` or double-forked.
 //!
-//! Process layout: the tool forks a small *helper* (no exec) that marks itself a child
-//! subreaper (`PR_SET_CHILD_SUBREAPER`, which is per process, so Node itself is untouched)
-//! and forks `bash -c command` in its own process group. Anything the command starts stays a
-//! descendant of the helper even when its parent dies, because orphans are re-parented to
-//! the nearest subreaper. To kill, the tool scans `/proc` for the helper's descendants and
-//! SIGKILLs them (through pidfds, so a recycled pid is never hit) until none is left; the
-//! helper then reaps everything, reports bash's wait status over a pipe and exits.
-//!
-//! Between `fork` and `execve` only async-signal-safe calls are made (the parent is a
-//! multi-threaded Node process): everything is allocated before the fork.
+//! Process layout (oma-os's `process`, where the system calls are): the tool starts
+//! `bash -c command` under a small *helper* that marks itself a child subreaper and puts bash
+//! in its own process group. Anything the command starts stays a descendant of the helper even
+//! when its parent dies, because orphans are re-parented to the nearest subreaper. To kill, the
+//! tool SIGKILLs the helper's descendants (found in `/proc`, signalled through pidfds) until
+//! none is left; the helper then reaps everything, reports bash's wait status over a pipe and
+//! exits.
 //!
 //! Subreapers, `/proc` and pidfds are Linux's. Elsewhere (and with the `portable` feature) the
 //! helper leads a process group that bash and what it starts stay in, and the kill is a
@@ -18,11 +15,13 @@
 //! it. Everything else (timeouts, exit codes, output limits, the prompt return) is the same.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use crate::json::js_number;
 use oma_confine::Prepared;
+use oma_os::fs;
+use oma_os::process::{self, kill_tree, may_have_descendants, pipe_cloexec, wait_child, Group, Record};
 
 use crate::redaction::{is_sensitive_name, redact_sensitive_text};
 
@@ -190,319 +189,11 @@ fn find_bash(env: &[(String, String)]) -> Option<CString> {
         let dir = if dir.is_empty() { "." } else { dir };
         let cand = format!("{dir}/bash");
         let Ok(c) = CString::new(cand) else { continue };
-        // SAFETY: NUL-terminated path.
-        if unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0 {
+        if fs::is_executable(&c) {
             return Some(c);
         }
     }
     None
-}
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: valid out array of two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fresh descriptors.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-/// Without pipe2 the close-on-exec flag comes a moment later: a process that another thread
-/// starts in that moment can inherit a copy of the pipe and hold its EOF back until it exits
-/// (a timeout or an abort still returns after the drain grace).
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
-fn pipe_cloexec() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: valid out array of two descriptors.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fresh descriptors, owned from here on.
-    let pair = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    for fd in [&pair.0, &pair.1] {
-        // SAFETY: live descriptor.
-        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    Ok(pair)
-}
-
-/// errno, async-signal-safe (no allocation for an OS error).
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-}
-
-/// Closes every descriptor from `low` up (between fork and exec).
-unsafe fn close_fds_from(low: RawFd) {
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    if libc::syscall(libc::SYS_close_range, low as u32, u32::MAX, 0u32) == 0 {
-        return;
-    }
-    for fd in low..65536 {
-        libc::close(fd);
-    }
-}
-
-/// Closes the descriptors `low..high` (between fork and exec).
-unsafe fn close_fds_between(low: RawFd, high: RawFd) {
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    if high > low && libc::syscall(libc::SYS_close_range, low as u32, (high - 1) as u32, 0u32) == 0 {
-        return;
-    }
-    for fd in low..high {
-        libc::close(fd);
-    }
-}
-
-/// Status records from the helper: `E` + errno (spawn failure) or `X` + wait status.
-fn write_record(fd: RawFd, tag: u8, value: i32) {
-    let v = value.to_ne_bytes();
-    let rec = [tag, v[0], v[1], v[2], v[3]];
-    // SAFETY: async-signal-safe write of a local buffer (≤ PIPE_BUF, so atomic).
-    unsafe { libc::write(fd, rec.as_ptr().cast(), rec.len()) };
-}
-
-/// Signal dispositions back to default and an empty mask, as libuv does before exec (Node
-/// ignores SIGPIPE, which an exec would otherwise inherit).
-unsafe fn reset_signals() {
-    for sig in 1..32 {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-    }
-    let mut set: libc::sigset_t = std::mem::zeroed();
-    libc::sigemptyset(&mut set);
-    libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-}
-
-/// Runs in the forked helper; never returns. Takes its descriptors and limits as plain
-/// arguments: between fork and exec it may not allocate, so no struct is built for them.
-#[allow(clippy::too_many_arguments)]
-unsafe fn helper_main(
-    devnull: RawFd,
-    out_w: RawFd,
-    err_w: RawFd,
-    status_w: RawFd,
-    bash: &CString,
-    argv: &[*const libc::c_char],
-    envp: &[*const libc::c_char],
-    cwd: Option<&CString>,
-    confine: Option<&Prepared>,
-) -> ! {
-    reset_signals();
-    #[cfg(all(target_os = "linux", not(feature = "portable")))]
-    libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    // The group the kill targets (the parent sets it too, so neither order races).
-    #[cfg(any(not(target_os = "linux"), feature = "portable"))]
-    libc::setpgid(0, 0);
-    // Only stdio and the status pipe may survive in the helper: it never execs, so the
-    // descriptors it inherited from Node (other commands' pipes among them) would
-    // otherwise stay open as long as it lives and delay their EOF.
-    // Move the four descriptors above the target numbers first, so that placing them on
-    // 0..3 cannot clobber one another.
-    let hi = |fd: RawFd| libc::fcntl(fd, libc::F_DUPFD, 10);
-    let (a, b, c, s) = (hi(devnull), hi(out_w), hi(err_w), hi(status_w));
-    // The confinement's Landlock ruleset stays where `hi` put it (10 or above), open for bash's
-    // child and close-on-exec there, so the command never holds it (with it, a command could
-    // add rules to the ruleset later commands are confined by). Not on a fixed low number:
-    // libuv's fork handler closes and reopens its signal-lock pipe in every forked child, on the
-    // numbers it had in the parent (4 and 5 in a plain Node), which would close it.
-    let ruleset = confine.and_then(|p| p.ruleset_fd()).map_or(-1, hi);
-    if a < 0 || b < 0 || c < 0 || s < 0 || (confine.is_some_and(|p| p.ruleset_fd().is_some()) && ruleset < 0) {
-        libc::_exit(126);
-    }
-    libc::dup2(a, 0);
-    libc::dup2(b, 1);
-    libc::dup2(c, 2);
-    libc::dup2(s, 3);
-    let status_fd = 3;
-    if ruleset >= 0 {
-        libc::fcntl(ruleset, libc::F_SETFD, libc::FD_CLOEXEC);
-        close_fds_between(4, ruleset);
-        close_fds_from(ruleset + 1);
-    } else {
-        close_fds_from(4);
-    }
-    libc::fcntl(status_fd, libc::F_SETFD, libc::FD_CLOEXEC);
-    let child = libc::fork();
-    if child == 0 {
-        // With the subreaper, bash gets a group of its own; without it, bash stays in the
-        // helper's group, which is what the kill targets.
-        #[cfg(all(target_os = "linux", not(feature = "portable")))]
-        libc::setpgid(0, 0);
-        if let Some(dir) = cwd {
-            if libc::chdir(dir.as_ptr()) != 0 {
-                write_record(status_fd, b'E', errno());
-                libc::_exit(127);
-            }
-        }
-        // Only bash and what it starts are confined. The helper stays outside the domain: it
-        // runs no user code, and being outside is what keeps the command from signalling or
-        // tracing its reaper (Landlock's scopes), so the kill-tree guarantee holds.
-        if let Some(p) = confine {
-            let fd = if ruleset >= 0 { Some(ruleset) } else { None };
-            if let Err(e) = oma_confine::apply_in_child(p, fd) {
-                write_record(status_fd, b'C', e.pack());
-                libc::_exit(127);
-            }
-        }
-        libc::execve(bash.as_ptr(), argv.as_ptr(), envp.as_ptr());
-        write_record(status_fd, b'E', errno());
-        libc::_exit(127);
-    }
-    if child < 0 {
-        write_record(status_fd, b'E', errno());
-        libc::_exit(127);
-    }
-    // The helper keeps no copy of the command's pipes.
-    libc::close(0);
-    libc::close(1);
-    libc::close(2);
-    loop {
-        let mut st: libc::c_int = 0;
-        let pid = libc::waitpid(-1, &mut st, 0);
-        if pid == child {
-            write_record(status_fd, b'X', st);
-        } else if pid < 0 {
-            if errno() == libc::EINTR {
-                continue;
-            }
-            libc::_exit(0); // ECHILD: every descendant is gone
-        }
-    }
-}
-
-/// `(pid, ppid, state)` of every process, from /proc.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn process_table() -> Vec<(i32, i32, u8)> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        if let Some((ppid, state)) = stat_of(pid) {
-            out.push((pid, ppid, state));
-        }
-    }
-    out
-}
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn stat_of(pid: i32) -> Option<(i32, u8)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: parse after the last ')'.
-    let rest = &s[s.rfind(')')? + 2..];
-    let mut it = rest.split(' ');
-    let state = it.next()?.bytes().next()?;
-    let ppid = it.next()?.parse().ok()?;
-    Some((ppid, state))
-}
-
-/// Live (non-zombie) descendants of `root`.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn descendants(root: i32) -> (Vec<i32>, std::collections::HashSet<i32>) {
-    let table = process_table();
-    let mut tree = std::collections::HashSet::new();
-    tree.insert(root);
-    // Parent links can point to later entries: iterate to a fixed point.
-    loop {
-        let before = tree.len();
-        for &(pid, ppid, _) in &table {
-            if tree.contains(&ppid) {
-                tree.insert(pid);
-            }
-        }
-        if tree.len() == before {
-            break;
-        }
-    }
-    let live = table
-        .iter()
-        .filter(|(pid, _, st)| *pid != root && tree.contains(pid) && *st != b'Z' && *st != b'X')
-        .map(|(pid, _, _)| *pid)
-        .collect();
-    (live, tree)
-}
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn sigkill(pid: i32, tree: &std::collections::HashSet<i32>) {
-    // SAFETY: pidfd_open/pidfd_send_signal take plain integers.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if pidfd >= 0 {
-        // SAFETY: fresh descriptor.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as RawFd) };
-        // The pidfd pins the process; confirm it is still one of ours before signalling.
-        if stat_of(pid).is_some_and(|(ppid, _)| tree.contains(&ppid)) {
-            unsafe {
-                libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), libc::SIGKILL, std::ptr::null::<u8>(), 0)
-            };
-        }
-    } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-        // SAFETY: plain kill.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
-
-/// Whether [`kill_tree`] reaches descendants that left the helper's process group (`setsid`,
-/// `setpgid`): the subreaper's `/proc` scan does, the portable group kill does not.
-pub const KILL_TREE_REACHES_ESCAPED: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
-
-/// SIGKILLs every descendant of the helper until none is left (bounded: a process stuck in
-/// uninterruptible sleep cannot hold the tool for long). `true`: none is left.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-pub fn kill_tree(helper: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    for round in 0.. {
-        if Instant::now() >= deadline {
-            return false;
-        }
-        let (live, tree) = descendants(helper);
-        if live.is_empty() {
-            return true;
-        }
-        for pid in live {
-            sigkill(pid, &tree);
-        }
-        // Killed processes turn into zombies asynchronously; do not spin on /proc.
-        std::thread::sleep(Duration::from_millis(if round < 5 { 1 } else { 10 }));
-    }
-    true
-}
-
-/// Whether the helper may have descendants left, read from its children list (one small file,
-/// where [`kill_tree`] scans all of /proc). Every descendant's chain of parents ends at a
-/// child of the helper (orphans are re-parented to it), so none of them means the tree is
-/// empty, and stays so: nothing is left to fork. Unknown (a kernel without the list): `true`.
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn may_have_descendants(helper: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{helper}/task/{helper}/children")).map_or(true, |s| !s.trim().is_empty())
-}
-
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
-fn may_have_descendants(_helper: i32) -> bool {
-    true
-}
-
-/// SIGKILLs the helper's process group: the helper, bash and every descendant that stayed in
-/// the group. The helper is an unreaped child until `wait_helper`, so its pid (the group id)
-/// cannot be reused meanwhile.
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
-pub fn kill_tree(helper: i32) -> bool {
-    // SAFETY: plain signal to a process group of ours.
-    unsafe { libc::killpg(helper, libc::SIGKILL) };
-    true
-}
-
-fn wait_helper(pid: i32) {
-    loop {
-        let mut st = 0;
-        // SAFETY: waiting for our own child.
-        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
-        if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
 }
 
 struct Capture {
@@ -531,11 +222,6 @@ impl Capture {
         }
         s
     }
-}
-
-fn read_some(fd: RawFd, buf: &mut [u8]) -> isize {
-    // SAFETY: reading into a live buffer.
-    unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
 }
 
 /// Runs the command and lays its output out (the `bash` tool's result).
@@ -580,11 +266,7 @@ pub fn exec_bash_with(
         None => None,
     };
     let env_c: Vec<CString> = env.iter().filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok()).collect();
-    let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
-    envp.push(std::ptr::null());
-    let arg0 = CString::new("bash").expect("static");
-    let arg1 = CString::new("-c").expect("static");
-    let argv: [*const libc::c_char; 4] = [arg0.as_ptr(), arg1.as_ptr(), cmd.as_ptr(), std::ptr::null()];
+    let argv = [CString::new("bash").expect("static"), CString::new("-c").expect("static"), cmd];
 
     let pipes = (|| -> std::io::Result<_> {
         let devnull = std::fs::File::open("/dev/null")?;
@@ -593,35 +275,25 @@ pub fn exec_bash_with(
     let Ok((devnull, (out_r, out_w), (err_r, err_w), (status_r, status_w))) = pipes else {
         return done(spawn_error(libc::EMFILE));
     };
-
-    // SAFETY: the child only runs `helper_main`, which makes async-signal-safe calls on
-    // data prepared above.
-    let helper = unsafe { libc::fork() };
-    if helper == 0 {
-        unsafe {
-            helper_main(
-                devnull.as_raw_fd(),
-                out_w.as_raw_fd(),
-                err_w.as_raw_fd(),
-                status_w.as_raw_fd(),
-                &bash,
-                &argv,
-                &envp,
-                cwd.as_ref(),
-                confine,
-            )
-        }
-    }
+    let command = process::Command { program: &bash, argv: &argv, env: &env_c, cwd: cwd.as_deref() };
+    let layout = process::Layout {
+        stdio: [Some(devnull.as_fd()), Some(out_w.as_fd()), Some(err_w.as_fd())],
+        records: status_w.as_fd(),
+        exit: None,
+        // With the subreaper, bash gets a group of its own; without it, bash stays in the
+        // helper's group, which is what the kill targets.
+        group: if process::KILL_TREE_REACHES_ESCAPED { Group::Command } else { Group::Helper },
+        // The subreaper is what lets the kill reach the escaped (see `kill_tree`).
+        subreaper: process::KILL_TREE_REACHES_ESCAPED,
+        ignore_sigterm: false,
+        confine,
+    };
+    let spawned = process::spawn_helper(&command, &layout);
     drop((devnull, out_w, err_w, status_w));
-    // The helper's group exists before the first kill can target it (the helper sets it too).
-    #[cfg(any(not(target_os = "linux"), feature = "portable"))]
-    if helper > 0 {
-        // SAFETY: our own child, which has not exec'd.
-        unsafe { libc::setpgid(helper, helper) };
-    }
-    if helper < 0 {
-        return done(spawn_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN)));
-    }
+    let helper = match spawned {
+        Ok(pid) => pid,
+        Err(e) => return done(spawn_error(e)),
+    };
 
     let start = Instant::now();
     let deadline = start + Duration::from_millis(input.timeout_ms);
@@ -670,36 +342,36 @@ pub fn exec_bash_with(
         } else {
             deadline.saturating_duration_since(Instant::now()).as_millis().min(25) as i32
         };
-        // SAFETY: valid pollfd array.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), 3, wait) };
+        let n = process::poll(&mut fds, wait);
         if n <= 0 {
             continue;
         }
-        for (i, cap) in [(0usize, &mut out), (1, &mut err)] {
+        for (i, cap, fd) in [(0usize, &mut out, out_r.as_fd()), (1, &mut err, err_r.as_fd())] {
             if fds[i].revents != 0 {
-                let r = read_some(fds[i].fd, &mut chunk);
-                if r > 0 {
-                    cap.push(&chunk[..r as usize]);
-                } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    cap.eof = true;
+                match fs::read(fd, &mut chunk) {
+                    Ok(0) => cap.eof = true,
+                    Ok(r) => cap.push(&chunk[..r]),
+                    Err(libc::EINTR) => {}
+                    Err(_) => cap.eof = true,
                 }
             }
         }
         if fds[2].revents != 0 {
-            let r = read_some(status_r.as_raw_fd(), &mut chunk);
-            if r > 0 {
-                status_buf.extend_from_slice(&chunk[..r as usize]);
-                while status_buf.len() >= 5 {
-                    let v = i32::from_ne_bytes([status_buf[1], status_buf[2], status_buf[3], status_buf[4]]);
-                    match status_buf[0] {
-                        b'E' => spawn_errno = spawn_errno.or(Some(v)),
-                        b'C' => confine_error = confine_error.or(Some(v)),
-                        _ => exit_status = Some(v),
+            match fs::read(status_r.as_fd(), &mut chunk) {
+                Ok(0) => status_eof = true,
+                Ok(r) => {
+                    status_buf.extend_from_slice(&chunk[..r]);
+                    while let Some(rec) = Record::parse(&status_buf) {
+                        match rec {
+                            Record::StartFailed(v) => spawn_errno = spawn_errno.or(Some(v)),
+                            Record::ConfineFailed(v) => confine_error = confine_error.or(Some(v)),
+                            Record::Exited(v) => exit_status = Some(v),
+                        }
+                        status_buf.drain(..Record::LEN);
                     }
-                    status_buf.drain(..5);
                 }
-            } else if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                status_eof = true;
+                Err(libc::EINTR) => {}
+                Err(_) => status_eof = true,
             }
         }
     }
@@ -709,10 +381,9 @@ pub fn exec_bash_with(
         // that lingers (cannot happen short of a stopped helper) is killed outright.
         kill_tree(helper);
         if !status_eof {
-            // SAFETY: our own child.
-            unsafe { libc::kill(helper, libc::SIGKILL) };
+            process::signal(helper, libc::SIGKILL);
         }
-        wait_helper(helper);
+        wait_child(helper);
     } else if leftovers == Leftovers::End {
         // Normal completion, leftovers end with the command: killed before the result is
         // returned, so none of them can act after it. Nothing escapes the helper (a subreaper:
@@ -726,12 +397,12 @@ pub fn exec_bash_with(
                     std::thread::sleep(Duration::from_secs(1));
                 }
             }
-            wait_helper(helper)
+            wait_child(helper);
         });
     } else {
         // Normal completion: background processes the command left behind keep running,
         // as in the original; the helper reaps them and is reaped here in turn.
-        std::thread::spawn(move || wait_helper(helper));
+        std::thread::spawn(move || wait_child(helper));
     }
 
     if let Some(e) = spawn_errno {

@@ -56,12 +56,7 @@ mod tests {
         // A new file still gets the usual 0o666 minus umask, and a fresh directory.
         let out = file_write(&format!("{root}/a/b/new.txt"), "", &spec);
         assert_eq!(out, ToolOutput::ok(format!("Created \"{root}/a/b/new.txt\" (1 line, 0 bytes).")));
-        // SAFETY: umask is read by setting and restoring it.
-        let mask = unsafe {
-            let m = libc::umask(0o022);
-            libc::umask(m);
-            m
-        };
+        let mask = oma_os::fs::umask();
         assert_eq!(std::fs::metadata(format!("{root}/a/b/new.txt")).unwrap().mode() & 0o777, 0o666 & !mask as u32);
         rm_rf(&base);
     }

@@ -3,6 +3,8 @@
 
 use std::os::fd::OwnedFd;
 
+use oma_os::fs;
+
 use globset::{GlobBuilder, GlobMatcher};
 
 use super::path_safety::{
@@ -54,14 +56,7 @@ pub fn matches_glob(filename: &str, glob: &str) -> bool {
 
 fn open_dir_by_path(p: &str) -> Option<OwnedFd> {
     let c = std::ffi::CString::new(p).ok()?;
-    // SAFETY: NUL-terminated path.
-    let r = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if r < 0 {
-        None
-    } else {
-        // SAFETY: fresh descriptor.
-        Some(unsafe { std::os::fd::FromRawFd::from_raw_fd(r) })
-    }
+    fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()
 }
 
 /// `collectFiles(dir, glob, signal, { maxFiles })`: paths `join(dir, …)`; an unreadable
@@ -105,25 +100,17 @@ pub(super) enum Target {
 /// `stat` of the resolved target (needs no read permission, like Node's), mapped to the
 /// tools' texts.
 pub(super) fn open_target(r: &Resolved, what: &str) -> Result<Target, String> {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     let fail = |e: FsError| match e {
         FsError::Escape => outside_error(&r.candidate, &r.root),
         e => format!("Cannot access path \"{what}\": {}", e.message()),
     };
     let pfd = r.sandbox.open(&r.path, super::path_safety::O_PATH, 0, "stat").map_err(fail)?;
-    // SAFETY: zeroed stat is a valid out-parameter; pfd is live.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(pfd.as_raw_fd(), &mut st) } != 0 {
-        return Err(fail(FsError::os(&std::io::Error::last_os_error(), "stat", &r.path)));
-    }
-    if (st.st_mode & libc::S_IFMT) != libc::S_IFDIR {
+    let st = fs::fstat(pfd.as_fd()).map_err(|e| fail(FsError::Os(e, "stat", Some(r.path.clone()))))?;
+    if fs::file_type(&st) != libc::S_IFDIR {
         return Ok(Target::File);
     }
-    // SAFETY: "." relative to a live directory descriptor.
-    let d =
-        unsafe { libc::openat(pfd.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    // SAFETY: fresh descriptor when non-negative.
-    Ok(Target::Dir((d >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(d) })))
+    Ok(Target::Dir(fs::openat(pfd.as_fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()))
 }
 
 /// Absolute form of a resolved path, for display relative to the sandbox root (the path is

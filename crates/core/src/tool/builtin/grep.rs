@@ -8,6 +8,8 @@ use std::cell::Cell;
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
+use oma_os::fs;
+
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::Lossy, BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
 
@@ -367,7 +369,7 @@ fn search_file(
     buf: &mut Vec<u8>,
     watch: &Watch,
 ) -> Searched {
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
     buf.clear();
     loop {
         if (watch.cancelled)() {
@@ -376,12 +378,7 @@ fn search_file(
         if buf.len() as u64 > WHOLE_READ_LIMIT {
             // Only a regular file is streamed: a device swapped in since the listing (say
             // /dev/zero) would never end.
-            // SAFETY: zeroed stat is a valid out-parameter; plain syscalls on our descriptor.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-                return Ok(true);
-            }
-            if unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_SET) } != 0 {
+            if !is_regular(f.as_fd()) || fs::rewind(f.as_fd()).is_err() {
                 return Ok(true);
             }
             return search_stream(engine, f, file, hits, limit, watch);
@@ -389,15 +386,10 @@ fn search_file(
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(128 * 1024);
         }
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: reading into the vector's spare capacity, then extending by what was read.
-        let n = unsafe { libc::read(f.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
-        if n > 0 {
-            unsafe { buf.set_len(buf.len() + n as usize) };
-        } else if n == 0 {
-            break;
-        } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return Ok(true); // unreadable → skipped
+        match fs::read_append(f.as_fd(), buf, usize::MAX) {
+            Ok(0) => break,
+            Ok(_) | Err(libc::EINTR) => {}
+            Err(_) => return Ok(true), // unreadable → skipped
         }
     }
     search_bytes(engine, buf, file, hits, limit, watch)
@@ -459,7 +451,7 @@ fn search_tree(
                             complete = false;
                             break;
                         }
-                        if let Some(f) = open_file_at(std::os::fd::AsRawFd::as_raw_fd(&*dir), &name) {
+                        if let Some(f) = open_file_at(std::os::fd::AsFd::as_fd(&*dir), &name) {
                             let before = hits.len();
                             let r = search_file(&mut engine, f, "", &mut hits, limit, &mut buf, &watch);
                             // The display path is only worth computing for files with hits.
@@ -563,7 +555,7 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
         Target::File => match r.sandbox.open(&r.path, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0, "open") {
             // Regular files only: a FIFO or device named as the path has no lines to search
             // (and /dev/zero would never end).
-            Ok(fd) if is_regular(&fd) => {
+            Ok(fd) if is_regular(std::os::fd::AsFd::as_fd(&fd)) => {
                 let mut buf = Vec::new();
                 let shown = display(&r.root, &abs, &r.path);
                 let watch = Watch::new(cancelled);
@@ -613,11 +605,8 @@ pub fn grep_tool(input: &GrepInput, spec: &SandboxSpec, cancelled: &(dyn Fn() ->
     ToolOutput::ok(data)
 }
 
-fn is_regular(fd: &std::os::fd::OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    unsafe { libc::fstat(fd.as_raw_fd(), &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
+fn is_regular(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    fs::fstat(fd).is_ok_and(|st| fs::file_type(&st) == libc::S_IFREG)
 }
 
 /// `maxResults` when the input does not give it (the field's description says so).

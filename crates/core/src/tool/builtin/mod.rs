@@ -67,8 +67,7 @@ pub(crate) mod testutil {
 
     pub fn mkfifo(path: &str) {
         let c = std::ffi::CString::new(path).unwrap();
-        // SAFETY: NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        oma_os::fs::mkfifo(&c, 0o644).unwrap();
     }
 
     /// Runs `f` on a thread and fails the test if it has not returned after a minute: the

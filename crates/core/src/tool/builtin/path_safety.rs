@@ -10,10 +10,12 @@
 
 use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use oma_os::fs;
 
 pub const DEFAULT_WORKSPACE_DIRNAME: &str = ".agent-workspace";
 
@@ -374,27 +376,8 @@ pub fn resolve_path_within_cwd(input: &str, spec: &SandboxSpec, ensure_root: boo
 // ---------------------------------------------------------------------------------------
 // Race-free access relative to the root's file descriptor.
 
-/// A handle that only names a file (for fstat and as a directory to open relative to):
-/// Linux's `O_PATH`. Elsewhere, and with the `portable` feature, a non-blocking read-only
-/// open stands in; it needs read permission where `O_PATH` does not, and refuses a symlink as
-/// the last component with ELOOP instead of opening it (both refusals end up the same).
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-pub(crate) const O_PATH: i32 = libc::O_PATH;
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
-pub(crate) const O_PATH: i32 = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-const RESOLVE_BENEATH: u64 = 0x08;
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
+/// A handle that only names a file: Linux's `O_PATH`, or its portable stand-in (see oma-os).
+pub(crate) use oma_os::fs::O_PATH;
 
 /// 0 = unknown, 1 = openat2 works, 2 = missing (ENOSYS) → component walk.
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
@@ -412,93 +395,31 @@ fn openat2_disabled() -> bool {
     FORCE_FALLBACK.load(Ordering::Relaxed) || OPENAT2.load(Ordering::Relaxed) == 2
 }
 
-fn last_errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
-}
-
-fn fd_from(ret: libc::c_long) -> Result<OwnedFd, i32> {
-    if ret < 0 {
-        Err(last_errno())
-    } else {
-        // SAFETY: the syscall returned a fresh descriptor that nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(ret as RawFd) })
-    }
-}
-
-fn sys_openat(dirfd: RawFd, name: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
-    loop {
-        // SAFETY: valid NUL-terminated path; dirfd is a live descriptor or AT_FDCWD.
-        let r = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) };
-        match fd_from(r as libc::c_long) {
-            Err(libc::EINTR) => continue,
-            other => return other,
-        }
-    }
-}
-
-#[cfg(all(target_os = "linux", not(feature = "portable")))]
-fn sys_openat2(dirfd: RawFd, path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
-    let creating = flags & libc::O_CREAT != 0;
-    let how = OpenHow {
-        flags: (flags | libc::O_CLOEXEC) as u32 as u64,
-        mode: if creating { mode as u64 } else { 0 },
-        resolve: RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    let mut attempts = 0;
-    loop {
-        // SAFETY: `how` is a valid open_how of the size passed; path is NUL-terminated.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                dirfd,
-                path.as_ptr(),
-                &how as *const OpenHow,
-                std::mem::size_of::<OpenHow>(),
-            )
-        };
-        match fd_from(r) {
-            Err(libc::EINTR) => continue,
-            // EAGAIN: a concurrent rename elsewhere made the kernel unsure; retry a few times.
-            Err(libc::EAGAIN) if attempts < 16 => attempts += 1,
-            other => return other,
-        }
-    }
-}
-
-fn fd_kind(fd: &OwnedFd) -> Option<libc::mode_t> {
-    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    (unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
-}
-
-/// File type bits of `name` (not following a symlink), `None` if it cannot be stat'ed.
-fn kind_at(dirfd: RawFd, name: &CStr) -> Option<libc::mode_t> {
-    // SAFETY: zeroed stat is a valid out-parameter.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    (r == 0).then_some(st.st_mode & libc::S_IFMT)
+/// File type bits of `name` in `dir` (not following a symlink), `None` if it cannot be stat'ed.
+fn kind_at(dir: BorrowedFd<'_>, name: &CStr) -> Option<libc::mode_t> {
+    fs::fstatat_nofollow(dir, name).ok().map(|st| fs::file_type(&st))
 }
 
 /// Fallback resolution: every component opened relative to the previous one, never
 /// following a symlink. The resolved path was symlink-free when checked, so a symlink met
 /// here was swapped in afterwards: refused as an escape.
-fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+fn open_components(root: BorrowedFd<'_>, rel: &[&str], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
     let mut cur: Option<OwnedFd> = None;
     for (i, comp) in rel.iter().enumerate() {
-        let dir = cur.as_ref().map_or(root, |f| f.as_raw_fd());
+        let dir = cur.as_ref().map_or(root, |f| f.as_fd());
         let name = CString::new(*comp).map_err(|_| libc::EINVAL)?;
         if *comp == ".." {
             return Err(libc::EXDEV);
         }
         let last = i + 1 == rel.len();
         let f = if last { flags | libc::O_NOFOLLOW } else { O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW };
-        match sys_openat(dir, &name, f, mode) {
+        match fs::openat(dir, &name, f, mode) {
             // O_PATH | O_NOFOLLOW opens a symlink itself instead of failing: refuse it too.
             Ok(fd)
                 if cfg!(all(target_os = "linux", not(feature = "portable")))
                     && last
                     && flags & O_PATH != 0
-                    && fd_kind(&fd) == Some(libc::S_IFLNK) =>
+                    && fs::fstat(fd.as_fd()).is_ok_and(|st| fs::file_type(&st) == libc::S_IFLNK) =>
             {
                 return Err(libc::EXDEV)
             }
@@ -518,7 +439,7 @@ fn open_components(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<O
     match cur {
         Some(fd) => Ok(fd),
         // The root itself.
-        None => sys_openat(root, c".", flags, mode),
+        None => fs::openat(root, c".", flags, mode),
     }
 }
 
@@ -536,7 +457,7 @@ impl Sandbox {
 
     pub fn open_root(real_root: &str) -> Result<Sandbox, FsError> {
         let c = cstring(real_root)?;
-        let fd = sys_openat(libc::AT_FDCWD, &c, O_PATH | libc::O_DIRECTORY, 0)
+        let fd = fs::openat(fs::cwd(), &c, O_PATH | libc::O_DIRECTORY, 0)
             .map_err(|e| FsError::Os(e, "open", Some(real_root.to_string())))?;
         Ok(Sandbox { root: Some((fd, real_root.to_string())) })
     }
@@ -566,8 +487,8 @@ impl Sandbox {
             return Err(FsError::Os(libc::ENAMETOOLONG, syscall, Some(path.to_string())));
         }
         let res = match &self.root {
-            None => sys_openat(libc::AT_FDCWD, &cpath, flags, mode),
-            Some((fd, root)) => Self::rel(root, path).and_then(|rel| open_beneath(fd.as_raw_fd(), &rel, flags, mode)),
+            None => fs::openat(fs::cwd(), &cpath, flags, mode),
+            Some((fd, root)) => Self::rel(root, path).and_then(|rel| open_beneath(fd.as_fd(), &rel, flags, mode)),
         };
         res.map_err(|e| {
             if e == libc::EXDEV && self.root.is_some() {
@@ -592,22 +513,18 @@ impl Sandbox {
         let err = |e: i32| FsError::Os(e, "mkdir", Some(dir.to_string()));
         let mut cur: Option<OwnedFd> = None;
         for (i, comp) in rel.iter().enumerate() {
-            let parent = cur.as_ref().map_or(rootfd.as_raw_fd(), |f| f.as_raw_fd());
+            let parent = cur.as_ref().map_or(rootfd.as_fd(), |f| f.as_fd());
             let name = CString::new(*comp).map_err(|_| FsError::NulByte(dir.to_string()))?;
             let last = i + 1 == rel.len();
             let mut created = false;
             let mut retries = 0;
             let fd = loop {
-                match sys_openat(parent, &name, O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
+                match fs::openat(parent, &name, O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW, 0) {
                     Ok(fd) => break fd,
                     Err(libc::ENOENT) if !created => {
-                        // SAFETY: valid dirfd and NUL-terminated name.
-                        let r = unsafe { libc::mkdirat(parent, name.as_ptr(), 0o777) };
-                        if r != 0 {
-                            let e = last_errno();
-                            if e != libc::EEXIST {
-                                return Err(err(e));
-                            }
+                        match fs::mkdirat(parent, &name, 0o777) {
+                            Ok(()) | Err(libc::EEXIST) => {}
+                            Err(e) => return Err(err(e)),
                         }
                         created = true;
                     }
@@ -630,12 +547,12 @@ impl Sandbox {
 
 /// openat2 (Linux ≥ 5.6) where it exists, else the component walk; other OSes, and the
 /// `portable` feature, always walk.
-fn open_beneath(root: RawFd, rel: &[&str], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+fn open_beneath(root: BorrowedFd<'_>, rel: &[&str], flags: i32, mode: u32) -> Result<OwnedFd, i32> {
     #[cfg(all(target_os = "linux", not(feature = "portable")))]
     if !openat2_disabled() {
         let joined = if rel.is_empty() { ".".to_string() } else { rel.join("/") };
         let c = CString::new(joined).map_err(|_| libc::EINVAL)?;
-        match sys_openat2(root, &c, flags, mode) {
+        match fs::openat2_beneath(root, &c, flags, mode) {
             Err(libc::ENOSYS) => OPENAT2.store(2, Ordering::Relaxed),
             other => {
                 OPENAT2.store(1, Ordering::Relaxed);
@@ -659,26 +576,6 @@ fn special_kind(mode: libc::mode_t) -> Option<&'static str> {
     }
 }
 
-fn fstat_fd(fd: RawFd) -> Result<libc::stat, i32> {
-    // SAFETY: zeroed stat is a valid out-parameter; fd is live.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } == 0 {
-        Ok(st)
-    } else {
-        Err(last_errno())
-    }
-}
-
-fn fstatat_nofollow(dirfd: RawFd, name: &CStr) -> Result<libc::stat, i32> {
-    // SAFETY: zeroed stat is a valid out-parameter; name is NUL-terminated.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
-        Ok(st)
-    } else {
-        Err(last_errno())
-    }
-}
-
 /// Reads up to `limit` bytes; more is [`FsError::TooLarge`]. `read` errors carry no path, like
 /// Node's readFile.
 fn read_bounded(fd: &OwnedFd, size_hint: u64, limit: u64) -> Result<Vec<u8>, FsError> {
@@ -692,37 +589,12 @@ fn read_bounded(fd: &OwnedFd, size_hint: u64, limit: u64) -> Result<Vec<u8>, FsE
         }
         // Never more than one byte past the limit: that byte tells "too large".
         let room = (buf.capacity() - buf.len()).min((limit + 1 - buf.len() as u64) as usize);
-        let spare = &mut buf.spare_capacity_mut()[..room];
-        // SAFETY: reading into the vector's spare capacity, then extending by what was read.
-        let n = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
-        if n > 0 {
-            // SAFETY: the kernel initialised `n` bytes of the spare capacity.
-            unsafe { buf.set_len(buf.len() + n as usize) };
-        } else if n == 0 {
-            return Ok(buf);
-        } else {
-            let e = last_errno();
-            if e != libc::EINTR {
-                return Err(FsError::Os(e, "read", None));
-            }
+        match fs::read_append(fd.as_fd(), &mut buf, room) {
+            Ok(0) => return Ok(buf),
+            Ok(_) | Err(libc::EINTR) => {}
+            Err(e) => return Err(FsError::Os(e, "read", None)),
         }
     }
-}
-
-fn write_fd(fd: RawFd, mut data: &[u8]) -> Result<(), i32> {
-    while !data.is_empty() {
-        // SAFETY: writing from a live slice.
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-        if n < 0 {
-            let e = last_errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        data = &data[n as usize..];
-    }
-    Ok(())
 }
 
 /// Names of temporary files: unique per process and call; the O_EXCL create retries on a
@@ -748,7 +620,7 @@ impl Sandbox {
 
     pub(crate) fn read_file_limited(&self, path: &str, limit: u64) -> Result<Vec<u8>, FsError> {
         let fd = self.open(path, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, 0, "open")?;
-        let st = fstat_fd(fd.as_raw_fd()).map_err(|e| FsError::Os(e, "fstat", None))?;
+        let st = fs::fstat(fd.as_fd()).map_err(|e| FsError::Os(e, "fstat", None))?;
         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
             return Err(FsError::Os(libc::EISDIR, "read", None));
         }
@@ -786,7 +658,7 @@ impl Sandbox {
         // escape is refused, a directory gets Node's text.
         match self.open(path, O_PATH, 0, "open") {
             Ok(fd) => {
-                let st = fstat_fd(fd.as_raw_fd()).map_err(|e| os(e, "open"))?;
+                let st = fs::fstat(fd.as_fd()).map_err(|e| os(e, "open"))?;
                 if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                     return Err(os(libc::EISDIR, "open"));
                 }
@@ -806,9 +678,9 @@ impl Sandbox {
             FsError::Os(e, ..) => os(e, "open"),
             e => e,
         })?;
-        let dirfd = dir.as_raw_fd();
+        let dirfd = dir.as_fd();
         // From here on only (dirfd, name): the entry itself, never what a symlink points to.
-        let old = match fstatat_nofollow(dirfd, &name) {
+        let old = match fs::fstatat_nofollow(dirfd, &name) {
             Ok(st) => match st.st_mode & libc::S_IFMT {
                 libc::S_IFREG => Some(st),
                 libc::S_IFDIR => return Err(os(libc::EISDIR, "open")),
@@ -830,7 +702,7 @@ impl Sandbox {
         let mut attempts = 0;
         let (tmp, tmpfd) = loop {
             let tmp = tmp_name();
-            match sys_openat(dirfd, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW, 0o666) {
+            match fs::openat(dirfd, &tmp, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW, 0o666) {
                 Ok(fd) => break (tmp, fd),
                 Err(libc::EEXIST) if attempts < 16 => attempts += 1,
                 Err(e @ (libc::EACCES | libc::EPERM)) => {
@@ -843,42 +715,33 @@ impl Sandbox {
             }
         };
         let unlink_tmp = || {
-            // SAFETY: valid dirfd and NUL-terminated name.
-            unsafe { libc::unlinkat(dirfd, tmp.as_ptr(), 0) };
+            let _ = fs::unlinkat(dirfd, &tmp);
         };
         if let Some(st) = &old {
             // Owner first, then the mode without the set-id and sticky bits (KEPT_MODE_BITS).
             // Either may be refused (another user's file): best effort, the content is what
             // matters.
-            // SAFETY: plain syscalls on our descriptor.
-            unsafe {
-                if libc::fchown(tmpfd.as_raw_fd(), st.st_uid, st.st_gid) != 0 {
-                    libc::fchown(tmpfd.as_raw_fd(), u32::MAX, st.st_gid);
-                }
-                libc::fchmod(tmpfd.as_raw_fd(), st.st_mode & KEPT_MODE_BITS);
+            if fs::fchown(tmpfd.as_fd(), st.st_uid, st.st_gid).is_err() {
+                let _ = fs::fchown(tmpfd.as_fd(), u32::MAX, st.st_gid);
             }
+            let _ = fs::fchmod(tmpfd.as_fd(), st.st_mode & KEPT_MODE_BITS);
         }
-        if let Err(e) = write_fd(tmpfd.as_raw_fd(), data) {
+        if let Err(e) = fs::write_all(tmpfd.as_fd(), data) {
             unlink_tmp();
             return Err(FsError::Os(e, "write", None));
         }
-        // SAFETY: plain syscall on our descriptor.
-        if unsafe { libc::fsync(tmpfd.as_raw_fd()) } != 0 {
-            let e = last_errno();
+        if let Err(e) = fs::fsync(tmpfd.as_fd()) {
             unlink_tmp();
             return Err(FsError::Os(e, "fsync", None));
         }
         drop(tmpfd);
-        // SAFETY: valid dirfd and NUL-terminated names.
-        if unsafe { libc::renameat(dirfd, tmp.as_ptr(), dirfd, name.as_ptr()) } != 0 {
-            let e = last_errno();
+        if let Err(e) = fs::renameat(dirfd, &tmp, &name) {
             unlink_tmp();
             return Err(os(e, "rename"));
         }
         // Make the rename itself durable; best effort (the directory may not be readable).
-        if let Ok(d) = sys_openat(dirfd, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
-            // SAFETY: plain syscall on our descriptor.
-            unsafe { libc::fsync(d.as_raw_fd()) };
+        if let Ok(d) = fs::openat(dirfd, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+            let _ = fs::fsync(d.as_fd());
         }
         Ok(())
     }
@@ -893,10 +756,9 @@ const KEPT_MODE_BITS: libc::mode_t = 0o777;
 
 /// Drops the set-id and sticky bits of a file rewritten in place (best effort: the file may
 /// be another user's).
-fn drop_special_bits(fd: RawFd, mode: libc::mode_t) {
+fn drop_special_bits(fd: BorrowedFd<'_>, mode: libc::mode_t) {
     if mode & 0o7000 != 0 {
-        // SAFETY: plain syscall on a live descriptor.
-        unsafe { libc::fchmod(fd, mode & KEPT_MODE_BITS) };
+        let _ = fs::fchmod(fd, mode & KEPT_MODE_BITS);
     }
 }
 
@@ -904,39 +766,35 @@ fn drop_special_bits(fd: RawFd, mode: libc::mode_t) {
 /// a loop: ELOOP): opened by path as Node's writeFile would, refusing a non-regular file.
 fn write_through_symlink(path: &str, data: &[u8]) -> Result<(), FsError> {
     let c = cstring(path)?;
-    let fd = sys_openat(libc::AT_FDCWD, &c, libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY, 0o666)
+    let fd = fs::openat(fs::cwd(), &c, libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY, 0o666)
         .map_err(|e| FsError::Os(e, "open", Some(path.to_string())))?;
-    let st = fstat_fd(fd.as_raw_fd()).map_err(|e| FsError::Os(e, "open", Some(path.to_string())))?;
+    let st = fs::fstat(fd.as_fd()).map_err(|e| FsError::Os(e, "open", Some(path.to_string())))?;
     if let Some(kind) = special_kind(st.st_mode) {
         return Err(FsError::NotRegular(kind));
     }
-    drop_special_bits(fd.as_raw_fd(), st.st_mode);
-    // SAFETY: plain syscall on our descriptor.
-    if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
-        return Err(FsError::Os(last_errno(), "write", None));
-    }
-    write_fd(fd.as_raw_fd(), data).map_err(|e| FsError::Os(e, "write", None))
+    drop_special_bits(fd.as_fd(), st.st_mode);
+    fs::truncate_to_empty(fd.as_fd()).map_err(|e| FsError::Os(e, "write", None))?;
+    fs::write_all(fd.as_fd(), data).map_err(|e| FsError::Os(e, "write", None))
 }
 
 /// The fallback of [`Sandbox::write_file`] for a directory that forbids new files: rewrite
 /// in place, only an existing regular file with a single link (checked on the opened
 /// descriptor, so a link added or a FIFO swapped in meanwhile is caught; O_NONBLOCK keeps a
 /// FIFO from blocking the open). `None`: not applicable, the caller reports its own error.
-fn write_in_place(dirfd: RawFd, name: &CStr, existed: bool, data: &[u8]) -> Option<Result<(), i32>> {
+fn write_in_place(dirfd: BorrowedFd<'_>, name: &CStr, existed: bool, data: &[u8]) -> Option<Result<(), i32>> {
     if !existed {
         return None;
     }
-    let fd = sys_openat(dirfd, name, libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0).ok()?;
-    let st = fstat_fd(fd.as_raw_fd()).ok()?;
+    let fd = fs::openat(dirfd, name, libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY, 0).ok()?;
+    let st = fs::fstat(fd.as_fd()).ok()?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_nlink != 1 {
         return None;
     }
-    drop_special_bits(fd.as_raw_fd(), st.st_mode);
-    // SAFETY: plain syscall on our descriptor.
-    if unsafe { libc::ftruncate(fd.as_raw_fd(), 0) } != 0 {
-        return Some(Err(last_errno()));
+    drop_special_bits(fd.as_fd(), st.st_mode);
+    if let Err(e) = fs::truncate_to_empty(fd.as_fd()) {
+        return Some(Err(e));
     }
-    Some(write_fd(fd.as_raw_fd(), data))
+    Some(fs::write_all(fd.as_fd(), data))
 }
 
 #[cfg(test)]
@@ -1069,7 +927,7 @@ mod tests {
             std::fs::set_permissions(&p, std::fs::Permissions::from_mode(bits)).unwrap();
             let dir = std::fs::File::open(&root).unwrap();
             let c = std::ffi::CString::new(name).unwrap();
-            assert_eq!(write_in_place(dir.as_raw_fd(), &c, true, b"in place\n"), Some(Ok(())));
+            assert_eq!(write_in_place(dir.as_fd(), &c, true, b"in place\n"), Some(Ok(())));
             assert_eq!((name, mode(&p)), (name, bits & 0o777));
             assert_eq!(std::fs::read_to_string(&p).unwrap(), "in place\n");
         }
@@ -1117,8 +975,7 @@ mod tests {
     fn write_in_a_read_only_directory_falls_back_only_for_single_links() {
         use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
         use std::os::unix::fs::PermissionsExt;
-        // SAFETY: plain getter.
-        if unsafe { libc::geteuid() } == 0 {
+        if oma_os::process::is_superuser() {
             return; // root ignores directory permissions: nothing to test
         }
         let root = tmp_dir("ps-ro");
@@ -1177,11 +1034,8 @@ mod tests {
         f.set_len(MAX_FILE_BYTES).unwrap();
         assert_eq!(sb.read_file(&format!("{root}/sparse")).unwrap().len() as u64, MAX_FILE_BYTES);
         // A source that says nothing of its size (a pipe) is cut one byte past the limit.
-        let mut fds = [0; 2];
-        // SAFETY: a fresh pipe; both ends are owned below.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        write_fd(wr.as_raw_fd(), &[b'x'; 100]).unwrap();
+        let (rd, wr) = oma_os::process::pipe_cloexec().unwrap();
+        fs::write_all(wr.as_fd(), &[b'x'; 100]).unwrap();
         drop(wr);
         assert_eq!(read_bounded(&rd, 0, 10).unwrap_err(), FsError::TooLarge(None));
         rm_rf(&root);

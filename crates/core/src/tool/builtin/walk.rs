@@ -5,8 +5,10 @@
 //! which is unspecified; sorted is one valid order and makes caps deterministic).
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
+
+use oma_os::fs::{self, EntryKind as Kind};
 
 use super::path_safety::join;
 
@@ -16,93 +18,26 @@ pub fn is_skipped_dir(name: &[u8]) -> bool {
     SKIP_DIRS.iter().any(|d| d.as_bytes() == name)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    File,
-    Dir,
-    Other,
-}
-
-/// Lists a directory: (name, kind), sorted by name bytes. Unreadable → empty.
-fn list_dir(dirfd: RawFd) -> Vec<(CString, Kind)> {
-    // fdopendir takes ownership of the descriptor it is given, so hand it a duplicate.
-    // SAFETY: plain descriptor duplication.
-    let dup = unsafe { libc::fcntl(dirfd, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Vec::new();
-    }
-    // SAFETY: `dup` is a fresh descriptor of a directory.
-    let dir = unsafe { libc::fdopendir(dup) };
-    if dir.is_null() {
-        // SAFETY: fdopendir failed, so `dup` is still ours to close.
-        unsafe { libc::close(dup) };
-        return Vec::new();
-    }
-    // Rewind in case the shared file offset was advanced by an earlier listing.
-    // SAFETY: `dir` is a valid DIR stream until closedir below.
-    unsafe { libc::rewinddir(dir) };
-    let mut out = Vec::new();
-    loop {
-        // SAFETY: readdir on a valid stream; the entry stays valid until the next call.
-        let ent = unsafe { libc::readdir(dir) };
-        if ent.is_null() {
-            break;
-        }
-        // SAFETY: d_name is NUL-terminated.
-        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
-        let bytes = name.to_bytes();
-        if bytes == b"." || bytes == b".." {
-            continue;
-        }
-        let kind = match unsafe { (*ent).d_type } {
-            libc::DT_REG => Kind::File,
-            libc::DT_DIR => Kind::Dir,
-            libc::DT_UNKNOWN => stat_kind(dirfd, name),
-            // Symlinks, FIFOs, devices, sockets: skipped entirely, never opened (a FIFO
-            // would block the open, a device like /dev/zero never ends).
-            _ => Kind::Other,
-        };
-        out.push((name.to_owned(), kind));
-    }
-    // SAFETY: closes the stream and `dup` with it.
-    unsafe { libc::closedir(dir) };
+/// Lists a directory: (name, kind), sorted by name bytes. Symlinks, FIFOs, devices and
+/// sockets are `Other`: skipped entirely, never opened (a FIFO would block the open, a device
+/// like /dev/zero never ends). Unreadable → empty.
+fn list_dir(dir: BorrowedFd<'_>) -> Vec<(CString, Kind)> {
+    let mut out = fs::list_dir(dir);
     out.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     out
 }
 
-fn stat_kind(dirfd: RawFd, name: &CStr) -> Kind {
-    // SAFETY: zeroed stat is a valid out-parameter.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
-        return Kind::Other;
-    }
-    match st.st_mode & libc::S_IFMT {
-        libc::S_IFREG => Kind::File,
-        libc::S_IFDIR => Kind::Dir,
-        _ => Kind::Other,
-    }
+/// Opens the entry `name` of `dir` with `flags`, never through a symlink.
+pub(crate) fn open_child(dir: BorrowedFd<'_>, name: &CStr, flags: i32) -> Option<OwnedFd> {
+    fs::openat(dir, name, flags | libc::O_NOFOLLOW, 0).ok()
 }
 
-pub(crate) fn open_child(dirfd: RawFd, name: &CStr, flags: i32) -> Option<OwnedFd> {
-    loop {
-        // SAFETY: valid dirfd and NUL-terminated name.
-        let r = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
-        if r >= 0 {
-            // SAFETY: fresh descriptor.
-            return Some(unsafe { OwnedFd::from_raw_fd(r) });
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return None;
-        }
-    }
-}
-
-/// Opens `name` in `dirfd` for reading, never through a symlink. O_NONBLOCK: a FIFO
+/// Opens `name` in `dir` for reading, never through a symlink. O_NONBLOCK: a FIFO
 /// swapped in since the listing must not block (no effect on regular files); O_NOCTTY: a
 /// terminal must not become the process's controlling one. FIFOs and devices met by the
 /// listing are never opened at all (see `list_dir`).
-pub fn open_file_at(dirfd: RawFd, name: &CStr) -> Option<std::fs::File> {
-    open_child(dirfd, name, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY).map(std::fs::File::from)
+pub fn open_file_at(dir: BorrowedFd<'_>, name: &CStr) -> Option<std::fs::File> {
+    open_child(dir, name, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY).map(std::fs::File::from)
 }
 
 /// A regular file met by the walk.
@@ -111,7 +46,6 @@ pub struct FileEntry<'a> {
     pub path: &'a str,
     /// Path relative to the walk's start directory, `/`-separated (for glob matching).
     pub rel: &'a str,
-    pub dirfd: RawFd,
     pub name: &'a CStr,
     /// The directory's descriptor, shareable so the file can be opened later elsewhere.
     pub dir: &'a Arc<OwnedFd>,
@@ -120,7 +54,7 @@ pub struct FileEntry<'a> {
 impl FileEntry<'_> {
     /// Opens the file for reading without following a symlink swapped in since the listing.
     pub fn open(&self) -> Option<std::fs::File> {
-        open_file_at(self.dirfd, self.name)
+        open_file_at(self.dir.as_fd(), self.name)
     }
 
     pub fn basename(&self) -> &str {
@@ -187,7 +121,7 @@ pub fn walk(
     let mut rel = String::new();
     let root = Arc::new(dup);
     let mut stack =
-        vec![Frame { entries: list_dir(root.as_raw_fd()).into_iter(), dir: root, path_len: path.len(), rel_len: 0 }];
+        vec![Frame { entries: list_dir(root.as_fd()).into_iter(), dir: root, path_len: path.len(), rel_len: 0 }];
     while let Some(top) = stack.last_mut() {
         let Some((name, kind)) = top.entries.next() else {
             stack.pop();
@@ -212,13 +146,13 @@ pub fn walk(
                 if cancelled() {
                     return walked;
                 }
-                if let Some(sub) = open_child(dir.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
-                    let entries = list_dir(sub.as_raw_fd()).into_iter();
+                if let Some(sub) = open_child(dir.as_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                    let entries = list_dir(sub.as_fd()).into_iter();
                     stack.push(Frame { dir: Arc::new(sub), entries, path_len: path.len(), rel_len: rel.len() });
                 }
             }
             Kind::File => {
-                let entry = FileEntry { path: &path, rel: &rel, dirfd: dir.as_raw_fd(), name: &name, dir: &dir };
+                let entry = FileEntry { path: &path, rel: &rel, name: &name, dir: &dir };
                 if let Flow::Stop = visit(&entry) {
                     return walked;
                 }
@@ -288,12 +222,12 @@ pub fn collect_parallel(
                     let fd = match job.open {
                         Ok(fd) => Some(fd),
                         Err((parent, name)) if !cancelled() => {
-                            open_child(parent.as_raw_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY).map(Arc::new)
+                            open_child(parent.as_fd(), &name, libc::O_RDONLY | libc::O_DIRECTORY).map(Arc::new)
                         }
                         Err(_) => None,
                     };
                     if let Some(fd) = fd.filter(|_| !cancelled()) {
-                        for (name, kind) in list_dir(fd.as_raw_fd()) {
+                        for (name, kind) in list_dir(fd.as_fd()) {
                             let shown = String::from_utf8_lossy(name.as_bytes());
                             let child_rel =
                                 if job.rel.is_empty() { shown.to_string() } else { format!("{}/{shown}", job.rel) };
@@ -388,8 +322,7 @@ pub(crate) mod tests {
         std::os::unix::fs::symlink(base.join("d1"), base.join("link")).unwrap();
         let root = base.to_string_lossy().into_owned();
         let c = std::ffi::CString::new(root.clone()).unwrap();
-        // SAFETY: NUL-terminated path; the descriptor is owned below.
-        let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let fd = fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
         let mut seq = Vec::new();
         walk(&fd, &root, &|| false, &mut |e| {
             seq.push(e.path.to_string());
@@ -423,21 +356,13 @@ pub(crate) mod tests {
     /// descriptors (the paths soon exceed PATH_MAX). Returns the root's descriptor.
     pub(crate) fn deep_tree(root: &str, levels: usize) -> OwnedFd {
         let c = CString::new(root).unwrap();
-        // SAFETY: NUL-terminated path; descriptors owned below.
-        let top = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let top = fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
         let mut cur = top.try_clone().unwrap();
         for _ in 0..=levels {
-            // SAFETY: valid descriptors and NUL-terminated names.
-            unsafe {
-                let f = libc::openat(cur.as_raw_fd(), c"f.txt".as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
-                assert!(f >= 0);
-                libc::write(f, b"needle\n".as_ptr().cast(), 7);
-                libc::close(f);
-            }
-            if unsafe { libc::mkdirat(cur.as_raw_fd(), c"d".as_ptr(), 0o755) } != 0 {
-                panic!("mkdirat");
-            }
-            cur = open_child(cur.as_raw_fd(), c"d", libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
+            let f = fs::openat(cur.as_fd(), c"f.txt", libc::O_WRONLY | libc::O_CREAT, 0o644).unwrap();
+            fs::write_all(f.as_fd(), b"needle\n").unwrap();
+            fs::mkdirat(cur.as_fd(), c"d", 0o755).expect("mkdirat");
+            cur = open_child(cur.as_fd(), c"d", libc::O_RDONLY | libc::O_DIRECTORY).unwrap();
         }
         top
     }
@@ -481,8 +406,7 @@ pub(crate) mod tests {
         let r2 = root.clone();
         let (seq, par) = no_hang("walk over a FIFO", move || {
             let c = CString::new(r2.clone()).unwrap();
-            // SAFETY: NUL-terminated path; the descriptor is owned below.
-            let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+            let fd = fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
             let mut seq = Vec::new();
             walk(&fd, &r2, &|| false, &mut |e| {
                 seq.push(e.rel.to_string());
@@ -504,8 +428,7 @@ pub(crate) mod tests {
         }
         std::fs::write(format!("{root}/d1999/f.txt"), "x").unwrap();
         let c = CString::new(root.clone()).unwrap();
-        // SAFETY: NUL-terminated path; the descriptor is owned below.
-        let fd = unsafe { OwnedFd::from_raw_fd(libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY)) };
+        let fd = fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
         // /dev/fd: the open descriptors on Linux (a link to /proc/self/fd) and on macOS alike.
         let open_fds = || std::fs::read_dir("/dev/fd").unwrap().count();
         let before = open_fds();

@@ -1,6 +1,8 @@
-//! Binding for the runner machine and the kernel helpers. Every export is synchronous and
-//! `catch_unwind`: a panic becomes a JS exception, never an abort. Errors the user can see
-//! are returned as strings so the JS shim builds them in the caller's realm.
+//! Binding for the runner machine (`AgentRunner`'s driver in lib/runner.js): plans, runs, their
+//! poll/respond calls (the per-turn ones are raw callbacks in `fast.rs`), and the native
+//! adapters' calls on a run's own history. Every export is synchronous and `catch_unwind`: a
+//! panic becomes a JS exception, never an abort. Errors the user can see are returned as strings
+//! so the JS shim builds them in the caller's realm.
 
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
@@ -8,14 +10,15 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use super::convert::{is_error_of, registry_tools};
+use super::slab::Slab;
+
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools_railed;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, RoundLayout, Wire};
 use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
-use oma_core::kernel::semaphore::{Release, Semaphore};
-use oma_core::kernel::{structured_output, tokens, truncate};
 
 /// Agents are often created per request with identical options: parsed configurations are
 /// shared by their JSON text (bounded; invalid ones are not cached).
@@ -36,26 +39,6 @@ fn cached_config(json: &str) -> std::result::Result<Arc<RunnerConfig>, String> {
 
 thread_local! {
     static LAST_WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A registry's tools (name, runtimeAdded) in registration order, and its rail.
-type RegistryList = (Vec<(String, bool)>, Vec<String>);
-
-/// A registry's tools as `ToolRegistry` sends them: `[[name, runtimeAdded], …]` in
-/// registration order (the JS registry is the only copy; it keeps this text until it changes);
-/// a registry with a rail (`new ToolRegistry({ disallow })`) sends `{"tools":[…],"disallow":[…]}`.
-fn registry_tools(tools_json: &str) -> std::result::Result<RegistryList, String> {
-    #[derive(serde::Deserialize)]
-    struct Railed {
-        tools: Vec<(String, bool)>,
-        disallow: Vec<String>,
-    }
-    let malformed = |e: serde_json::Error| format!("oma-kernel: malformed registry list: {e}");
-    if tools_json.starts_with('{') {
-        let r: Railed = serde_json::from_str(tools_json).map_err(malformed)?;
-        return Ok((r.tools, r.disallow));
-    }
-    Ok((serde_json::from_str(tools_json).map_err(malformed)?, Vec::new()))
 }
 
 /// The warnings of the last `runnerPlan` on this thread (usually none).
@@ -232,50 +215,6 @@ thread_local! {
     static SUMMARY_CACHES: RefCell<Slab<Arc<Mutex<Option<SummaryCache>>>>> = RefCell::new(Slab::default());
     static PLANS: RefCell<Slab<StartPlan>> = RefCell::new(Slab::default());
     static RUNS: RefCell<Slab<Run>> = RefCell::new(Slab::default());
-    static SEMAPHORES: RefCell<Slab<Semaphore>> = RefCell::new(Slab::default());
-}
-
-/// Objects addressed by small ids from JS (see `Run`); freed slots are reused.
-struct Slab<T> {
-    items: Vec<Option<T>>,
-    free: Vec<u32>,
-}
-
-impl<T> Default for Slab<T> {
-    fn default() -> Self {
-        Slab { items: Vec::new(), free: Vec::new() }
-    }
-}
-
-impl<T> Slab<T> {
-    fn insert(&mut self, v: T) -> u32 {
-        match self.free.pop() {
-            Some(id) => {
-                self.items[id as usize] = Some(v);
-                id
-            }
-            None => {
-                self.items.push(Some(v));
-                (self.items.len() - 1) as u32
-            }
-        }
-    }
-    fn remove(&mut self, id: u32) {
-        drop(self.take(id));
-    }
-    fn take(&mut self, id: u32) -> Option<T> {
-        let v = self.items.get_mut(id as usize)?.take();
-        if v.is_some() {
-            self.free.push(id);
-        }
-        v
-    }
-    fn get_mut(&mut self, id: u32) -> Option<&mut T> {
-        self.items.get_mut(id as usize).and_then(Option::as_mut)
-    }
-    fn get(&self, id: u32) -> Option<&T> {
-        self.items.get(id as usize).and_then(Option::as_ref)
-    }
 }
 
 fn insert_run(run: Run) -> u32 {
@@ -373,15 +312,6 @@ pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Opt
     })
 }
 
-/// `is_error` as the driver encodes it: 0 false, 1 true, 2 not set.
-fn is_error_of(code: u32) -> Option<bool> {
-    match code {
-        0 => Some(false),
-        1 => Some(true),
-        _ => None,
-    }
-}
-
 /// The summary call's answer (`JSON.stringify(response)`): `null`, or a rejection (`wire`).
 #[napi(catch_unwind)]
 pub fn run_respond_summary(id: u32, response_json: Option<String>) -> Result<Option<String>> {
@@ -404,210 +334,6 @@ pub fn run_respond_loop_action(id: u32, action: String) -> Result<()> {
 /// A response that moves the machine on without an action to hand back: its rejection, if any.
 fn rejection(r: std::result::Result<Option<Wire>, String>) -> Result<Option<String>> {
     r.map(|w| w.map(Wire::into_json)).map_err(Error::from_reason)
-}
-
-// ---------------------------------------------------------------------------------------
-// Executor admission (one per ToolExecutor)
-
-// A semaphore's native slot exists only while it has holders or waiters: the first acquire
-// opens it and the release that leaves it idle frees it, so an executor needs no finalizer.
-// (A semaphore dropped while a holder never releases keeps its slot: a few bytes.)
-
-/// `semOpen` (`fast.rs`): a slot for a semaphore of limit `max`, with one slot acquired.
-pub(super) fn sem_open_id(max: u32) -> u32 {
-    SEMAPHORES.with(|s| {
-        let mut sem = Semaphore::new(max.max(1) as usize);
-        let _ = sem.acquire();
-        s.borrow_mut().insert(sem)
-    })
-}
-
-fn with_sem<R>(id: u32, f: impl FnOnce(&mut Semaphore) -> R) -> Result<R> {
-    SEMAPHORES.with(|s| match s.borrow_mut().get_mut(id) {
-        Some(sem) => Ok(f(sem)),
-        None => Err(Error::from_reason("oma-kernel: this semaphore has already been released")),
-    })
-}
-
-/// `semAcquire` (`fast.rs`): 0 = acquired now; 1 = park (at the end of the JS queue).
-pub(super) fn sem_acquire_id(id: u32) -> std::result::Result<u32, String> {
-    with_sem(id, |s| if s.acquire() { 0 } else { 1 }).map_err(|e| e.reason)
-}
-
-/// `semRelease` (`fast.rs`): 1 = handed to the longest waiter (the JS queue's head); 0 = slot
-/// freed, others still hold; -1 = now idle, and the slot is closed.
-pub(super) fn sem_release_id(id: u32) -> std::result::Result<i32, String> {
-    SEMAPHORES.with(|s| {
-        let mut slab = s.borrow_mut();
-        let sem = slab.get_mut(id).ok_or("oma-kernel: this semaphore has already been released")?;
-        Ok(match sem.release() {
-            Release::HandedOver => 1,
-            Release::Freed if sem.is_idle() => {
-                slab.remove(id);
-                -1
-            }
-            Release::Freed => 0,
-        })
-    })
-}
-
-/// `semLeave`: a parked call aborted before its turn leaves the queue (the JS side removed its
-/// record); `false` when nobody was waiting.
-#[napi(catch_unwind)]
-pub fn sem_leave(id: u32) -> Result<bool> {
-    with_sem(id, |s| s.leave())
-}
-
-/// `[limit, active, pending]`.
-#[napi(catch_unwind)]
-pub fn sem_stats(id: u32) -> Result<Vec<u32>> {
-    with_sem(id, |s| vec![s.limit() as u32, s.active() as u32, s.pending() as u32])
-}
-
-// ---------------------------------------------------------------------------------------
-// Helpers
-
-#[napi(catch_unwind)]
-pub fn truncate_tool_output(data: String, max_chars: f64) -> String {
-    truncate::truncate_tool_output(&data, max_chars.max(0.0) as usize)
-}
-
-#[napi(object)]
-pub struct Extracted {
-    pub ok: bool,
-    /// The JSON text to parse, or the error message.
-    pub text: String,
-}
-
-#[napi(catch_unwind)]
-pub fn extract_json_text(raw: String) -> Extracted {
-    match structured_output::extract_json(&raw) {
-        Ok(t) => Extracted { ok: true, text: t.to_string() },
-        Err(e) => Extracted { ok: false, text: e },
-    }
-}
-
-#[napi(catch_unwind)]
-pub fn estimate_tokens_json(messages_json: String) -> f64 {
-    parse_messages(&messages_json, Strictness::Lenient).map(|m| tokens::estimate_tokens(&m) as f64).unwrap_or(0.0)
-}
-
-// ---------------------------------------------------------------------------------------
-// Plain JSON Schema input validation (Zod schemas are validated by Zod in JS)
-
-#[napi]
-pub struct JsonSchemaValidator {
-    v: jsonschema::Validator,
-}
-
-#[napi]
-impl JsonSchemaValidator {
-    /// Compiles `schema_json`; throws with the compiler's message for an invalid schema.
-    #[napi(constructor, catch_unwind)]
-    pub fn new(schema_json: String) -> Result<Self> {
-        let schema: serde_json::Value =
-            serde_json::from_str(&schema_json).map_err(|e| Error::from_reason(e.to_string()))?;
-        let v =
-            jsonschema::validator_for(&schema).map_err(|e| Error::from_reason(format!("Invalid JSON Schema: {e}")))?;
-        Ok(JsonSchemaValidator { v })
-    }
-
-    /// `[path, message]` pairs (path segments joined by '.'); empty when valid.
-    #[napi(catch_unwind)]
-    pub fn validate(&self, input_json: String) -> Vec<Vec<String>> {
-        // Half a surrogate pair (a JS string may hold one) reads as U+FFFD, as on every other
-        // path: it is valid JS input, not a reason to refuse it.
-        let fixed = oma_core::json::replace_lone_surrogates(&input_json);
-        let input: serde_json::Value = match serde_json::from_str(fixed.as_deref().unwrap_or(&input_json)) {
-            Ok(v) => v,
-            // serde's parser stops at 128 levels (the validator recurses per level too).
-            Err(e) if e.to_string().contains("recursion limit") => {
-                return vec![vec![
-                    String::new(),
-                    "input is nested too deeply to validate (more than 128 levels)".into(),
-                ]]
-            }
-            Err(_) => return vec![vec![String::new(), "input is not JSON-serialisable".into()]],
-        };
-        self.v
-            .iter_errors(&input)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                let path: Vec<String> =
-                    path.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect();
-                vec![path.join("."), e.to_string()]
-            })
-            .collect()
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// LoopDetector (public class) and the gate's text
-
-#[napi(object)]
-pub struct LoopInfoOut {
-    pub kind: String,
-    pub repetitions: u32,
-    pub detail: String,
-}
-
-fn info_js(i: &oma_core::kernel::loop_detector::LoopInfo) -> LoopInfoOut {
-    LoopInfoOut { kind: i.kind.as_str().to_string(), repetitions: i.repetitions as u32, detail: i.detail.clone() }
-}
-
-#[napi]
-pub struct LoopDetectorCore {
-    d: oma_core::kernel::loop_detector::LoopDetector,
-}
-
-#[napi]
-impl LoopDetectorCore {
-    /// `match_json`: `JSON.stringify(config.match)` when it is defined (checked here, with the
-    /// runner's configuration error).
-    #[napi(constructor, catch_unwind)]
-    pub fn new(max_repetitions: Option<f64>, window: Option<f64>, match_json: Option<String>) -> Result<Self> {
-        let matching = match match_json {
-            None => oma_core::kernel::loop_detector::Match::Exact,
-            Some(text) => {
-                let v: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-                oma_core::kernel::config::loop_match(Some(&v)).map_err(Error::from_reason)?
-            }
-        };
-        let d = oma_core::kernel::loop_detector::LoopDetector::new(max_repetitions, window).with_match(matching);
-        Ok(LoopDetectorCore { d })
-    }
-    /// `inputs`: `JSON.stringify(block.input)` per block.
-    #[napi(catch_unwind)]
-    pub fn record_tool_calls(&mut self, names: Vec<String>, inputs: Vec<String>) -> Option<LoopInfoOut> {
-        let calls: Vec<(&str, &str)> = names.iter().zip(inputs.iter()).map(|(n, i)| (n.as_str(), i.as_str())).collect();
-        self.d.record_tool_calls(&calls).as_ref().map(info_js)
-    }
-    #[napi(catch_unwind)]
-    pub fn record_text(&mut self, text: String) -> Option<LoopInfoOut> {
-        self.d.record_text(&text).as_ref().map(info_js)
-    }
-}
-
-#[napi(catch_unwind)]
-pub fn not_granted_text(tool: String) -> String {
-    oma_core::kernel::runner::not_granted(&tool)
-}
-
-// ---------------------------------------------------------------------------------------
-// Trace redaction (§13), applied by the runner to tool_call traces
-
-#[napi(catch_unwind)]
-pub fn trace_redact_text(text: String) -> String {
-    oma_core::redaction::redact_sensitive_text(&text)
-}
-
-/// `JSON.stringify(input)` in, redacted JSON out.
-#[napi(catch_unwind)]
-pub fn trace_redact_json(json: String) -> String {
-    match serde_json::from_str::<serde_json::Value>(&json) {
-        Ok(v) => oma_core::redaction::redact_sensitive_value(&v).to_string(),
-        Err(_) => "null".into(),
-    }
 }
 
 /// Checks runner options without keeping them (the Agent validates at construction).

@@ -1,0 +1,184 @@
+//! The raw calls' argument layouts and the other napi-free conversions, on plain values.
+
+use oma_core::kernel::message::{parse_messages, Block, Strictness, Usage};
+
+use super::*;
+
+/// A JS value as a raw call receives it.
+#[derive(Clone, Copy)]
+enum V {
+    N(f64),
+    S(&'static str),
+    B(bool),
+    Null,
+}
+
+/// A call's arguments: beyond the list, `undefined` (what napi fills in for a fixed arity).
+struct Vals(Vec<V>);
+
+impl RawArgs for Vals {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn number(&self, i: usize) -> Result<f64, String> {
+        match self.0.get(i) {
+            Some(V::N(n)) => Ok(*n),
+            _ => Err(not_a(i, "a number")),
+        }
+    }
+    fn u32(&self, i: usize) -> Result<u32, String> {
+        // napi_get_value_uint32: a number converted as ToUint32 does for these (small, whole).
+        self.number(i).map(|n| n as u32)
+    }
+    fn bool(&self, i: usize) -> Result<bool, String> {
+        match self.0.get(i) {
+            Some(V::B(b)) => Ok(*b),
+            _ => Err(not_a(i, "a boolean")),
+        }
+    }
+    fn is_nullish(&self, i: usize) -> bool {
+        matches!(self.0.get(i), None | Some(V::Null))
+    }
+    fn with_str<R>(&self, i: usize, f: impl FnOnce(&str) -> R) -> Result<R, String> {
+        match self.0.get(i) {
+            Some(V::S(s)) => Ok(f(s)),
+            _ => Err(not_a(i, "a string")),
+        }
+    }
+}
+
+use V::*;
+
+fn usage(i: f64, o: f64) -> Option<Usage> {
+    Some(Usage { input_tokens: i, output_tokens: o })
+}
+
+fn outcome(content: &str, is_error: u32, usage: Option<Usage>) -> Outcome {
+    Outcome { content: content.into(), is_error, usage }
+}
+
+#[test]
+fn tool_results_are_read_in_order_with_and_without_usage() {
+    let a = Vals(vec![N(7.0), N(0.0), S("a"), N(1.0 + 4.0), S("b"), N(10.0), N(20.0), N(2.0), S("c")]);
+    assert_eq!(
+        tool_results(&a).unwrap(),
+        (7, vec![outcome("a", 0, None), outcome("b", 1, usage(10.0, 20.0)), outcome("c", 2, None)])
+    );
+    // Only the id: a round without outcomes.
+    assert_eq!(tool_results(&Vals(vec![N(3.0)])).unwrap(), (3, vec![]));
+    // The usage bit is bit 2: bits 0–1 are `isError` whatever it says.
+    assert_eq!(
+        tool_results(&Vals(vec![N(1.0), N(6.0), S(""), N(0.5), N(1.5)])).unwrap().1,
+        [outcome("", 2, usage(0.5, 1.5))]
+    );
+}
+
+#[test]
+fn an_incomplete_or_malformed_round_is_refused_as_a_whole() {
+    let err = |v: Vec<V>| tool_results(&Vals(v)).unwrap_err();
+    assert_eq!(err(vec![]), "oma-kernel: argument 0 must be a number");
+    assert_eq!(err(vec![S("7")]), "oma-kernel: argument 0 must be a number");
+    assert_eq!(err(vec![N(7.0), N(0.0)]), "oma-kernel: the outcome of tool call 0 is incomplete");
+    assert_eq!(
+        err(vec![N(7.0), N(0.0), S("a"), N(4.0), S("b"), N(1.0)]),
+        "oma-kernel: the outcome of tool call 1 is incomplete"
+    );
+    assert_eq!(err(vec![N(7.0), N(0.0), N(5.0)]), "oma-kernel: argument 2 must be a string");
+    assert_eq!(err(vec![N(7.0), N(4.0), S("a"), S("1"), N(2.0)]), "oma-kernel: argument 3 must be a number");
+    assert_eq!(err(vec![N(7.0), S("0"), S("a")]), "oma-kernel: argument 1 must be a number");
+}
+
+#[test]
+fn one_tool_result_with_optional_usage() {
+    let a = Vals(vec![N(1.0), N(2.0), S("out"), N(1.0)]);
+    assert_eq!(tool_result(&a).unwrap(), (1, 2, outcome("out", 1, None)));
+    let a = Vals(vec![N(1.0), N(0.0), S(""), N(2.0), Null, Null]);
+    assert_eq!(tool_result(&a).unwrap(), (1, 0, outcome("", 2, None)));
+    let a = Vals(vec![N(1.0), N(3.0), S("x"), N(0.0), N(5.0), N(6.0)]);
+    assert_eq!(tool_result(&a).unwrap(), (1, 3, outcome("x", 0, usage(5.0, 6.0))));
+    // Usage announced by the first number needs the second.
+    let a = Vals(vec![N(1.0), N(3.0), S("x"), N(0.0), N(5.0)]);
+    assert_eq!(tool_result(&a).unwrap_err(), "oma-kernel: argument 5 must be a number");
+    let a = Vals(vec![N(1.0), N(3.0), Null, N(0.0)]);
+    assert_eq!(tool_result(&a).unwrap_err(), "oma-kernel: argument 2 must be a string");
+}
+
+#[test]
+fn a_model_answer_head_and_its_optional_copied_flag() {
+    let head = |v: Vec<V>| model_answer(&Vals(v));
+    let u = Usage { input_tokens: 3.0, output_tokens: 4.0 };
+    assert_eq!(head(vec![N(9.0), S("[]"), N(3.0), N(4.0)]).unwrap(), (9, u, false));
+    assert_eq!(head(vec![N(9.0), Null, N(3.0), N(4.0), Null]).unwrap(), (9, u, false));
+    assert_eq!(head(vec![N(9.0), Null, N(3.0), N(4.0), B(true)]).unwrap(), (9, u, true));
+    assert_eq!(
+        head(vec![N(9.0), Null, N(3.0), N(4.0), N(1.0)]).unwrap_err(),
+        "oma-kernel: argument 4 must be a boolean"
+    );
+    assert_eq!(head(vec![N(9.0), Null, N(3.0)]).unwrap_err(), "oma-kernel: argument 3 must be a number");
+    // The content: absent (`null`) or a string, borrowed for the call.
+    let a = Vals(vec![N(9.0), Null]);
+    assert_eq!(a.with_opt_str(1, |s| s.map(str::len)).unwrap(), None);
+    let a = Vals(vec![N(9.0), S("[1]")]);
+    assert_eq!(a.with_opt_str(1, |s| s.map(str::len)).unwrap(), Some(3));
+    let a = Vals(vec![N(9.0), N(1.0)]);
+    assert_eq!(a.with_opt_str(1, |s| s.map(str::len)).unwrap_err(), "oma-kernel: argument 1 must be a string");
+}
+
+#[test]
+fn is_error_codes() {
+    assert_eq!([0, 1, 2, 3].map(is_error_of), [Some(false), Some(true), None, None]);
+}
+
+#[test]
+fn registry_lists_plain_and_railed() {
+    assert_eq!(
+        registry_tools(r#"[["a",false],["b",true]]"#).unwrap(),
+        (vec![("a".to_string(), false), ("b".to_string(), true)], vec![])
+    );
+    assert_eq!(
+        registry_tools(r#"{"tools":[["a",false]],"disallow":["bash"]}"#).unwrap(),
+        (vec![("a".to_string(), false)], vec!["bash".to_string()])
+    );
+    assert_eq!(registry_tools("[]").unwrap(), (vec![], vec![]));
+    for bad in [r#"[["a"]]"#, r#"{"tools":[]}"#, "nope", r#"[["a",1]]"#] {
+        assert!(registry_tools(bad).unwrap_err().starts_with("oma-kernel: malformed registry list: "), "{bad}");
+    }
+}
+
+fn tail() -> Vec<oma_core::kernel::message::Message> {
+    parse_messages(
+        r#"[{"role":"user","content":[{"type":"text","text":"hi"}]},
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":""},{"type":"text","text":""}]}]"#,
+        Strictness::Lenient,
+    )
+    .unwrap()
+}
+
+#[test]
+fn long_strings_go_where_their_blanks_are() {
+    let mut t = tail();
+    let long = vec!["R".repeat(100_000), "T".repeat(70_000)];
+    put_long_strings(&mut t, &[1, 0, 1, 1], long.clone().into_iter()).unwrap();
+    match &t[1].content[..] {
+        [Block::ToolResult { content, .. }, Block::Text { text: Some(text) }] => {
+            assert_eq!((content, text), (&long[0], &long[1]));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Nothing to put: nothing changes.
+    let mut u = tail();
+    put_long_strings(&mut u, &[], std::iter::empty::<String>()).unwrap();
+}
+
+#[test]
+fn long_strings_out_of_step_are_refused() {
+    let s = |n: usize| vec!["x".to_string(); n].into_iter();
+    // A pair per string.
+    assert_eq!(put_long_strings(&mut tail(), &[1, 0], s(2)), Err(LONG_OUT_OF_STEP));
+    assert_eq!(put_long_strings(&mut tail(), &[1, 0, 1], s(1)), Err(LONG_OUT_OF_STEP));
+    // Beyond the messages or their blocks.
+    assert_eq!(put_long_strings(&mut tail(), &[2, 0], s(1)), Err(LONG_OUT_OF_STEP));
+    assert_eq!(put_long_strings(&mut tail(), &[1, 2], s(1)), Err(LONG_OUT_OF_STEP));
+    // A block that is not blank.
+    assert_eq!(put_long_strings(&mut tail(), &[0, 0], s(1)), Err(LONG_OUT_OF_STEP));
+}
