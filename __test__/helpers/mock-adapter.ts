@@ -108,6 +108,17 @@ export function agentSetup(name: string, config: Partial<AgentConfig> = {}, adap
   return { agent, registry, executor, adapter }
 }
 
+/** The result of a run whose one turn answered `text` (§4.5); `extra` sets or adds fields. */
+export const ANSWERED = (text: string, tokenUsage: TokenUsage, extra: Partial<AgentRunResult> = {}): AgentRunResult => ({
+  success: true,
+  output: text,
+  messages: [assistantText(text)],
+  tokenUsage,
+  toolCalls: [],
+  structured: undefined,
+  ...extra,
+})
+
 /** The result of a run that threw (§4.6). */
 export const FAILED = (message: string): AgentRunResult => ({
   success: false,
