@@ -110,6 +110,13 @@ fn assert_quiet(exec: &Exec<PollReactor>, st: &RefCell<crate::test_reactor::Stat
     assert_eq!(exec.live_tasks(), 0);
 }
 
+/// The reactor's counts once the client and then the loop are dropped (what either left open).
+fn counts_after_drop<H>(http: H, exec: Rc<Exec<PollReactor>>, st: &RefCell<crate::test_reactor::State>) -> Counts {
+    drop(http);
+    drop(exec);
+    st.borrow().counts
+}
+
 #[test]
 fn a_keep_alive_connection_is_reused() {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -137,9 +144,7 @@ fn a_keep_alive_connection_is_reused() {
     let c = st.borrow().counts;
     assert_eq!((c.watches_opened, c.watches_closed), (1, 0));
     assert_eq!(st.borrow().timers_running(), 0);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!((c.watches_closed, c.timers_closed), (1, c.timers_opened));
 }
 
@@ -294,9 +299,7 @@ fn cancelled_mid_request(cancel_after: impl FnOnce(CancellationToken, Rc<Exec<Po
     // The request's connection is closed, its timeout timer stopped, its task gone.
     assert_eq!(http.idle_connections(), 0);
     assert_quiet(&exec, &st);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!(c.timers_opened, c.timers_closed);
     c
 }
@@ -577,9 +580,7 @@ fn https_requests_share_a_keep_alive_connection_and_speak_http1() {
     assert_eq!(http.requests(), 3);
     // The client offers http/1.1 only (LocalHttp speaks HTTP/1.1), though the server has h2.
     assert_eq!(*alpn.lock().unwrap(), vec![Some(b"http/1.1".to_vec())]);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!(c.watches_opened, c.watches_closed);
 }
 
