@@ -265,12 +265,17 @@ fn timers_fire_in_order_and_are_reused() {
     assert_quiet(&exec, &st);
 }
 
-#[test]
-fn a_request_times_out_on_the_loops_timer() {
-    let (base, _) = serve(|_, mut s| {
+/// A server that reads each request and then holds the connection for 5 s without a word.
+fn never_answers() -> (String, Arc<AtomicUsize>) {
+    serve(|_, mut s| {
         read_request(&mut s);
         thread::sleep(Duration::from_secs(5));
-    });
+    })
+}
+
+#[test]
+fn a_request_times_out_on_the_loops_timer() {
+    let (base, _) = never_answers();
     let (exec, st, _) = new_exec();
     let http = Rc::new(LocalHttp::new(&exec));
     let h = http.clone();
@@ -284,10 +289,7 @@ fn a_request_times_out_on_the_loops_timer() {
 /// A request to a server that never answers, cancelled after 20 ms by `cancel_after`; what
 /// the loop had open afterwards.
 fn cancelled_mid_request(cancel_after: impl FnOnce(CancellationToken, Rc<Exec<PollReactor>>)) -> Counts {
-    let (base, accepted) = serve(|_, mut s| {
-        read_request(&mut s);
-        thread::sleep(Duration::from_secs(5));
-    });
+    let (base, accepted) = never_answers();
     let (exec, st, _) = new_exec();
     let http = Rc::new(LocalHttp::new(&exec));
     let h = http.clone();
