@@ -86,6 +86,21 @@ export function assistantText(text: string): LLMMessage {
   return { role: 'assistant', content: [{ type: 'text', text }] }
 }
 
+/** A Zod tool that records each input it is called with in `seen` and answers `answer(input)`. */
+export function recordingTool<T>(name: string, description: string, inputSchema: z.ZodType<T, any, any>, answer: (input: T) => string) {
+  const seen: T[] = []
+  const tool = defineTool({
+    name,
+    description,
+    inputSchema,
+    execute: async (input: T) => {
+      seen.push(input)
+      return { data: answer(input) }
+    },
+  })
+  return { tool, seen }
+}
+
 /** `echo` tool: returns `echo:<text>`. */
 export function echoTool(name = 'echo'): ToolDefinition<any> {
   return defineTool({
