@@ -2,7 +2,7 @@
 import { Agent, AgentRunner, ToolRegistry, ToolExecutor } from '../index'
 import type { AgentConfig, AgentRunResult, BeforeRunHookContext, ContentBlock, LLMMessage, TraceEvent } from '../index'
 import { MockAdapter, assistantText, textReply, usage, userText } from './helpers/mock-adapter'
-import { agentSetup, FAILED } from './helpers/mock-adapter'
+import { agentSetup, ANSWERED, FAILED } from './helpers/mock-adapter'
 
 const setup = (config: Partial<AgentConfig> = {}, adapter?: MockAdapter) => agentSetup('hooked', config, adapter)
 
@@ -186,16 +186,7 @@ describe('afterRun (§4.4, §4.6)', () => {
     })
     const r = await agent.run('x')
     expect(r).toBe(replacement)
-    expect(seen).toStrictEqual([
-      {
-        success: true,
-        output: 'hello',
-        messages: [assistantText('hello')],
-        tokenUsage: { input_tokens: 10, output_tokens: 5 },
-        toolCalls: [],
-        structured: undefined,
-      },
-    ])
+    expect(seen).toStrictEqual([ANSWERED('hello', { input_tokens: 10, output_tokens: 5 })])
     expect(statusDuring).toStrictEqual(['running'])
     expect(agent.getState().status).toBe('completed')
   })
@@ -205,15 +196,7 @@ describe('afterRun (§4.4, §4.6)', () => {
     const { agent } = setup({ maxTokenBudget: 5, afterRun: (r) => (seen.push(r), r) })
     const r = await agent.run('x')
     expect(seen).toHaveLength(1)
-    expect(r).toStrictEqual({
-      success: false,
-      output: 'hello',
-      messages: [assistantText('hello')],
-      tokenUsage: { input_tokens: 10, output_tokens: 5 },
-      toolCalls: [],
-      structured: undefined,
-      budgetExceeded: true,
-    })
+    expect(r).toStrictEqual(ANSWERED('hello', { input_tokens: 10, output_tokens: 5 }, { success: false, budgetExceeded: true }))
   })
 
   test('may return an async value', async () => {

@@ -4,7 +4,8 @@
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
-import { alive, uniqueMarker, withMarker } from './helpers/procs'
+import { expectTreeGone, markedPidFile, pidsIn, uniqueMarker, waitForPids, withMarker } from './helpers/procs'
+import { allowedNames, withForeignVars } from './helpers/shell-env'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { bashTool } = require('../lib/builtin.js')
@@ -66,23 +67,16 @@ describe('output layout and exit codes', () => {
 
 describe('environment', () => {
   test('only the allowlist reaches the shell, read at call time; output is redacted', async () => {
-    process.env.OPENAI_API_KEY = 'sk-abcdefghijklmnopqrstuvwx'
-    process.env.OMA_TEST_VISIBLE = 'nope'
-    process.env.LANG = 'C.UTF-8'
-    try {
+    await withForeignVars('OMA_TEST_VISIBLE', async () => {
+      process.env.LANG = 'C.UTF-8'
       const r = await bashTool.execute({ command: 'env | sort' }, ctx)
       expect(r.isError).toBe(false)
-      const names = r.data.split('\n').filter(Boolean).map((l: string) => l.split('=')[0])
-      const allowed = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER', 'PWD', 'SHLVL', '_']
-      for (const n of names) expect(allowed).toContain(n)
+      allowedNames(r.data)
       expect(r.data).toContain('LANG=C.UTF-8')
       expect(r.data).toContain('PWD=[redacted]')
       expect(r.data).not.toContain('OPENAI')
       expect(r.data).not.toContain('OMA_TEST_VISIBLE')
-    } finally {
-      delete process.env.OPENAI_API_KEY
-      delete process.env.OMA_TEST_VISIBLE
-    }
+    })
   })
   test('secrets printed by the command are redacted', async () => {
     const r = await bashTool.execute({ command: 'echo "password=hunter2"; echo "Authorization: Bearer abcdefghijkl"' }, ctx)
@@ -108,27 +102,20 @@ describe('nothing survives a timeout or an abort', () => {
   }
 
   test('after a timeout', async () => {
-    const marker = uniqueMarker()
-    const pidFile = path.join(dir, `pids-${marker}`)
-    fs.writeFileSync(pidFile, '')
+    const { marker, pidFile } = markedPidFile(dir)
     const r = await bashTool.execute({ command: command(marker, pidFile), timeout: 3000 }, ctx)
     expect(r).toEqual({ data: 'ready\n\n\n(exit code: 124)', isError: true })
-    const pids = fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number)
+    const pids = pidsIn(pidFile)
     expect(pids.length).toBeGreaterThanOrEqual(4)
-    for (const pid of pids) expect(alive(pid)).toBe(false)
-    expect(withMarker(marker)).toEqual([])
+    expectTreeGone(pids, marker)
   })
 
   test('after an abort', async () => {
-    const marker = uniqueMarker()
-    const pidFile = path.join(dir, `pids-${marker}`)
-    fs.writeFileSync(pidFile, '')
+    const { marker, pidFile } = markedPidFile(dir)
     const ac = new AbortController()
     const p = bashTool.execute({ command: command(marker, pidFile) }, { ...ctx, abortSignal: ac.signal })
     // Abort once everything is running (the pid file is complete).
-    for (let i = 0; i < 1000 && fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).length < 4; i++) {
-      await new Promise((res) => setTimeout(res, 10))
-    }
+    await waitForPids(pidFile, 4)
     const running = withMarker(marker)
     expect(running.length).toBeGreaterThanOrEqual(4)
     ac.abort()
@@ -136,8 +123,7 @@ describe('nothing survives a timeout or an abort', () => {
     expect(r.isError).toBe(true)
     // The abort can land before or after `echo ready`.
     expect(r.data).toMatch(/^(ready\n\n\n\(exit code: 130\)|\(command exited with code 130, no output\))$/)
-    for (const pid of running) expect(alive(pid)).toBe(false)
-    expect(withMarker(marker)).toEqual([])
+    expectTreeGone(running, marker)
   })
 
   test('returns while a setsid descendant holds stdout open, and kills it', async () => {

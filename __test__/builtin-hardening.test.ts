@@ -33,9 +33,10 @@ async function run(tool: string, input: Record<string, unknown>, extra: Record<s
 }
 
 /**
- * Runs `body` (an async function body with `run(tool, input, cwd)` in scope) in a child node
- * and returns what it printed as JSON. The child is killed after two minutes: a tool that
- * blocks for ever then fails the test instead of hanging it (a watchdog, not a timing check).
+ * Runs `body` (an async function body with `run(tool, input, cwd)` and `fileTools(path, cwd)`
+ * in scope) in a child node and returns what it printed as JSON. The child is killed after two
+ * minutes: a tool that blocks for ever then fails the test instead of hanging it (a watchdog,
+ * not a timing check).
  */
 function inChild(body: string, env: Record<string, string> = {}) {
   const script = `
@@ -48,6 +49,12 @@ function inChild(body: string, env: Record<string, string> = {}) {
       const r = await executor.execute(tool, input, { agent, cwd })
       return { data: r.data, isError: r.isError }
     }
+    // file_read, file_write and file_edit on \`path\`, one after the other.
+    const fileTools = async (path, cwd) => [
+      await run('file_read', { path }, cwd),
+      await run('file_write', { path, content: 'x' }, cwd),
+      await run('file_edit', { path, old_string: 'a', new_string: 'b' }, cwd),
+    ]
     ;(async () => { ${body} })().then((out) => process.stdout.write(JSON.stringify(out), () => process.exit(0)))
   `
   const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env }, maxBuffer: 64 << 20 })
@@ -62,9 +69,7 @@ describe('point 1: no recursion per path component or directory level', () => {
     const r = inChild(`
       const deep = ${JSON.stringify(deep)}, cwd = ${JSON.stringify(root)}
       return [
-        await run('file_read', { path: deep }, cwd),
-        await run('file_write', { path: deep, content: 'x' }, cwd),
-        await run('file_edit', { path: deep, old_string: 'a', new_string: 'b' }, cwd),
+        ...await fileTools(deep, cwd),
         await run('grep', { pattern: 'x', path: deep }, cwd),
         await run('glob', { path: deep }, cwd),
       ]
@@ -169,9 +174,7 @@ describe('point 5: FIFOs and devices are refused without blocking', () => {
     const r = inChild(`
       const fifo = ${JSON.stringify(fifo)}, cwd = ${JSON.stringify(root)}
       return [
-        await run('file_read', { path: fifo }, cwd),
-        await run('file_write', { path: fifo, content: 'x' }, cwd),
-        await run('file_edit', { path: fifo, old_string: 'a', new_string: 'b' }, cwd),
+        ...await fileTools(fifo, cwd),
         await run('grep', { pattern: 'needle' }, cwd),
         await run('grep', { pattern: 'needle', path: fifo }, cwd),
         await run('glob', {}, cwd),

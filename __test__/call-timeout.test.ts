@@ -12,6 +12,7 @@ import {
 } from '../index'
 import { eachServer } from './llm-server'
 import { watchTimers } from './helpers/timers'
+import { FAILED } from './helpers/mock-adapter'
 
 const errors = require('../lib/errors.js')
 
@@ -158,14 +159,7 @@ describe('callTimeoutMs on the model calls of a run', () => {
     const r = await a.run('go')
     expect(Date.now() - t0).toBeLessThan(5000)
     // The shape of any adapter failure in this kernel (CONTRACT §4.6).
-    expect(r).toEqual({
-      success: false,
-      output: 'Agent "analyst" LLM call exceeded per-call timeout of 50ms',
-      messages: [],
-      tokenUsage: { input_tokens: 0, output_tokens: 0 },
-      toolCalls: [],
-      structured: undefined,
-    })
+    expect(r).toEqual(FAILED('Agent "analyst" LLM call exceeded per-call timeout of 50ms'))
     const err = a.getState().error as LLMCallTimeoutError
     expect(err).toBeInstanceOf(LLMCallTimeoutError)
     expect(err.code).toBe('LLM_CALL_TIMEOUT')

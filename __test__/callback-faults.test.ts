@@ -18,6 +18,20 @@ function child(body: string) {
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }
 }
 
+/**
+ * Runs `body` in a child node, then waits 200 ms for a late rejection: the process must still be
+ * alive, exit 0 and write nothing to stderr. The child's stdout, for the scenario's own lines.
+ */
+function survives(body: string) {
+  const r = child(`${body}
+      await new Promise((r) => setTimeout(r, 200))
+      console.log('ALIVE')`)
+  expect(r.stderr).toBe('')
+  expect(r.code).toBe(0)
+  expect(r.stdout).toContain('ALIVE')
+  return r.stdout
+}
+
 const usage = { input_tokens: 1, output_tokens: 1 }
 const reply = (content: ContentBlock[], u = usage): LLMResponse => ({ id: 'r', model: 'm', stop_reason: 'end_turn', usage: u, content })
 const text = (t: string): ContentBlock => ({ type: 'text', text: t })
@@ -64,7 +78,7 @@ const revoked = () => {
 // ---------------------------------------------------------------------------------------------
 describe('point 2: every tool a round started is awaited, whatever callback throws', () => {
   test('the issue scenario: onToolCall throws on a later block while an earlier onToolResult throws; the process survives', () => {
-    const r = child(`
+    const stdout = survives(`
       const reg = new api.ToolRegistry()
       const settled = []
       reg.register({ name: 'slow', description: 's', inputSchema: { type: 'object' }, execute: () => new Promise((_, rej) => setTimeout(() => { settled.push('slow'); rej(new Error('slow failed')) }, 50)) })
@@ -80,20 +94,15 @@ describe('point 2: every tool a round started is awaited, whatever callback thro
         onToolResult: (name) => { throw new Error('onToolResult boom ' + name) },
       }).then(() => 'resolved', (e) => 'rejected: ' + e.message)
       console.log('OUTCOME', outcome, 'SETTLED-BEFORE-RETURN', settled.join(','))
-      await new Promise((r) => setTimeout(r, 200))
-      console.log('ALIVE')
     `)
-    expect(r.stderr).toBe('')
-    expect(r.code).toBe(0)
     // The ungranted block's onToolResult threw first (synchronously, while starting), as the
     // original's Promise.all would report it; the third block's onToolCall threw before its tool
     // started; the slow tool had settled before the run failed.
-    expect(r.stdout).toContain('OUTCOME rejected: onToolResult boom nope SETTLED-BEFORE-RETURN slow')
-    expect(r.stdout).toContain('ALIVE')
+    expect(stdout).toContain('OUTCOME rejected: onToolResult boom nope SETTLED-BEFORE-RETURN slow')
   })
 
   test('onToolResult throwing for every block, tools settling in reverse order: the first throw in time fails the run, after every tool settled', () => {
-    const r = child(`
+    const stdout = survives(`
       const reg = new api.ToolRegistry()
       const settled = []
       for (const [name, ms] of [['a', 60], ['b', 30], ['c', 5]]) {
@@ -106,13 +115,8 @@ describe('point 2: every tool a round started is awaited, whatever callback thro
       const agent = new api.Agent({ name: 'a', model: 'm', adapter, tools: ['a', 'b', 'c'] }, reg, new api.ToolExecutor(reg))
       const res = await agent.run('go', { onToolResult: (name) => { throw 'thrown by ' + name } })
       console.log('RESULT', JSON.stringify({ success: res.success, output: res.output }), 'SETTLED', settled.join(','))
-      await new Promise((r) => setTimeout(r, 200))
-      console.log('ALIVE')
     `)
-    expect(r.stderr).toBe('')
-    expect(r.code).toBe(0)
-    expect(r.stdout).toContain('RESULT {"success":false,"output":"thrown by c"} SETTLED c,b,a')
-    expect(r.stdout).toContain('ALIVE')
+    expect(stdout).toContain('RESULT {"success":false,"output":"thrown by c"} SETTLED c,b,a')
   })
 
   test('a block whose onToolCall threw does not stop the later blocks from starting (as in the original), and the run waits for them', async () => {

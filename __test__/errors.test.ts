@@ -2,6 +2,14 @@
 import { Agent, InvalidMessageError, TokenBudgetExceededError, ToolExecutor, ToolRegistry } from '../index'
 import { MockAdapter, textReply, usage } from './helpers/mock-adapter'
 
+/** The code and the three fields a budget error carries, built by hand or by the runner. */
+function expectBudgetFields(e: TokenBudgetExceededError, agent: string, tokensUsed: number, budget: number) {
+  expect(e.code).toBe('TOKEN_BUDGET_EXCEEDED')
+  expect(e.agent).toBe(agent)
+  expect(e.tokensUsed).toBe(tokensUsed)
+  expect(e.budget).toBe(budget)
+}
+
 describe('TokenBudgetExceededError', () => {
   const err = new TokenBudgetExceededError('planner', 1500, 1000)
 
@@ -10,11 +18,8 @@ describe('TokenBudgetExceededError', () => {
   })
 
   test('code, name and fields', () => {
-    expect(err.code).toBe('TOKEN_BUDGET_EXCEEDED')
+    expectBudgetFields(err, 'planner', 1500, 1000)
     expect(err.name).toBe('TokenBudgetExceededError')
-    expect(err.agent).toBe('planner')
-    expect(err.tokensUsed).toBe(1500)
-    expect(err.budget).toBe(1000)
   })
 
   test('instanceof its own class and Error; has a stack; String() uses name and message', () => {
@@ -51,10 +56,7 @@ describe('TokenBudgetExceededError', () => {
     expect(data).toBeInstanceOf(TokenBudgetExceededError)
     expect(data).toBeInstanceOf(Error)
     expect(data.message).toBe('Agent "budgeted" exceeded token budget: 12 tokens used (budget: 10)')
-    expect(data.code).toBe('TOKEN_BUDGET_EXCEEDED')
-    expect(data.agent).toBe('budgeted')
-    expect(data.tokensUsed).toBe(12)
-    expect(data.budget).toBe(10)
+    expectBudgetFields(data, 'budgeted', 12, 10)
   })
 })
 

@@ -31,6 +31,13 @@ function run(name: string, extraEnv: Record<string, string> = {}) {
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }
 }
 
+// A run that ended with status 0 and wrote nothing to stderr; the run itself, for its stdout.
+function clean<R extends { status: number | null; stderr: string }>(r: R): R {
+  expect(r.stderr).toBe('')
+  expect(r.status).toBe(0)
+  return r
+}
+
 beforeAll(async () => {
   project = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'oma-examples-')))
   const nm = path.join(project, 'node_modules')
@@ -84,9 +91,7 @@ test('the examples list of run-all (npm run examples) is the one tested here', (
 })
 
 test('single-agent: run() answers; prompt() keeps the conversation', () => {
-  const r = run('single-agent')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('single-agent'))
   expect(r.stdout).toMatch(/^model: scripted model at http:\/\/127\.0\.0\.1:\d+\/v1 \(embedded;/)
   expect(r.stdout).toContain('  A generic constraint limits which types a type parameter accepts')
   expect(r.stdout).toMatch(/tokens: [1-9]\d* input, [1-9]\d* output; tool calls: 0/)
@@ -96,9 +101,7 @@ test('single-agent: run() answers; prompt() keeps the conversation', () => {
 })
 
 test('custom-tool: the Zod schema rejects a bad call, the model retries, the answer uses the results', () => {
-  const r = run('custom-tool')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('custom-tool'))
   expect(r.stdout).toContain('result  get_exchange_rate ERROR Invalid input for tool "get_exchange_rate":')
   expect(r.stdout).toContain('to: Use an upper-case ISO 4217 code such as "USD"')
   expect(r.stdout).toContain('result  get_exchange_rate {"from":"EUR","to":"JPY","rate":162.5}')
@@ -107,18 +110,14 @@ test('custom-tool: the Zod schema rejects a bad call, the model retries, the ans
 })
 
 test('structured-output: an invalid first answer is fed back, the retry validates', () => {
-  const r = run('structured-output')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('structured-output'))
   expect(r.stdout).toContain('    - email: Invalid email')
   expect(r.stdout).toContain('success: true; attempts: 2')
   expect(r.stdout).toContain('structured: {"name":"Ada Lovelace","email":"ada@example.org","city":"London","topics":["analytical engine","notes on Bernoulli numbers"]}')
 })
 
 test('streaming: text_delta events arrive one by one and add up to the turn\'s text', () => {
-  const r = run('streaming')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('streaming'))
   expect(r.stdout).toContain('A native addon keeps the agent loop in Rust: the model call,')
   const deltas = Number(/text_delta events: (\d+);/.exec(r.stdout)?.[1])
   expect(deltas).toBeGreaterThan(10)
@@ -127,9 +126,7 @@ test('streaming: text_delta events arrive one by one and add up to the turn\'s t
 })
 
 test('local-model: adapter.chat, and a tool call the model wrote as text is executed', () => {
-  const r = run('local-model')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('local-model'))
   expect(r.stdout).toMatch(/^model: scripted-local at http:\/\/127\.0\.0\.1:\d+\/v1 \(embedded scripted server\)/)
   expect(r.stdout).toMatch(/adapter\.chat: Hello! You said: Say hello in five words\. \([1-9]\d* \+ [1-9]\d* tokens, stop: end_turn\)/)
   expect(r.stdout).toContain('tool: count_words {"text":"the quick brown fox jumps over the lazy dog"} -> 9')
@@ -137,9 +134,7 @@ test('local-model: adapter.chat, and a tool call the model wrote as text is exec
 })
 
 test('builtin-tools: the agent edits a file in its workspace; paths leaving the sandbox are refused', () => {
-  const r = run('builtin-tools')
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('builtin-tools'))
   const workspace = /^workspace \(sandbox root\): (.+)$/m.exec(r.stdout)![1]
   expect(r.stdout).toContain(`agent -> file_edit {"path":"${workspace}/package.json","old_string":"\\"version\\": \\"1.4.2\\"","new_string":"\\"version\\": \\"1.4.3\\""}`)
   expect(r.stdout).toContain('package.json version on disk: 1.4.3')
@@ -179,9 +174,7 @@ const SUMMARY = [
 
 test('demo: grep, file_read and file_write over HTTP to the scripted server; the summary file is written', () => {
   const workspace = path.join(project, 'demo-workspace')
-  const r = run('demo', { OMA_DEMO_WORKSPACE: workspace })
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(run('demo', { OMA_DEMO_WORKSPACE: workspace }))
   expect(r.stdout).toMatch(/^ {2}model {6}scripted model at http:\/\/127\.0\.0\.1:\d+\/v1 \(embedded;/m)
   checkDemoRun(r.stdout)
   expect(r.stdout).toMatch(/The scripted server answered 4 chat requests over HTTP \(http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions\)\./)
@@ -222,9 +215,7 @@ child.on('close', async (status) => {
 }
 
 test('demo with OMA_BASE_URL (a local OpenAI-compatible server such as Ollama) and OMA_MODEL', () => {
-  const r = runDemoAgainst({ OMA_BASE_URL: '$ORIGIN/v1', OMA_MODEL: 'qwen2.5:7b', OPENAI_API_KEY: 'sk-ignored' })
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(runDemoAgainst({ OMA_BASE_URL: '$ORIGIN/v1', OMA_MODEL: 'qwen2.5:7b', OPENAI_API_KEY: 'sk-ignored' }))
   expect(r.stdout).toMatch(/^ {2}model {6}qwen2\.5:7b at http:\/\/127\.0\.0\.1:\d+\/v1 \(OMA_BASE_URL, OpenAI-compatible\)$/m)
   checkDemoRun(r.stdout)
   expect(r.stdout).not.toContain('The scripted server answered')
@@ -232,18 +223,14 @@ test('demo with OMA_BASE_URL (a local OpenAI-compatible server such as Ollama) a
 })
 
 test('demo with OPENAI_API_KEY (OPENAI_BASE_URL pointed at loopback)', () => {
-  const r = runDemoAgainst({ OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: '$ORIGIN/v1' })
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(runDemoAgainst({ OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: '$ORIGIN/v1' }))
   expect(r.stdout).toMatch(/^ {2}model {6}OpenAI gpt-4o-mini \(OPENAI_API_KEY\)$/m)
   checkDemoRun(r.stdout)
   expect(r.requests).toStrictEqual(Array(4).fill({ wire: 'openai', model: 'gpt-4o-mini', stream: false }))
 })
 
 test('demo with ANTHROPIC_API_KEY (ANTHROPIC_BASE_URL pointed at loopback) speaks the Anthropic wire', () => {
-  const r = runDemoAgainst({ ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: '$ORIGIN' })
-  expect(r.stderr).toBe('')
-  expect(r.status).toBe(0)
+  const r = clean(runDemoAgainst({ ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: '$ORIGIN' }))
   expect(r.stdout).toMatch(/^ {2}model {6}Anthropic claude-sonnet-4-6 \(ANTHROPIC_API_KEY\)$/m)
   checkDemoRun(r.stdout)
   expect(r.requests).toStrictEqual(Array(4).fill({ wire: 'anthropic', model: 'claude-sonnet-4-6', stream: false }))

@@ -84,16 +84,27 @@ function lsOnly(shown: unknown[], wait: () => Promise<unknown>): ToolCallGate {
   }
 }
 
+/**
+ * An agent whose `run` tool records what it received and whose adapter calls `calls`. Gated: the
+ * `lsOnly` gate records what it was shown and decides once `changed` fired. Ungated: the tool
+ * reads its input only once `changed` fired.
+ */
+function agentRunning(gated: boolean, ...calls: Array<[string, Record<string, unknown>]>) {
+  const received: unknown[] = []
+  const shown: unknown[] = []
+  const changed = signal()
+  const registry = new ToolRegistry()
+  registry.register(gated ? runTool(received) : runTool(received, () => changed.fired))
+  const gate = gated ? { onToolCall: lsOnly(shown, () => changed.fired) } : {}
+  const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(...calls), tools: ['run'], ...gate } as any, registry, new ToolExecutor(registry))
+  return { agent, received, shown, changed }
+}
+
 failOnUnhandledRejection()
 
 describe('1. what the gate approves is what runs', () => {
   test('a stream() consumer that changes the tool_use input while the gate decides changes nothing that runs', async () => {
-    const received: unknown[] = []
-    const shown: unknown[] = []
-    const changed = signal()
-    const registry = new ToolRegistry()
-    registry.register(runTool(received))
-    const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(['run', { cmd: 'ls', args: ['-l'] }]), tools: ['run'], onToolCall: lsOnly(shown, () => changed.fired) } as any, registry, new ToolExecutor(registry))
+    const { agent, received, shown, changed } = agentRunning(true, ['run', { cmd: 'ls', args: ['-l'] }])
     const traces: TraceEvent[] = []
     let done: any
     for await (const ev of agent.stream('go', { onTrace: (e: TraceEvent) => { traces.push(e) } } as any)) {
@@ -115,11 +126,7 @@ describe('1. what the gate approves is what runs', () => {
   })
 
   test('without a gate too: a stream() consumer cannot change the input of a tool that is running', async () => {
-    const received: unknown[] = []
-    const changed = signal()
-    const registry = new ToolRegistry()
-    registry.register(runTool(received, () => changed.fired))
-    const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(['run', { cmd: 'ls' }], ['run', { cmd: 'pwd' }]), tools: ['run'] } as any, registry, new ToolExecutor(registry))
+    const { agent, received, changed } = agentRunning(false, ['run', { cmd: 'ls' }], ['run', { cmd: 'pwd' }])
     const blocks: any[] = []
     for await (const ev of agent.stream('go')) {
       if (ev.type === 'tool_use') {
@@ -136,12 +143,7 @@ describe('1. what the gate approves is what runs', () => {
   })
 
   test('the RunOptions.onToolCall notification cannot change what the gate approved', async () => {
-    const received: unknown[] = []
-    const shown: unknown[] = []
-    const changed = signal()
-    const registry = new ToolRegistry()
-    registry.register(runTool(received))
-    const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(['run', { cmd: 'ls' }]), tools: ['run'], onToolCall: lsOnly(shown, () => changed.fired) } as any, registry, new ToolExecutor(registry))
+    const { agent, received, shown, changed } = agentRunning(true, ['run', { cmd: 'ls' }])
     const notified: unknown[] = []
     const r = await agent.run('go', {
       onToolCall: (name: string, input: any) => {
@@ -159,11 +161,7 @@ describe('1. what the gate approves is what runs', () => {
   })
 
   test('the RunOptions.onToolCall notification without a gate, several calls of a round: the tools run the kernel\'s copies', async () => {
-    const received: unknown[] = []
-    const changed = signal()
-    const registry = new ToolRegistry()
-    registry.register(runTool(received, () => changed.fired))
-    const agent = new Agent({ name: 'g', model: 'm', adapter: adapterCalling(['run', { cmd: 'a' }], ['run', { cmd: 'b' }], ['run', { cmd: 'c' }]), tools: ['run'] } as any, registry, new ToolExecutor(registry))
+    const { agent, received, changed } = agentRunning(false, ['run', { cmd: 'a' }], ['run', { cmd: 'b' }], ['run', { cmd: 'c' }])
     const held: any[] = []
     await agent.run('go', {
       onToolCall: (_name: string, input: any) => {

@@ -76,17 +76,29 @@ async function collect(it: AsyncIterable<StreamEvent | { type: string; data?: un
   return out
 }
 
+const running = (agent: Agent, signal: AbortSignal) => agent.run('go', { abortSignal: signal })
+const streaming = (agent: Agent, signal: AbortSignal) => collect(agent.stream('go', { abortSignal: signal }))
+
+/**
+ * Starts `start` (run or stream) on an agent whose `hook` never settles on its own, and aborts the
+ * caller's signal once the hook was called. The outcome (not awaited), the agent, the hook's settle.
+ */
+async function abortedIn<R>(hook: 'beforeRun' | 'afterRun', start: (agent: Agent, signal: AbortSignal) => Promise<R>, adapter?: LLMAdapter) {
+  const h = stuck<any>()
+  const agent = agentWith({ [hook]: h.hook }, adapter)
+  const ac = new AbortController()
+  const outcome = start(agent, ac.signal)
+  await h.called
+  ac.abort()
+  return { outcome, agent, settle: h.settle }
+}
+
 failOnUnhandledRejection()
 
 describe('beforeRun and afterRun never hold an aborted or timed-out run', () => {
   test('run(): a beforeRun that never settles is left behind after the caller\'s abort, its late rejection handled; one that settles in its time keeps its outcome', async () => {
-    const before = stuck<any>()
     const adapter = doneAdapter()
-    const agent = agentWith({ beforeRun: before.hook }, adapter)
-    const ac = new AbortController()
-    const run = agent.run('go', { abortSignal: ac.signal })
-    await before.called
-    ac.abort()
+    const { outcome: run, agent, settle } = await abortedIn('beforeRun', running, adapter)
     // The failed result of an interrupted run, as for a JS adapter left behind (no flags: the
     // caller's own abort, not the timeout).
     expect(await run).toEqual({ success: false, output: beforeRunText, messages: [], tokenUsage: ZERO, toolCalls: [], structured: undefined })
@@ -94,31 +106,22 @@ describe('beforeRun and afterRun never hold an aborted or timed-out run', () => 
     expect(agent.getState().status).toBe('error')
     expect((agent.getState().error as Error).message).toBe(beforeRunText)
     // The abandoned hook rejects long after (afterEach checks for unhandled rejections).
-    before.settle.reject!(new Error('late'))
+    settle.reject!(new Error('late'))
 
     // A hook that settles after the abort, within its time, keeps its own outcome.
-    const honours = stuck<any>()
-    const agent2 = agentWith({ beforeRun: honours.hook })
-    const ac2 = new AbortController()
-    const run2 = agent2.run('go', { abortSignal: ac2.signal })
-    await honours.called
-    ac2.abort()
+    const honours = await abortedIn('beforeRun', running)
     honours.settle.reject!(new Error('my hook saw the abort'))
+    const run2 = honours.outcome
     const r2 = await run2
     expect(r2.success).toBe(false)
     expect(r2.output).toBe('my hook saw the abort')
   })
 
   test('run(): an afterRun that never settles is left behind after the caller\'s abort', async () => {
-    const after = stuck<any>()
-    const agent = agentWith({ afterRun: after.hook })
-    const ac = new AbortController()
-    const run = agent.run('go', { abortSignal: ac.signal })
-    await after.called
-    ac.abort()
+    const { outcome: run, agent, settle } = await abortedIn('afterRun', running)
     expect(await run).toEqual({ success: false, output: afterRunText, messages: [], tokenUsage: ZERO, toolCalls: [], structured: undefined })
     // The abandoned hook resolves long after: nothing changes.
-    after.settle.resolve!({ success: true, output: 'late' })
+    settle.resolve!({ success: true, output: 'late' })
     await turns()
     expect(agent.getState().status).toBe('error')
   })
@@ -133,32 +136,22 @@ describe('beforeRun and afterRun never hold an aborted or timed-out run', () => 
   })
 
   test('stream(): a beforeRun that never settles ends the stream with an error event after the abort', async () => {
-    const before = stuck<any>()
     const adapter = doneAdapter()
-    const agent = agentWith({ beforeRun: before.hook }, adapter)
-    const ac = new AbortController()
-    const events = collect(agent.stream('go', { abortSignal: ac.signal }))
-    await before.called
-    ac.abort()
+    const { outcome: events, settle } = await abortedIn('beforeRun', streaming, adapter)
     const got = await events
     expect(got.map((e) => e.type)).toEqual(['error'])
     expect((got[0].data as Error).message).toBe(beforeRunText)
     expect(adapter.calls).toBe(0)
-    before.settle.reject!(new Error('late'))
+    settle.reject!(new Error('late'))
   })
 
   test('stream(): an afterRun that never settles ends the stream with an error event after the abort', async () => {
-    const after = stuck<any>()
-    const agent = agentWith({ afterRun: after.hook })
-    const ac = new AbortController()
-    const events = collect(agent.stream('go', { abortSignal: ac.signal }))
-    await after.called
-    ac.abort()
+    const { outcome: events, agent, settle } = await abortedIn('afterRun', streaming)
     const got = await events
     expect(got.map((e) => e.type)).toEqual(['text', 'error'])
     expect((got[1].data as Error).message).toBe(afterRunText)
     expect(agent.getState().status).toBe('error')
-    after.settle.reject!(new Error('late'))
+    settle.reject!(new Error('late'))
   })
 
   test('stream(): an afterRun that never settles ends at the agent\'s timeoutMs', async () => {

@@ -1,28 +1,19 @@
 // Full Agent runs with a tool over each native provider family, against local servers.
 import { z } from 'zod'
-import { Agent, ToolRegistry, ToolExecutor, createAdapter, defineTool } from '../index'
+import { Agent, ToolRegistry, ToolExecutor, createAdapter } from '../index'
 import type { AgentConfig } from '../index'
 import { eachServer, isolateEnv } from './llm-server'
+import { recordingTool } from './helpers/mock-adapter'
 
 isolateEnv(/^(OPENAI|ANTHROPIC|AZURE_OPENAI|GEMINI|GOOGLE|AWS|DEEPSEEK)_/)
 const server = eachServer()
 
 function agentWith(config: Partial<AgentConfig>) {
   const registry = new ToolRegistry()
-  const seen: string[] = []
-  registry.register(
-    defineTool({
-      name: 'lookup',
-      description: 'Look a city up',
-      inputSchema: z.object({ city: z.string() }),
-      execute: async (input: { city: string }) => {
-        seen.push(input.city)
-        return { data: `${input.city}: 21°C` }
-      },
-    }),
-  )
+  const lookup = recordingTool('lookup', 'Look a city up', z.object({ city: z.string() }), (input) => `${input.city}: 21°C`)
+  registry.register(lookup.tool)
   const agent = new Agent({ name: 'native', model: 'test-model', tools: ['lookup'], ...config } as AgentConfig, registry, new ToolExecutor(registry))
-  return { agent, seen }
+  return { agent, seen: lookup.seen }
 }
 
 const openaiReply = (message: Record<string, unknown>, finish: string, usage = { prompt_tokens: 10, completion_tokens: 5 }) => ({
@@ -39,7 +30,7 @@ describe('Agent over native adapters', () => {
     const r = await agent.run('Weather in Oslo?')
     expect(r.success).toBe(true)
     expect(r.output).toBe('It is 21°C in Oslo.')
-    expect(seen).toEqual(['Oslo'])
+    expect(seen).toEqual([{ city: 'Oslo' }])
     expect(r.tokenUsage).toEqual({ input_tokens: 40, output_tokens: 13 })
     expect(r.toolCalls.map((c) => [c.toolName, c.input, c.output])).toEqual([['lookup', { city: 'Oslo' }, 'Oslo: 21°C']])
     const second = server.requests[1].body
@@ -62,7 +53,7 @@ describe('Agent over native adapters', () => {
     const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'local', baseURL: `${server.url}/v1` })
     const r = await agent.run('Weather?')
     expect(r.success).toBe(true)
-    expect(seen).toEqual(['Oslo', 'Bern'])
+    expect(seen).toEqual([{ city: 'Oslo' }, { city: 'Bern' }])
     expect(r.output).toBe('Done: été ✓')
     expect(r.tokenUsage).toEqual({ input_tokens: 50.5, output_tokens: 18 })
     expect(r.messages.map((m) => m.content)).toStrictEqual([
@@ -147,7 +138,7 @@ describe('Agent over native adapters', () => {
     )
     const { agent, seen } = agentWith({ provider: 'openai', apiKey: 'ollama', baseURL: `${server.url}/v1` })
     const r = await agent.run('Weather in Lima?')
-    expect(seen).toEqual(['Lima'])
+    expect(seen).toEqual([{ city: 'Lima' }])
     expect(r.output).toBe('Lima: 21°C.')
   })
 
@@ -161,7 +152,7 @@ describe('Agent over native adapters', () => {
     const r = await agent.run('Weather in Rome?')
     expect(r.success).toBe(true)
     expect(r.output).toBe('Rome: 21°C.')
-    expect(seen).toEqual(['Rome'])
+    expect(seen).toEqual([{ city: 'Rome' }])
     expect(server.requests[1].body.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'Rome: 21°C' }] })
   })
 
@@ -175,7 +166,7 @@ describe('Agent over native adapters', () => {
     const { agent, seen } = agentWith({ provider: 'gemini', apiKey: 'g' })
     const r = await agent.run('Weather in Kyiv?')
     expect(r.output).toBe('Kyiv: 21°C.')
-    expect(seen).toEqual(['Kyiv'])
+    expect(seen).toEqual([{ city: 'Kyiv' }])
     expect(server.requests[1].body.contents.slice(1)).toEqual([
       { role: 'model', parts: [{ functionCall: { name: 'lookup', args: { city: 'Kyiv' } }, thoughtSignature: 'SIG' }] },
       { role: 'user', parts: [{ functionResponse: { name: 'lookup', response: { output: 'Kyiv: 21°C' } } }] },
@@ -191,7 +182,7 @@ describe('Agent over native adapters', () => {
     )
     const bed = agentWith({ provider: 'bedrock' })
     expect((await bed.agent.run('Weather in Baku?')).output).toBe('Baku: 21°C.')
-    expect(bed.seen).toEqual(['Baku'])
+    expect(bed.seen).toEqual([{ city: 'Baku' }])
 
     process.env.AZURE_OPENAI_API_KEY = 'az'
     server.replies.push(

@@ -38,6 +38,12 @@ interface Case {
   throwsOnOpen: boolean
 }
 
+/** `make()` once `vars` are set in process.env (isolateEnv clears them after the test). */
+function withVars(vars: Record<string, string>, make: () => Promise<any>) {
+  Object.assign(process.env, vars)
+  return make()
+}
+
 const CASES: Record<string, Case> = {
   openai: { make: (b) => createAdapter('openai', 'sk-secret', `${b}/v1`), secret: ['authorization', 'Bearer sk-secret'], reply: OPENAI_COMPLETION, throwsOnOpen: true, worker: ['openai', '/v1'] },
   deepseek: { make: (b) => createAdapter('deepseek', 'ds-secret', `${b}/v1`), secret: ['authorization', 'Bearer ds-secret'], reply: OPENAI_COMPLETION, throwsOnOpen: true, worker: ['deepseek', '/v1'] },
@@ -49,46 +55,16 @@ const CASES: Record<string, Case> = {
     worker: ['azure-openai', ''],
   },
   anthropic: { make: (b) => createAdapter('anthropic', 'ant-secret', b), secret: ['x-api-key', 'ant-secret'], reply: ANTHROPIC_MESSAGE, throwsOnOpen: false, worker: ['anthropic', ''] },
-  'anthropic (auth token)': {
-    make: (b) => {
-      process.env.ANTHROPIC_AUTH_TOKEN = 'tok-secret'
-      return createAdapter('anthropic', undefined, b)
-    },
-    secret: ['authorization', 'Bearer tok-secret'],
-    reply: ANTHROPIC_MESSAGE,
-    throwsOnOpen: false,
-  },
-  gemini: {
-    make: (b) => {
-      process.env.GOOGLE_GEMINI_BASE_URL = b
-      return createAdapter('gemini', 'g-secret')
-    },
-    secret: ['x-goog-api-key', 'g-secret'],
-    reply: GEMINI_RESPONSE,
-    throwsOnOpen: false,
-  },
+  'anthropic (auth token)': { make: (b) => withVars({ ANTHROPIC_AUTH_TOKEN: 'tok-secret' }, () => createAdapter('anthropic', undefined, b)), secret: ['authorization', 'Bearer tok-secret'], reply: ANTHROPIC_MESSAGE, throwsOnOpen: false },
+  gemini: { make: (b) => withVars({ GOOGLE_GEMINI_BASE_URL: b }, () => createAdapter('gemini', 'g-secret')), secret: ['x-goog-api-key', 'g-secret'], reply: GEMINI_RESPONSE, throwsOnOpen: false },
   'bedrock (SigV4)': {
-    make: (b) => {
-      process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = b
-      process.env.AWS_ACCESS_KEY_ID = 'AKIDSECRET'
-      process.env.AWS_SECRET_ACCESS_KEY = 'aws-secret'
-      return createAdapter('bedrock', undefined, undefined, 'us-east-1')
-    },
+    make: (b) => withVars({ AWS_ENDPOINT_URL_BEDROCK_RUNTIME: b, AWS_ACCESS_KEY_ID: 'AKIDSECRET', AWS_SECRET_ACCESS_KEY: 'aws-secret' }, () => createAdapter('bedrock', undefined, undefined, 'us-east-1')),
     // SigV4: the signature of each request (another one for the redirected path).
     secret: ['authorization', ''],
     reply: BEDROCK_RESPONSE,
     throwsOnOpen: false,
   },
-  'bedrock (bearer)': {
-    make: (b) => {
-      process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME = b
-      process.env.AWS_BEARER_TOKEN_BEDROCK = 'br-secret'
-      return createAdapter('bedrock', undefined, undefined, 'us-east-1')
-    },
-    secret: ['authorization', 'Bearer br-secret'],
-    reply: BEDROCK_RESPONSE,
-    throwsOnOpen: false,
-  },
+  'bedrock (bearer)': { make: (b) => withVars({ AWS_ENDPOINT_URL_BEDROCK_RUNTIME: b, AWS_BEARER_TOKEN_BEDROCK: 'br-secret' }, () => createAdapter('bedrock', undefined, undefined, 'us-east-1')), secret: ['authorization', 'Bearer br-secret'], reply: BEDROCK_RESPONSE, throwsOnOpen: false },
 }
 
 /** What a call ended with: the text, or the error's message and status. */

@@ -27,8 +27,10 @@ import type {
   StreamEvent,
   ToolUseContext,
 } from '../index'
-import { alive, uniqueMarker, withMarker } from './helpers/procs'
+import { expectTreeGone, markedPidFile, pidsIn, waitForPids, withMarker } from './helpers/procs'
+import { allowedNames, withForeignVars } from './helpers/shell-env'
 import { resp, scripted, text } from './helpers/scripted'
+import { signal } from './helpers/async'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const native = require('../lib/native.js')
@@ -54,9 +56,6 @@ function treeCommand(marker: string, pidFile: string): string {
   ].join('\n')
 }
 
-async function waitForLines(file: string, n: number): Promise<void> {
-  for (let i = 0; i < 1000 && fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).length < n; i++) await sleep(10)
-}
 
 const bashUse = (id: string, command: string, extra: Record<string, unknown> = {}): LLMResponse =>
   resp([{ type: 'tool_use', id, name: 'bash', input: { command, ...extra } }])
@@ -80,6 +79,23 @@ function recording(events: string[]): ShellExecutor {
       events.push('dispose')
     },
   }
+}
+
+/**
+ * An exec that answers each command with itself, but only once two commands are in it at the same
+ * time (so two calls that were not concurrent would hang). `onEnter` sees each command first.
+ */
+function pairedExec(onEnter: (command: string) => void = () => {}) {
+  const both = signal()
+  const seen = { entered: 0 }
+  async function exec(command: string): Promise<ShellExecResult> {
+    onEnter(command)
+    seen.entered++
+    if (seen.entered === 2) both.fire()
+    await both.fired
+    return { stdout: command, stderr: '', exitCode: 0 }
+  }
+  return { exec, seen }
 }
 
 // ---- LocalShellExecutor -----------------------------------------------------------------------
@@ -120,21 +136,13 @@ describe('LocalShellExecutor, used directly', () => {
   })
 
   test('only the allowlisted environment reaches the command', async () => {
-    process.env.OPENAI_API_KEY = 'sk-abcdefghijklmnopqrstuvwx'
-    process.env.OMA_SHELL_TEST_VISIBLE = 'nope'
-    try {
+    await withForeignVars('OMA_SHELL_TEST_VISIBLE', async () => {
       const r = await local.exec('env', { timeoutMs: 10_000 })
       expect(r.exitCode).toBe(0)
-      const names = r.stdout.split('\n').filter(Boolean).map((l) => l.split('=')[0])
-      const allowed = ['HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TEMP', 'TERM', 'TMP', 'TMPDIR', 'USER', 'PWD', 'SHLVL', '_']
-      for (const n of names) expect(allowed).toContain(n)
-      expect(names).toContain('PATH')
+      expect(allowedNames(r.stdout)).toContain('PATH')
       expect(r.stdout).not.toContain('OPENAI')
       expect(r.stdout).not.toContain('OMA_SHELL_TEST_VISIBLE')
-    } finally {
-      delete process.env.OPENAI_API_KEY
-      delete process.env.OMA_SHELL_TEST_VISIBLE
-    }
+    })
   })
 
   test('output kept in memory is bounded per stream', async () => {
@@ -145,30 +153,24 @@ describe('LocalShellExecutor, used directly', () => {
   })
 
   test('the whole tree dies on a timeout', async () => {
-    const marker = uniqueMarker()
-    const pidFile = path.join(dir, `pids-${marker}`)
-    fs.writeFileSync(pidFile, '')
+    const { marker, pidFile } = markedPidFile(dir)
     const r = await local.exec(treeCommand(marker, pidFile), { timeoutMs: 2000 })
     expect(r).toEqual({ stdout: 'ready\n', stderr: '', exitCode: 124 })
-    const pids = fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number)
+    const pids = pidsIn(pidFile)
     expect(pids.length).toBe(2)
-    for (const pid of pids) expect(alive(pid)).toBe(false)
-    expect(withMarker(marker)).toEqual([])
+    expectTreeGone(pids, marker)
   })
 
   test('the whole tree dies on an abort', async () => {
-    const marker = uniqueMarker()
-    const pidFile = path.join(dir, `pids-${marker}`)
-    fs.writeFileSync(pidFile, '')
+    const { marker, pidFile } = markedPidFile(dir)
     const ac = new AbortController()
     const p = local.exec(treeCommand(marker, pidFile), { timeoutMs: 30_000, abortSignal: ac.signal })
-    await waitForLines(pidFile, 2)
+    await waitForPids(pidFile, 2)
     const running = withMarker(marker)
     expect(running.length).toBeGreaterThanOrEqual(2)
     ac.abort()
     expect((await p).exitCode).toBe(130)
-    for (const pid of running) expect(alive(pid)).toBe(false)
-    expect(withMarker(marker)).toEqual([])
+    expectTreeGone(running, marker)
   })
 })
 
@@ -524,15 +526,12 @@ describe('the run-scoped lifecycle', () => {
 
   test('a timeout during start: no exec, 124, then dispose', async () => {
     const events: string[] = []
-    let release!: () => void
-    const started = new Promise<void>((res) => {
-      release = res
-    })
+    const started = signal()
     const executor: ShellExecutor = {
       start: async () => {
         events.push('start')
         // Finishes only once the bash timeout (5 ms) has surely fired.
-        await started
+        await started.fired
       },
       exec: async () => {
         events.push('exec')
@@ -542,7 +541,7 @@ describe('the run-scoped lifecycle', () => {
         events.push('dispose')
       },
     }
-    const timer = setTimeout(() => release(), 50)
+    const timer = setTimeout(() => started.fire(), 50)
     try {
       const r = await agentWith({ adapter: scripted([bashUse('t1', 'late', { timeout: 5 }), text('recovered')]), shellExecutor: executor }).run('x')
       expect(r.success).toBe(true)
@@ -643,53 +642,22 @@ describe('the run-scoped lifecycle', () => {
   test('two agents sharing one executor: one start, concurrent commands, one dispose', async () => {
     const start = jest.fn(async () => undefined)
     const dispose = jest.fn(async () => undefined)
-    let entered = 0
-    let release!: () => void
-    const bothEntered = new Promise<void>((res) => {
-      release = res
-    })
-    const executor: ShellExecutor = {
-      start,
-      async exec(command) {
-        entered++
-        if (entered === 2) release()
-        await bothEntered
-        return { stdout: command, stderr: '', exitCode: 0 }
-      },
-      dispose,
-    }
+    const { exec, seen } = pairedExec()
+    const executor: ShellExecutor = { start, exec, dispose }
     const first = agentWith({ name: 'first', adapter: scripted([bashUse('a', 'first'), text('done')]), shellExecutor: executor })
     const second = agentWith({ name: 'second', adapter: scripted([bashUse('b', 'second'), text('done')]), shellExecutor: executor })
     const [a, b] = await Promise.all([first.run('a'), second.run('b')])
     expect([a.success, b.success]).toEqual([true, true])
     expect([a.toolCalls[0].output, b.toolCalls[0].output]).toEqual(['first', 'second'])
-    expect(entered).toBe(2)
+    expect(seen.entered).toBe(2)
     expect(start).toHaveBeenCalledTimes(1)
     expect(dispose).toHaveBeenCalledTimes(1)
   })
 
   test('parallel bash calls of one turn share the run\'s lease', async () => {
     const events: string[] = []
-    let entered = 0
-    let release!: () => void
-    const bothEntered = new Promise<void>((res) => {
-      release = res
-    })
-    const executor: ShellExecutor = {
-      start: async () => {
-        events.push('start')
-      },
-      async exec(command) {
-        events.push(`exec:${command}`)
-        entered++
-        if (entered === 2) release()
-        await bothEntered
-        return { stdout: command, stderr: '', exitCode: 0 }
-      },
-      dispose: async () => {
-        events.push('dispose')
-      },
-    }
+    // recording()'s start and dispose; its exec, held until both calls are in.
+    const executor: ShellExecutor = { ...recording(events), exec: pairedExec((command) => events.push(`exec:${command}`)).exec }
     const parallel = resp([
       { type: 'tool_use', id: 'p0', name: 'bash', input: { command: 'first' } },
       { type: 'tool_use', id: 'p1', name: 'bash', input: { command: 'second' } },

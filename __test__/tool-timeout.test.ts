@@ -12,7 +12,7 @@ import {
   Agent, AgentRunner, ToolRegistry, ToolExecutor, defineTool, bashTool, grepTool,
   ContentBlock, LLMAdapter, LLMMessage, LLMResponse, ToolResult, ToolUseContext, TraceEvent,
 } from '../index'
-import { alive } from './helpers/procs'
+import { alive, pidsIn } from './helpers/procs'
 import { watchTimers } from './helpers/timers'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
@@ -311,7 +311,7 @@ describe('built-in tools stop their work', () => {
       const nativeResult = await (spy.mock.results[0].value as Promise<{ data: string; isError: boolean }>)
       expect(nativeResult.isError).toBe(true)
       expect(nativeResult.data).toMatch(/130/)
-      const pids = fs.readFileSync(pidFile, 'utf8').split('\n').filter(Boolean).map(Number)
+      const pids = pidsIn(pidFile)
       expect(pids).toHaveLength(2)
       for (const pid of pids) expect(alive(pid)).toBe(false)
       // The shell that would touch the marker is gone, so the marker never appears.

@@ -2,9 +2,9 @@
 import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 import { z } from 'zod'
-import { Agent, ToolRegistry, ToolExecutor, defineTool, emitTrace, generateRunId } from '../index'
+import { Agent, ToolRegistry, ToolExecutor, emitTrace, generateRunId } from '../index'
 import type { AgentConfig, TraceEvent } from '../index'
-import { MockAdapter, textReply, toolReply, usage } from './helpers/mock-adapter'
+import { MockAdapter, recordingTool, textReply, toolReply, usage } from './helpers/mock-adapter'
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -119,25 +119,15 @@ const NOT_GRANTED = (tool: string) =>
 function setup(script: ConstructorParameters<typeof MockAdapter>[0], config: Partial<AgentConfig> = {}) {
   const adapter = new MockAdapter(script)
   const registry = new ToolRegistry()
-  const seenInputs: unknown[] = []
-  registry.register(
-    defineTool({
-      name: 'lookup',
-      description: 'looks things up',
-      inputSchema: z.object({
-        apiKey: z.string(),
-        q: z.string(),
-        note: z.string().optional(),
-        nested: z.object({ password: z.string(), n: z.number() }).optional(),
-      }),
-      execute: async (input: unknown) => {
-        seenInputs.push(input)
-        return { data: 'password=hunter2; user=bob' }
-      },
-    }),
-  )
+  const lookup = recordingTool('lookup', 'looks things up', z.object({
+    apiKey: z.string(),
+    q: z.string(),
+    note: z.string().optional(),
+    nested: z.object({ password: z.string(), n: z.number() }).optional(),
+  }), () => 'password=hunter2; user=bob')
+  registry.register(lookup.tool)
   const agent = new Agent({ name: 'tracer', model: 'mock-model', adapter, tools: ['lookup'], ...config } as AgentConfig, registry, new ToolExecutor(registry))
-  return { agent, adapter, seenInputs }
+  return { agent, adapter, seenInputs: lookup.seen }
 }
 
 const SECRET_INPUT = {

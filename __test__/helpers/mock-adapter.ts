@@ -86,6 +86,21 @@ export function assistantText(text: string): LLMMessage {
   return { role: 'assistant', content: [{ type: 'text', text }] }
 }
 
+/** A Zod tool that records each input it is called with in `seen` and answers `answer(input)`. */
+export function recordingTool<T>(name: string, description: string, inputSchema: z.ZodType<T, any, any>, answer: (input: T) => string) {
+  const seen: T[] = []
+  const tool = defineTool({
+    name,
+    description,
+    inputSchema,
+    execute: async (input: T) => {
+      seen.push(input)
+      return { data: answer(input) }
+    },
+  })
+  return { tool, seen }
+}
+
 /** `echo` tool: returns `echo:<text>`. */
 export function echoTool(name = 'echo'): ToolDefinition<any> {
   return defineTool({
@@ -107,6 +122,17 @@ export function agentSetup(name: string, config: Partial<AgentConfig> = {}, adap
   const agent = new Agent({ name, model: 'mock-model', adapter, ...config } as AgentConfig, registry, executor)
   return { agent, registry, executor, adapter }
 }
+
+/** The result of a run whose one turn answered `text` (§4.5); `extra` sets or adds fields. */
+export const ANSWERED = (text: string, tokenUsage: TokenUsage, extra: Partial<AgentRunResult> = {}): AgentRunResult => ({
+  success: true,
+  output: text,
+  messages: [assistantText(text)],
+  tokenUsage,
+  toolCalls: [],
+  structured: undefined,
+  ...extra,
+})
 
 /** The result of a run that threw (§4.6). */
 export const FAILED = (message: string): AgentRunResult => ({

@@ -1,6 +1,7 @@
 // Process probes for the tests that check what a shell command leaves behind (bash, the
 // ShellExecutor seam, the confined shell, tool timeouts): read from /proc, so Linux only.
 import * as fs from 'fs'
+import * as path from 'path'
 
 function isZombie(pid: number | string): boolean {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -34,4 +35,28 @@ export function withMarker(marker: string, liveOnly = false): number[] {
 /** A string no other process's command line contains, to find a test's processes by. */
 export function uniqueMarker(): string {
   return `${1000 + Math.floor(Math.random() * 1000)}.${process.pid}${Math.floor(Math.random() * 1e6)}`
+}
+
+/** A fresh marker and an empty file in `dir` named after it, for a command to list its pids in. */
+export function markedPidFile(dir: string): { marker: string; pidFile: string } {
+  const marker = uniqueMarker()
+  const pidFile = path.join(dir, `pids-${marker}`)
+  fs.writeFileSync(pidFile, '')
+  return { marker, pidFile }
+}
+
+/** The pids listed in `file`, one a line. */
+export function pidsIn(file: string): number[] {
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number)
+}
+
+/** Until `file` lists `n` pids, asked every 10 ms; gives up after 10 s (the assertions then tell). */
+export async function waitForPids(file: string, n: number): Promise<void> {
+  for (let i = 0; i < 1000 && pidsIn(file).length < n; i++) await new Promise((r) => setTimeout(r, 10))
+}
+
+/** Every one of `pids` is dead, and no process with `marker` in its command line is left. */
+export function expectTreeGone(pids: number[], marker: string): void {
+  for (const pid of pids) expect(alive(pid)).toBe(false)
+  expect(withMarker(marker)).toEqual([])
 }

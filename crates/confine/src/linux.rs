@@ -528,33 +528,20 @@ pub(crate) fn seccomp_filter(network: Network) -> Option<Vec<libc::sock_filter>>
         p.push(Ins::Ret(libc::SECCOMP_RET_ALLOW));
     }
     const SYS_SOCKET: u32 = 1;
+    // The block at `label`: load argument `arg`, jump as `test` says, else allow.
+    let check = |label: u8, arg: usize, test: Ins| {
+        [Ins::Label(label), Ins::Ld(OFF_ARG[arg]), test, Ins::Ret(libc::SECCOMP_RET_ALLOW)]
+    };
+    // `open` has its flags in argument 1 and its mode in 2; `openat` one further on.
+    p.extend(check(OPEN, 1, Ins::Jset(CREATING_FLAGS, MODE2)));
+    p.extend(check(OPENAT, 2, Ins::Jset(CREATING_FLAGS, MODE3)));
+    // MODEn: the mode is argument n.
+    for (label, arg) in [(MODE1, 1), (MODE2, 2), (MODE3, 3)] {
+        p.extend(check(label, arg, Ins::Jset(SETID_BITS, DENY_MODE)));
+    }
+    p.extend([Ins::Label(DENY_MODE), Ins::Ret(errno(libc::EPERM))]);
+    p.extend(check(SOCKETCALL, 0, Ins::Jeq(SYS_SOCKET, DENY_SOCKET)));
     p.extend([
-        Ins::Label(OPEN),
-        Ins::Ld(OFF_ARG[1]),
-        Ins::Jset(CREATING_FLAGS, MODE2),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
-        Ins::Label(OPENAT),
-        Ins::Ld(OFF_ARG[2]),
-        Ins::Jset(CREATING_FLAGS, MODE3),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
-        Ins::Label(MODE1),
-        Ins::Ld(OFF_ARG[1]),
-        Ins::Jset(SETID_BITS, DENY_MODE),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
-        Ins::Label(MODE2),
-        Ins::Ld(OFF_ARG[2]),
-        Ins::Jset(SETID_BITS, DENY_MODE),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
-        Ins::Label(MODE3),
-        Ins::Ld(OFF_ARG[3]),
-        Ins::Jset(SETID_BITS, DENY_MODE),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
-        Ins::Label(DENY_MODE),
-        Ins::Ret(errno(libc::EPERM)),
-        Ins::Label(SOCKETCALL),
-        Ins::Ld(OFF_ARG[0]),
-        Ins::Jeq(SYS_SOCKET, DENY_SOCKET),
-        Ins::Ret(libc::SECCOMP_RET_ALLOW),
         Ins::Label(DOMAIN),
         Ins::Ld(OFF_ARG[0]),
         Ins::Jeq(libc::AF_UNIX as u32, ALLOW),

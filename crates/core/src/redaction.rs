@@ -418,68 +418,69 @@ mod tests {
         }
     }
 
+    /// Each (text, its redaction) pair; a failure names the text.
+    fn redacts(cases: &[(&str, &str)]) {
+        for (text, want) in cases {
+            assert_eq!(redact_sensitive_text(text), *want, "{text:?}");
+        }
+    }
+
     #[test]
     fn contract_examples() {
-        assert_eq!(
-            redact_sensitive_text("Authorization: Bearer abcdefghijklmnop, other=1"),
-            "Authorization: [redacted], other=1"
-        );
-        assert_eq!(
-            redact_sensitive_text("password=\"my pass\" token=abc def; x=1"),
-            "password=\"[redacted]\" token=[redacted]; x=1"
-        );
-        assert_eq!(
-            redact_sensitive_text("{\"apiKey\": \"secret value\", \"name\": \"bob\"}"),
-            "{\"apiKey\": \"[redacted]\", \"name\": \"bob\"}"
-        );
-        assert_eq!(redact_sensitive_text(""), "");
+        redacts(&[
+            ("Authorization: Bearer abcdefghijklmnop, other=1", "Authorization: [redacted], other=1"),
+            ("password=\"my pass\" token=abc def; x=1", "password=\"[redacted]\" token=[redacted]; x=1"),
+            ("{\"apiKey\": \"secret value\", \"name\": \"bob\"}", "{\"apiKey\": \"[redacted]\", \"name\": \"bob\"}"),
+            ("", ""),
+        ]);
     }
 
     #[test]
     fn pem_bearer_and_literals() {
         let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIB\nxyz\n-----END RSA PRIVATE KEY-----\nb";
-        assert_eq!(redact_sensitive_text(pem), "a\n[redacted]\nb");
-        assert_eq!(redact_sensitive_text("use bearer abcdefgh123 now"), "use Bearer [redacted] now");
-        // Fewer than 8 token chars: untouched.
-        assert_eq!(redact_sensitive_text("Bearer abc"), "Bearer abc");
-        assert_eq!(
-            redact_sensitive_text("k sk-abcdefghijklmnop1234 ghp_abcdefghijklmnopqrstuvwxyz AKIAABCDEFGHIJKLMNOP"),
-            "k [redacted] [redacted] [redacted]"
-        );
-        assert_eq!(redact_sensitive_text("xoxb-1234567890-abc"), "[redacted]");
-        // ASCII \b: a non-ASCII letter before `sk-` is a boundary in JS.
-        assert_eq!(redact_sensitive_text("ésk-abcdefghijklmnop1234"), "é[redacted]");
-        // No boundary inside a word.
-        assert_eq!(redact_sensitive_text("task-abcdefghijklmnop1234"), "task-abcdefghijklmnop1234");
+        redacts(&[
+            (pem, "a\n[redacted]\nb"),
+            ("use bearer abcdefgh123 now", "use Bearer [redacted] now"),
+            // Fewer than 8 token chars: untouched.
+            ("Bearer abc", "Bearer abc"),
+            (
+                "k sk-abcdefghijklmnop1234 ghp_abcdefghijklmnopqrstuvwxyz AKIAABCDEFGHIJKLMNOP",
+                "k [redacted] [redacted] [redacted]",
+            ),
+            ("xoxb-1234567890-abc", "[redacted]"),
+            // ASCII \b: a non-ASCII letter before `sk-` is a boundary in JS.
+            ("ésk-abcdefghijklmnop1234", "é[redacted]"),
+            // No boundary inside a word.
+            ("task-abcdefghijklmnop1234", "task-abcdefghijklmnop1234"),
+        ]);
     }
 
     #[test]
     fn assignment_quirks() {
-        // §20 #39: the non-sensitive key consumes the whole value.
-        assert_eq!(redact_sensitive_text("a=password=secret"), "a=password=secret");
-        assert_eq!(redact_sensitive_text("PWD=/home/x\nHOME=/h"), "PWD=[redacted]\nHOME=/h");
-        // JS `\s*` after `=` crosses newlines.
-        assert_eq!(redact_sensitive_text("secret=\n  hunter2"), "secret=\n  [redacted]");
-        // Quoted value spanning lines, single quotes, quoted key with matching quote.
-        assert_eq!(redact_sensitive_text("'api_key' : 'a\nb' x"), "'api_key' : '[redacted]' x");
-        assert_eq!(redact_sensitive_text("\"secret\"=\"v\""), "\"secret\"=\"[redacted]\"");
-        // Unterminated quote: step 4 fails, step 5 refuses a value starting with a quote.
-        assert_eq!(redact_sensitive_text("password=\"abc"), "password=\"abc");
-        // Key starting mid-word still matches (no \b in step 4/5).
-        assert_eq!(redact_sensitive_text("xpassword: hunter2"), "xpassword: [redacted]");
-        // Already-redacted values are not redacted twice.
-        assert_eq!(redact_sensitive_text("Authorization: Basic abc"), "Authorization: [redacted]");
-        // Non-ASCII around.
-        assert_eq!(redact_sensitive_text("ключ token=значение; ok"), "ключ token=[redacted]; ok");
-        assert_eq!(redact_sensitive_text("token =\u{A0}v"), "token =\u{A0}[redacted]");
-        assert_eq!(
-            redact_sensitive_text("\"a\": \"x\", \"password\" = 'q'"),
-            "\"a\": \"x\", \"password\" = '[redacted]'"
-        );
-        assert_eq!(redact_sensitive_text("secret=[redacted]x"), "secret=[redacted]x");
-        assert_eq!(redact_sensitive_text("x=\"a\" secret=\"b\""), "x=\"a\" secret=\"[redacted]\"");
-        // Quoted start failing, then the unquoted start inside succeeding.
-        assert_eq!(redact_sensitive_text("\"password=x"), "\"password=[redacted]");
+        redacts(&[
+            // §20 #39: the non-sensitive key consumes the whole value.
+            ("a=password=secret", "a=password=secret"),
+            ("PWD=/home/x\nHOME=/h", "PWD=[redacted]\nHOME=/h"),
+            // JS `\s*` after `=` crosses newlines.
+            ("secret=\n  hunter2", "secret=\n  [redacted]"),
+            // Quoted value spanning lines, single quotes, quoted key with matching quote.
+            ("'api_key' : 'a\nb' x", "'api_key' : '[redacted]' x"),
+            ("\"secret\"=\"v\"", "\"secret\"=\"[redacted]\""),
+            // Unterminated quote: step 4 fails, step 5 refuses a value starting with a quote.
+            ("password=\"abc", "password=\"abc"),
+            // Key starting mid-word still matches (no \b in step 4/5).
+            ("xpassword: hunter2", "xpassword: [redacted]"),
+            // Already-redacted values are not redacted twice.
+            ("Authorization: Basic abc", "Authorization: [redacted]"),
+            // Non-ASCII around.
+            ("ключ token=значение; ok", "ключ token=[redacted]; ok"),
+            ("token =\u{A0}v", "token =\u{A0}[redacted]"),
+            ("\"a\": \"x\", \"password\" = 'q'", "\"a\": \"x\", \"password\" = '[redacted]'"),
+            ("secret=[redacted]x", "secret=[redacted]x"),
+            ("x=\"a\" secret=\"b\"", "x=\"a\" secret=\"[redacted]\""),
+            // Quoted start failing, then the unquoted start inside succeeding.
+            ("\"password=x", "\"password=[redacted]"),
+        ]);
     }
 
     #[test]

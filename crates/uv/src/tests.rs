@@ -110,6 +110,13 @@ fn assert_quiet(exec: &Exec<PollReactor>, st: &RefCell<crate::test_reactor::Stat
     assert_eq!(exec.live_tasks(), 0);
 }
 
+/// The reactor's counts once the client and then the loop are dropped (what either left open).
+fn counts_after_drop<H>(http: H, exec: Rc<Exec<PollReactor>>, st: &RefCell<crate::test_reactor::State>) -> Counts {
+    drop(http);
+    drop(exec);
+    st.borrow().counts
+}
+
 #[test]
 fn a_keep_alive_connection_is_reused() {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -137,9 +144,7 @@ fn a_keep_alive_connection_is_reused() {
     let c = st.borrow().counts;
     assert_eq!((c.watches_opened, c.watches_closed), (1, 0));
     assert_eq!(st.borrow().timers_running(), 0);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!((c.watches_closed, c.timers_closed), (1, c.timers_opened));
 }
 
@@ -260,12 +265,17 @@ fn timers_fire_in_order_and_are_reused() {
     assert_quiet(&exec, &st);
 }
 
-#[test]
-fn a_request_times_out_on_the_loops_timer() {
-    let (base, _) = serve(|_, mut s| {
+/// A server that reads each request and then holds the connection for 5 s without a word.
+fn never_answers() -> (String, Arc<AtomicUsize>) {
+    serve(|_, mut s| {
         read_request(&mut s);
         thread::sleep(Duration::from_secs(5));
-    });
+    })
+}
+
+#[test]
+fn a_request_times_out_on_the_loops_timer() {
+    let (base, _) = never_answers();
     let (exec, st, _) = new_exec();
     let http = Rc::new(LocalHttp::new(&exec));
     let h = http.clone();
@@ -279,10 +289,7 @@ fn a_request_times_out_on_the_loops_timer() {
 /// A request to a server that never answers, cancelled after 20 ms by `cancel_after`; what
 /// the loop had open afterwards.
 fn cancelled_mid_request(cancel_after: impl FnOnce(CancellationToken, Rc<Exec<PollReactor>>)) -> Counts {
-    let (base, accepted) = serve(|_, mut s| {
-        read_request(&mut s);
-        thread::sleep(Duration::from_secs(5));
-    });
+    let (base, accepted) = never_answers();
     let (exec, st, _) = new_exec();
     let http = Rc::new(LocalHttp::new(&exec));
     let h = http.clone();
@@ -294,9 +301,7 @@ fn cancelled_mid_request(cancel_after: impl FnOnce(CancellationToken, Rc<Exec<Po
     // The request's connection is closed, its timeout timer stopped, its task gone.
     assert_eq!(http.idle_connections(), 0);
     assert_quiet(&exec, &st);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!(c.timers_opened, c.timers_closed);
     c
 }
@@ -577,9 +582,7 @@ fn https_requests_share_a_keep_alive_connection_and_speak_http1() {
     assert_eq!(http.requests(), 3);
     // The client offers http/1.1 only (LocalHttp speaks HTTP/1.1), though the server has h2.
     assert_eq!(*alpn.lock().unwrap(), vec![Some(b"http/1.1".to_vec())]);
-    drop(http);
-    drop(exec);
-    let c = st.borrow().counts;
+    let c = counts_after_drop(http, exec, &st);
     assert_eq!(c.watches_opened, c.watches_closed);
 }
 

@@ -78,12 +78,18 @@ pub mod texts {
 mod tests {
     use super::*;
 
-    #[test]
-    fn fifo_handoff_and_no_underflow() {
+    /// One slot, taken, and two callers waiting for it (each acquire answered as it must be).
+    fn taken_with_two_waiting() -> Semaphore {
         let mut s = Semaphore::new(1);
         assert!(s.acquire());
         assert!(!s.acquire());
         assert!(!s.acquire());
+        s
+    }
+
+    #[test]
+    fn fifo_handoff_and_no_underflow() {
+        let mut s = taken_with_two_waiting();
         assert_eq!(s.pending(), 2);
         assert_eq!(s.release(), Release::HandedOver);
         assert_eq!(s.active(), 1);
@@ -99,10 +105,7 @@ mod tests {
 
     #[test]
     fn a_waiter_that_leaves_is_not_handed_a_slot() {
-        let mut s = Semaphore::new(1);
-        assert!(s.acquire());
-        assert!(!s.acquire());
-        assert!(!s.acquire());
+        let mut s = taken_with_two_waiting();
         assert!(s.leave());
         assert_eq!(s.pending(), 1);
         assert_eq!(s.release(), Release::HandedOver);

@@ -191,10 +191,21 @@ fn each_sandbox_root_has_its_own_private_dir() {
     rm_rf(&base);
 }
 
+/// A fresh sandbox root and a shell that confines as far as this host allows (`required: false`).
+fn best_effort(tag: &str, limits: Limits) -> (String, ConfinedShell) {
+    let base = tmp_dir(tag);
+    (base, ConfinedShell::start(Options { limits, required: false, ..Options::default() }).unwrap())
+}
+
+/// Disposes of the shell, then removes its sandbox root.
+fn finish(shell: ConfinedShell, base: &str) {
+    shell.dispose().unwrap();
+    rm_rf(base);
+}
+
 #[test]
 fn leftovers_end_with_the_command() {
-    let base = tmp_dir("confined-leftovers");
-    let shell = ConfinedShell::start(Options { required: false, ..Options::default() }).unwrap();
+    let (base, shell) = best_effort("confined-leftovers", Limits::default());
     let marker = format!("sleep 8.{}", std::process::id());
     // A background child, a nohup'd one and a setsid'd daemon, none holding the output pipes,
     // and a command that exits 0 at once. The portable kill (a process group) cannot reach a
@@ -209,15 +220,13 @@ fn leftovers_end_with_the_command() {
     assert_eq!((r.raw.stdout.as_str(), r.raw.exit_code), ("started\n", 0), "{}", r.raw.stderr);
     // Killed before exec returned: nothing to wait for.
     assert_eq!(running(&marker), 0);
-    shell.dispose().unwrap();
-    rm_rf(&base);
+    finish(shell, &base);
 }
 
 #[test]
 fn limits_give_clear_results() {
-    let base = tmp_dir("confined-limits");
     let limits = Limits { cpu_seconds: Some(1), file_size_bytes: Some(1024), ..Limits::default() };
-    let shell = ConfinedShell::start(Options { limits, required: false, ..Options::default() }).unwrap();
+    let (base, shell) = best_effort("confined-limits", limits);
     let r = shell.exec(req("while :; do :; done", &base, None), &|| false).unwrap();
     assert_eq!(r.raw.stderr, cpu_limit_text(1));
     assert_eq!(r.raw.exit_code, 1);
@@ -228,14 +237,12 @@ fn limits_give_clear_results() {
     let r = shell.exec(req("head -c 5000 /dev/zero > big2", &base, None), &|| false).unwrap();
     assert!(r.raw.stderr.ends_with(&file_size_limit_text(1024)), "{}", r.raw.stderr);
     assert_ne!(r.raw.exit_code, 0);
-    shell.dispose().unwrap();
-    rm_rf(&base);
+    finish(shell, &base);
 }
 
 #[test]
 fn a_timeout_still_kills_the_whole_tree() {
-    let base = tmp_dir("confined-timeout");
-    let shell = ConfinedShell::start(Options { required: false, ..Options::default() }).unwrap();
+    let (base, shell) = best_effort("confined-timeout", Limits::default());
     let marker = format!("sleep 9.{}", std::process::id());
     // The portable kill (a process group) cannot reach a setsid'd descendant, as for any bash.
     let cmd = if cfg!(all(target_os = "linux", not(feature = "portable"))) {
@@ -254,8 +261,7 @@ fn a_timeout_still_kills_the_whole_tree() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(!alive(), "{marker} survived");
-    shell.dispose().unwrap();
-    rm_rf(&base);
+    finish(shell, &base);
 }
 
 #[test]
