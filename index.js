@@ -9,26 +9,12 @@ const { defineTool, ToolRegistry, ToolExecutor, Semaphore, truncateToolOutput, z
 const { TokenBudgetExceededError, InvalidMessageError, LLMCallTimeoutError, EgressPolicyError, isRetryableError } = require('./lib/errors.js')
 const { generateRunId, emitTrace, defaultWorkspaceDir, DEFAULT_WORKSPACE_DIRNAME } = require('./lib/util.js')
 const { createAdapter, NativeAdapter, extractToolCallsFromText, repairToolArgs, assertValidMessages } = require('./lib/llm.js')
-const {
-  LocalShellExecutor,
-  bashTool,
-  fileReadTool,
-  fileWriteTool,
-  fileEditTool,
-  grepTool,
-  globTool,
-  delegateToAgentTool,
-  BUILT_IN_TOOLS,
-  ALL_BUILT_IN_TOOLS_WITH_DELEGATE,
-  registerBuiltInTools,
-  resolvePathWithinCwd,
-  collectFiles,
-  SKIP_DIRS,
-  matchesGlob,
-  isSensitiveName,
-  redactSensitiveText,
-  redactSensitiveObject,
-} = require('./lib/builtin.js')
+// lib/builtin.js's exports by kind (the tools; the tool lists and path helpers; the redaction),
+// each list on one line.
+const builtin = require('./lib/builtin.js')
+const { LocalShellExecutor, bashTool, fileReadTool, fileWriteTool, fileEditTool, grepTool, globTool, delegateToAgentTool } = builtin
+const { BUILT_IN_TOOLS, ALL_BUILT_IN_TOOLS_WITH_DELEGATE, registerBuiltInTools, resolvePathWithinCwd, collectFiles, SKIP_DIRS, matchesGlob } = builtin
+const { isSensitiveName, redactSensitiveText, redactSensitiveObject } = builtin
 const { ConfinedShellExecutor } = require('./lib/confined-shell.js')
 
 // One object literal of identifier shorthands only: Node's CommonJS export detection

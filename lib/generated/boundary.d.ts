@@ -12,20 +12,7 @@
 /** The runner's wire (lib/wire.js) and the grant constants index.js exports. */
 export declare const wire: {
   /** Action kinds by name, as the machine numbers them. */
-  readonly ops: {
-    readonly DONE: number
-    readonly APPLY_PLAN: number
-    readonly CUSTOM_COMPRESS: number
-    readonly SUMMARIZE: number
-    readonly CALL_MODEL: number
-    readonly TEXT: number
-    readonly BUDGET_EXCEEDED: number
-    readonly LOOP_DETECTED: number
-    readonly INJECT_WARNING: number
-    readonly FIRST_TURN_WARNING: number
-    readonly TOOL_ROUND: number
-    readonly LOOP_STOP_RESULTS: number
-  }
+  readonly ops: { readonly DONE: number; readonly APPLY_PLAN: number; readonly CUSTOM_COMPRESS: number; readonly SUMMARIZE: number; readonly CALL_MODEL: number; readonly TEXT: number; readonly BUDGET_EXCEEDED: number; readonly LOOP_DETECTED: number; readonly INJECT_WARNING: number; readonly FIRST_TURN_WARNING: number; readonly TOOL_ROUND: number; readonly LOOP_STOP_RESULTS: number }
   /** The bits of a numeric action's kind. */
   readonly kindBits: number
   /** The code of a response the machine refused. */
@@ -88,59 +75,7 @@ export declare const runner: {
 /** The Agent machine's packed step word (lib/agent.js). */
 export declare const agent: {
   /** The step word's codes by name. */
-  readonly codes: {
-    readonly ACTION_MASK: number
-    readonly STATUS_SHIFT: number
-    readonly STATUS_MASK: number
-    readonly ADD_USAGE: number
-    readonly REWRITE_LAST_USER: number
-    readonly RETRY: number
-    readonly REPORT_OUTPUT: number
-    readonly COUNT_SPENT: number
-    readonly BUILD: number
-    readonly FAILED: number
-    readonly SUCCESS: number
-    readonly STRUCTURED: number
-    readonly MERGED: number
-    readonly LOOP_DETECTED: number
-    readonly BUDGET_EXCEEDED: number
-    readonly ABORTED: number
-    readonly TIMED_OUT: number
-    readonly HISTORY_SHIFT: number
-    readonly HISTORY_MASK: number
-    readonly HISTORY_COMMIT: number
-    readonly HISTORY_ROLLBACK: number
-    readonly BEFORE_RUN: number
-    readonly RUN_RUNNER: number
-    readonly VALIDATE: number
-    readonly AFTER_RUN: number
-    readonly TRACE: number
-    readonly FINISH: number
-    readonly PASS_ERROR: number
-    readonly EV_HOOK_RETURNED: number
-    readonly EV_RUNNER_DONE: number
-    readonly EV_RUNNER_ERROR: number
-    readonly EV_VALID: number
-    readonly EV_INVALID: number
-    readonly EV_AFTER_RUN_RETURNED: number
-    readonly EV_TRACE_EMITTED: number
-    readonly EV_THREW: number
-    readonly EV_BUDGET_EXCEEDED: number
-    readonly EV_LOOP_DETECTED: number
-    readonly EV_ABORTED: number
-    readonly EV_TIMED_OUT: number
-    readonly EV_CHANGED: number
-    readonly EV_HAS_USER: number
-    readonly EVENT_SPAN: number
-    readonly ENTRY_RUN: number
-    readonly ENTRY_PROMPT: number
-    readonly ENTRY_STREAM: number
-    readonly SETUP_BEFORE_RUN: number
-    readonly SETUP_AFTER_RUN: number
-    readonly SETUP_OUTPUT_SCHEMA: number
-    readonly SETUP_TRACE: number
-    readonly SETUP_DEFAULT_RETRIES: number
-  }
+  readonly codes: { readonly ACTION_MASK: number; readonly STATUS_SHIFT: number; readonly STATUS_MASK: number; readonly ADD_USAGE: number; readonly REWRITE_LAST_USER: number; readonly RETRY: number; readonly REPORT_OUTPUT: number; readonly COUNT_SPENT: number; readonly BUILD: number; readonly FAILED: number; readonly SUCCESS: number; readonly STRUCTURED: number; readonly MERGED: number; readonly LOOP_DETECTED: number; readonly BUDGET_EXCEEDED: number; readonly ABORTED: number; readonly TIMED_OUT: number; readonly HISTORY_SHIFT: number; readonly HISTORY_MASK: number; readonly HISTORY_COMMIT: number; readonly HISTORY_ROLLBACK: number; readonly BEFORE_RUN: number; readonly RUN_RUNNER: number; readonly VALIDATE: number; readonly AFTER_RUN: number; readonly TRACE: number; readonly FINISH: number; readonly PASS_ERROR: number; readonly EV_HOOK_RETURNED: number; readonly EV_RUNNER_DONE: number; readonly EV_RUNNER_ERROR: number; readonly EV_VALID: number; readonly EV_INVALID: number; readonly EV_AFTER_RUN_RETURNED: number; readonly EV_TRACE_EMITTED: number; readonly EV_THREW: number; readonly EV_BUDGET_EXCEEDED: number; readonly EV_LOOP_DETECTED: number; readonly EV_ABORTED: number; readonly EV_TIMED_OUT: number; readonly EV_CHANGED: number; readonly EV_HAS_USER: number; readonly EVENT_SPAN: number; readonly ENTRY_RUN: number; readonly ENTRY_PROMPT: number; readonly ENTRY_STREAM: number; readonly SETUP_BEFORE_RUN: number; readonly SETUP_AFTER_RUN: number; readonly SETUP_OUTPUT_SCHEMA: number; readonly SETUP_TRACE: number; readonly SETUP_DEFAULT_RETRIES: number }
   /** The lifecycle status names, by their code on the wire. */
   readonly statuses: readonly ["idle", "running", "completed", "error"]
   /** The runner's `agentRole` without a system prompt. */
@@ -185,220 +120,31 @@ export declare const builtin: {
   readonly tools: ReadonlyArray<{
     readonly name: "bash"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "command"
-      readonly type: "string"
-      readonly description: "The bash command to execute."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "timeout"
-      readonly type: "number"
-      readonly description: string
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "cwd"
-      readonly type: "string"
-      readonly description: "Working directory in which to run the command."
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "command"; readonly type: "string"; readonly description: "The bash command to execute."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "timeout"; readonly type: "number"; readonly description: string; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "cwd"; readonly type: "string"; readonly description: "Working directory in which to run the command."; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null }>
   } | {
     readonly name: "file_read"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "path"
-      readonly type: "string"
-      readonly description: "Absolute path to the file to read."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "offset"
-      readonly type: "number"
-      readonly description: string
-      readonly required: false
-      readonly int: true
-      readonly gte: number
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "limit"
-      readonly type: "number"
-      readonly description: string
-      readonly required: false
-      readonly int: true
-      readonly gte: null
-      readonly gt: number
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "path"; readonly type: "string"; readonly description: "Absolute path to the file to read."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "offset"; readonly type: "number"; readonly description: string; readonly required: false; readonly int: true; readonly gte: number; readonly gt: null; readonly minLength: null } | { readonly name: "limit"; readonly type: "number"; readonly description: string; readonly required: false; readonly int: true; readonly gte: null; readonly gt: number; readonly minLength: null }>
   } | {
     readonly name: "file_write"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "path"
-      readonly type: "string"
-      readonly description: "Absolute path to the file to write. The path must be absolute (starting with /)."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "content"
-      readonly type: "string"
-      readonly description: "The full content to write to the file."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "path"; readonly type: "string"; readonly description: "Absolute path to the file to write. The path must be absolute (starting with /)."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "content"; readonly type: "string"; readonly description: "The full content to write to the file."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null }>
   } | {
     readonly name: "file_edit"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "path"
-      readonly type: "string"
-      readonly description: "Absolute path to the file to edit."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "old_string"
-      readonly type: "string"
-      readonly description: string
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "new_string"
-      readonly type: "string"
-      readonly description: "The replacement string that will be inserted in place of `old_string`."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "replace_all"
-      readonly type: "boolean"
-      readonly description: string
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "path"; readonly type: "string"; readonly description: "Absolute path to the file to edit."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "old_string"; readonly type: "string"; readonly description: string; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "new_string"; readonly type: "string"; readonly description: "The replacement string that will be inserted in place of `old_string`."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "replace_all"; readonly type: "boolean"; readonly description: string; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null }>
   } | {
     readonly name: "grep"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "pattern"
-      readonly type: "string"
-      readonly description: "Regular expression pattern to search for in file contents."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "path"
-      readonly type: "string"
-      readonly description: string
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "glob"
-      readonly type: "string"
-      readonly description: string
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "maxResults"
-      readonly type: "number"
-      readonly description: "Maximum number of matching lines to return. Defaults to 100."
-      readonly required: false
-      readonly int: true
-      readonly gte: null
-      readonly gt: number
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "pattern"; readonly type: "string"; readonly description: "Regular expression pattern to search for in file contents."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "path"; readonly type: "string"; readonly description: string; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "glob"; readonly type: "string"; readonly description: string; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "maxResults"; readonly type: "number"; readonly description: "Maximum number of matching lines to return. Defaults to 100."; readonly required: false; readonly int: true; readonly gte: null; readonly gt: number; readonly minLength: null }>
   } | {
     readonly name: "glob"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "path"
-      readonly type: "string"
-      readonly description: "Absolute directory or file path to list. Defaults to the tool working directory."
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "pattern"
-      readonly type: "string"
-      readonly description: string
-      readonly required: false
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: null
-    } | {
-      readonly name: "maxFiles"
-      readonly type: "number"
-      readonly description: "Maximum number of file paths to return. Defaults to 500."
-      readonly required: false
-      readonly int: true
-      readonly gte: null
-      readonly gt: number
-      readonly minLength: null
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "path"; readonly type: "string"; readonly description: "Absolute directory or file path to list. Defaults to the tool working directory."; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "pattern"; readonly type: "string"; readonly description: string; readonly required: false; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: null } | { readonly name: "maxFiles"; readonly type: "number"; readonly description: "Maximum number of file paths to return. Defaults to 500."; readonly required: false; readonly int: true; readonly gte: null; readonly gt: number; readonly minLength: null }>
   } | {
     readonly name: "delegate_to_agent"
     readonly description: string
-    readonly fields: ReadonlyArray<{
-      readonly name: "target_agent"
-      readonly type: "string"
-      readonly description: "Name of the team agent to run the sub-task."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: number
-    } | {
-      readonly name: "prompt"
-      readonly type: "string"
-      readonly description: "Instructions / question for the target agent."
-      readonly required: true
-      readonly int: false
-      readonly gte: null
-      readonly gt: null
-      readonly minLength: number
-    }>
+    readonly fields: ReadonlyArray<{ readonly name: "target_agent"; readonly type: "string"; readonly description: "Name of the team agent to run the sub-task."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: number } | { readonly name: "prompt"; readonly type: "string"; readonly description: "Instructions / question for the target agent."; readonly required: true; readonly int: false; readonly gte: null; readonly gt: null; readonly minLength: number }>
   }>
   /** grep's `maxResults` when unset. */
   readonly defaultMaxResults: number
@@ -417,67 +163,13 @@ export declare const builtin: {
 /** The ToolExecutor machine's protocol as the JS driver walks it (lib/tools.js). */
 export declare const executor: {
   /** What each step asks for, by name. */
-  readonly actions: {
-    readonly LOOKUP: number
-    readonly CHECK_ABORT: number
-    readonly CHECK_INPUT: number
-    readonly EXECUTE: number
-    readonly PARSE_OUTPUT: number
-    readonly READ_LIMIT: number
-    readonly RETURN_RESULT: number
-    readonly RETURN_CUT: number
-    readonly RETURN_ERROR: number
-    readonly CALL_GATE: number
-  }
+  readonly actions: { readonly LOOKUP: number; readonly CHECK_ABORT: number; readonly CHECK_INPUT: number; readonly EXECUTE: number; readonly PARSE_OUTPUT: number; readonly READ_LIMIT: number; readonly RETURN_RESULT: number; readonly RETURN_CUT: number; readonly RETURN_ERROR: number; readonly CALL_GATE: number }
   /** The answers' codes by name. */
-  readonly answers: {
-    readonly FOUND: number
-    readonly MISSING: number
-    readonly NOT_ABORTED: number
-    readonly ABORTED: number
-    readonly INPUT_VALID: number
-    readonly INPUT_INVALID: number
-    readonly INPUT_UNREADABLE: number
-    readonly INPUT_NOT_JSON: number
-    readonly BUILTIN_INPUT: number
-    readonly RETURNED: number
-    readonly RETURNED_IS_ERROR: number
-    readonly BAD_RESULT: number
-    readonly THREW: number
-    readonly OUTPUT_VALID: number
-    readonly OUTPUT_INVALID: number
-    readonly LIMIT_FITS: number
-    readonly LIMIT: number
-    readonly DECISION: number
-    readonly TIMED_OUT: number
-  }
+  readonly answers: { readonly FOUND: number; readonly MISSING: number; readonly NOT_ABORTED: number; readonly ABORTED: number; readonly INPUT_VALID: number; readonly INPUT_INVALID: number; readonly INPUT_UNREADABLE: number; readonly INPUT_NOT_JSON: number; readonly BUILTIN_INPUT: number; readonly RETURNED: number; readonly RETURNED_IS_ERROR: number; readonly BAD_RESULT: number; readonly THREW: number; readonly OUTPUT_VALID: number; readonly OUTPUT_INVALID: number; readonly LIMIT_FITS: number; readonly LIMIT: number; readonly DECISION: number; readonly TIMED_OUT: number }
   /** The sub-codes of a `BAD_RESULT` answer (its `num` argument). */
-  readonly badResults: {
-    readonly NULLISH: number
-    readonly NOT_OBJECT: number
-    readonly DATA_NOT_STRING: number
-  }
+  readonly badResults: { readonly NULLISH: number; readonly NOT_OBJECT: number; readonly DATA_NOT_STRING: number }
   /** The steps' codes by name. */
-  readonly steps: {
-    readonly Lookup: number
-    readonly AbortBeforeInput: number
-    readonly CheckInput: number
-    readonly AbortBeforeExecute: number
-    readonly Execute: number
-    readonly CheckOutput: number
-    readonly LimitResult: number
-    readonly LimitError: number
-    readonly ReturnResult: number
-    readonly ReturnCut: number
-    readonly ReturnError: number
-    readonly GatedLookup: number
-    readonly GatedAbortBeforeInput: number
-    readonly GatedCheckInput: number
-    readonly AbortBeforeGate: number
-    readonly Gate: number
-    readonly AbortAfterGate: number
-    readonly AbortAfterRefusal: number
-  }
+  readonly steps: { readonly Lookup: number; readonly AbortBeforeInput: number; readonly CheckInput: number; readonly AbortBeforeExecute: number; readonly Execute: number; readonly CheckOutput: number; readonly LimitResult: number; readonly LimitError: number; readonly ReturnResult: number; readonly ReturnCut: number; readonly ReturnError: number; readonly GatedLookup: number; readonly GatedAbortBeforeInput: number; readonly GatedCheckInput: number; readonly AbortBeforeGate: number; readonly Gate: number; readonly AbortAfterGate: number; readonly AbortAfterRefusal: number }
   /** Each step's action. */
   readonly stepAction: ReadonlyArray<number>
   /** `next[step * answers + answer]`: the next step for an answer without data, `decide` when the machine must see the answer, `invalid` when the step does not take it. */
@@ -487,12 +179,7 @@ export declare const executor: {
   /** The `next` entry of an answer the step does not take. */
   readonly invalid: number
   /** The bits of a `DECISION` answer's `num`. */
-  readonly decisionBits: {
-    readonly OBJECT: number
-    readonly ACTION_STRING: number
-    readonly REASON_STRING: number
-    readonly REASON_OTHER: number
-  }
+  readonly decisionBits: { readonly OBJECT: number; readonly ACTION_STRING: number; readonly REASON_STRING: number; readonly REASON_OTHER: number }
   /** `maxConcurrency` when unset. */
   readonly defaultMaxConcurrency: number
   /** A call whose gate or tool was running when its signal fired. */
@@ -549,12 +236,7 @@ export declare const llm: {
   /** The 4xx statuses a call is retried on. */
   readonly retryable4xx: readonly [number, number, number]
   /** `EgressPolicyError.code` by `reason`. */
-  readonly egressCodes: {
-    readonly "invalid-policy": "INVALID_EGRESS_POLICY"
-    readonly denied: "EGRESS_POLICY_DENIED"
-    readonly unsupported: "EGRESS_POLICY_UNSUPPORTED"
-    readonly "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED"
-  }
+  readonly egressCodes: { readonly "invalid-policy": "INVALID_EGRESS_POLICY"; readonly denied: "EGRESS_POLICY_DENIED"; readonly unsupported: "EGRESS_POLICY_UNSUPPORTED"; readonly "unresolved-target": "EGRESS_POLICY_TARGET_UNRESOLVED" }
   /** `LLMCallTimeoutError.code`. */
   readonly callTimeoutCode: "LLM_CALL_TIMEOUT"
   /** `LLMCallTimeoutError`'s message for an agent. */

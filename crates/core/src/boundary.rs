@@ -506,6 +506,17 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{end}])");
         }
+        // A record of scalars (a tool's input field, a table's row) on one line: the rows of a
+        // table then read as rows, and a generated file does not repeat six-line runs of them.
+        Value::Map(pairs) if pairs.iter().all(|(_, v)| is_scalar(v)) => {
+            out.push_str("Object.freeze({");
+            for (i, (k, item)) in pairs.iter().enumerate() {
+                out.push_str(if i == 0 { " " } else { ", " });
+                let _ = write!(out, "{}: ", key(k));
+                render_value(out, item, indent);
+            }
+            out.push_str(if pairs.is_empty() { "})" } else { " })" });
+        }
         Value::Map(pairs) => {
             out.push_str("Object.freeze({\n");
             for (k, item) in pairs {
@@ -618,6 +629,15 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
                 render_type(out, item, indent);
             }
             out.push(']');
+        }
+        Value::Map(pairs) if pairs.iter().all(|(_, v)| is_scalar(v)) => {
+            out.push('{');
+            for (i, (k, item)) in pairs.iter().enumerate() {
+                out.push_str(if i == 0 { " " } else { "; " });
+                let _ = write!(out, "readonly {}: ", key(k));
+                render_type(out, item, indent);
+            }
+            out.push_str(if pairs.is_empty() { "}" } else { " }" });
         }
         Value::Map(pairs) => {
             out.push_str("{\n");
@@ -734,8 +754,12 @@ mod tests {
             .item("m", "M.", Value::map([("not-id", 1u32)]))];
         let js = render_js(&s);
         assert!(js.contains("n: 3,") && js.contains("l: Object.freeze([\"a\", \"b\"]),"), "{js}");
-        assert!(js.contains("\"not-id\": 1,") && js.contains("module.exports = Object.freeze({ t })"), "{js}");
+        assert!(
+            js.contains("m: Object.freeze({ \"not-id\": 1 }),") && js.contains("module.exports = Object.freeze({ t })"),
+            "{js}"
+        );
         let dts = render_dts(&s);
         assert!(dts.contains("readonly n: number") && dts.contains("readonly l: readonly [\"a\", \"b\"]"), "{dts}");
+        assert!(dts.contains("readonly m: { readonly \"not-id\": number }"), "{dts}");
     }
 }
