@@ -5,12 +5,13 @@
 //! The driver (`lib/agent.js`) holds everything that is the user's JS: the hooks, the runner,
 //! the Zod schema, the messages and results (built in the caller's realm). It starts a run with
 //! [`AgentRun::start`], performs the [`Action`] of each [`Step`] and reports what happened with
-//! [`AgentRun::respond`], until [`Action::Finish`]. Nothing else decides.
+//! [`AgentRun::answer`], until [`Action::Finish`]. Nothing else decides. This is the protocol of
+//! every machine of the kernel (`crate::protocol`).
 //!
 //! Every event kind has one answer per phase; any other event is an [`AgentError`] (a driver
 //! bug), and leaves the machine as it was.
 //!
-//! The machine is a small `Copy` value, and `respond` a pure function of it and the event: the
+//! The machine is a small `Copy` value, and `answer` a pure function of it and the event: the
 //! binding hands it to JS packed with each step in one number ([`wire::pack`]), so a run keeps
 //! no native state and needs no release, and the driver may remember answers that carry no text
 //! (a run without hooks or schema then costs no crossing at steady state).
@@ -36,6 +37,7 @@
 use std::fmt;
 
 use super::structured_output::{extract_json, feedback_text};
+use crate::protocol::Unexpected;
 
 /// How the run was entered (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,8 +319,9 @@ const PHASES: [Phase; 8] = [
 /// A driver's mistake: the machine was told something it cannot have asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentError {
-    /// `event` is not an answer to what the machine asked for in `phase`.
-    Unexpected { phase: Phase, event: EventKind },
+    /// An event (`got`) that is not an answer to what the machine asked for in its phase
+    /// (`awaiting`).
+    Unexpected(Unexpected<Phase, EventKind>),
     /// The runner result of a structured-output run came without the output's text.
     MissingOutput,
     /// A packed machine or event that no machine produced.
@@ -328,8 +331,8 @@ pub enum AgentError {
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AgentError::Unexpected { phase, event } => {
-                write!(f, "oma-kernel: agent driver error: {event:?} reported while waiting in phase {phase:?}")
+            AgentError::Unexpected(Unexpected { awaiting, got }) => {
+                write!(f, "oma-kernel: agent driver error: {got:?} reported while waiting in phase {awaiting:?}")
             }
             AgentError::MissingOutput => {
                 write!(f, "oma-kernel: agent driver error: the runner result was reported without its output")
@@ -362,6 +365,7 @@ impl AgentRun {
         (run, Step { status: Some(Status::Running), add_usage: false, action })
     }
 
+    /// What the machine waits for: the phase whose reports it takes.
     pub fn phase(&self) -> Phase {
         self.phase
     }
@@ -370,9 +374,10 @@ impl AgentRun {
         self.setup
     }
 
-    /// The machine's answer to `event`. An event that answers nothing the machine asked for is
-    /// an error, and leaves the machine as it was.
-    pub fn respond(&mut self, event: Event) -> Result<Step, AgentError> {
+    /// Takes the driver's report of the last step's action; the next step. An event that
+    /// answers nothing the machine asked for is [`AgentError::Unexpected`], and leaves the
+    /// machine as it was.
+    pub fn answer(&mut self, event: Event) -> Result<Step, AgentError> {
         let step = |status, action| Step { status, add_usage: false, action };
         match (self.phase, event) {
             (Phase::Hook, Event::HookReturned { changed, has_user }) => {
@@ -416,7 +421,7 @@ impl AgentRun {
                 Phase::Hook | Phase::Runner | Phase::AfterRun | Phase::Trace | Phase::Built,
                 Event::Threw { timed_out },
             ) => Ok(self.failed(timed_out)),
-            (phase, event) => Err(AgentError::Unexpected { phase, event: event.kind() }),
+            (phase, event) => Err(AgentError::Unexpected(Unexpected { awaiting: phase, got: event.kind() })),
         }
     }
 
@@ -1034,7 +1039,7 @@ mod tests {
                 _ => None,
             };
             let event = wire::event_from(wire::event_code(&event), text).unwrap();
-            let step = run.respond(event).unwrap();
+            let step = run.answer(event).unwrap();
             word = through_wire(&run, &step);
         }
     }
@@ -1359,7 +1364,7 @@ mod tests {
         assert_eq!(log.runner_calls, [outgoing(false)]);
         // Nothing to rewrite without a user message.
         let (mut run, _) = AgentRun::start(s);
-        let step = run.respond(Event::HookReturned { changed: true, has_user: false }).unwrap();
+        let step = run.answer(Event::HookReturned { changed: true, has_user: false }).unwrap();
         assert_eq!(step.action, Action::RunRunner { conversation: outgoing(false), report_output: false });
     }
 
@@ -1429,26 +1434,26 @@ mod tests {
         assert!(!log.steps.iter().any(|s| matches!(s.action, Action::Trace { .. })));
 
         let (mut run, _) = AgentRun::start(s);
-        let step = run.respond(Event::RunnerError).unwrap();
+        let step = run.answer(Event::RunnerError).unwrap();
         assert_eq!(step, Step { status: Some(Status::Error), add_usage: false, action: Action::PassError });
         assert_eq!(run.phase(), Phase::Runner);
 
         // A throw after `done` (with afterRun: the result was built before) still fails it.
         s.after_run = true;
         let (mut run, _) = AgentRun::start(s);
-        run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
-        let step = run.respond(Event::AfterRunReturned).unwrap();
+        run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        let step = run.answer(Event::AfterRunReturned).unwrap();
         assert_eq!(step.action, Action::Finish { build: None, history: History::Untouched });
-        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        let step = run.answer(Event::Threw { timed_out: false }).unwrap();
         assert_eq!(step.status, Some(Status::Error));
     }
 
     #[test]
     fn a_result_that_cannot_be_built_fails_the_run() {
         let (mut run, _) = AgentRun::start(setup(Entry::Prompt));
-        let step = run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        let step = run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
         assert!(matches!(step.action, Action::Finish { build: Some(_), history: History::Commit }));
-        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        let step = run.answer(Event::Threw { timed_out: false }).unwrap();
         assert_eq!(
             step,
             Step {
@@ -1459,7 +1464,7 @@ mod tests {
         );
         // The failed result is built from the error alone: nothing more to report.
         assert_eq!(run.phase(), Phase::Done);
-        assert!(run.respond(Event::Threw { timed_out: false }).is_err());
+        assert!(run.answer(Event::Threw { timed_out: false }).is_err());
     }
 
     #[test]
@@ -1467,19 +1472,19 @@ mod tests {
         let (mut run, _) = AgentRun::start(setup(Entry::Run));
         let before = run;
         assert_eq!(
-            run.respond(Event::Valid),
-            Err(AgentError::Unexpected { phase: Phase::Runner, event: EventKind::Valid })
+            run.answer(Event::Valid),
+            Err(AgentError::Unexpected(Unexpected { awaiting: Phase::Runner, got: EventKind::Valid }))
         );
         assert_eq!(
-            run.respond(Event::RunnerError).unwrap_err(),
-            AgentError::Unexpected { phase: Phase::Runner, event: EventKind::RunnerError }
+            run.answer(Event::RunnerError).unwrap_err(),
+            AgentError::Unexpected(Unexpected { awaiting: Phase::Runner, got: EventKind::RunnerError })
         );
         assert_eq!(run, before);
         let mut s = setup(Entry::Run);
         s.output_schema = true;
         let (mut run, _) = AgentRun::start(s);
         assert_eq!(
-            run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }),
+            run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }),
             Err(AgentError::MissingOutput)
         );
         assert_eq!(wire::unpack(-1.0), Err(AgentError::Malformed("machine word")));

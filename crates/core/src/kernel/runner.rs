@@ -52,6 +52,7 @@ use super::message::{
     Strictness, Usage,
 };
 use super::tokens::estimate_tokens;
+use crate::protocol::Unexpected;
 
 pub const W_TOOL: &str = "WARNING: You appear to be repeating the same tool calls with identical arguments. This suggests you are stuck in a loop. Please try a different approach, use different parameters, or explain what you are trying to accomplish.";
 pub const W_TEXT: &str = "WARNING: You appear to be generating the same response repeatedly. This suggests you are stuck in a loop. Please try a different approach or provide new information.";
@@ -359,11 +360,10 @@ impl ToolRound<'_> {
     /// Takes the outcome of call `index` (a later one for the same index replaces it); an index
     /// the round does not have is [`DriverError::Unexpected`].
     pub fn answer(&mut self, index: usize, outcome: ToolOutcome) -> Result<(), DriverError> {
-        let slot = self
-            .m
-            .results
-            .get_mut(index)
-            .ok_or(DriverError::Unexpected { awaiting: Awaiting::ToolResults, got: Awaiting::ToolResults })?;
+        let slot = self.m.results.get_mut(index).ok_or(DriverError::Unexpected(Unexpected {
+            awaiting: Awaiting::ToolResults,
+            got: Awaiting::ToolResults,
+        }))?;
         let usage = outcome.usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
         *slot = Some(ToolOutcome { usage, ..outcome });
         Ok(())
@@ -409,7 +409,7 @@ impl Pending<'_> {
     /// The refusal of an answer to `got` given while the machine waits for this: the error a
     /// driver that answers by kind (the binding) reports for a wrong one.
     pub fn refuse(&self, got: Awaiting) -> DriverError {
-        DriverError::Unexpected { awaiting: self.awaiting(), got }
+        DriverError::Unexpected(Unexpected { awaiting: self.awaiting(), got })
     }
 }
 
@@ -569,7 +569,7 @@ pub enum DriverError {
     /// An answer (to `got`) the machine is not waiting for, or a tool result for a call the
     /// round does not have: a driver bug, possible only for a driver that answers by kind
     /// ([`Pending::refuse`]); the handles cannot give it.
-    Unexpected { awaiting: Awaiting, got: Awaiting },
+    Unexpected(Unexpected<Awaiting, Awaiting>),
     /// The user's value was refused; the text is the run's error message.
     Rejected(String),
 }
@@ -578,7 +578,7 @@ impl std::fmt::Display for DriverError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DriverError::Unanswered(a) => write!(f, "driver error: {} not reported", a.awaited()),
-            DriverError::Unexpected { awaiting, got } => {
+            DriverError::Unexpected(Unexpected { awaiting, got }) => {
                 write!(f, "driver error: unexpected {} while waiting for {}", got.answer(), awaiting.awaited())
             }
             DriverError::Rejected(msg) => f.write_str(msg),

@@ -13,10 +13,10 @@
 //! [`Step::Execute`] but through an allow the machine read at [`Step::Gate`]: a driver cannot
 //! skip the gate by answering the plain steps.
 //!
-//! The machine asks for one thing at a time ([`Action`]); the driver performs it (the JS shim:
-//! it looks the tool up, reads the abort signal, calls the user's Zod `safeParse` or the
-//! native JSON Schema validator, awaits `execute`, reads `maxOutputChars`) and answers through
-//! [`ToolCall::answer`]. Values stay with the driver (the parsed input, the tool's result
+//! The machine asks for one thing at a time ([`ToolCall::poll`], an [`Action`]); the driver
+//! performs it (the JS shim: it looks the tool up, reads the abort signal, calls the user's Zod
+//! `safeParse` or the native JSON Schema validator, awaits `execute`, reads `maxOutputChars`)
+//! and answers through [`ToolCall::answer`], which hands back the next action. Values stay with the driver (the parsed input, the tool's result
 //! object); the machine sees only what it decides on.
 //!
 //! The machine's state is its [`Step`] plus, while the output limit of an error text is read,
@@ -27,6 +27,7 @@
 
 use crate::json::js_number;
 use crate::kernel::truncate::truncate_tool_output;
+use crate::protocol::Unexpected;
 use crate::tool::builtin::input::{self, InputView, ToolInput};
 
 /// One issue of an input or output check: `path` is the issue's path joined with `.`.
@@ -555,16 +556,13 @@ pub mod wire {
     }
 }
 
-/// An answer the current step does not take (a driver bug).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Misuse {
-    pub step: Step,
-    pub answer: AnswerKind,
-}
+/// An answer the current step does not take (a driver bug): the machines' one misuse error
+/// (`crate::protocol`), awaiting a step's answer.
+pub type Misuse = Unexpected<Step, AnswerKind>;
 
 impl std::fmt::Display for Misuse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the tool executor cannot take {} at step {:?}", self.answer.name(), self.step)
+        write!(f, "the tool executor cannot take {} at step {:?}", self.got.name(), self.awaiting)
     }
 }
 
@@ -616,7 +614,8 @@ impl ToolCall {
         &self.text
     }
 
-    pub fn action(&self) -> Action<'_> {
+    /// What the machine asks for now, with the data it holds for it.
+    pub fn poll(&self) -> Action<'_> {
         match self.step.action_kind() {
             ActionKind::Lookup => Action::Lookup,
             ActionKind::CheckAbort => Action::CheckAbort,
@@ -631,15 +630,16 @@ impl ToolCall {
         }
     }
 
-    /// The one entry: the driver's answer to the current action; the next action.
+    /// The one entry: the driver's answer to the current action ([`ToolCall::poll`]); the next
+    /// action.
     pub fn answer(&mut self, answer: Answer) -> Result<Action<'_>, Misuse> {
         let kind = answer.kind();
         match transition(self.step, kind) {
-            Transition::Invalid => return Err(Misuse { step: self.step, answer: kind }),
+            Transition::Invalid => return Err(Misuse { awaiting: self.step, got: kind }),
             Transition::To(next) => self.step = next,
             Transition::Decide => self.decide(answer),
         }
-        Ok(self.action())
+        Ok(self.poll())
     }
 
     fn fail(&mut self, text: String) {
@@ -782,7 +782,7 @@ mod tests {
             seen.push(kind);
             call.answer(answer).unwrap();
         }
-        let end = match call.action() {
+        let end = match call.poll() {
             Action::ReturnError(t) => Action::ReturnError(Box::leak(t.to_string().into_boxed_str())),
             other => other.clone_static(),
         };
@@ -1063,12 +1063,12 @@ mod tests {
         let mut call = ToolCall::new("t");
         assert_eq!(
             call.answer(Answer::OutputValid),
-            Err(Misuse { step: Step::Lookup, answer: AnswerKind::OutputValid })
+            Err(Misuse { awaiting: Step::Lookup, got: AnswerKind::OutputValid })
         );
         let mut done = ToolCall::resume("t", Step::ReturnResult, "");
         assert!(done.answer(Answer::Found).is_err());
         assert_eq!(
-            Misuse { step: Step::Execute, answer: AnswerKind::Found }.to_string(),
+            Misuse { awaiting: Step::Execute, got: AnswerKind::Found }.to_string(),
             "the tool executor cannot take FOUND at step Execute"
         );
     }
@@ -1223,12 +1223,12 @@ mod tests {
         // The gated copies of the early steps keep their texts.
         let mut call = ToolCall::gated("nope");
         call.answer(Answer::Missing).unwrap();
-        assert_eq!(call.action(), Action::ReturnError("Tool \"nope\" is not registered in the ToolRegistry."));
+        assert_eq!(call.poll(), Action::ReturnError("Tool \"nope\" is not registered in the ToolRegistry."));
         let (_, end, _) = gated(vec![]);
         assert_eq!(end, Action::CallGate);
         let mut call = ToolCall::resume("t", Step::AbortBeforeGate, "");
         call.answer(Answer::Aborted).unwrap();
-        assert_eq!(call.action(), Action::ReturnError("Tool \"t\" was aborted before execution began."));
+        assert_eq!(call.poll(), Action::ReturnError("Tool \"t\" was aborted before execution began."));
     }
 
     /// The native enforcement: from a gated call's first step, no sequence of data-free
