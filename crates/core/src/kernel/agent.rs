@@ -534,6 +534,144 @@ impl History {
     }
 }
 
+/// What the machine waits for, with the handle that reports it: the typed form of
+/// [`AgentRun::answer`] for a Rust driver, in the style of the runner's `Pending`. Each handle
+/// takes only the events its phase takes, so a report of the wrong kind does not compile. (The
+/// JS driver reports by event code through the binding, `wire::event_from`, and a wrong one is
+/// [`AgentError::Unexpected`].)
+///
+/// A verdict given while beforeRun is awaited does not compile:
+///
+/// ```compile_fail,E0599
+/// use oma_core::kernel::agent::{AgentRun, Entry, Pending, Setup};
+/// let mut setup = Setup::new(Entry::Run);
+/// setup.before_run = true;
+/// let (mut run, _) = AgentRun::start(setup);
+/// if let Pending::BeforeRun(hook) = run.pending() {
+///     hook.valid();
+/// }
+/// ```
+#[derive(Debug)]
+pub enum Pending<'a> {
+    /// [`Action::BeforeRun`].
+    BeforeRun(HookCall<'a>),
+    /// [`Action::RunRunner`].
+    Runner(RunnerCall<'a>),
+    /// [`Action::Validate`].
+    Verdict(Validation<'a>),
+    /// [`Action::AfterRun`].
+    AfterRun(AfterRunCall<'a>),
+    /// [`Action::Trace`] (of a result, or of the failed result).
+    Trace(TraceCall<'a>),
+    /// [`Action::Finish`] was handed out, and a throw still fails the run ([`Phase::Built`]).
+    Built(Building<'a>),
+    /// The run is over.
+    Done,
+}
+
+/// Reports an event the handle's phase takes: the machine cannot refuse it.
+fn taken(run: &mut AgentRun, event: Event) -> Step {
+    run.answer(event).expect("the handle's phase takes this event")
+}
+
+/// The beforeRun hook's handle.
+#[derive(Debug)]
+pub struct HookCall<'a>(&'a mut AgentRun);
+
+impl HookCall<'_> {
+    /// The hook returned a context (see [`Event::HookReturned`]).
+    pub fn returned(self, changed: bool, has_user: bool) -> Step {
+        taken(self.0, Event::HookReturned { changed, has_user })
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The runner run's handle.
+#[derive(Debug)]
+pub struct RunnerCall<'a>(&'a mut AgentRun);
+
+impl RunnerCall<'_> {
+    /// The runner finished (see [`Event::RunnerDone`]); a structured run's result without its
+    /// output is [`AgentError::MissingOutput`].
+    pub fn done(self, flags: RunFlags, timed_out: bool, output: Option<&str>) -> Result<Step, AgentError> {
+        self.0.answer(Event::RunnerDone { flags, timed_out, output })
+    }
+    /// `stream`: the runner yielded an `error` event (any other entry: [`AgentError::Unexpected`]).
+    pub fn error(self) -> Result<Step, AgentError> {
+        self.0.answer(Event::RunnerError)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The structured output's validation handle.
+#[derive(Debug)]
+pub struct Validation<'a>(&'a mut AgentRun);
+
+impl Validation<'_> {
+    pub fn valid(self) -> Step {
+        taken(self.0, Event::Valid)
+    }
+    /// The parse or the schema failed with `message`.
+    pub fn invalid(self, message: &str) -> Step {
+        taken(self.0, Event::Invalid { message })
+    }
+}
+
+/// The afterRun hook's handle.
+#[derive(Debug)]
+pub struct AfterRunCall<'a>(&'a mut AgentRun);
+
+impl AfterRunCall<'_> {
+    pub fn returned(self) -> Step {
+        taken(self.0, Event::AfterRunReturned)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The agent trace's handle.
+#[derive(Debug)]
+pub struct TraceCall<'a>(&'a mut AgentRun);
+
+impl TraceCall<'_> {
+    pub fn emitted(self) -> Step {
+        taken(self.0, Event::TraceEmitted)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The handle while the finished run's result is built.
+#[derive(Debug)]
+pub struct Building<'a>(&'a mut AgentRun);
+
+impl Building<'_> {
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+impl AgentRun {
+    /// The handle that reports what the machine waits for (see [`Pending`]).
+    pub fn pending(&mut self) -> Pending<'_> {
+        match self.phase {
+            Phase::Hook => Pending::BeforeRun(HookCall(self)),
+            Phase::Runner => Pending::Runner(RunnerCall(self)),
+            Phase::Verdict => Pending::Verdict(Validation(self)),
+            Phase::AfterRun => Pending::AfterRun(AfterRunCall(self)),
+            Phase::Trace | Phase::FailedTrace => Pending::Trace(TraceCall(self)),
+            Phase::Built => Pending::Built(Building(self)),
+            Phase::Done => Pending::Done,
+        }
+    }
+}
+
 /// The packed forms the binding exchanges with the driver, defined here only (the driver reads
 /// the codes from `lib/generated/boundary.js` (`crate::boundary`) and decodes them in `lib/agent.js`):
 ///
@@ -1492,6 +1630,38 @@ mod tests {
         assert!(wire::event_from(0, None).is_err());
         assert!(wire::setup_from(3).is_err());
         assert!(wire::setup_code(Setup { retries: 8, ..setup(Entry::Run) }).is_none());
+    }
+
+    #[test]
+    fn the_typed_handles_drive_a_structured_run_with_a_retry_and_hooks() {
+        let mut s = setup(Entry::Prompt);
+        s.before_run = true;
+        s.after_run = true;
+        s.output_schema = true;
+        s.trace = true;
+        let (mut run, step) = AgentRun::start(s);
+        assert_eq!(step.action, Action::BeforeRun);
+        let Pending::BeforeRun(hook) = run.pending() else { panic!("{:?}", run.phase()) };
+        assert!(matches!(hook.returned(false, true).action, Action::RunRunner { report_output: true, .. }));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        // A structured run's result needs its output.
+        assert_eq!(runner.done(NONE, false, None), Err(AgentError::MissingOutput));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        let step = runner.done(NONE, false, Some("not json")).unwrap();
+        assert!(matches!(step.action, Action::RunRunner { conversation: Conversation::Retry { .. }, .. }));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        // Outside `stream`, the runner's error event is not an answer.
+        assert!(matches!(runner.error(), Err(AgentError::Unexpected(_))));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        let step = runner.done(NONE, false, Some(r#"{"a":1}"#)).unwrap();
+        assert_eq!(step.action, Action::Validate { json: r#"{"a":1}"#.into() });
+        let Pending::Verdict(verdict) = run.pending() else { panic!() };
+        assert!(matches!(verdict.valid().action, Action::AfterRun { build: Some(_) }));
+        let Pending::AfterRun(after) = run.pending() else { panic!() };
+        assert!(matches!(after.returned().action, Action::Trace { build: None }));
+        let Pending::Trace(trace) = run.pending() else { panic!() };
+        assert_eq!(trace.emitted().action, Action::Finish { build: None, history: History::Commit });
+        assert!(matches!(run.pending(), Pending::Done));
     }
 
     #[test]
