@@ -740,6 +740,122 @@ impl ToolCall {
     }
 }
 
+/// What the call waits for, with the handle that answers it: the typed form of
+/// [`ToolCall::answer`] for a Rust driver, in the style of the runner's `Pending`. Each handle
+/// takes only the answers its action takes (the [`transition`] table stays the one definition:
+/// a test ties every handle's answers to it), so an answer of the wrong kind does not compile.
+/// The JS driver answers by kind through the binding, and a wrong one is a [`Misuse`].
+///
+/// An input verdict given to the lookup does not compile:
+///
+/// ```compile_fail,E0599
+/// use oma_core::tool::executor::{Pending, ToolCall};
+/// let mut call = ToolCall::new("t");
+/// if let Pending::Lookup(lookup) = call.pending() {
+///     lookup.valid();
+/// }
+/// ```
+#[derive(Debug)]
+pub enum Pending<'c> {
+    Lookup(Lookup<'c>),
+    CheckAbort(AbortCheck<'c>),
+    CheckInput(InputCheck<'c>),
+    CallGate(GateCall<'c>),
+    Execute(Execution<'c>),
+    ParseOutput(OutputCheck<'c>),
+    ReadLimit(LimitRead<'c>),
+    /// The call is over: [`ToolCall::poll`] says with what.
+    Done,
+}
+
+impl ToolCall {
+    /// The handle that answers what the call waits for (see [`Pending`]).
+    pub fn pending(&mut self) -> Pending<'_> {
+        match self.step.action_kind() {
+            ActionKind::Lookup => Pending::Lookup(Lookup(self)),
+            ActionKind::CheckAbort => Pending::CheckAbort(AbortCheck(self)),
+            ActionKind::CheckInput => Pending::CheckInput(InputCheck(self)),
+            ActionKind::CallGate => Pending::CallGate(GateCall(self)),
+            ActionKind::Execute => Pending::Execute(Execution(self)),
+            ActionKind::ParseOutput => Pending::ParseOutput(OutputCheck(self)),
+            ActionKind::ReadLimit => Pending::ReadLimit(LimitRead(self)),
+            ActionKind::ReturnResult | ActionKind::ReturnCut | ActionKind::ReturnError => Pending::Done,
+        }
+    }
+}
+
+/// Gives an answer the handle's action takes: the machine cannot refuse it.
+fn taken<'c>(call: &'c mut ToolCall, answer: Answer) -> Action<'c> {
+    call.answer(answer).expect("the handle's action takes this answer")
+}
+
+macro_rules! handles {
+    ($($(#[$doc:meta])* $name:ident { $($(#[$mdoc:meta])* fn $method:ident($($arg:ident: $ty:ty),*) => $answer:expr;)* })*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<'c>(&'c mut ToolCall);
+
+        impl<'c> $name<'c> {
+            $(
+                $(#[$mdoc])*
+                pub fn $method(self, $($arg: $ty),*) -> Action<'c> {
+                    taken(self.0, $answer)
+                }
+            )*
+        }
+    )*};
+}
+
+handles! {
+    /// [`Action::Lookup`]'s handle.
+    Lookup {
+        fn found() => Answer::Found;
+        fn missing() => Answer::Missing;
+    }
+    /// [`Action::CheckAbort`]'s handle.
+    AbortCheck {
+        fn not_aborted() => Answer::NotAborted;
+        fn aborted() => Answer::Aborted;
+    }
+    /// [`Action::CheckInput`]'s handle.
+    InputCheck {
+        fn valid() => Answer::InputValid;
+        fn invalid(issues: Vec<Issue>) => Answer::InputInvalid(issues);
+        /// A getter or Proxy trap threw while the input was read.
+        fn unreadable(message: String) => Answer::InputUnreadable(message);
+        /// `JSON.stringify` of the input threw (a JSON Schema tool).
+        fn not_json(message: String) => Answer::InputNotJson(message);
+        /// A built-in tool's input as the driver sees it; the machine checks it.
+        fn builtin(tool: &'static ToolInput, view: InputView<'_>) => Answer::BuiltinInput(tool, view);
+    }
+    /// [`Action::CallGate`]'s handle.
+    GateCall {
+        fn decision(decision: Decision<'_>) => Answer::Decision(decision);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+    /// [`Action::Execute`]'s handle.
+    Execution {
+        fn returned(is_error: bool) => Answer::Returned { is_error };
+        fn bad_result(bad: BadResult) => Answer::BadResult(bad);
+        fn threw(message: String) => Answer::Threw(message);
+        /// The call's timeout (ms) passed before `execute` settled.
+        fn timed_out(ms: f64) => Answer::TimedOut(ms);
+    }
+    /// [`Action::ParseOutput`]'s handle.
+    OutputCheck {
+        fn valid() => Answer::OutputValid;
+        fn invalid(issues: Vec<Issue>) => Answer::OutputInvalid(issues);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+    /// [`Action::ReadLimit`]'s handle.
+    LimitRead {
+        fn fits() => Answer::LimitFits;
+        /// The limit, shorter than the text.
+        fn limit(max: f64) => Answer::Limit(max);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+}
+
 fn issue_lines(issues: &[Issue]) -> String {
     let mut out = String::new();
     for (i, issue) in issues.iter().enumerate() {
@@ -1307,6 +1423,61 @@ mod tests {
                     Transition::Decide => assert!(r.is_ok()),
                 }
             }
+        }
+        // The typed handles take exactly the answers the table takes at each step.
+        // Whether `p` is one of these handles; if so, gives it the answer (which panics if the
+        // machine refuses it).
+        macro_rules! taken_by {
+            ($p:expr, $($pat:pat => $call:expr),+) => {
+                match $p {
+                    $($pat => {
+                        $call;
+                        true
+                    })+
+                    _ => false,
+                }
+            };
+        }
+        type Try = fn(Pending<'_>) -> bool;
+        let tries: [(AnswerKind, Try); 19] = [
+            (AnswerKind::Found, |p| taken_by!(p, Pending::Lookup(h) => h.found())),
+            (AnswerKind::Missing, |p| taken_by!(p, Pending::Lookup(h) => h.missing())),
+            (AnswerKind::NotAborted, |p| taken_by!(p, Pending::CheckAbort(h) => h.not_aborted())),
+            (AnswerKind::Aborted, |p| taken_by!(p, Pending::CheckAbort(h) => h.aborted())),
+            (AnswerKind::InputValid, |p| taken_by!(p, Pending::CheckInput(h) => h.valid())),
+            (AnswerKind::InputInvalid, |p| taken_by!(p, Pending::CheckInput(h) => h.invalid(vec![]))),
+            (AnswerKind::InputUnreadable, |p| taken_by!(p, Pending::CheckInput(h) => h.unreadable("x".into()))),
+            (AnswerKind::InputNotJson, |p| taken_by!(p, Pending::CheckInput(h) => h.not_json("x".into()))),
+            (AnswerKind::BuiltinInput, |p| {
+                let view = InputView { top: JsType::Null, fields: &[] };
+                taken_by!(p, Pending::CheckInput(h) => h.builtin(&input::TOOLS[0], view))
+            }),
+            (AnswerKind::Returned, |p| taken_by!(p, Pending::Execute(h) => h.returned(false))),
+            (AnswerKind::ReturnedIsError, |p| taken_by!(p, Pending::Execute(h) => h.returned(true))),
+            (
+                AnswerKind::BadResult,
+                |p| taken_by!(p, Pending::Execute(h) => h.bad_result(BadResult::NotObject("number".into()))),
+            ),
+            (AnswerKind::Threw, |p| {
+                taken_by!(p, Pending::CallGate(h) => h.threw("x".into()), Pending::Execute(h) => h.threw("x".into()),
+                    Pending::ParseOutput(h) => h.threw("x".into()), Pending::ReadLimit(h) => h.threw("x".into()))
+            }),
+            (AnswerKind::OutputValid, |p| taken_by!(p, Pending::ParseOutput(h) => h.valid())),
+            (AnswerKind::OutputInvalid, |p| taken_by!(p, Pending::ParseOutput(h) => h.invalid(vec![]))),
+            (AnswerKind::LimitFits, |p| taken_by!(p, Pending::ReadLimit(h) => h.fits())),
+            (AnswerKind::Limit, |p| taken_by!(p, Pending::ReadLimit(h) => h.limit(5.0))),
+            (AnswerKind::Decision, |p| taken_by!(p, Pending::CallGate(h) => h.decision(ALLOW))),
+            (AnswerKind::TimedOut, |p| taken_by!(p, Pending::Execute(h) => h.timed_out(5.0))),
+        ];
+        for step in Step::ALL {
+            for (kind, try_it) in tries {
+                let mut call = ToolCall::resume("t", step, "text");
+                let taken = try_it(call.pending());
+                assert_eq!(taken, transition(step, kind) != Transition::Invalid, "{step:?} {kind:?}");
+            }
+            let mut call = ToolCall::resume("t", step, "text");
+            let over = matches!(call.poll(), Action::ReturnResult | Action::ReturnCut { .. } | Action::ReturnError(_));
+            assert_eq!(matches!(call.pending(), Pending::Done), over);
         }
         for (i, s) in Step::ALL.iter().enumerate() {
             assert_eq!(*s as usize, i);
