@@ -46,7 +46,7 @@ pub fn agent_start(setup: u32) -> Result<f64> {
 pub fn agent_step(step: f64, event: u32, text: Option<String>) -> Result<Either<f64, AgentStepText>> {
     let mut run = wire::unpack(step).map_err(driver)?;
     let event = wire::event_from(event, text.as_deref()).map_err(driver)?;
-    let next = run.respond(event).map_err(driver)?;
+    let next = run.answer(event).map_err(driver)?;
     answer(&run, &next)
 }
 

@@ -7,8 +7,8 @@
 //! ≈ 105 ns for a call taking and returning a `u32`, against ≈ 30 ns for the bare callback.
 //! At five calls per tool turn that was a tenth of the turn. These callbacks read their
 //! arguments straight from napi (strings into one reused buffer) and call the same code as the
-//! `#[napi]` exports in `runner.rs` (`runner::run_respond` → `Machine::respond` for every response);
-//! a panic still becomes a JS exception.
+//! `#[napi]` exports in `runner.rs` (`runner::run_respond` → `Machine::pending`'s handle for
+//! every answer); a panic still becomes a JS exception.
 
 use std::ffi::CString;
 use std::panic::{catch_unwind, AssertUnwindSafe};

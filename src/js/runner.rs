@@ -1,5 +1,5 @@
 //! Binding for the runner machine (`AgentRunner`'s driver in lib/runner.js): plans, runs, their
-//! poll/respond calls (the per-turn ones are raw callbacks in `fast.rs`), and the native
+//! poll and answer calls (the per-turn ones are raw callbacks in `fast.rs`), and the native
 //! adapters' calls on a run's own history. Every export is synchronous and `catch_unwind`: a
 //! panic becomes a JS exception, never an abort. Errors the user can see are returned as strings
 //! so the JS shim builds them in the caller's realm.
@@ -18,7 +18,9 @@ use oma_core::kernel::context::SummaryCache;
 use oma_core::kernel::grants::resolve_tools_railed;
 use oma_core::kernel::message::{parse_messages, Message, Strictness, Usage};
 use oma_core::kernel::runner::wire::{self, RoundLayout, Wire};
-use oma_core::kernel::runner::{ActionKind, DriverError, Machine, ModelAnswer, Observers, Response, RunnerConfig};
+use oma_core::kernel::runner::{
+    ActionKind, Awaiting, DriverError, Machine, ModelAnswer, Observers, Pending, RunnerConfig, ToolOutcome,
+};
 
 /// Agents are often created per request with identical options: parsed configurations are
 /// shared by their JSON text (bounded; invalid ones are not cached).
@@ -256,7 +258,7 @@ pub(super) fn run_next(id: u32, aborted: bool) -> std::result::Result<Wire, Stri
     RUNS.with(|s| poll_wire(&mut s.borrow_mut(), id, aborted))
 }
 
-/// A response as the driver's calls pass it, already read from JS.
+/// An answer as the driver's calls pass it, already read from JS.
 pub(super) enum JsResponse<'a> {
     /// `copied`: the driver keeps a copy of the content that this JSON writes exactly.
     Model {
@@ -275,33 +277,52 @@ pub(super) enum JsResponse<'a> {
     },
 }
 
-/// Hands a response to the machine (`Machine::respond`, for every response call). A model answer
+impl JsResponse<'_> {
+    /// What this answers.
+    fn answers(&self) -> Awaiting {
+        match self {
+            JsResponse::Model { .. } => Awaiting::Model,
+            JsResponse::Summary(_) => Awaiting::Summary,
+            JsResponse::Conversation(_) => Awaiting::Conversation,
+            JsResponse::LoopAction(_) => Awaiting::LoopAction,
+            JsResponse::ToolResult { .. } => Awaiting::ToolResults,
+        }
+    }
+}
+
+/// Hands an answer to the machine through the handle of what it waits for (`Machine::pending`:
+/// the driver answers by run id, in a later call than the poll, so it cannot keep the poll's
+/// handle); an answer of another kind is refused with the machine's driver error. A model answer
 /// returns the next action (one crossing less per call; no abort can have happened in between);
-/// any other response returns `None`; a refused one returns `[-1, message]`
+/// any other answer returns `None`; a refused value returns `[-1, message]`
 /// (`wire::encode_rejected`) for the driver to throw in its own realm. Driver bugs are errors.
 pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Option<Wire>, String> {
     RUNS.with(|s| {
         let mut slab = s.borrow_mut();
         let run = slab.get_mut(id).ok_or(RELEASED)?;
         let is_model = matches!(r, JsResponse::Model { .. });
-        let response = match r {
-            JsResponse::Model { content_json, usage, copied } => {
-                if copied {
-                    run.round = RoundLayout::Verdicts;
-                    Response::Model(ModelAnswer::CopiedParts { content_json, usage })
+        let answered = match (r, run.m.pending()) {
+            (JsResponse::Model { content_json, usage, copied }, Pending::Model(turn)) => {
+                let (layout, answer) = if copied {
+                    (RoundLayout::Verdicts, ModelAnswer::CopiedParts { content_json, usage })
                 } else {
-                    run.round = RoundLayout::Full;
-                    Response::Model(ModelAnswer::Parts { content_json, usage })
-                }
+                    (RoundLayout::Full, ModelAnswer::Parts { content_json, usage })
+                };
+                run.round = layout;
+                turn.answer(answer)
             }
-            JsResponse::Summary(json) => Response::Summary(json),
-            JsResponse::Conversation(json) => Response::Conversation(json),
-            JsResponse::LoopAction(action) => Response::LoopAction(action),
-            JsResponse::ToolResult { index, content, is_error, usage } => {
-                Response::ToolResult { index: index as usize, content, is_error: is_error_of(is_error), usage }
+            (JsResponse::Summary(json), Pending::Summary(call)) => call.answer(json),
+            (JsResponse::Conversation(json), Pending::Conversation(call)) => call.answer(json),
+            (JsResponse::LoopAction(action), Pending::LoopAction(policy)) => {
+                policy.answer(action);
+                Ok(())
             }
+            (JsResponse::ToolResult { index, content, is_error, usage }, Pending::ToolResults(mut round)) => {
+                round.answer(index as usize, ToolOutcome { content, is_error: is_error_of(is_error), usage })
+            }
+            (r, pending) => Err(pending.refuse(r.answers())),
         };
-        match run.m.respond(response) {
+        match answered {
             Ok(()) if is_model => poll_wire(&mut slab, id, false).map(Some),
             Ok(()) => Ok(None),
             Err(e) => match wire::encode_rejected(&e) {
@@ -387,7 +408,11 @@ pub fn run_chat<'e>(
                         // The reply's blocks are written before the content moves into the machine.
                         let reply = wire::ModelReply::new(resp.usage, &resp.content);
                         let answer = ModelAnswer::Parsed { content: resp.content, usage: resp.usage };
-                        r.m.respond(Response::Model(answer)).map_err(|e: DriverError| e.to_string())?;
+                        let answered = match r.m.pending() {
+                            Pending::Model(turn) => turn.answer(answer),
+                            other => Err(other.refuse(Awaiting::Model)),
+                        };
+                        answered.map_err(|e: DriverError| e.to_string())?;
                         Ok(reply.with_next(poll_wire(&mut slab, id, false)?))
                     }
                     _ => Err(RELEASED.to_string()),

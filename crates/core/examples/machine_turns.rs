@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use oma_core::kernel::config::runner_config_from_json;
 use oma_core::kernel::message::{parse_messages, Strictness, Usage};
-use oma_core::kernel::runner::{ActionKind, Machine, ModelAnswer, Observers, Response};
+use oma_core::kernel::runner::{ActionKind, Machine, ModelAnswer, Observers, Pending, ToolOutcome};
 
 fn main() {
     let cfg = Arc::new(runner_config_from_json(r#"{"maxTurns":100000,"loopDetection":{}}"#).unwrap());
@@ -27,11 +27,13 @@ fn main() {
             let b = Instant::now();
             let json = format!(r#"[{{"type":"tool_use","id":"c{turn}","name":"t0","input":{{"a":{turn},"b":2}}}}]"#);
             let usage = Usage { input_tokens: 1.0, output_tokens: 1.0 };
-            m.respond(Response::Model(ModelAnswer::Parts { content_json: Some(&json), usage })).unwrap();
+            // Answered as the binding answers, in a later call: through `pending`.
+            let Pending::Model(call) = m.pending() else { panic!("not waiting for the model") };
+            call.answer(ModelAnswer::Parts { content_json: Some(&json), usage }).unwrap();
             let c = Instant::now();
             assert_eq!(m.poll(false).unwrap().kind(), ActionKind::ToolRound);
-            m.respond(Response::ToolResult { index: 0, content: format!("r{turn}"), is_error: None, usage: None })
-                .unwrap();
+            let Pending::ToolResults(mut round) = m.pending() else { panic!("not waiting for a round") };
+            round.answer(0, ToolOutcome { content: format!("r{turn}"), is_error: None, usage: None }).unwrap();
             let d = Instant::now();
             next_t += (b - a).as_nanos() + (d - c).as_nanos();
             resp_t += (c - b).as_nanos();

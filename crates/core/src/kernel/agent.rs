@@ -5,12 +5,13 @@
 //! The driver (`lib/agent.js`) holds everything that is the user's JS: the hooks, the runner,
 //! the Zod schema, the messages and results (built in the caller's realm). It starts a run with
 //! [`AgentRun::start`], performs the [`Action`] of each [`Step`] and reports what happened with
-//! [`AgentRun::respond`], until [`Action::Finish`]. Nothing else decides.
+//! [`AgentRun::answer`], until [`Action::Finish`]. Nothing else decides. This is the protocol of
+//! every machine of the kernel (`crate::protocol`).
 //!
 //! Every event kind has one answer per phase; any other event is an [`AgentError`] (a driver
 //! bug), and leaves the machine as it was.
 //!
-//! The machine is a small `Copy` value, and `respond` a pure function of it and the event: the
+//! The machine is a small `Copy` value, and `answer` a pure function of it and the event: the
 //! binding hands it to JS packed with each step in one number ([`wire::pack`]), so a run keeps
 //! no native state and needs no release, and the driver may remember answers that carry no text
 //! (a run without hooks or schema then costs no crossing at steady state).
@@ -36,6 +37,7 @@
 use std::fmt;
 
 use super::structured_output::{extract_json, feedback_text};
+use crate::protocol::Unexpected;
 
 /// How the run was entered (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,8 +319,9 @@ const PHASES: [Phase; 8] = [
 /// A driver's mistake: the machine was told something it cannot have asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentError {
-    /// `event` is not an answer to what the machine asked for in `phase`.
-    Unexpected { phase: Phase, event: EventKind },
+    /// An event (`got`) that is not an answer to what the machine asked for in its phase
+    /// (`awaiting`).
+    Unexpected(Unexpected<Phase, EventKind>),
     /// The runner result of a structured-output run came without the output's text.
     MissingOutput,
     /// A packed machine or event that no machine produced.
@@ -328,8 +331,8 @@ pub enum AgentError {
 impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            AgentError::Unexpected { phase, event } => {
-                write!(f, "oma-kernel: agent driver error: {event:?} reported while waiting in phase {phase:?}")
+            AgentError::Unexpected(Unexpected { awaiting, got }) => {
+                write!(f, "oma-kernel: agent driver error: {got:?} reported while waiting in phase {awaiting:?}")
             }
             AgentError::MissingOutput => {
                 write!(f, "oma-kernel: agent driver error: the runner result was reported without its output")
@@ -362,6 +365,7 @@ impl AgentRun {
         (run, Step { status: Some(Status::Running), add_usage: false, action })
     }
 
+    /// What the machine waits for: the phase whose reports it takes.
     pub fn phase(&self) -> Phase {
         self.phase
     }
@@ -370,9 +374,10 @@ impl AgentRun {
         self.setup
     }
 
-    /// The machine's answer to `event`. An event that answers nothing the machine asked for is
-    /// an error, and leaves the machine as it was.
-    pub fn respond(&mut self, event: Event) -> Result<Step, AgentError> {
+    /// Takes the driver's report of the last step's action; the next step. An event that
+    /// answers nothing the machine asked for is [`AgentError::Unexpected`], and leaves the
+    /// machine as it was.
+    pub fn answer(&mut self, event: Event) -> Result<Step, AgentError> {
         let step = |status, action| Step { status, add_usage: false, action };
         match (self.phase, event) {
             (Phase::Hook, Event::HookReturned { changed, has_user }) => {
@@ -416,7 +421,7 @@ impl AgentRun {
                 Phase::Hook | Phase::Runner | Phase::AfterRun | Phase::Trace | Phase::Built,
                 Event::Threw { timed_out },
             ) => Ok(self.failed(timed_out)),
-            (phase, event) => Err(AgentError::Unexpected { phase, event: event.kind() }),
+            (phase, event) => Err(AgentError::Unexpected(Unexpected { awaiting: phase, got: event.kind() })),
         }
     }
 
@@ -525,6 +530,144 @@ impl History {
             self
         } else {
             History::Untouched
+        }
+    }
+}
+
+/// What the machine waits for, with the handle that reports it: the typed form of
+/// [`AgentRun::answer`] for a Rust driver, in the style of the runner's `Pending`. Each handle
+/// takes only the events its phase takes, so a report of the wrong kind does not compile. (The
+/// JS driver reports by event code through the binding, `wire::event_from`, and a wrong one is
+/// [`AgentError::Unexpected`].)
+///
+/// A verdict given while beforeRun is awaited does not compile:
+///
+/// ```compile_fail,E0599
+/// use oma_core::kernel::agent::{AgentRun, Entry, Pending, Setup};
+/// let mut setup = Setup::new(Entry::Run);
+/// setup.before_run = true;
+/// let (mut run, _) = AgentRun::start(setup);
+/// if let Pending::BeforeRun(hook) = run.pending() {
+///     hook.valid();
+/// }
+/// ```
+#[derive(Debug)]
+pub enum Pending<'a> {
+    /// [`Action::BeforeRun`].
+    BeforeRun(HookCall<'a>),
+    /// [`Action::RunRunner`].
+    Runner(RunnerCall<'a>),
+    /// [`Action::Validate`].
+    Verdict(Validation<'a>),
+    /// [`Action::AfterRun`].
+    AfterRun(AfterRunCall<'a>),
+    /// [`Action::Trace`] (of a result, or of the failed result).
+    Trace(TraceCall<'a>),
+    /// [`Action::Finish`] was handed out, and a throw still fails the run ([`Phase::Built`]).
+    Built(Building<'a>),
+    /// The run is over.
+    Done,
+}
+
+/// Reports an event the handle's phase takes: the machine cannot refuse it.
+fn taken(run: &mut AgentRun, event: Event) -> Step {
+    run.answer(event).expect("the handle's phase takes this event")
+}
+
+/// The beforeRun hook's handle.
+#[derive(Debug)]
+pub struct HookCall<'a>(&'a mut AgentRun);
+
+impl HookCall<'_> {
+    /// The hook returned a context (see [`Event::HookReturned`]).
+    pub fn returned(self, changed: bool, has_user: bool) -> Step {
+        taken(self.0, Event::HookReturned { changed, has_user })
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The runner run's handle.
+#[derive(Debug)]
+pub struct RunnerCall<'a>(&'a mut AgentRun);
+
+impl RunnerCall<'_> {
+    /// The runner finished (see [`Event::RunnerDone`]); a structured run's result without its
+    /// output is [`AgentError::MissingOutput`].
+    pub fn done(self, flags: RunFlags, timed_out: bool, output: Option<&str>) -> Result<Step, AgentError> {
+        self.0.answer(Event::RunnerDone { flags, timed_out, output })
+    }
+    /// `stream`: the runner yielded an `error` event (any other entry: [`AgentError::Unexpected`]).
+    pub fn error(self) -> Result<Step, AgentError> {
+        self.0.answer(Event::RunnerError)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The structured output's validation handle.
+#[derive(Debug)]
+pub struct Validation<'a>(&'a mut AgentRun);
+
+impl Validation<'_> {
+    pub fn valid(self) -> Step {
+        taken(self.0, Event::Valid)
+    }
+    /// The parse or the schema failed with `message`.
+    pub fn invalid(self, message: &str) -> Step {
+        taken(self.0, Event::Invalid { message })
+    }
+}
+
+/// The afterRun hook's handle.
+#[derive(Debug)]
+pub struct AfterRunCall<'a>(&'a mut AgentRun);
+
+impl AfterRunCall<'_> {
+    pub fn returned(self) -> Step {
+        taken(self.0, Event::AfterRunReturned)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The agent trace's handle.
+#[derive(Debug)]
+pub struct TraceCall<'a>(&'a mut AgentRun);
+
+impl TraceCall<'_> {
+    pub fn emitted(self) -> Step {
+        taken(self.0, Event::TraceEmitted)
+    }
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+/// The handle while the finished run's result is built.
+#[derive(Debug)]
+pub struct Building<'a>(&'a mut AgentRun);
+
+impl Building<'_> {
+    pub fn threw(self, timed_out: bool) -> Step {
+        taken(self.0, Event::Threw { timed_out })
+    }
+}
+
+impl AgentRun {
+    /// The handle that reports what the machine waits for (see [`Pending`]).
+    pub fn pending(&mut self) -> Pending<'_> {
+        match self.phase {
+            Phase::Hook => Pending::BeforeRun(HookCall(self)),
+            Phase::Runner => Pending::Runner(RunnerCall(self)),
+            Phase::Verdict => Pending::Verdict(Validation(self)),
+            Phase::AfterRun => Pending::AfterRun(AfterRunCall(self)),
+            Phase::Trace | Phase::FailedTrace => Pending::Trace(TraceCall(self)),
+            Phase::Built => Pending::Built(Building(self)),
+            Phase::Done => Pending::Done,
         }
     }
 }
@@ -1034,7 +1177,7 @@ mod tests {
                 _ => None,
             };
             let event = wire::event_from(wire::event_code(&event), text).unwrap();
-            let step = run.respond(event).unwrap();
+            let step = run.answer(event).unwrap();
             word = through_wire(&run, &step);
         }
     }
@@ -1359,7 +1502,7 @@ mod tests {
         assert_eq!(log.runner_calls, [outgoing(false)]);
         // Nothing to rewrite without a user message.
         let (mut run, _) = AgentRun::start(s);
-        let step = run.respond(Event::HookReturned { changed: true, has_user: false }).unwrap();
+        let step = run.answer(Event::HookReturned { changed: true, has_user: false }).unwrap();
         assert_eq!(step.action, Action::RunRunner { conversation: outgoing(false), report_output: false });
     }
 
@@ -1429,26 +1572,26 @@ mod tests {
         assert!(!log.steps.iter().any(|s| matches!(s.action, Action::Trace { .. })));
 
         let (mut run, _) = AgentRun::start(s);
-        let step = run.respond(Event::RunnerError).unwrap();
+        let step = run.answer(Event::RunnerError).unwrap();
         assert_eq!(step, Step { status: Some(Status::Error), add_usage: false, action: Action::PassError });
         assert_eq!(run.phase(), Phase::Runner);
 
         // A throw after `done` (with afterRun: the result was built before) still fails it.
         s.after_run = true;
         let (mut run, _) = AgentRun::start(s);
-        run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
-        let step = run.respond(Event::AfterRunReturned).unwrap();
+        run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        let step = run.answer(Event::AfterRunReturned).unwrap();
         assert_eq!(step.action, Action::Finish { build: None, history: History::Untouched });
-        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        let step = run.answer(Event::Threw { timed_out: false }).unwrap();
         assert_eq!(step.status, Some(Status::Error));
     }
 
     #[test]
     fn a_result_that_cannot_be_built_fails_the_run() {
         let (mut run, _) = AgentRun::start(setup(Entry::Prompt));
-        let step = run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
+        let step = run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }).unwrap();
         assert!(matches!(step.action, Action::Finish { build: Some(_), history: History::Commit }));
-        let step = run.respond(Event::Threw { timed_out: false }).unwrap();
+        let step = run.answer(Event::Threw { timed_out: false }).unwrap();
         assert_eq!(
             step,
             Step {
@@ -1459,7 +1602,7 @@ mod tests {
         );
         // The failed result is built from the error alone: nothing more to report.
         assert_eq!(run.phase(), Phase::Done);
-        assert!(run.respond(Event::Threw { timed_out: false }).is_err());
+        assert!(run.answer(Event::Threw { timed_out: false }).is_err());
     }
 
     #[test]
@@ -1467,19 +1610,19 @@ mod tests {
         let (mut run, _) = AgentRun::start(setup(Entry::Run));
         let before = run;
         assert_eq!(
-            run.respond(Event::Valid),
-            Err(AgentError::Unexpected { phase: Phase::Runner, event: EventKind::Valid })
+            run.answer(Event::Valid),
+            Err(AgentError::Unexpected(Unexpected { awaiting: Phase::Runner, got: EventKind::Valid }))
         );
         assert_eq!(
-            run.respond(Event::RunnerError).unwrap_err(),
-            AgentError::Unexpected { phase: Phase::Runner, event: EventKind::RunnerError }
+            run.answer(Event::RunnerError).unwrap_err(),
+            AgentError::Unexpected(Unexpected { awaiting: Phase::Runner, got: EventKind::RunnerError })
         );
         assert_eq!(run, before);
         let mut s = setup(Entry::Run);
         s.output_schema = true;
         let (mut run, _) = AgentRun::start(s);
         assert_eq!(
-            run.respond(Event::RunnerDone { flags: NONE, timed_out: false, output: None }),
+            run.answer(Event::RunnerDone { flags: NONE, timed_out: false, output: None }),
             Err(AgentError::MissingOutput)
         );
         assert_eq!(wire::unpack(-1.0), Err(AgentError::Malformed("machine word")));
@@ -1487,6 +1630,38 @@ mod tests {
         assert!(wire::event_from(0, None).is_err());
         assert!(wire::setup_from(3).is_err());
         assert!(wire::setup_code(Setup { retries: 8, ..setup(Entry::Run) }).is_none());
+    }
+
+    #[test]
+    fn the_typed_handles_drive_a_structured_run_with_a_retry_and_hooks() {
+        let mut s = setup(Entry::Prompt);
+        s.before_run = true;
+        s.after_run = true;
+        s.output_schema = true;
+        s.trace = true;
+        let (mut run, step) = AgentRun::start(s);
+        assert_eq!(step.action, Action::BeforeRun);
+        let Pending::BeforeRun(hook) = run.pending() else { panic!("{:?}", run.phase()) };
+        assert!(matches!(hook.returned(false, true).action, Action::RunRunner { report_output: true, .. }));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        // A structured run's result needs its output.
+        assert_eq!(runner.done(NONE, false, None), Err(AgentError::MissingOutput));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        let step = runner.done(NONE, false, Some("not json")).unwrap();
+        assert!(matches!(step.action, Action::RunRunner { conversation: Conversation::Retry { .. }, .. }));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        // Outside `stream`, the runner's error event is not an answer.
+        assert!(matches!(runner.error(), Err(AgentError::Unexpected(_))));
+        let Pending::Runner(runner) = run.pending() else { panic!() };
+        let step = runner.done(NONE, false, Some(r#"{"a":1}"#)).unwrap();
+        assert_eq!(step.action, Action::Validate { json: r#"{"a":1}"#.into() });
+        let Pending::Verdict(verdict) = run.pending() else { panic!() };
+        assert!(matches!(verdict.valid().action, Action::AfterRun { build: Some(_) }));
+        let Pending::AfterRun(after) = run.pending() else { panic!() };
+        assert!(matches!(after.returned().action, Action::Trace { build: None }));
+        let Pending::Trace(trace) = run.pending() else { panic!() };
+        assert_eq!(trace.emitted().action, Action::Finish { build: None, history: History::Commit });
+        assert!(matches!(run.pending(), Pending::Done));
     }
 
     #[test]

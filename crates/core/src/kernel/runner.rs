@@ -2,27 +2,32 @@
 //!
 //! The machine owns every decision: when to stop (end_turn, maxTurns, abort), the budget with
 //! its deferred break, loop detection and its policy, the gate, context strategies, and the
-//! order of events. It never performs I/O. Its protocol has two calls, in the style of
-//! quinn-proto's `poll`:
+//! order of events. It never performs I/O. Its protocol is quinn-proto's `poll` with
+//! rustls's handles (the unbuffered API's `ConnectionState`):
 //!
 //! - [`Machine::poll`] returns the next [`Action`], which carries everything the driver needs to
 //!   perform it (the text to emit, the granted calls to run, the plan to apply, the outcome).
-//!   An action borrows the machine, so the driver reads it, lets it go, and only then answers.
-//! - [`Machine::respond`] is the one way to answer, with a [`Response`]. Actions that wait for
-//!   an answer (below) make `poll` fail with [`DriverError::Unanswered`] until it is given; a
-//!   response nobody asked for is [`DriverError::Unexpected`]; a value of the user's that the
-//!   machine refuses (a malformed adapter response, a bad compression result) is
-//!   [`DriverError::Rejected`], whose text is the user-visible error of the run.
+//! - An action that waits for an answer carries the one handle that can give it: [`ModelTurn`]
+//!   (`CallModel`), [`ToolRound`] (the calls' outcomes, by index), [`SummaryCall`]
+//!   (`Summarize`), [`CompressCall`] (`CustomCompress`), and [`LoopNotice::policy`]'s
+//!   [`LoopPolicy`] (`LoopDetected` when the user's callback decides). An answer of the wrong
+//!   kind does not compile. Until it is given, `poll` fails with [`DriverError::Unanswered`].
+//! - A driver that answers in a later call than the one that polled (the binding answers by run
+//!   id, across JS turns) gets the same handle from [`Machine::pending`]; an answer it holds of
+//!   another kind is refused with [`Pending::refuse`], [`DriverError::Unexpected`].
+//! - A value of the user's that the machine refuses (a malformed adapter response, a bad
+//!   compression result) is [`DriverError::Rejected`], whose text is the user-visible error of
+//!   the run; the machine still waits.
 //!
 //! Actions and their order within a turn:
 //! 1. `ApplyPlan` when a context rule rewrote the history (tool-result compression from turn 2,
-//!    then the strategy), or `CustomCompress` / `Summarize`, which wait for
-//!    `Response::Conversation` / `Response::Summary` (a summary is followed by its `ApplyPlan`);
-//! 2. `CallModel`, which waits for `Response::Model`;
+//!    then the strategy), or `CustomCompress` / `Summarize`, which wait for their answer (a
+//!    summary is followed by its `ApplyPlan`);
+//! 2. `CallModel`, which waits for the model's answer;
 //! 3. after the answer: `Text` when the turn has text, `BudgetExceeded` when the budget is
 //!    spent (both only when the driver emits events, see [`Observers`]), `LoopDetected` when
-//!    the detector fires (with `awaits_policy`, it waits for `Response::LoopAction`);
-//! 4. one of: `ToolRound` (waits for one `Response::ToolResult` per call, in any order),
+//!    the detector fires (waiting for the policy when the user's callback decides);
+//! 4. one of: `ToolRound` (waits for one outcome per call, in any order),
 //!    `InjectWarning` (the next turn follows), `LoopStopResults` then `Done`,
 //!    `FirstTurnWarning` then `Done`, or `Done`.
 //!
@@ -47,6 +52,7 @@ use super::message::{
     Strictness, Usage,
 };
 use super::tokens::estimate_tokens;
+use crate::protocol::Unexpected;
 
 pub const W_TOOL: &str = "WARNING: You appear to be repeating the same tool calls with identical arguments. This suggests you are stuck in a loop. Please try a different approach, use different parameters, or explain what you are trying to accomplish.";
 pub const W_TEXT: &str = "WARNING: You appear to be generating the same response repeatedly. This suggests you are stuck in a loop. Please try a different approach or provide new information.";
@@ -170,34 +176,38 @@ impl ActionKind {
 }
 
 /// What the driver must do next, with the data to do it (see the module docs for the order).
+///
+/// An action that waits for an answer carries the one handle that can give it, in the style of
+/// rustls's unbuffered `ConnectionState`: the model's answer goes only through [`ModelTurn`],
+/// the calls' outcomes only through [`ToolRound`], and so on, so a scripted driver cannot give
+/// an answer of the wrong kind: it does not compile. A driver that answers in a later call
+/// (the binding, by run id) gets the same handles back from [`Machine::pending`].
 #[derive(Debug)]
 pub enum Action<'a> {
     /// Rebuild the working conversation from this plan (indices keep the driver's own message
     /// and block objects; see `context::plan_json`).
     ApplyPlan(Plan),
-    /// Await `contextStrategy.compress(conversation, estimated_tokens)`; answer with
-    /// `Response::Conversation`.
-    CustomCompress { estimated_tokens: u64 },
-    /// Await the summary call over `input_json` (the messages to summarise, as JSON); answer
-    /// with `Response::Summary`.
-    Summarize { turn: u32, input_json: &'a str },
-    /// Await `adapter.chat(conversation, options)` for turn `turn`; answer with `Response::Model`.
-    CallModel { turn: u32 },
+    /// Await `contextStrategy.compress(conversation, estimated_tokens)`; answer through the handle.
+    CustomCompress(CompressCall<'a>),
+    /// Await the summary call over the handle's `input_json`; answer through the handle.
+    Summarize(SummaryCall<'a>),
+    /// Await `adapter.chat(conversation, options)`; answer through the handle.
+    CallModel(ModelTurn<'a>),
     /// Emit `{ type: 'text', data }` with the turn's text.
     Text(&'a str),
     /// Emit `budget_exceeded` with the tokens spent so far.
     BudgetExceeded { total_tokens: f64 },
-    /// Emit `loop_detected`, call onWarning with the detail; when `awaits_policy`, await the
-    /// user's policy callback and answer with `Response::LoopAction`.
-    LoopDetected { info: &'a LoopInfo, awaits_policy: bool },
+    /// Emit `loop_detected`, call onWarning with the detail; when the configuration's policy is
+    /// the user's callback, await it and answer through [`LoopNotice::policy`]'s handle.
+    LoopDetected(LoopNotice<'a>),
     /// Append a user message with this one text block (and call onMessage).
     InjectWarning(&'static str),
     /// Call `onWarning` with this text.
     FirstTurnWarning(&'a str),
     /// Emit the `tool_use` events, run the granted calls (an ungranted one is answered with
-    /// `not_granted`), answer each with `Response::ToolResult`, emit the `tool_result` events,
-    /// append the result message (with `trailing_warning` as a last text block), call onMessage.
-    ToolRound { calls: ToolCalls<'a>, trailing_warning: Option<&'static str> },
+    /// `not_granted`), answer each through the handle, emit the `tool_result` events, append
+    /// the result message (with `trailing_warning` as a last text block), call onMessage.
+    ToolRound(ToolRound<'a>),
     /// Append the user message answering every call with `result` (is_error), call onMessage.
     LoopStopResults { calls: ToolCalls<'a>, result: &'static str },
     /// The run is over.
@@ -208,18 +218,198 @@ impl Action<'_> {
     pub fn kind(&self) -> ActionKind {
         match self {
             Action::ApplyPlan(_) => ActionKind::ApplyPlan,
-            Action::CustomCompress { .. } => ActionKind::CustomCompress,
-            Action::Summarize { .. } => ActionKind::Summarize,
-            Action::CallModel { .. } => ActionKind::CallModel,
+            Action::CustomCompress(_) => ActionKind::CustomCompress,
+            Action::Summarize(_) => ActionKind::Summarize,
+            Action::CallModel(_) => ActionKind::CallModel,
             Action::Text(_) => ActionKind::Text,
             Action::BudgetExceeded { .. } => ActionKind::BudgetExceeded,
-            Action::LoopDetected { .. } => ActionKind::LoopDetected,
+            Action::LoopDetected(_) => ActionKind::LoopDetected,
             Action::InjectWarning(_) => ActionKind::InjectWarning,
             Action::FirstTurnWarning(_) => ActionKind::FirstTurnWarning,
-            Action::ToolRound { .. } => ActionKind::ToolRound,
+            Action::ToolRound(_) => ActionKind::ToolRound,
             Action::LoopStopResults { .. } => ActionKind::LoopStopResults,
             Action::Done(_) => ActionKind::Done,
         }
+    }
+}
+
+/// `CallModel`'s handle: the only way to give the model's answer for turn [`ModelTurn::turn`].
+///
+/// An answer of another kind does not compile:
+///
+/// ```compile_fail,E0308
+/// use oma_core::kernel::runner::{ModelTurn, ToolOutcome};
+/// fn answer_with_a_tool_result(turn: ModelTurn<'_>) {
+///     turn.answer(ToolOutcome { content: String::new(), is_error: None, usage: None });
+/// }
+/// ```
+pub struct ModelTurn<'a> {
+    m: &'a mut Machine,
+}
+
+impl ModelTurn<'_> {
+    pub fn turn(&self) -> u32 {
+        self.m.turns
+    }
+
+    /// Takes the model's answer. A malformed one is [`DriverError::Rejected`] and leaves the
+    /// machine waiting ([`Machine::pending`] hands the handle out again).
+    pub fn answer(self, answer: ModelAnswer<'_>) -> Result<(), DriverError> {
+        let (content, usage) = match answer {
+            ModelAnswer::Json(json) => parse_response(json).map_err(DriverError::Rejected)?,
+            ModelAnswer::Parts { content_json, usage } => (parse_content_json(content_json, false)?, usage),
+            ModelAnswer::CopiedParts { content_json, usage } => (parse_content_json(content_json, true)?, usage),
+            ModelAnswer::Parsed { content, usage } => (content, usage),
+        };
+        self.m.accept_response(content, usage);
+        Ok(())
+    }
+}
+
+/// `Summarize`'s handle: the summary call's input and the only way to give its response.
+pub struct SummaryCall<'a> {
+    m: &'a mut Machine,
+}
+
+impl SummaryCall<'_> {
+    pub fn turn(&self) -> u32 {
+        self.m.turns
+    }
+
+    /// The messages to summarise, as JSON.
+    pub fn input_json(&self) -> &str {
+        self.m.summary.as_ref().map(|s| s.3.as_str()).unwrap_or("[]")
+    }
+
+    /// Takes `JSON.stringify(response)`, `None` when the adapter returned nothing writable;
+    /// the next `poll` returns the plan it makes as `ApplyPlan`.
+    pub fn answer(self, response_json: Option<&str>) -> Result<(), DriverError> {
+        self.m.on_summary(response_json.unwrap_or(""))
+    }
+}
+
+/// `CustomCompress`'s handle: the only way to give `contextStrategy.compress`'s result.
+pub struct CompressCall<'a> {
+    m: &'a mut Machine,
+}
+
+impl CompressCall<'_> {
+    /// The conversation's estimated size, `compress`'s second argument.
+    pub fn estimated_tokens(&self) -> u64 {
+        estimate_tokens(&self.m.conv)
+    }
+
+    /// Takes `JSON.stringify` of what `compress` returned, `None` when that was not an array.
+    /// A refused result is [`DriverError::Rejected`] and leaves the machine waiting.
+    pub fn answer(self, messages_json: Option<&str>) -> Result<(), DriverError> {
+        self.m.set_conversation(messages_json)
+    }
+}
+
+/// `LoopDetected`'s data, and the policy's handle when the machine waits for the user's callback.
+pub struct LoopNotice<'a> {
+    m: &'a mut Machine,
+}
+
+impl<'a> LoopNotice<'a> {
+    pub fn info(&self) -> &LoopInfo {
+        self.m.loop_info.as_ref().expect("a loop was detected")
+    }
+
+    /// Whether the machine waits for the user's policy callback (then [`LoopNotice::policy`]
+    /// hands out its handle).
+    pub fn awaits_policy(&self) -> bool {
+        self.m.phase == Phase::AwaitLoopAction
+    }
+
+    /// The handle that answers the policy callback, when the machine waits for one.
+    pub fn policy(self) -> Option<LoopPolicy<'a>> {
+        self.awaits_policy().then_some(LoopPolicy { m: self.m })
+    }
+}
+
+/// The loop policy callback's handle.
+pub struct LoopPolicy<'a> {
+    m: &'a mut Machine,
+}
+
+impl LoopPolicy<'_> {
+    /// Takes the callback's answer (`String(value)`).
+    pub fn answer(self, action: &str) {
+        self.m.loop_action = Some(action.to_string());
+        self.m.phase = Phase::Decide;
+    }
+}
+
+/// `ToolRound`'s handle: the calls to run, and the only way to give their outcomes, by index,
+/// in any order; the next `poll` fails with [`DriverError::Unanswered`] until each has one.
+pub struct ToolRound<'a> {
+    m: &'a mut Machine,
+}
+
+impl ToolRound<'_> {
+    pub fn calls(&self) -> ToolCalls<'_> {
+        self.m.tool_calls()
+    }
+
+    /// A loop warning to append to the result message as its last text block.
+    pub fn trailing_warning(&self) -> Option<&'static str> {
+        self.m.inject.map(warning_text)
+    }
+
+    /// Takes the outcome of call `index` (a later one for the same index replaces it); an index
+    /// the round does not have is [`DriverError::Unexpected`].
+    pub fn answer(&mut self, index: usize, outcome: ToolOutcome) -> Result<(), DriverError> {
+        let slot = self.m.results.get_mut(index).ok_or(DriverError::Unexpected(Unexpected {
+            awaiting: Awaiting::ToolResults,
+            got: Awaiting::ToolResults,
+        }))?;
+        let usage = outcome.usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
+        *slot = Some(ToolOutcome { usage, ..outcome });
+        Ok(())
+    }
+}
+
+macro_rules! opaque_debug {
+    ($($t:ident),*) => {$(
+        impl std::fmt::Debug for $t<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($t))
+            }
+        }
+    )*};
+}
+opaque_debug!(ModelTurn, SummaryCall, CompressCall, LoopNotice, LoopPolicy, ToolRound);
+
+/// What the machine waits for, with the handle that gives it: [`Machine::pending`], for a
+/// driver that answers in a later call than the one that polled (the binding answers by run id
+/// across JS turns, so it cannot keep `poll`'s borrowing handle).
+#[derive(Debug)]
+pub enum Pending<'a> {
+    Nothing,
+    Conversation(CompressCall<'a>),
+    Summary(SummaryCall<'a>),
+    Model(ModelTurn<'a>),
+    LoopAction(LoopPolicy<'a>),
+    ToolResults(ToolRound<'a>),
+}
+
+impl Pending<'_> {
+    pub fn awaiting(&self) -> Awaiting {
+        match self {
+            Pending::Nothing => Awaiting::Nothing,
+            Pending::Conversation(_) => Awaiting::Conversation,
+            Pending::Summary(_) => Awaiting::Summary,
+            Pending::Model(_) => Awaiting::Model,
+            Pending::LoopAction(_) => Awaiting::LoopAction,
+            Pending::ToolResults(_) => Awaiting::ToolResults,
+        }
+    }
+
+    /// The refusal of an answer to `got` given while the machine waits for this: the error a
+    /// driver that answers by kind (the binding) reports for a wrong one.
+    pub fn refuse(&self, got: Awaiting) -> DriverError {
+        DriverError::Unexpected(Unexpected { awaiting: self.awaiting(), got })
     }
 }
 
@@ -298,22 +488,13 @@ pub struct Outcome<'a> {
     pub aborted: bool,
 }
 
-/// The driver's answer to the action that waits for it.
-#[derive(Debug)]
-pub enum Response<'a> {
-    /// The model's answer to `CallModel`.
-    Model(ModelAnswer<'a>),
-    /// The summary call's answer to `Summarize`: `JSON.stringify(response)`, `None` when the
-    /// adapter returned nothing writable.
-    Summary(Option<&'a str>),
-    /// `contextStrategy.compress`'s answer to `CustomCompress`: `JSON.stringify` of what it
-    /// returned, `None` when that was not an array.
-    Conversation(Option<&'a str>),
-    /// The policy callback's answer to `LoopDetected { awaits_policy: true }` (`String(value)`).
-    LoopAction(&'a str),
-    /// The outcome of call `index` of the `ToolRound`; `usage` is a delegated run's
-    /// `metadata.tokenUsage`.
-    ToolResult { index: usize, content: String, is_error: Option<bool>, usage: Option<Usage> },
+/// The outcome of one call of a [`ToolRound`].
+#[derive(Debug, Clone)]
+pub struct ToolOutcome {
+    pub content: String,
+    pub is_error: Option<bool>,
+    /// A delegated run's `metadata.tokenUsage`.
+    pub usage: Option<Usage>,
 }
 
 /// The forms a model's answer can come in.
@@ -353,6 +534,30 @@ impl Awaiting {
             _ => Awaiting::Nothing,
         }
     }
+
+    /// What is awaited, in the driver errors' words.
+    fn awaited(self) -> &'static str {
+        match self {
+            Awaiting::Nothing => "nothing",
+            Awaiting::Conversation => "the custom compression result",
+            Awaiting::Summary => "the summary response",
+            Awaiting::Model => "the model response",
+            Awaiting::LoopAction => "the loop action",
+            Awaiting::ToolResults => "the tool results",
+        }
+    }
+
+    /// An answer to this, in the driver errors' words.
+    fn answer(self) -> &'static str {
+        match self {
+            Awaiting::Nothing => "nothing",
+            Awaiting::Conversation => "compression result",
+            Awaiting::Summary => "summary response",
+            Awaiting::Model => "model response",
+            Awaiting::LoopAction => "loop action",
+            Awaiting::ToolResults => "tool result",
+        }
+    }
 }
 
 /// How a driver's call failed.
@@ -361,27 +566,20 @@ pub enum DriverError {
     /// `poll` while the last action still waits for its answer (some tool results, for
     /// `ToolResults`): a driver bug.
     Unanswered(Awaiting),
-    /// A response the machine is not waiting for, or a tool result for a call the round does
-    /// not have: a driver bug.
-    Unexpected { awaiting: Awaiting, got: &'static str },
+    /// An answer (to `got`) the machine is not waiting for, or a tool result for a call the
+    /// round does not have: a driver bug, possible only for a driver that answers by kind
+    /// ([`Pending::refuse`]); the handles cannot give it.
+    Unexpected(Unexpected<Awaiting, Awaiting>),
     /// The user's value was refused; the text is the run's error message.
     Rejected(String),
 }
 
 impl std::fmt::Display for DriverError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = |a: Awaiting| match a {
-            Awaiting::Nothing => "nothing",
-            Awaiting::Conversation => "the custom compression result",
-            Awaiting::Summary => "the summary response",
-            Awaiting::Model => "the model response",
-            Awaiting::LoopAction => "the loop action",
-            Awaiting::ToolResults => "the tool results",
-        };
         match self {
-            DriverError::Unanswered(a) => write!(f, "driver error: {} not reported", what(*a)),
-            DriverError::Unexpected { awaiting, got } => {
-                write!(f, "driver error: unexpected {got} while waiting for {}", what(*awaiting))
+            DriverError::Unanswered(a) => write!(f, "driver error: {} not reported", a.awaited()),
+            DriverError::Unexpected(Unexpected { awaiting, got }) => {
+                write!(f, "driver error: unexpected {} while waiting for {}", got.answer(), awaiting.awaited())
             }
             DriverError::Rejected(msg) => f.write_str(msg),
         }
@@ -403,13 +601,6 @@ enum Phase {
     AwaitToolResults,
     AfterTools,
     Finished,
-}
-
-#[derive(Debug, Clone)]
-struct ToolOutcome {
-    content: String,
-    is_error: Option<bool>,
-    usage: Option<Usage>,
 }
 
 pub struct Machine {
@@ -518,28 +709,38 @@ impl Machine {
         Ok(self.action(kind))
     }
 
+    /// What the machine waits for, without a handle.
+    pub fn awaiting(&self) -> Awaiting {
+        Awaiting::of(self.phase)
+    }
+
+    /// The handle that answers what the machine waits for (the one the last action handed
+    /// out), for a driver that answers in a later call than the one that polled.
+    pub fn pending(&mut self) -> Pending<'_> {
+        match self.phase {
+            Phase::AwaitCustom => Pending::Conversation(CompressCall { m: self }),
+            Phase::AwaitSummary => Pending::Summary(SummaryCall { m: self }),
+            Phase::AwaitResponse => Pending::Model(ModelTurn { m: self }),
+            Phase::AwaitLoopAction => Pending::LoopAction(LoopPolicy { m: self }),
+            Phase::AwaitToolResults => Pending::ToolResults(ToolRound { m: self }),
+            _ => Pending::Nothing,
+        }
+    }
+
     /// Builds the action of kind `kind` from the state `step` left.
     fn action(&mut self, kind: ActionKind) -> Action<'_> {
         match kind {
             ActionKind::Done => Action::Done(self.outcome()),
             ActionKind::ApplyPlan => Action::ApplyPlan(self.plan.take().unwrap_or_default()),
-            ActionKind::CustomCompress => Action::CustomCompress { estimated_tokens: estimate_tokens(&self.conv) },
-            ActionKind::Summarize => Action::Summarize {
-                turn: self.turns,
-                input_json: self.summary.as_ref().map(|s| s.3.as_str()).unwrap_or("[]"),
-            },
-            ActionKind::CallModel => Action::CallModel { turn: self.turns },
+            ActionKind::CustomCompress => Action::CustomCompress(CompressCall { m: self }),
+            ActionKind::Summarize => Action::Summarize(SummaryCall { m: self }),
+            ActionKind::CallModel => Action::CallModel(ModelTurn { m: self }),
             ActionKind::Text => Action::Text(&self.turn_text),
             ActionKind::BudgetExceeded => Action::BudgetExceeded { total_tokens: self.spent + self.usage.total() },
-            ActionKind::LoopDetected => Action::LoopDetected {
-                info: self.loop_info.as_ref().expect("a loop was detected"),
-                awaits_policy: self.phase == Phase::AwaitLoopAction,
-            },
+            ActionKind::LoopDetected => Action::LoopDetected(LoopNotice { m: self }),
             ActionKind::InjectWarning => Action::InjectWarning(self.injected.expect("a warning was injected")),
             ActionKind::FirstTurnWarning => Action::FirstTurnWarning(&self.first_turn_warning),
-            ActionKind::ToolRound => {
-                Action::ToolRound { calls: self.tool_calls(), trailing_warning: self.inject.map(warning_text) }
-            }
+            ActionKind::ToolRound => Action::ToolRound(ToolRound { m: self }),
             ActionKind::LoopStopResults => {
                 Action::LoopStopResults { calls: self.tool_calls(), result: LOOP_STOPPED_RESULT }
             }
@@ -564,55 +765,6 @@ impl Machine {
             loop_detected: self.loop_detected,
             aborted: self.aborted,
         }
-    }
-
-    /// The one way to answer the action that waits (see [`Response`]).
-    pub fn respond(&mut self, response: Response<'_>) -> Result<(), DriverError> {
-        let awaiting = Awaiting::of(self.phase);
-        let unexpected = |got| Err(DriverError::Unexpected { awaiting, got });
-        match response {
-            Response::Model(answer) => {
-                if awaiting != Awaiting::Model {
-                    return unexpected("model response");
-                }
-                let (content, usage) = match answer {
-                    ModelAnswer::Json(json) => parse_response(json).map_err(DriverError::Rejected)?,
-                    ModelAnswer::Parts { content_json, usage } => (parse_content_json(content_json, false)?, usage),
-                    ModelAnswer::CopiedParts { content_json, usage } => {
-                        (parse_content_json(content_json, true)?, usage)
-                    }
-                    ModelAnswer::Parsed { content, usage } => (content, usage),
-                };
-                self.accept_response(content, usage);
-            }
-            Response::Summary(json) => {
-                if awaiting != Awaiting::Summary {
-                    return unexpected("summary response");
-                }
-                self.on_summary(json.unwrap_or(""))?;
-            }
-            Response::Conversation(json) => {
-                if awaiting != Awaiting::Conversation {
-                    return unexpected("compression result");
-                }
-                self.set_conversation(json)?;
-            }
-            Response::LoopAction(action) => {
-                if awaiting != Awaiting::LoopAction {
-                    return unexpected("loop action");
-                }
-                self.loop_action = Some(action.to_string());
-                self.phase = Phase::Decide;
-            }
-            Response::ToolResult { index, content, is_error, usage } => {
-                if awaiting != Awaiting::ToolResults || index >= self.results.len() {
-                    return unexpected("tool result");
-                }
-                let usage = usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
-                self.results[index] = Some(ToolOutcome { content, is_error, usage });
-            }
-        }
-        Ok(())
     }
 
     fn step(&mut self, aborted: bool) -> Result<ActionKind, DriverError> {
@@ -1049,8 +1201,8 @@ mod tests {
 
     /// A model call answered with `reply`: the action after it.
     fn answered(m: &mut Machine, reply: &str) -> ActionKind {
-        assert_eq!(next(m, false), ActionKind::CallModel);
-        respond_json(m, reply).unwrap();
+        let Action::CallModel(turn) = m.poll(false).unwrap() else { panic!("not a model call") };
+        turn.answer(ModelAnswer::Json(reply)).unwrap();
         next(m, false)
     }
 
@@ -1059,12 +1211,16 @@ mod tests {
         Some(LoopConfig { max_repetitions, window: None, action: LoopAction::Fixed(action.into()), matching })
     }
 
+    /// The model's answer `json`, through the handle of the model call the machine waits for.
     fn respond_json(m: &mut Machine, json: &str) -> Result<(), DriverError> {
-        m.respond(Response::Model(ModelAnswer::Json(json)))
+        let Pending::Model(turn) = m.pending() else { panic!("not waiting for the model") };
+        turn.answer(ModelAnswer::Json(json))
     }
 
+    /// The outcome of call `index` of the round the machine waits for.
     fn tool_result(m: &mut Machine, index: usize, content: &str, is_error: Option<bool>, usage: Option<Usage>) {
-        m.respond(Response::ToolResult { index, content: content.into(), is_error, usage }).unwrap();
+        let Pending::ToolResults(mut round) = m.pending() else { panic!("not waiting for a round") };
+        round.answer(index, ToolOutcome { content: content.into(), is_error, usage }).unwrap();
     }
 
     /// The JSON of the plan of the next action, which must be `ApplyPlan`.
@@ -1083,26 +1239,31 @@ mod tests {
         loop {
             let action = m.poll(false).unwrap();
             kinds.push(action.kind());
-            let answer = match action {
+            match action {
                 Action::Done(_) => return kinds,
-                Action::CallModel { .. } => {
-                    vec![Response::Model(ModelAnswer::Json(r.next().expect("ran out of responses")))]
+                Action::CallModel(turn) => {
+                    turn.answer(ModelAnswer::Json(r.next().expect("ran out of responses"))).unwrap()
                 }
-                Action::ToolRound { calls, .. } => calls
-                    .iter()
-                    .enumerate()
-                    .map(|(index, c)| Response::ToolResult {
-                        index,
-                        content: if c.granted { "ok".into() } else { not_granted(c.name) },
-                        is_error: if c.granted { None } else { Some(true) },
-                        usage: None,
-                    })
-                    .collect(),
-                Action::LoopDetected { awaits_policy: true, .. } => vec![Response::LoopAction("terminate")],
-                _ => vec![],
-            };
-            for response in answer {
-                m.respond(response).unwrap();
+                Action::ToolRound(mut round) => {
+                    let outcomes: Vec<ToolOutcome> = round
+                        .calls()
+                        .iter()
+                        .map(|c| ToolOutcome {
+                            content: if c.granted { "ok".into() } else { not_granted(c.name) },
+                            is_error: if c.granted { None } else { Some(true) },
+                            usage: None,
+                        })
+                        .collect();
+                    for (index, outcome) in outcomes.into_iter().enumerate() {
+                        round.answer(index, outcome).unwrap();
+                    }
+                }
+                Action::LoopDetected(notice) => {
+                    if let Some(policy) = notice.policy() {
+                        policy.answer("terminate");
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -1409,8 +1570,10 @@ mod tests {
             ),
             ActionKind::Text
         );
-        let Action::ToolRound { calls, trailing_warning: None } = m.poll(false).unwrap() else { panic!() };
-        let calls: Vec<_> = calls.iter().map(|c| (c.id, c.name, c.input.get(), c.signature, c.granted)).collect();
+        let Action::ToolRound(round) = m.poll(false).unwrap() else { panic!() };
+        assert_eq!(round.trailing_warning(), None);
+        let calls: Vec<_> =
+            round.calls().iter().map(|c| (c.id, c.name, c.input.get(), c.signature, c.granted)).collect();
         assert_eq!(calls, vec![("1", "a", r#"{"z":1,"a":[2]}"#, None, true), ("2\"", "bé", "{}", Some("s"), false)]);
 
         let mut cfg = RunnerConfig::default();
@@ -1426,11 +1589,11 @@ mod tests {
     fn non_finite_usage_never_reaches_the_totals() {
         let cfg = RunnerConfig { max_token_budget: Some(100.0), ..RunnerConfig::default() };
         let mut m = machine(cfg, START, &["a"]);
-        assert_eq!(next(&mut m, false), ActionKind::CallModel);
-        m.respond(Response::Model(ModelAnswer::Parts {
+        let Action::CallModel(turn) = m.poll(false).unwrap() else { panic!() };
+        turn.answer(ModelAnswer::Parts {
             content_json: Some(r#"[{"type":"tool_use","id":"1","name":"a","input":{}}]"#),
             usage: Usage { input_tokens: f64::NAN, output_tokens: f64::INFINITY },
-        }))
+        })
         .unwrap();
         assert_eq!(next(&mut m, false), ActionKind::ToolRound);
         tool_result(&mut m, 0, "ok", None, Some(Usage { input_tokens: f64::NEG_INFINITY, output_tokens: 4.0 }));
@@ -1452,13 +1615,18 @@ mod tests {
         let mut cfg = RunnerConfig::default();
         cfg.strategy = Some(Strategy::Custom);
         let mut m = machine(cfg, START, &[]);
-        assert_eq!(next(&mut m, false), ActionKind::CustomCompress);
+        let Action::CustomCompress(call) = m.poll(false).unwrap() else { panic!() };
         let bad = DriverError::Rejected("contextStrategy.custom.compress must return a non-empty LLMMessage[]".into());
-        assert_eq!(m.respond(Response::Conversation(Some("[]"))).unwrap_err(), bad);
-        assert_eq!(m.respond(Response::Conversation(None)).unwrap_err(), bad);
+        assert_eq!(call.answer(Some("[]")).unwrap_err(), bad);
+        // A refused result leaves the machine waiting, with the handle to answer again.
+        let compress = |m: &mut Machine, json| {
+            let Pending::Conversation(call) = m.pending() else { panic!("not waiting for compress") };
+            call.answer(json)
+        };
+        assert_eq!(compress(&mut m, None).unwrap_err(), bad);
         // Still waiting: polling is a driver error until the answer is accepted.
         assert_eq!(m.poll(false).unwrap_err(), DriverError::Unanswered(Awaiting::Conversation));
-        m.respond(Response::Conversation(Some(START))).unwrap();
+        compress(&mut m, Some(START)).unwrap();
         assert_eq!(next(&mut m, false), ActionKind::CallModel);
     }
 
@@ -1474,5 +1642,33 @@ mod tests {
         tool_result(&mut m, 0, "second", None, None);
         // Turn 3: the first result has been consumed → compressed.
         assert!(plan_of(&mut m).contains("[Tool output compressed — 11 chars, already processed]"));
+    }
+
+    #[test]
+    fn pending_hands_out_the_awaited_handle_and_refuses_by_kind_with_the_driver_texts() {
+        let mut m = machine(RunnerConfig::default(), START, &["a"]);
+        assert_eq!(m.awaiting(), Awaiting::Nothing);
+        assert!(matches!(m.pending(), Pending::Nothing));
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
+        assert_eq!(m.awaiting(), Awaiting::Model);
+        let refused = m.pending().refuse(Awaiting::LoopAction);
+        assert_eq!(refused.to_string(), "driver error: unexpected loop action while waiting for the model response");
+        respond_json(&mut m, &tool_resp(&[("1", "a"), ("2", "a")], "")).unwrap();
+        assert_eq!(next(&mut m, false), ActionKind::ToolRound);
+        let Pending::ToolResults(mut round) = m.pending() else { panic!() };
+        assert_eq!(round.calls().len(), 2);
+        // An index the round does not have.
+        let outcome = || ToolOutcome { content: "ok".into(), is_error: None, usage: None };
+        let e = round.answer(2, outcome()).unwrap_err();
+        assert_eq!(e.to_string(), "driver error: unexpected tool result while waiting for the tool results");
+        round.answer(1, outcome()).unwrap();
+        assert_eq!(m.poll(false).unwrap_err().to_string(), "driver error: the tool results not reported");
+        let Pending::ToolResults(mut round) = m.pending() else { panic!() };
+        round.answer(0, outcome()).unwrap();
+        assert_eq!(
+            m.pending().refuse(Awaiting::Summary).to_string(),
+            "driver error: unexpected summary response while waiting for the tool results"
+        );
+        assert_eq!(next(&mut m, false), ActionKind::CallModel);
     }
 }

@@ -13,10 +13,10 @@
 //! [`Step::Execute`] but through an allow the machine read at [`Step::Gate`]: a driver cannot
 //! skip the gate by answering the plain steps.
 //!
-//! The machine asks for one thing at a time ([`Action`]); the driver performs it (the JS shim:
-//! it looks the tool up, reads the abort signal, calls the user's Zod `safeParse` or the
-//! native JSON Schema validator, awaits `execute`, reads `maxOutputChars`) and answers through
-//! [`ToolCall::answer`]. Values stay with the driver (the parsed input, the tool's result
+//! The machine asks for one thing at a time ([`ToolCall::poll`], an [`Action`]); the driver
+//! performs it (the JS shim: it looks the tool up, reads the abort signal, calls the user's Zod
+//! `safeParse` or the native JSON Schema validator, awaits `execute`, reads `maxOutputChars`)
+//! and answers through [`ToolCall::answer`], which hands back the next action. Values stay with the driver (the parsed input, the tool's result
 //! object); the machine sees only what it decides on.
 //!
 //! The machine's state is its [`Step`] plus, while the output limit of an error text is read,
@@ -27,6 +27,7 @@
 
 use crate::json::js_number;
 use crate::kernel::truncate::truncate_tool_output;
+use crate::protocol::Unexpected;
 use crate::tool::builtin::input::{self, InputView, ToolInput};
 
 /// One issue of an input or output check: `path` is the issue's path joined with `.`.
@@ -555,16 +556,13 @@ pub mod wire {
     }
 }
 
-/// An answer the current step does not take (a driver bug).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Misuse {
-    pub step: Step,
-    pub answer: AnswerKind,
-}
+/// An answer the current step does not take (a driver bug): the machines' one misuse error
+/// (`crate::protocol`), awaiting a step's answer.
+pub type Misuse = Unexpected<Step, AnswerKind>;
 
 impl std::fmt::Display for Misuse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the tool executor cannot take {} at step {:?}", self.answer.name(), self.step)
+        write!(f, "the tool executor cannot take {} at step {:?}", self.got.name(), self.awaiting)
     }
 }
 
@@ -616,7 +614,8 @@ impl ToolCall {
         &self.text
     }
 
-    pub fn action(&self) -> Action<'_> {
+    /// What the machine asks for now, with the data it holds for it.
+    pub fn poll(&self) -> Action<'_> {
         match self.step.action_kind() {
             ActionKind::Lookup => Action::Lookup,
             ActionKind::CheckAbort => Action::CheckAbort,
@@ -631,15 +630,16 @@ impl ToolCall {
         }
     }
 
-    /// The one entry: the driver's answer to the current action; the next action.
+    /// The one entry: the driver's answer to the current action ([`ToolCall::poll`]); the next
+    /// action.
     pub fn answer(&mut self, answer: Answer) -> Result<Action<'_>, Misuse> {
         let kind = answer.kind();
         match transition(self.step, kind) {
-            Transition::Invalid => return Err(Misuse { step: self.step, answer: kind }),
+            Transition::Invalid => return Err(Misuse { awaiting: self.step, got: kind }),
             Transition::To(next) => self.step = next,
             Transition::Decide => self.decide(answer),
         }
-        Ok(self.action())
+        Ok(self.poll())
     }
 
     fn fail(&mut self, text: String) {
@@ -740,6 +740,122 @@ impl ToolCall {
     }
 }
 
+/// What the call waits for, with the handle that answers it: the typed form of
+/// [`ToolCall::answer`] for a Rust driver, in the style of the runner's `Pending`. Each handle
+/// takes only the answers its action takes (the [`transition`] table stays the one definition:
+/// a test ties every handle's answers to it), so an answer of the wrong kind does not compile.
+/// The JS driver answers by kind through the binding, and a wrong one is a [`Misuse`].
+///
+/// An input verdict given to the lookup does not compile:
+///
+/// ```compile_fail,E0599
+/// use oma_core::tool::executor::{Pending, ToolCall};
+/// let mut call = ToolCall::new("t");
+/// if let Pending::Lookup(lookup) = call.pending() {
+///     lookup.valid();
+/// }
+/// ```
+#[derive(Debug)]
+pub enum Pending<'c> {
+    Lookup(Lookup<'c>),
+    CheckAbort(AbortCheck<'c>),
+    CheckInput(InputCheck<'c>),
+    CallGate(GateCall<'c>),
+    Execute(Execution<'c>),
+    ParseOutput(OutputCheck<'c>),
+    ReadLimit(LimitRead<'c>),
+    /// The call is over: [`ToolCall::poll`] says with what.
+    Done,
+}
+
+impl ToolCall {
+    /// The handle that answers what the call waits for (see [`Pending`]).
+    pub fn pending(&mut self) -> Pending<'_> {
+        match self.step.action_kind() {
+            ActionKind::Lookup => Pending::Lookup(Lookup(self)),
+            ActionKind::CheckAbort => Pending::CheckAbort(AbortCheck(self)),
+            ActionKind::CheckInput => Pending::CheckInput(InputCheck(self)),
+            ActionKind::CallGate => Pending::CallGate(GateCall(self)),
+            ActionKind::Execute => Pending::Execute(Execution(self)),
+            ActionKind::ParseOutput => Pending::ParseOutput(OutputCheck(self)),
+            ActionKind::ReadLimit => Pending::ReadLimit(LimitRead(self)),
+            ActionKind::ReturnResult | ActionKind::ReturnCut | ActionKind::ReturnError => Pending::Done,
+        }
+    }
+}
+
+/// Gives an answer the handle's action takes: the machine cannot refuse it.
+fn taken<'c>(call: &'c mut ToolCall, answer: Answer) -> Action<'c> {
+    call.answer(answer).expect("the handle's action takes this answer")
+}
+
+macro_rules! handles {
+    ($($(#[$doc:meta])* $name:ident { $($(#[$mdoc:meta])* fn $method:ident($($arg:ident: $ty:ty),*) => $answer:expr;)* })*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<'c>(&'c mut ToolCall);
+
+        impl<'c> $name<'c> {
+            $(
+                $(#[$mdoc])*
+                pub fn $method(self, $($arg: $ty),*) -> Action<'c> {
+                    taken(self.0, $answer)
+                }
+            )*
+        }
+    )*};
+}
+
+handles! {
+    /// [`Action::Lookup`]'s handle.
+    Lookup {
+        fn found() => Answer::Found;
+        fn missing() => Answer::Missing;
+    }
+    /// [`Action::CheckAbort`]'s handle.
+    AbortCheck {
+        fn not_aborted() => Answer::NotAborted;
+        fn aborted() => Answer::Aborted;
+    }
+    /// [`Action::CheckInput`]'s handle.
+    InputCheck {
+        fn valid() => Answer::InputValid;
+        fn invalid(issues: Vec<Issue>) => Answer::InputInvalid(issues);
+        /// A getter or Proxy trap threw while the input was read.
+        fn unreadable(message: String) => Answer::InputUnreadable(message);
+        /// `JSON.stringify` of the input threw (a JSON Schema tool).
+        fn not_json(message: String) => Answer::InputNotJson(message);
+        /// A built-in tool's input as the driver sees it; the machine checks it.
+        fn builtin(tool: &'static ToolInput, view: InputView<'_>) => Answer::BuiltinInput(tool, view);
+    }
+    /// [`Action::CallGate`]'s handle.
+    GateCall {
+        fn decision(decision: Decision<'_>) => Answer::Decision(decision);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+    /// [`Action::Execute`]'s handle.
+    Execution {
+        fn returned(is_error: bool) => Answer::Returned { is_error };
+        fn bad_result(bad: BadResult) => Answer::BadResult(bad);
+        fn threw(message: String) => Answer::Threw(message);
+        /// The call's timeout (ms) passed before `execute` settled.
+        fn timed_out(ms: f64) => Answer::TimedOut(ms);
+    }
+    /// [`Action::ParseOutput`]'s handle.
+    OutputCheck {
+        fn valid() => Answer::OutputValid;
+        fn invalid(issues: Vec<Issue>) => Answer::OutputInvalid(issues);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+    /// [`Action::ReadLimit`]'s handle.
+    LimitRead {
+        fn fits() => Answer::LimitFits;
+        /// The limit, shorter than the text.
+        fn limit(max: f64) => Answer::Limit(max);
+        fn threw(message: String) => Answer::Threw(message);
+    }
+}
+
 fn issue_lines(issues: &[Issue]) -> String {
     let mut out = String::new();
     for (i, issue) in issues.iter().enumerate() {
@@ -782,7 +898,7 @@ mod tests {
             seen.push(kind);
             call.answer(answer).unwrap();
         }
-        let end = match call.action() {
+        let end = match call.poll() {
             Action::ReturnError(t) => Action::ReturnError(Box::leak(t.to_string().into_boxed_str())),
             other => other.clone_static(),
         };
@@ -1063,12 +1179,12 @@ mod tests {
         let mut call = ToolCall::new("t");
         assert_eq!(
             call.answer(Answer::OutputValid),
-            Err(Misuse { step: Step::Lookup, answer: AnswerKind::OutputValid })
+            Err(Misuse { awaiting: Step::Lookup, got: AnswerKind::OutputValid })
         );
         let mut done = ToolCall::resume("t", Step::ReturnResult, "");
         assert!(done.answer(Answer::Found).is_err());
         assert_eq!(
-            Misuse { step: Step::Execute, answer: AnswerKind::Found }.to_string(),
+            Misuse { awaiting: Step::Execute, got: AnswerKind::Found }.to_string(),
             "the tool executor cannot take FOUND at step Execute"
         );
     }
@@ -1223,12 +1339,12 @@ mod tests {
         // The gated copies of the early steps keep their texts.
         let mut call = ToolCall::gated("nope");
         call.answer(Answer::Missing).unwrap();
-        assert_eq!(call.action(), Action::ReturnError("Tool \"nope\" is not registered in the ToolRegistry."));
+        assert_eq!(call.poll(), Action::ReturnError("Tool \"nope\" is not registered in the ToolRegistry."));
         let (_, end, _) = gated(vec![]);
         assert_eq!(end, Action::CallGate);
         let mut call = ToolCall::resume("t", Step::AbortBeforeGate, "");
         call.answer(Answer::Aborted).unwrap();
-        assert_eq!(call.action(), Action::ReturnError("Tool \"t\" was aborted before execution began."));
+        assert_eq!(call.poll(), Action::ReturnError("Tool \"t\" was aborted before execution began."));
     }
 
     /// The native enforcement: from a gated call's first step, no sequence of data-free
@@ -1307,6 +1423,61 @@ mod tests {
                     Transition::Decide => assert!(r.is_ok()),
                 }
             }
+        }
+        // The typed handles take exactly the answers the table takes at each step.
+        // Whether `p` is one of these handles; if so, gives it the answer (which panics if the
+        // machine refuses it).
+        macro_rules! taken_by {
+            ($p:expr, $($pat:pat => $call:expr),+) => {
+                match $p {
+                    $($pat => {
+                        $call;
+                        true
+                    })+
+                    _ => false,
+                }
+            };
+        }
+        type Try = fn(Pending<'_>) -> bool;
+        let tries: [(AnswerKind, Try); 19] = [
+            (AnswerKind::Found, |p| taken_by!(p, Pending::Lookup(h) => h.found())),
+            (AnswerKind::Missing, |p| taken_by!(p, Pending::Lookup(h) => h.missing())),
+            (AnswerKind::NotAborted, |p| taken_by!(p, Pending::CheckAbort(h) => h.not_aborted())),
+            (AnswerKind::Aborted, |p| taken_by!(p, Pending::CheckAbort(h) => h.aborted())),
+            (AnswerKind::InputValid, |p| taken_by!(p, Pending::CheckInput(h) => h.valid())),
+            (AnswerKind::InputInvalid, |p| taken_by!(p, Pending::CheckInput(h) => h.invalid(vec![]))),
+            (AnswerKind::InputUnreadable, |p| taken_by!(p, Pending::CheckInput(h) => h.unreadable("x".into()))),
+            (AnswerKind::InputNotJson, |p| taken_by!(p, Pending::CheckInput(h) => h.not_json("x".into()))),
+            (AnswerKind::BuiltinInput, |p| {
+                let view = InputView { top: JsType::Null, fields: &[] };
+                taken_by!(p, Pending::CheckInput(h) => h.builtin(&input::TOOLS[0], view))
+            }),
+            (AnswerKind::Returned, |p| taken_by!(p, Pending::Execute(h) => h.returned(false))),
+            (AnswerKind::ReturnedIsError, |p| taken_by!(p, Pending::Execute(h) => h.returned(true))),
+            (
+                AnswerKind::BadResult,
+                |p| taken_by!(p, Pending::Execute(h) => h.bad_result(BadResult::NotObject("number".into()))),
+            ),
+            (AnswerKind::Threw, |p| {
+                taken_by!(p, Pending::CallGate(h) => h.threw("x".into()), Pending::Execute(h) => h.threw("x".into()),
+                    Pending::ParseOutput(h) => h.threw("x".into()), Pending::ReadLimit(h) => h.threw("x".into()))
+            }),
+            (AnswerKind::OutputValid, |p| taken_by!(p, Pending::ParseOutput(h) => h.valid())),
+            (AnswerKind::OutputInvalid, |p| taken_by!(p, Pending::ParseOutput(h) => h.invalid(vec![]))),
+            (AnswerKind::LimitFits, |p| taken_by!(p, Pending::ReadLimit(h) => h.fits())),
+            (AnswerKind::Limit, |p| taken_by!(p, Pending::ReadLimit(h) => h.limit(5.0))),
+            (AnswerKind::Decision, |p| taken_by!(p, Pending::CallGate(h) => h.decision(ALLOW))),
+            (AnswerKind::TimedOut, |p| taken_by!(p, Pending::Execute(h) => h.timed_out(5.0))),
+        ];
+        for step in Step::ALL {
+            for (kind, try_it) in tries {
+                let mut call = ToolCall::resume("t", step, "text");
+                let taken = try_it(call.pending());
+                assert_eq!(taken, transition(step, kind) != Transition::Invalid, "{step:?} {kind:?}");
+            }
+            let mut call = ToolCall::resume("t", step, "text");
+            let over = matches!(call.poll(), Action::ReturnResult | Action::ReturnCut { .. } | Action::ReturnError(_));
+            assert_eq!(matches!(call.pending(), Pending::Done), over);
         }
         for (i, s) in Step::ALL.iter().enumerate() {
             assert_eq!(*s as usize, i);

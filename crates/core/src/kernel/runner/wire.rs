@@ -55,7 +55,7 @@
 //! instructions per LLM call for `Agent.run` at T = 1 / 5 / 20 (78.1k against 81.1k at T = 1),
 //! 4.3k for `adapter.chat` alone (71.1k against 75.4k).
 //!
-//! Responses go the other way, one call per kind of [`Response`](super::Response) (types in
+//! Answers go the other way, one call per handle of [`Pending`](super::Pending) (types in
 //! `lib/native.d.ts`):
 //!
 //! | call | arguments | returns |
@@ -105,20 +105,23 @@ pub enum RoundLayout {
 
 pub fn encode(action: &Action<'_>, layout: RoundLayout) -> Wire {
     let code = action.kind() as u8;
-    if let Action::CallModel { turn } = action {
-        return Wire::Number(code as u32 | turn << KIND_BITS);
+    if let Action::CallModel(call) = action {
+        return Wire::Number(code as u32 | call.turn() << KIND_BITS);
     }
-    if let Some(n) = granted_round_count(action, layout) {
+    // A round's calls, read once.
+    let round = match action {
+        Action::ToolRound(round) => Some((round.calls(), round.trailing_warning())),
+        _ => None,
+    };
+    if let Some(n) = round.and_then(|(calls, warning)| granted_round_count(&calls, warning, layout)) {
         return Wire::Number(code as u32 | n << KIND_BITS);
     }
     // Written in place (no text per field): this runs for most actions of every run. A round
     // is sized up front (it grew through five reallocations at 16 calls).
-    let capacity = match action {
-        Action::ToolRound { calls, .. } if layout == RoundLayout::Full => {
-            64 + calls.blocks.iter().map(call_len).sum::<usize>()
-        }
-        Action::ToolRound { calls, .. } => 64 + 12 * calls.blocks.len(),
-        _ => 64,
+    let capacity = match round {
+        Some((calls, _)) if layout == RoundLayout::Full => 64 + calls.blocks.iter().map(call_len).sum::<usize>(),
+        Some((calls, _)) => 64 + 12 * calls.blocks.len(),
+        None => 64,
     };
     let mut out = String::with_capacity(capacity);
     out.push('[');
@@ -135,28 +138,30 @@ pub fn encode(action: &Action<'_>, layout: RoundLayout) -> Wire {
             raw_field(out_, boolean(o.aborted));
         }
         Action::ApplyPlan(plan) => raw_field(out_, &context::plan_json(plan)),
-        Action::CustomCompress { estimated_tokens } => num_field(out_, *estimated_tokens as f64),
-        Action::Summarize { turn, input_json } => {
-            num_field(out_, *turn as f64);
-            raw_field(out_, input_json);
+        Action::CustomCompress(call) => num_field(out_, call.estimated_tokens() as f64),
+        Action::Summarize(call) => {
+            num_field(out_, call.turn() as f64);
+            raw_field(out_, call.input_json());
         }
         Action::Text(text) | Action::FirstTurnWarning(text) => str_field(out_, text),
         Action::InjectWarning(text) => str_field(out_, text),
         Action::BudgetExceeded { total_tokens } => num_field(out_, *total_tokens),
-        Action::LoopDetected { info, awaits_policy } => {
+        Action::LoopDetected(notice) => {
+            let info = notice.info();
             str_field(out_, info.kind.as_str());
             num_field(out_, info.repetitions as f64);
             str_field(out_, &info.detail);
-            raw_field(out_, boolean(*awaits_policy));
+            raw_field(out_, boolean(notice.awaits_policy()));
         }
-        Action::ToolRound { calls, trailing_warning } => {
-            match trailing_warning {
+        Action::ToolRound(_) => {
+            let (calls, warning) = round.expect("read above");
+            match warning {
                 Some(w) => str_field(out_, w),
                 None => raw_field(out_, "null"),
             }
             match layout {
-                RoundLayout::Full => push_calls(out_, calls),
-                RoundLayout::Verdicts => push_verdicts(out_, calls),
+                RoundLayout::Full => push_calls(out_, &calls),
+                RoundLayout::Verdicts => push_verdicts(out_, &calls),
             }
         }
         Action::LoopStopResults { calls, result } => {
@@ -166,7 +171,7 @@ pub fn encode(action: &Action<'_>, layout: RoundLayout) -> Wire {
             }
         }
         // Returned above, before any allocation.
-        Action::CallModel { .. } => {}
+        Action::CallModel(_) => {}
     }
     out.push(']');
     Wire::Json(out)
@@ -176,9 +181,8 @@ pub fn encode(action: &Action<'_>, layout: RoundLayout) -> Wire {
 /// layout, no trailing warning, every call granted and none with a signature. That is nearly
 /// every round, and a number spares the round's text and the driver's `JSON.parse` of it
 /// (≈ 300 instructions per call in W1 16×10).
-fn granted_round_count(action: &Action<'_>, layout: RoundLayout) -> Option<u32> {
-    let Action::ToolRound { calls, trailing_warning: None } = action else { return None };
-    if layout != RoundLayout::Verdicts {
+fn granted_round_count(calls: &ToolCalls<'_>, warning: Option<&str>, layout: RoundLayout) -> Option<u32> {
+    if layout != RoundLayout::Verdicts || warning.is_some() {
         return None;
     }
     let mut n = 0u32;
@@ -381,8 +385,8 @@ mod tests {
     use crate::kernel::message::Usage;
     use crate::kernel::runner::tests::machine;
     use crate::kernel::runner::{
-        ActionKind, LoopAction, LoopConfig, Machine, ModelAnswer, Response, RunnerConfig, Strategy,
-        LOOP_STOPPED_RESULT, W_TOOL,
+        ActionKind, Awaiting, LoopAction, LoopConfig, Machine, ModelAnswer, Pending, RunnerConfig, Strategy,
+        ToolOutcome, LOOP_STOPPED_RESULT, W_TOOL,
     };
 
     /// The decoder of `lib/wire.js`, field for field: `(kind, named fields)`.
@@ -436,21 +440,21 @@ mod tests {
             Action::ApplyPlan(plan) => {
                 json!({ "plan": serde_json::from_str::<Value>(&context::plan_json(plan)).unwrap() })
             }
-            Action::CustomCompress { estimated_tokens } => json!({ "estimatedTokens": estimated_tokens }),
-            Action::Summarize { turn, input_json } => {
-                json!({ "turn": turn, "messages": serde_json::from_str::<Value>(input_json).unwrap() })
+            Action::CustomCompress(call) => json!({ "estimatedTokens": call.estimated_tokens() }),
+            Action::Summarize(call) => {
+                json!({ "turn": call.turn(), "messages": serde_json::from_str::<Value>(call.input_json()).unwrap() })
             }
-            Action::CallModel { turn } => json!({ "turn": turn }),
+            Action::CallModel(call) => json!({ "turn": call.turn() }),
             Action::Text(t) | Action::FirstTurnWarning(t) => json!({ "text": t }),
             Action::InjectWarning(t) => json!({ "text": t }),
             Action::BudgetExceeded { total_tokens } => json!({ "totalTokens": total_tokens }),
-            Action::LoopDetected { info, awaits_policy } => json!({
-                "kind": info.kind.as_str(), "repetitions": info.repetitions, "detail": info.detail,
-                "awaitsPolicy": awaits_policy,
+            Action::LoopDetected(notice) => json!({
+                "kind": notice.info().kind.as_str(), "repetitions": notice.info().repetitions,
+                "detail": notice.info().detail, "awaitsPolicy": notice.awaits_policy(),
             }),
-            Action::ToolRound { calls, trailing_warning } => json!({
-                "trailingWarning": trailing_warning,
-                "calls": calls.iter().map(|c| {
+            Action::ToolRound(round) => json!({
+                "trailingWarning": round.trailing_warning(),
+                "calls": round.calls().iter().map(|c| {
                     let mut call = json!({
                         "id": c.id, "name": c.name,
                         "input": serde_json::from_str::<Value>(c.input.get()).unwrap(), "granted": c.granted,
@@ -491,12 +495,13 @@ mod tests {
 
     fn model(m: &mut Machine, content: &str, i: f64, o: f64) {
         let usage = Usage { input_tokens: i, output_tokens: o };
-        m.respond(Response::Model(ModelAnswer::Parts { content_json: Some(content), usage })).unwrap();
+        let Pending::Model(turn) = m.pending() else { panic!("not waiting for the model") };
+        turn.answer(ModelAnswer::Parts { content_json: Some(content), usage }).unwrap();
     }
 
     fn result(m: &mut Machine, index: usize) {
-        let r = Response::ToolResult { index, content: "ok".into(), is_error: None, usage: None };
-        m.respond(r).unwrap();
+        let Pending::ToolResults(mut round) = m.pending() else { panic!("not waiting for a round") };
+        round.answer(index, ToolOutcome { content: "ok".into(), is_error: None, usage: None }).unwrap();
     }
 
     #[test]
@@ -522,7 +527,7 @@ mod tests {
         );
         assert_eq!(round_trip(&mut m), ActionKind::LoopDetected);
         let action = m.poll(false).unwrap();
-        assert!(matches!(action, Action::ToolRound { trailing_warning: Some(W_TOOL), .. }));
+        assert!(matches!(&action, Action::ToolRound(round) if round.trailing_warning() == Some(W_TOOL)));
         drop(action);
         // Polling again while results are missing is an error, not a second action.
         assert!(m.poll(false).is_err());
@@ -625,7 +630,8 @@ mod tests {
         m.poll(false).unwrap();
         model(&mut m, r#"[{"type":"tool_use","id":"7","name":"a","input":{}}]"#, 1.0, 1.0);
         assert_eq!(round_trip(&mut m), ActionKind::LoopDetected);
-        m.respond(Response::LoopAction("terminate")).unwrap();
+        let Pending::LoopAction(policy) = m.pending() else { panic!("not waiting for the policy") };
+        policy.answer("terminate");
         let action = m.poll(false).unwrap();
         assert_eq!(encode(&action, RoundLayout::Full), Wire::Json(format!("[11,\"{LOOP_STOPPED_RESULT}\",\"7\"]")));
         drop(action);
@@ -670,7 +676,8 @@ mod tests {
         cfg.strategy = Some(Strategy::Summarize { max_tokens: 1.0 });
         let mut m = machine(cfg, hist, &[]);
         assert_eq!(round_trip(&mut m), ActionKind::Summarize);
-        m.respond(Response::Summary(Some(r#"{"content":[{"type":"text","text":"sum"}]}"#))).unwrap();
+        let Pending::Summary(call) = m.pending() else { panic!("not waiting for the summary") };
+        call.answer(Some(r#"{"content":[{"type":"text","text":"sum"}]}"#)).unwrap();
         assert_eq!(round_trip(&mut m), ActionKind::ApplyPlan);
         assert_eq!(round_trip(&mut m), ActionKind::CallModel);
     }
@@ -678,14 +685,14 @@ mod tests {
     #[test]
     fn rejections_and_driver_bugs() {
         let mut m = machine(RunnerConfig::default(), START, &[]);
-        m.poll(false).unwrap();
-        let e = m.respond(Response::Model(ModelAnswer::Json("null"))).unwrap_err();
+        let Action::CallModel(turn) = m.poll(false).unwrap() else { panic!() };
+        let e = turn.answer(ModelAnswer::Json("null")).unwrap_err();
         let wire: Value = serde_json::from_str(&encode_rejected(&e).unwrap()).unwrap();
         assert_eq!(
             wire,
             json!([REJECTED, "LLM adapter returned a malformed response: expected an object with a \"content\" array"])
         );
-        let bug = m.respond(Response::LoopAction("x")).unwrap_err();
+        let bug = m.pending().refuse(Awaiting::LoopAction);
         assert_eq!(encode_rejected(&bug), None);
     }
 
