@@ -387,122 +387,90 @@ const bashTool = {
   },
 }
 
-const fileReadTool = {
-  name: 'file_read',
-  description: description('file_read'),
-  inputSchema: inputSchema('file_read'),
-  /**
-   * @param {{ path: string, offset?: number, limit?: number }} input
-   * @param {ToolUseContext} [context]
-   */
-  async execute(input, context) {
-    const bad = checkInput('file_read', input)
-    if (bad) return bad
-    try {
-      return result(await native.builtinFileRead(input.path, input.offset ?? null, input.limit ?? null, sandboxRoot(context), process.cwd()))
-    } catch (err) {
-      return nativeFailure('file_read', err)
-    }
-  },
+/**
+ * A built-in tool whose work is one native call: `execute` checks the input, awaits
+ * `run(input, context, signal)` and returns its result; a native rejection is the tool's error
+ * result (nativeFailure). `cancellable`: whether the call gets the context's AbortSignal (read
+ * before the call, as the walkers' own check of `signal.aborted` needs it). The keys are the
+ * original's, in its order: name, description, inputSchema, `consequential` (upstream 1.13:
+ * told to an onToolCall gate) only for the tools that write, execute.
+ * @template I
+ * @param {string} name a built-in tool's
+ * @param {{ consequential?: true, cancellable?: true }} kind
+ * @param {(input: I, context: ToolUseContext | undefined, signal: AbortSignal | undefined) => Promise<import('../binding').NativeToolResult>} run
+ */
+function nativeTool(name, kind, run) {
+  const cancellable = kind.cancellable === true
+  return {
+    name,
+    description: description(name),
+    inputSchema: inputSchema(name),
+    ...(kind.consequential ? { consequential: true } : {}),
+    /**
+     * @param {I} input
+     * @param {ToolUseContext} [context]
+     */
+    async execute(input, context) {
+      const bad = checkInput(name, input)
+      if (bad) return bad
+      const signal = cancellable && context ? context.abortSignal : undefined
+      try {
+        return result(await run(input, context, signal))
+      } catch (err) {
+        return nativeFailure(name, err)
+      }
+    },
+  }
 }
 
-const fileWriteTool = {
-  name: 'file_write',
-  description: description('file_write'),
-  inputSchema: inputSchema('file_write'),
-  consequential: true,
-  /**
-   * @param {{ path: string, content: string }} input
-   * @param {ToolUseContext} [context]
-   */
-  async execute(input, context) {
-    const bad = checkInput('file_write', input)
-    if (bad) return bad
-    try {
-      return result(await native.builtinFileWrite(input.path, input.content, sandboxRoot(context), process.cwd()))
-    } catch (err) {
-      return nativeFailure('file_write', err)
-    }
-  },
-}
+const fileReadTool = nativeTool(
+  'file_read',
+  {},
+  /** @param {{ path: string, offset?: number, limit?: number }} input */
+  (input, context) => native.builtinFileRead(input.path, input.offset ?? null, input.limit ?? null, sandboxRoot(context), process.cwd()),
+)
 
-const fileEditTool = {
-  name: 'file_edit',
-  description: description('file_edit'),
-  inputSchema: inputSchema('file_edit'),
-  consequential: true,
-  /**
-   * @param {{ path: string, old_string: string, new_string: string, replace_all?: boolean }} input
-   * @param {ToolUseContext} [context]
-   */
-  async execute(input, context) {
-    const bad = checkInput('file_edit', input)
-    if (bad) return bad
-    try {
-      return result(
-        await native.builtinFileEdit(input.path, input.old_string, input.new_string, input.replace_all ?? false, sandboxRoot(context), process.cwd()),
-      )
-    } catch (err) {
-      return nativeFailure('file_edit', err)
-    }
-  },
-}
+const fileWriteTool = nativeTool(
+  'file_write',
+  { consequential: true },
+  /** @param {{ path: string, content: string }} input */
+  (input, context) => native.builtinFileWrite(input.path, input.content, sandboxRoot(context), process.cwd()),
+)
 
-const grepTool = {
-  name: 'grep',
-  description: description('grep'),
-  inputSchema: inputSchema('grep'),
-  /**
-   * @param {{ pattern: string, path?: string, glob?: string, maxResults?: number }} input
-   * @param {ToolUseContext} [context]
-   */
-  async execute(input, context) {
-    const bad = checkInput('grep', input)
-    if (bad) return bad
-    const signal = context ? context.abortSignal : undefined
-    try {
-      return result(
-        await withCancel(signal, true, (h) =>
-          native.builtinGrep(
-            input.pattern,
-            input.path ?? null,
-            input.glob ?? null,
-            input.maxResults ?? TABLES.defaultMaxResults,
-            sandboxRoot(context),
-            process.cwd(),
-            h,
-          ),
-        ),
-      )
-    } catch (err) {
-      return nativeFailure('grep', err)
-    }
-  },
-}
+const fileEditTool = nativeTool(
+  'file_edit',
+  { consequential: true },
+  /** @param {{ path: string, old_string: string, new_string: string, replace_all?: boolean }} input */
+  (input, context) => native.builtinFileEdit(input.path, input.old_string, input.new_string, input.replace_all ?? false, sandboxRoot(context), process.cwd()),
+)
 
-const globTool = {
-  name: 'glob',
-  description: description('glob'),
-  inputSchema: inputSchema('glob'),
-  /**
-   * @param {{ path?: string, pattern?: string, maxFiles?: number }} input
-   * @param {ToolUseContext} [context]
-   */
-  async execute(input, context) {
-    const bad = checkInput('glob', input)
-    if (bad) return bad
-    const signal = context ? context.abortSignal : undefined
-    try {
-      return result(
-        await withCancel(signal, true, (h) =>
-          native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? TABLES.defaultMaxFiles, sandboxRoot(context), process.cwd(), h),
-        ),
-      )
-    } catch (err) {
-      return nativeFailure('glob', err)
-    }
-  },
-}
+const grepTool = nativeTool(
+  'grep',
+  { cancellable: true },
+  /** @param {{ pattern: string, path?: string, glob?: string, maxResults?: number }} input */
+  (input, context, signal) =>
+    withCancel(signal, true, (h) =>
+      native.builtinGrep(
+        input.pattern,
+        input.path ?? null,
+        input.glob ?? null,
+        input.maxResults ?? TABLES.defaultMaxResults,
+        sandboxRoot(context),
+        process.cwd(),
+        h,
+      ),
+    ),
+)
+
+const globTool = nativeTool(
+  'glob',
+  { cancellable: true },
+  /** @param {{ path?: string, pattern?: string, maxFiles?: number }} input */
+  (input, context, signal) =>
+    withCancel(signal, true, (h) =>
+      native.builtinGlob(input.path ?? null, input.pattern ?? null, input.maxFiles ?? TABLES.defaultMaxFiles, sandboxRoot(context), process.cwd(), h),
+    ),
+)
 
 const delegateToAgentTool = {
   name: 'delegate_to_agent',

@@ -8,9 +8,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::reasoning_fallback::Outbound;
-use super::wire::{push_text_block, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{content_head, push_spliced, push_text_block, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
-use oma_core::json::{js_number, push_json_string, to_js_json, truthy, JsObject};
+use oma_core::json::{js_number, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 pub const MISSING_AUTH: &str = "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the \"X-Api-Key\" or \"Authorization\" headers to be explicitly omitted";
@@ -90,10 +90,7 @@ struct Wire<'n> {
 
 impl<'m> Dialect<'m> for Wire<'_> {
     fn begin(&mut self, role: Role) {
-        self.f.open(match role {
-            Role::User => "{\"role\":\"user\",\"content\":[",
-            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
-        });
+        self.f.open(content_head(role));
     }
 
     fn text(&mut self, text: Option<&str>) {
@@ -101,31 +98,21 @@ impl<'m> Dialect<'m> for Wire<'_> {
     }
 
     fn image(&mut self, media_type: &str, data: &str) {
-        let p = self.f.part();
-        p.push_str("{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
-        push_json_string(p, media_type);
-        p.push_str(",\"data\":");
-        push_json_string(p, data);
-        p.push_str("}}");
+        let head = "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":";
+        push_spliced(self.f.part(), head, &[(media_type, ",\"data\":"), (data, "}}")]);
     }
 
     fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
         let p = self.f.part();
-        p.push_str("{\"type\":\"tool_use\",\"id\":");
-        push_json_string(p, id);
-        p.push_str(",\"name\":");
-        push_json_string(p, name);
-        p.push_str(",\"input\":");
+        push_spliced(p, "{\"type\":\"tool_use\",\"id\":", &[(id, ",\"name\":"), (name, ",\"input\":")]);
         p.push_str(input.get());
         p.push('}');
     }
 
     fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
         let p = self.f.part();
-        p.push_str("{\"type\":\"tool_result\",\"tool_use_id\":");
-        push_json_string(p, tool_use_id);
-        p.push_str(",\"content\":");
-        push_json_string(p, content);
+        let head = "{\"type\":\"tool_result\",\"tool_use_id\":";
+        push_spliced(p, head, &[(tool_use_id, ",\"content\":"), (content, "")]);
         if let Some(e) = is_error {
             p.push_str(if e { ",\"is_error\":true" } else { ",\"is_error\":false" });
         }
@@ -135,18 +122,11 @@ impl<'m> Dialect<'m> for Wire<'_> {
     fn reasoning(&mut self, r: Reasoning<'m>) {
         match self.echo.of(r) {
             Outbound::Redacted(d) => {
-                let p = self.f.part();
-                p.push_str("{\"type\":\"redacted_thinking\",\"data\":");
-                push_json_string(p, d);
-                p.push('}');
+                push_spliced(self.f.part(), "{\"type\":\"redacted_thinking\",\"data\":", &[(d, "}")])
             }
             Outbound::Signed { text, signature } => {
-                let p = self.f.part();
-                p.push_str("{\"type\":\"thinking\",\"thinking\":");
-                push_json_string(p, text);
-                p.push_str(",\"signature\":");
-                push_json_string(p, signature);
-                p.push('}');
+                let head = "{\"type\":\"thinking\",\"thinking\":";
+                push_spliced(self.f.part(), head, &[(text, ",\"signature\":"), (signature, "}")]);
             }
             Outbound::Inline(inline) => self.text(Some(&inline)),
             Outbound::Skip => {}

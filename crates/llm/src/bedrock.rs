@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
 use super::reasoning_fallback::Outbound;
-use super::wire::{push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{content_head, push_spliced, push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
-use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
+use oma_core::json::{to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
 
 /// The AWS SDK's message when the default chain finds nothing.
@@ -215,47 +215,30 @@ struct Wire<'n> {
 
 impl<'m> Dialect<'m> for Wire<'_> {
     fn begin(&mut self, role: Role) {
-        self.f.open(match role {
-            Role::User => "{\"role\":\"user\",\"content\":[",
-            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
-        });
+        self.f.open(content_head(role));
     }
 
     fn text(&mut self, text: Option<&str>) {
-        let p = self.f.part();
-        p.push_str("{\"text\":");
-        push_json_string(p, text.unwrap_or(""));
-        p.push('}');
+        push_spliced(self.f.part(), "{\"text\":", &[(text.unwrap_or(""), "}")]);
     }
 
     fn image(&mut self, media_type: &str, data: &str) {
-        let p = self.f.part();
         let format = media_type.strip_prefix("image/").unwrap_or(media_type);
-        p.push_str("{\"image\":{\"format\":");
-        push_json_string(p, format);
-        p.push_str(",\"source\":{\"bytes\":");
-        push_json_string(p, data);
-        p.push_str("}}}");
+        let rest = [(format, ",\"source\":{\"bytes\":"), (data, "}}}")];
+        push_spliced(self.f.part(), "{\"image\":{\"format\":", &rest);
     }
 
     fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
         let p = self.f.part();
-        p.push_str("{\"toolUse\":{\"toolUseId\":");
-        push_json_string(p, id);
-        p.push_str(",\"name\":");
-        push_json_string(p, name);
-        p.push_str(",\"input\":");
+        push_spliced(p, "{\"toolUse\":{\"toolUseId\":", &[(id, ",\"name\":"), (name, ",\"input\":")]);
         p.push_str(input.get());
         p.push_str("}}");
     }
 
     fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
         let p = self.f.part();
-        p.push_str("{\"toolResult\":{\"toolUseId\":");
-        push_json_string(p, tool_use_id);
-        p.push_str(",\"content\":[{\"text\":");
-        push_json_string(p, content);
-        p.push_str("}]");
+        let rest = [(tool_use_id, ",\"content\":[{\"text\":"), (content, "}]")];
+        push_spliced(p, "{\"toolResult\":{\"toolUseId\":", &rest);
         if is_error == Some(true) {
             p.push_str(",\"status\":\"error\"");
         }
@@ -265,18 +248,11 @@ impl<'m> Dialect<'m> for Wire<'_> {
     fn reasoning(&mut self, r: Reasoning<'m>) {
         match self.echo.of(r) {
             Outbound::Redacted(d) => {
-                let p = self.f.part();
-                p.push_str("{\"reasoningContent\":{\"redactedContent\":");
-                push_json_string(p, d);
-                p.push_str("}}");
+                push_spliced(self.f.part(), "{\"reasoningContent\":{\"redactedContent\":", &[(d, "}}")]);
             }
             Outbound::Signed { text, signature } => {
-                let p = self.f.part();
-                p.push_str("{\"reasoningContent\":{\"reasoningText\":{\"text\":");
-                push_json_string(p, text);
-                p.push_str(",\"signature\":");
-                push_json_string(p, signature);
-                p.push_str("}}}");
+                let head = "{\"reasoningContent\":{\"reasoningText\":{\"text\":";
+                push_spliced(self.f.part(), head, &[(text, ",\"signature\":"), (signature, "}}}")]);
             }
             Outbound::Inline(inline) => self.text(Some(&inline)),
             Outbound::Skip => {}

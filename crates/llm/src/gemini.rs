@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::reasoning_fallback::Outbound;
-use super::wire::{push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{push_spliced, push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -94,10 +94,7 @@ struct Wire<'m, 'n> {
 
 impl Wire<'_, '_> {
     fn text_part(&mut self, text: &str) {
-        let p = self.f.part();
-        p.push_str("{\"text\":");
-        push_json_string(p, text);
-        p.push('}');
+        push_spliced(self.f.part(), "{\"text\":", &[(text, "}")]);
     }
 }
 
@@ -114,12 +111,7 @@ impl<'m> Dialect<'m> for Wire<'m, '_> {
     }
 
     fn image(&mut self, media_type: &str, data: &str) {
-        let p = self.f.part();
-        p.push_str("{\"inlineData\":{\"mimeType\":");
-        push_json_string(p, media_type);
-        p.push_str(",\"data\":");
-        push_json_string(p, data);
-        p.push_str("}}");
+        push_spliced(self.f.part(), "{\"inlineData\":{\"mimeType\":", &[(media_type, ",\"data\":"), (data, "}}")]);
     }
 
     fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, signature: Option<&str>) {
@@ -149,12 +141,8 @@ impl<'m> Dialect<'m> for Wire<'m, '_> {
     fn reasoning(&mut self, r: Reasoning<'m>) {
         match self.echo.of(r) {
             Outbound::Signed { text, signature } => {
-                let p = self.f.part();
-                p.push_str("{\"text\":");
-                push_json_string(p, text);
-                p.push_str(",\"thought\":true,\"thoughtSignature\":");
-                push_json_string(p, signature);
-                p.push('}');
+                let rest = [(text, ",\"thought\":true,\"thoughtSignature\":"), (signature, "}")];
+                push_spliced(self.f.part(), "{\"text\":", &rest);
             }
             Outbound::Inline(inline) => self.text_part(&inline),
             Outbound::Redacted(_) | Outbound::Skip => {}

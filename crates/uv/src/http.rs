@@ -130,7 +130,7 @@ impl<R: Reactor> LocalHttp<R> {
         let prefix = &l.as_ref().expect("set above").3;
         let mut head = Vec::with_capacity(prefix.len() + 24);
         head.extend_from_slice(prefix);
-        push_decimal(&mut head, req.body.len());
+        head.extend_from_slice(oma_core::json::decimal_digits(req.body.len() as u64, &mut [0; 20]));
         head.extend_from_slice(b"\r\n\r\n");
         Ok(head)
     }
@@ -178,20 +178,6 @@ impl<R: Reactor> LocalHttp<R> {
             ),
         }))
     }
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 fn put_idle<R: Reactor>(pool: &Pool<R>, key: &str, c: Conn<Io<R>>) {

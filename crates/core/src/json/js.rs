@@ -345,11 +345,11 @@ impl<'k> JsObject<'k> {
     }
 }
 
-/// Appends `n` in decimal digits, without an intermediate string (`write!` through `core::fmt`
-/// costs ≈ 270 instructions per number; the wire and the loop detector write one per action or
-/// call).
-pub fn push_uint(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
+/// `n`'s decimal digits, written at the end of `buf` (20 digits hold any u64), without
+/// `core::fmt`: `write!` costs ≈ 270 instructions per number, and the wire and the loop
+/// detector write one per action or call, oma-uv one per request head.
+#[inline]
+pub fn decimal_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;
@@ -359,7 +359,12 @@ pub fn push_uint(out: &mut String, mut n: u64) {
             break;
         }
     }
-    for &d in &buf[i..] {
+    &buf[i..]
+}
+
+/// Appends `n` in decimal digits, without an intermediate string ([`decimal_digits`]).
+pub fn push_uint(out: &mut String, n: u64) {
+    for &d in decimal_digits(n, &mut [0; 20]) {
         out.push(d as char);
     }
 }
@@ -465,6 +470,16 @@ pub fn replace_lone_surrogates(json: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_digits_of_any_u64() {
+        for n in [0, 7, 10, 4096, 1_000_000_007, u64::MAX] {
+            let mut out = String::from("x");
+            push_uint(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+            assert_eq!(decimal_digits(n, &mut [0; 20]), n.to_string().as_bytes());
+        }
+    }
 
     #[test]
     fn numbers_format_like_js() {

@@ -14,8 +14,8 @@ mod text;
 
 pub use grammar::{is_valid_json, value_end};
 pub use js::{
-    empty_object, is_js_canonical_object, js_number, json_string, normalize, push_json_string, push_uint, raw_object,
-    replace_lone_surrogates, to_js_json, truthy, JsObject,
+    decimal_digits, empty_object, is_js_canonical_object, js_number, json_string, normalize, push_json_string,
+    push_uint, raw_object, replace_lone_surrogates, to_js_json, truthy, JsObject,
 };
 pub use scan::{Scan, Seen};
 pub use text::{is_js_space, js_trim, js_trim_end, utf16_len, utf16_prefix, utf16_slice, utf16_to_byte};

@@ -119,12 +119,31 @@ pub fn push_text_block(p: &mut String, text: Option<&str>) {
     p.push('}');
 }
 
+/// A message entry's opening as Anthropic and Bedrock both spell it (a `content` list of blocks).
+pub fn content_head(role: Role) -> &'static str {
+    match role {
+        Role::User => "{\"role\":\"user\",\"content\":[",
+        Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+    }
+}
+
+/// A block written as fixed JSON text with string values between: `head`, then for each
+/// `(value, after)` the value as a JSON string and `after` as it is. Every dialect spells its
+/// blocks this way (`{"type":"image",…,"media_type":` media `,"data":` data `}}`); one loop
+/// instead of a push per piece in each of them.
+#[inline]
+pub fn push_spliced(p: &mut String, head: &str, rest: &[(&str, &str)]) {
+    p.push_str(head);
+    for (value, after) in rest {
+        push_json_string(p, value);
+        p.push_str(after);
+    }
+}
+
 /// `[{"text":…}]`: a text as the one part of a list, as Bedrock's `system` and Gemini's
 /// `systemInstruction.parts` take it.
 pub fn push_text_parts(out: &mut String, text: &str) {
-    out.push_str("[{\"text\":");
-    push_json_string(out, text);
-    out.push_str("}]");
+    push_spliced(out, "[{\"text\":", &[(text, "}]")]);
 }
 
 /// The list shape Anthropic, Bedrock and Gemini share: `[{<head>[part,part,…]},…]`, a message

@@ -63,7 +63,7 @@ pub fn file_edit(input: &FileEditInput, spec: &SandboxSpec) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+    use crate::tool::builtin::testutil::{hard_link_from_outside, rm_rf, tmp_dir, with_fifo};
 
     fn edit(path: &str, root: &str, old: &str, new: &str, all: bool) -> ToolOutput {
         let spec = SandboxSpec { root: Some(root.to_string()), process_cwd: "/".into() };
@@ -74,12 +74,8 @@ mod tests {
 
     #[test]
     fn a_hard_link_to_an_outside_file_is_replaced_not_written_through() {
-        let base = tmp_dir("fe-link");
-        let (root, outside) = (format!("{base}/root"), format!("{base}/store.js"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(&outside, "let a = 1\n").unwrap();
         // pnpm's node_modules: hard links into a global store.
-        std::fs::hard_link(&outside, format!("{root}/index.js")).unwrap();
+        let (base, root, outside) = hard_link_from_outside("fe-link", "store.js", "let a = 1\n", "index.js");
         let out = edit(&format!("{root}/index.js"), &root, "1", "2", false);
         assert_eq!(out, ToolOutput::ok(format!("Replaced 1 occurrence in \"{root}/index.js\".")));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "let a = 1\n");
@@ -113,10 +109,8 @@ mod tests {
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {
-        let root = tmp_dir("fe-fifo");
-        mkfifo(&format!("{root}/pipe"));
-        let r2 = root.clone();
-        let out = no_hang("file_edit of a FIFO", move || edit(&format!("{r2}/pipe"), &r2, "a", "b", false));
+        let (root, out) =
+            with_fifo("fe-fifo", &[], "pipe", "file_edit of a FIFO", |root, pipe| edit(pipe, root, "a", "b", false));
         assert_eq!(
             out,
             ToolOutput::error(format!(

@@ -58,7 +58,7 @@ pub fn file_read(input: &FileReadInput, spec: &SandboxSpec) -> ToolOutput {
 mod tests {
     use super::*;
     use crate::tool::builtin::path_safety::MAX_FILE_BYTES;
-    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, small_stack, tmp_dir};
+    use crate::tool::builtin::testutil::{no_hang, rm_rf, small_stack, tmp_dir, with_fifo};
 
     fn read(path: &str, root: Option<&str>) -> ToolOutput {
         let spec = SandboxSpec { root: root.map(str::to_string), process_cwd: "/".into() };
@@ -81,10 +81,7 @@ mod tests {
 
     #[test]
     fn fifos_and_devices_are_refused() {
-        let root = tmp_dir("fr-fifo");
-        mkfifo(&format!("{root}/pipe"));
-        let r2 = root.clone();
-        let out = no_hang("file_read of a FIFO", move || read(&format!("{r2}/pipe"), Some(&r2)));
+        let (root, out) = with_fifo("fr-fifo", &[], "pipe", "file_read of a FIFO", |root, pipe| read(pipe, Some(root)));
         assert_eq!(
             out,
             ToolOutput::error(format!(

@@ -36,17 +36,14 @@ pub fn file_write(path: &str, content: &str, spec: &SandboxSpec) -> ToolOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
+    use crate::tool::builtin::testutil::{hard_link_from_outside, rm_rf, with_fifo};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
     fn a_hard_link_to_an_outside_file_is_replaced_not_written_through() {
-        let base = tmp_dir("fw-link");
-        let (root, outside) = (format!("{base}/root"), format!("{base}/secret.txt"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(&outside, "keep me\n").unwrap();
+        let (base, root, outside) = hard_link_from_outside("fw-link", "secret.txt", "keep me\n", "link.txt");
+        // One inode: the link has this mode too.
         std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o600)).unwrap();
-        std::fs::hard_link(&outside, format!("{root}/link.txt")).unwrap();
         let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
         let out = file_write(&format!("{root}/link.txt"), "rewritten\n", &spec);
         assert_eq!(out, ToolOutput::ok(format!("Updated \"{root}/link.txt\" (2 lines, 10 bytes).")));
@@ -63,11 +60,9 @@ mod tests {
 
     #[test]
     fn a_fifo_is_refused_without_blocking() {
-        let root = tmp_dir("fw-fifo");
-        mkfifo(&format!("{root}/pipe"));
-        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
-        let r2 = root.clone();
-        let out = no_hang("file_write to a FIFO", move || file_write(&format!("{r2}/pipe"), "x", &spec));
+        let (root, out) = with_fifo("fw-fifo", &[], "pipe", "file_write to a FIFO", |root, pipe| {
+            file_write(pipe, "x", &SandboxSpec { root: Some(root.into()), process_cwd: "/".into() })
+        });
         assert_eq!(
             out,
             ToolOutput::error(format!(

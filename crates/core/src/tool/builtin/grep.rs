@@ -760,26 +760,18 @@ mod tests {
 
     #[test]
     fn fifos_are_skipped_and_deep_trees_noted() {
-        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, small_stack, tmp_dir};
+        use crate::tool::builtin::testutil::{rm_rf, small_stack, tmp_dir, with_fifo};
         use crate::tool::builtin::walk::tests::deep_tree;
-        let root = tmp_dir("grep-fifo");
-        std::fs::write(format!("{root}/a.txt"), "needle\n").unwrap();
-        mkfifo(&format!("{root}/p.fifo"));
-        let spec = SandboxSpec { root: Some(root.clone()), process_cwd: "/".into() };
-        let (s2, r2) = (spec.clone(), root.clone());
-        let (tree, single) = no_hang("grep over a FIFO", move || {
+        let files = [("a.txt", "needle\n")];
+        let (root, (tree, single)) = with_fifo("grep-fifo", &files, "p.fifo", "grep over a FIFO", |root, fifo| {
+            let spec = SandboxSpec { root: Some(root.into()), process_cwd: "/".into() };
             let tree = grep_tool(
                 &GrepInput { pattern: "needle".into(), path: None, glob: None, max_results: 100 },
-                &s2,
+                &spec,
                 &|| false,
             );
-            let one = GrepInput {
-                pattern: "needle".into(),
-                path: Some(format!("{r2}/p.fifo")),
-                glob: None,
-                max_results: 100,
-            };
-            (tree, grep_tool(&one, &s2, &|| false))
+            let one = GrepInput { pattern: "needle".into(), path: Some(fifo.into()), glob: None, max_results: 100 };
+            (tree, grep_tool(&one, &spec, &|| false))
         });
         assert_eq!(tree, ToolOutput::ok("a.txt:1:needle".into()));
         assert_eq!(single, ToolOutput::ok("No matches found.".into()));

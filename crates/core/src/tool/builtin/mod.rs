@@ -70,6 +70,38 @@ pub(crate) mod testutil {
         oma_os::fs::mkfifo(&c, 0o644).unwrap();
     }
 
+    /// A fresh temp directory (`tmp_dir(tag)`) holding the regular `files` ([name, content])
+    /// and a FIFO `name`, then `f(root, fifo path)` under `no_hang(what)`: a tool must refuse
+    /// or skip the FIFO without opening it, as an open would block. Returns (root, what f gave).
+    pub fn with_fifo<T: Send + 'static>(
+        tag: &str,
+        files: &[(&str, &str)],
+        name: &str,
+        what: &str,
+        f: impl FnOnce(&str, &str) -> T + Send + 'static,
+    ) -> (String, T) {
+        let root = tmp_dir(tag);
+        for (file, content) in files {
+            std::fs::write(format!("{root}/{file}"), content).unwrap();
+        }
+        let fifo = format!("{root}/{name}");
+        mkfifo(&fifo);
+        let r2 = root.clone();
+        (root, no_hang(what, move || f(&r2, &fifo)))
+    }
+
+    /// A temp directory `base` with `base/root/` and, outside the root, `base/outside`
+    /// (holding `content`) hard-linked as `base/root/link`, as pnpm's store links files into
+    /// node_modules. Returns (base, root, outside).
+    pub fn hard_link_from_outside(tag: &str, outside: &str, content: &str, link: &str) -> (String, String, String) {
+        let base = tmp_dir(tag);
+        let (root, outside) = (format!("{base}/root"), format!("{base}/{outside}"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(&outside, content).unwrap();
+        std::fs::hard_link(&outside, format!("{root}/{link}")).unwrap();
+        (base, root, outside)
+    }
+
     /// Runs `f` on a thread and fails the test if it has not returned after a minute: the
     /// cases it guards used to block forever (a FIFO's open), so a hang becomes a failure
     /// instead of a stuck test run. Not a timing assertion: a minute is no deadline for work

@@ -936,14 +936,11 @@ mod tests {
 
     #[test]
     fn write_replaces_hard_links_and_keeps_mode() {
-        use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
+        use crate::tool::builtin::testutil::{hard_link_from_outside, rm_rf};
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let base = tmp_dir("ps-link");
-        let (root, outside) = (format!("{base}/root"), format!("{base}/outside.txt"));
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::write(&outside, "outside\n").unwrap();
+        let (base, root, outside) = hard_link_from_outside("ps-link", "outside.txt", "outside\n", "link.txt");
+        // One inode: the link has this mode too.
         std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o640)).unwrap();
-        std::fs::hard_link(&outside, format!("{root}/link.txt")).unwrap();
         let sb = Sandbox::open_root(&root).unwrap();
         sb.write_file(&format!("{root}/link.txt"), b"inside\n").unwrap();
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
@@ -996,13 +993,10 @@ mod tests {
 
     #[test]
     fn non_regular_files_are_refused_without_blocking() {
-        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
-        let root = tmp_dir("ps-fifo");
-        mkfifo(&format!("{root}/fifo"));
-        let r2 = root.clone();
-        let (read, write) = no_hang("FIFO read/write", move || {
-            let sb = Sandbox::open_root(&r2).unwrap();
-            (sb.read_file(&format!("{r2}/fifo")), sb.write_file(&format!("{r2}/fifo"), b"x"))
+        use crate::tool::builtin::testutil::{rm_rf, with_fifo};
+        let (root, (read, write)) = with_fifo("ps-fifo", &[], "fifo", "FIFO read/write", |root, fifo| {
+            let sb = Sandbox::open_root(root).unwrap();
+            (sb.read_file(fifo), sb.write_file(fifo, b"x"))
         });
         assert_eq!(read.unwrap_err(), FsError::NotRegular("a FIFO"));
         assert_eq!(write.unwrap_err(), FsError::NotRegular("a FIFO"));

@@ -399,20 +399,16 @@ pub(crate) mod tests {
 
     #[test]
     fn fifos_in_a_tree_are_skipped_unopened() {
-        use crate::tool::builtin::testutil::{mkfifo, no_hang, rm_rf, tmp_dir};
-        let root = tmp_dir("walk-fifo");
-        std::fs::write(format!("{root}/a.txt"), "x").unwrap();
-        mkfifo(&format!("{root}/b.fifo"));
-        let r2 = root.clone();
-        let (seq, par) = no_hang("walk over a FIFO", move || {
-            let c = CString::new(r2.clone()).unwrap();
+        use crate::tool::builtin::testutil::{rm_rf, with_fifo};
+        let (root, (seq, par)) = with_fifo("walk-fifo", &[("a.txt", "x")], "b.fifo", "walk over a FIFO", |root, _| {
+            let c = CString::new(root).unwrap();
             let fd = fs::openat(fs::cwd(), &c, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
             let mut seq = Vec::new();
-            walk(&fd, &r2, &|| false, &mut |e| {
+            walk(&fd, root, &|| false, &mut |e| {
                 seq.push(e.rel.to_string());
                 Flow::Continue
             });
-            (seq, collect_parallel(&fd, &r2, &|| false, &|_| true).0)
+            (seq, collect_parallel(&fd, root, &|| false, &|_| true).0)
         });
         assert_eq!(seq, ["a.txt"]);
         assert_eq!(par, [format!("{root}/a.txt")]);
