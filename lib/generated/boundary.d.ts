@@ -93,11 +93,11 @@ export declare const history: {
   /** A tool_result block (a round's result, the loop stop's). */
   readonly toolResultBlock: (toolUseId: string, content: string, isError: boolean | undefined) => { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean | undefined }
   /** A message a context plan rebuilds. */
-  readonly message: (role: 'user' | 'assistant', content: import('../../index.js').ContentBlock[]) => { role: 'user' | 'assistant'; content: import('../../index.js').ContentBlock[] }
+  readonly message: <C>(role: 'user' | 'assistant', content: C) => { role: 'user' | 'assistant'; content: C }
   /** A user message (a round's results, the loop stop's, the Agent's rewritten prompt). */
-  readonly userMessage: (content: import('../../index.js').ContentBlock[]) => { role: "user"; content: import('../../index.js').ContentBlock[] }
+  readonly userMessage: <C>(content: C) => { role: "user"; content: C }
   /** The model's turn. */
-  readonly assistantMessage: (content: import('../../index.js').ContentBlock[]) => { role: "assistant"; content: import('../../index.js').ContentBlock[] }
+  readonly assistantMessage: <C>(content: C) => { role: "assistant"; content: C }
   /** A user message of one text (the loop warning, a prompt, the structured-output feedback). */
   readonly userText: (text: string) => { role: "user"; content: Array<{ type: "text"; text: string }> }
 }

@@ -735,6 +735,9 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
         }
         Value::Builder(b) => {
             let params: Vec<String> = b.params.iter().map(|(p, t)| format!("{p}: {t}")).collect();
+            if !b.generics.is_empty() {
+                let _ = write!(out, "<{}>", b.generics.join(", "));
+            }
             let _ = write!(out, "({}) => ", params.join(", "));
             render_shape_type(out, &b.body, b.params);
         }

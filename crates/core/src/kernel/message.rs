@@ -942,8 +942,11 @@ pub mod shapes {
     }
 
     /// A JS builder: a function of `params` (each with its TypeScript type) returning `body`.
+    /// `generics` are type parameters the params' types may name (a message's content is typed
+    /// as the caller's array: the declarations need no type of the package's own).
     #[derive(Clone, Copy, Debug, PartialEq)]
     pub struct Builder {
+        pub generics: &'static [&'static str],
         pub params: &'static [(&'static str, &'static str)],
         pub body: Shape,
     }
@@ -953,11 +956,12 @@ pub mod shapes {
     const TEXT: Shape = Object(&[("type", Lit("text")), ("text", Arg("text"))]);
 
     /// `{ type: 'text', text }`: [`super::Block::text`].
-    pub const TEXT_BLOCK: Builder = Builder { params: &[("text", "string")], body: TEXT };
+    pub const TEXT_BLOCK: Builder = Builder { generics: &[], params: &[("text", "string")], body: TEXT };
 
     /// `{ type: 'tool_result', tool_use_id, content, is_error }`: [`super::Block::ToolResult`]
     /// (an `is_error` left `undefined` is not written).
     pub const TOOL_RESULT_BLOCK: Builder = Builder {
+        generics: &[],
         params: &[("toolUseId", "string"), ("content", "string"), ("isError", "boolean | undefined")],
         body: Object(&[
             ("type", Lit("tool_result")),
@@ -967,27 +971,37 @@ pub mod shapes {
         ]),
     };
 
-    const CONTENT: (&str, &str) = ("content", "import('../../index.js').ContentBlock[]");
+    const CONTENT: (&str, &str) = ("content", "C");
 
     /// `{ role, content }`: a message a context plan rebuilds.
     pub const MESSAGE: Builder = Builder {
+        generics: &["C"],
         params: &[("role", "'user' | 'assistant'"), CONTENT],
         body: Object(&[("role", Arg("role")), ("content", Arg("content"))]),
     };
 
     /// `{ role: 'user', content }`: a round's tool_result message, the loop stop's results, the
     /// Agent's rewritten prompt.
-    pub const USER_MESSAGE: Builder =
-        Builder { params: &[CONTENT], body: Object(&[("role", Lit("user")), ("content", Arg("content"))]) };
+    pub const USER_MESSAGE: Builder = Builder {
+        generics: &["C"],
+        params: &[CONTENT],
+        body: Object(&[("role", Lit("user")), ("content", Arg("content"))]),
+    };
 
     /// `{ role: 'assistant', content }`: the model's turn.
-    pub const ASSISTANT_MESSAGE: Builder =
-        Builder { params: &[CONTENT], body: Object(&[("role", Lit("assistant")), ("content", Arg("content"))]) };
+    pub const ASSISTANT_MESSAGE: Builder = Builder {
+        generics: &["C"],
+        params: &[CONTENT],
+        body: Object(&[("role", Lit("assistant")), ("content", Arg("content"))]),
+    };
 
     /// `{ role: 'user', content: [{ type: 'text', text }] }`: [`super::Message::user_text`] (the
     /// loop warning, a prompt, the structured-output feedback).
-    pub const USER_TEXT: Builder =
-        Builder { params: &[("text", "string")], body: Object(&[("role", Lit("user")), ("content", Array(&[TEXT]))]) };
+    pub const USER_TEXT: Builder = Builder {
+        generics: &[],
+        params: &[("text", "string")],
+        body: Object(&[("role", Lit("user")), ("content", Array(&[TEXT]))]),
+    };
 
     /// The builders by their JS names, with what each builds.
     pub const ALL: [(&str, &str, Builder); 6] = [
