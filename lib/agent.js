@@ -5,6 +5,8 @@
 // user-facing objects (results, state snapshots, history arrays) in the caller's realm.
 const native = require('./native.js')
 const boundary = require('./generated/boundary.js')
+// The messages the Agent adds, in the kernel's shapes (kernel::message::shapes).
+const { userMessage, userText, textBlock } = boundary.history
 const { AgentRunner, coreOptionsJson, validateOptions, BUDGET_SPENT, abortedWhile, settleOrAbandonOn } = require('./runner.js')
 const { newAdapter, assertValidMessages } = require('./llm.js')
 const { normalizeEgressPolicy, unsupportedAdapterError } = require('./llm.js')
@@ -213,9 +215,9 @@ function runInput(input) {
  * @returns {LLMMessage}
  */
 function promptInput(input) {
-  if (!Array.isArray(input)) return { role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }
+  if (!Array.isArray(input)) return userText(/** @type {string} */ (input))
   // Checked as upstream checks it: as the content of message 0 of a one-message list.
-  const wrapped = [{ role: 'user', content: input }]
+  const wrapped = [userMessage(input)]
   assertValidMessages(wrapped)
   return copyMessages(/** @type {LLMMessage[]} */ (wrapped))[0]
 }
@@ -266,15 +268,15 @@ function rewriteLastUser(messages, index, prompt, inPlace) {
       if (b.type !== 'text') {
         content.push(b)
       } else if (!placed) {
-        content.push({ type: 'text', text: prompt })
+        content.push(textBlock(prompt))
         placed = true
       }
     }
-    if (!placed) content.unshift({ type: 'text', text: prompt })
+    if (!placed) content.unshift(textBlock(prompt))
   } else {
-    content = [{ type: 'text', text: prompt }, ...old.filter((b) => b.type !== 'text')]
+    content = [textBlock(prompt), ...old.filter((b) => b.type !== 'text')]
   }
-  out[index] = { role: 'user', content }
+  out[index] = userMessage(content)
   return out
 }
 
@@ -567,7 +569,7 @@ class Agent {
     // Run's settles with the result alone (AgentRun.finish).
     return /** @type {Promise<AgentRunResult>} */ (
       messages === null
-        ? this._executeRun(ENTRY_RUN, [{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions ?? {}, false)
+        ? this._executeRun(ENTRY_RUN, [userText(/** @type {string} */ (input))], runOptions ?? {}, false)
         : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
     )
   }
@@ -604,9 +606,7 @@ class Agent {
    */
   stream(input, runOptions) {
     const messages = runInput(input)
-    return messages === null
-      ? this._stream([{ role: 'user', content: [{ type: 'text', text: /** @type {string} */ (input) }] }], runOptions, false)
-      : this._stream(messages, runOptions, true)
+    return messages === null ? this._stream([userText(/** @type {string} */ (input))], runOptions, false) : this._stream(messages, runOptions, true)
   }
 
   /**
@@ -976,7 +976,7 @@ class AgentRun {
       options[BUDGET_SPENT] = spent
     }
     if (this.word & RETRY) {
-      this.feedbacks.push({ role: 'user', content: [{ type: 'text', text: this.given }] })
+      this.feedbacks.push(userText(this.given))
       conversation = this.outgoing.slice()
       for (let i = 0; i < this.attempts.length; i++) conversation.push(...this.attempts[i].messages, this.feedbacks[i])
     }

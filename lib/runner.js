@@ -13,6 +13,9 @@ const { timeoutMs: checkToolTimeout } = require('./tool-deadline.js')
 const { RunScopedShellExecutor, releaseUnreported, warnUnreported } = require('./shell.js')
 const boundary = require('./generated/boundary.js')
 const RUNNER = boundary.runner
+// Every message and block the run adds is built by the kernel's own shape (kernel::message::shapes):
+// one history, written by the machine and mirrored here, key for key.
+const { message, userMessage, assistantMessage, userText, textBlock, toolResultBlock } = boundary.history
 
 const { OP, REJECTED } = wire
 
@@ -133,10 +136,10 @@ function applyPlan(conv, plan) {
   return plan.map((p) =>
     typeof p === 'number'
       ? conv[p]
-      : {
-          role: p.role,
-          content: p.content.map((b) => (typeof b === 'number' ? conv[p.src].content[b] : b)),
-        },
+      : message(
+          p.role,
+          p.content.map((b) => (typeof b === 'number' ? conv[p.src].content[b] : b)),
+        ),
   )
 }
 
@@ -503,6 +506,16 @@ function readResult(name, result) {
   }
 }
 
+/** The outcome of a call the gate did not grant (the executor is not called).
+ * @param {ToolUseBlock} call
+ */
+const notGranted = (call) => ({ data: native.notGrantedText(call.name), isError: true })
+
+/** The outcome of a call whose executor threw or rejected.
+ * @param {unknown} err
+ */
+const failedResult = (err) => ({ data: thrownMessage(err), isError: true })
+
 /** A round's call as a stream consumer is shown it: the same block with a copy of its input
  *  (the kernel's own input object is the one its tool runs with, issue 30).
  * @param {ToolUseBlock} call
@@ -769,7 +782,7 @@ class Drive {
       })
     }
     // (A JS adapter's content as it gave it: the machine accepted it.)
-    this.append({ role: 'assistant', content: /** @type {import('../index.js').ContentBlock[]} */ (this.nativeAdapter ? response.content : this.content) })
+    this.append(assistantMessage(/** @type {import('../index.js').ContentBlock[]} */ (this.nativeAdapter ? response.content : this.content)))
     this.content = undefined
   }
 
@@ -824,13 +837,9 @@ class Drive {
       })
       // The block holds what the machine holds: a non-string `data` (which only a custom
       // executor, or a getter changing its answer after validation, can produce) as text,
-      // so that the history stays writable as JSON.
-      resultBlocks[i] = /** @type {import('../index.js').ToolResultBlock} */ ({
-        type: 'tool_result',
-        tool_use_id: calls[i].id,
-        content: typeof d.data === 'string' ? d.data : d.text,
-        is_error: d.isError,
-      })
+      // so that the history stays writable as JSON. (`isError` as the tool gave it: the machine
+      // reads a non-boolean one as absent.)
+      resultBlocks[i] = toolResultBlock(calls[i].id, typeof d.data === 'string' ? d.data : d.text, /** @type {boolean | undefined} */ (d.isError))
     }
     return resultBlocks
   }
@@ -841,8 +850,8 @@ class Drive {
    * @param {Array<import('../index.js').ContentBlock>} resultBlocks
    */
   roundAnswered(action, resultBlocks) {
-    if (action.trailingWarning !== null) resultBlocks.push({ type: 'text', text: action.trailingWarning })
-    this.append({ role: 'user', content: resultBlocks })
+    if (action.trailingWarning !== null) resultBlocks.push(textBlock(action.trailingWarning))
+    this.append(userMessage(resultBlocks))
   }
 }
 
@@ -850,7 +859,7 @@ class Drive {
  *  NO_GATE_OWN for this package's execute (see _executionOptions). */
 const NO_GATE = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined })
 const NO_GATE_OWN = Object.freeze({ onToolCall: undefined, toolTimeoutMs: undefined, [OWN_INPUT]: true })
-// The executor method `_dispatchBlock` may bypass (an instance or subclass replacing it is called).
+// The executor method `_execute` may bypass (an instance or subclass replacing it is called).
 const EXECUTE = ToolExecutor.prototype.execute
 
 class AgentRunner {
@@ -1031,17 +1040,14 @@ class AgentRunner {
             break
           }
           case OP.INJECT_WARNING:
-            d.append({ role: 'user', content: [{ type: 'text', text: action.text }] })
+            d.append(userText(action.text))
             break
           case OP.FIRST_TURN_WARNING:
             if (options.onWarning) dropRejection(options.onWarning(action.text))
             break
           case OP.LOOP_STOP_RESULTS:
             // Answers the calls the machine saw (its ids), not a second read of the live blocks.
-            d.append({
-              role: 'user',
-              content: action.ids.map((callId) => ({ type: 'tool_result', tool_use_id: callId, content: action.result, is_error: true })),
-            })
+            d.append(userMessage(action.ids.map((callId) => toolResultBlock(callId, action.result, true))))
             break
           case OP.TOOL_ROUND: {
             // What runs, is recorded and is answered is the machine's copy of the calls, the one
@@ -1059,17 +1065,25 @@ class AgentRunner {
               // onToolResult after it settled.
               // The round's one call owns the round's context: no copy.
               context.toolCallId = calls[0].id
-              const started = this._startBlock(calls[0], action.granted[0], context, options, d.watch)
+              const startMs = this._beginBlock(calls[0], options)
               let result
-              if (started.pending === null) result = { data: native.notGrantedText(calls[0].name), isError: true }
+              if (!action.granted[0]) result = notGranted(calls[0])
               else {
+                // Whatever the executor returned (awaited, never trusted for a `then` method);
+                // a synchronous throw is its rejection.
+                let pending
                 try {
-                  result = await started.pending
+                  pending = this._execute(calls[0], context, d.watch, null, null)
                 } catch (err) {
-                  result = { data: thrownMessage(err), isError: true }
+                  pending = Promise.reject(err)
+                }
+                try {
+                  result = await pending
+                } catch (err) {
+                  result = failedResult(err)
                 }
               }
-              done[0] = this._finishBlock(calls[0], started.startMs, result, options, d.onTrace, d.trace)
+              done[0] = this._finishBlock(calls[0], startMs, result, options, d.onTrace, d.trace)
             } else {
               await this._runBlocks(calls, action.granted, context, options, d.watch, d.onTrace, d.trace, done)
             }
@@ -1232,7 +1246,7 @@ class AgentRunner {
         continue
       }
       left++
-      // Called once per started block, possibly before _dispatchBlock returns.
+      // Called once per started block, possibly before _execute returns.
       const finish = (/** @type {unknown} */ result) => {
         try {
           done[i] = this._finishBlock(call, startMs, result, options, onTrace, trace)
@@ -1241,9 +1255,16 @@ class AgentRunner {
         }
         if (--left === 0 && wake !== null) wake()
       }
-      if (!granted[i]) finish({ data: native.notGrantedText(call.name), isError: true })
-      // Each block's own context, naming its tool_use id (tools of a round run concurrently).
-      else this._dispatchBlock(call, blockContext(context, call.id), watch, finish)
+      if (!granted[i]) finish(notGranted(call))
+      else {
+        const failed = (/** @type {unknown} */ err) => finish(failedResult(err))
+        try {
+          // Each block's own context, naming its tool_use id (tools of a round run concurrently).
+          this._execute(call, blockContext(context, call.id), watch, finish, failed)
+        } catch (err) {
+          failed(err)
+        }
+      }
     }
     // Every chain above catches its own throws, so this waits for all of them.
     if (--left !== 0)
@@ -1280,69 +1301,40 @@ class AgentRunner {
   }
 
   /**
-   * Starts a round's only block (steps 1–3): `pending` is whatever the executor returned (it
-   * may return anything, or throw), to be awaited, never trusted for a `then` method; null
-   * when the gate did not grant the call.
+   * Step 3, the executor call, for either path: `execute` read once (a getter is asked once, as
+   * the method call it stands for would ask it), called as upstream calls it, with
+   * `_executionOptions`, and raced against the run's abort watch. With `finish` (a block of a
+   * wider round) the outcome goes to `finish` once (a rejection through `failed`), possibly
+   * before this returns, and this returns undefined: this package's executor, when unwatched,
+   * takes the callbacks directly (`ToolExecutor._run`: no promise per call); another executor,
+   * or one whose `execute` was replaced (a spy), is attached to with `attach`. Without (a
+   * round's only block, awaited by the driver: no closure per call) it returns whatever the
+   * executor returned, to be awaited, never trusted for a `then` method. A synchronous throw
+   * goes to the caller either way.
    * @param {ToolUseBlock} call
-   * @param {boolean} granted
    * @param {ToolUseContext} context
-   * @param {RunOpts} options
    * @param {AbortWatch | null} watch
-   * @returns {{ startMs: number, pending: unknown }}
+   * @param {((result: unknown) => void) | null} finish
+   * @param {((err: unknown) => void) | null} failed
+   * @returns {unknown}
    */
-  _startBlock(call, granted, context, options, watch) {
-    const startMs = this._beginBlock(call, options)
-    if (!granted) return { startMs, pending: null }
+  _execute(call, context, watch, finish, failed) {
+    const executor = this.toolExecutor
+    const execute = executor.execute
+    if (finish !== null && watch === null && execute === EXECUTE) {
+      executor._run(call.name, call.input, context, this._executionOptions(true), finish, /** @type {(err: unknown) => void} */ (failed))
+      return undefined
+    }
+    // Not a function: the call below throws the engine's own text for it, as before.
     /** @type {unknown} */
-    let pending
-    try {
-      const executor = this.toolExecutor
-      // Read once (a getter is asked once, as the method call it stands for would ask it).
-      const execute = executor.execute
-      pending =
-        typeof execute === 'function'
-          ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
-          : this.toolExecutor.execute(call.name, call.input, context, this._executionOptions(false))
-      if (watch !== null) pending = watch.tool(pending, call.name)
-    } catch (err) {
-      pending = Promise.reject(err)
-    }
-    return { startMs, pending }
-  }
-
-  /**
-   * Step 3 for a block of a wider round: its outcome goes to `finish` once (a throw or a
-   * rejection as its error result), possibly before this returns. This package's executor takes
-   * the callbacks directly (`ToolExecutor._run`: no promise per call) unless the run watches an
-   * abort signal, whose watch races the call's promise; another executor, or one whose `execute`
-   * was replaced (a spy), is called as upstream calls it and its outcome attached to with
-   * `attach`.
-   * @param {ToolUseBlock} call
-   * @param {ToolUseContext} context
-   * @param {AbortWatch | null} watch
-   * @param {(result: unknown) => void} finish
-   */
-  _dispatchBlock(call, context, watch, finish) {
-    const failed = (/** @type {unknown} */ err) => finish({ data: thrownMessage(err), isError: true })
-    try {
-      const executor = this.toolExecutor
-      // Read once (a getter is asked once, as a method call would ask it).
-      const execute = executor.execute
-      if (watch === null && execute === EXECUTE) {
-        executor._run(call.name, call.input, context, this._executionOptions(true), finish, failed)
-        return
-      }
-      // Not a function: the call below throws the engine's own text for it, as before.
-      /** @type {unknown} */
-      let pending =
-        typeof execute === 'function'
-          ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
-          : executor.execute(call.name, call.input, context, this._executionOptions(false))
-      if (watch !== null) pending = watch.tool(pending, call.name)
-      attach(pending, finish, failed)
-    } catch (err) {
-      failed(err)
-    }
+    let pending =
+      typeof execute === 'function'
+        ? execute.call(executor, call.name, call.input, context, this._executionOptions(execute === EXECUTE))
+        : executor.execute(call.name, call.input, context, this._executionOptions(false))
+    if (watch !== null) pending = watch.tool(pending, call.name)
+    if (finish === null) return pending
+    attach(pending, finish, /** @type {(err: unknown) => void} */ (failed))
+    return undefined
   }
 
   /** Steps 4–7 once the block's outcome is known: onToolResult, the trace, the record's duration.

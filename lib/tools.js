@@ -1082,7 +1082,7 @@ class ToolExecutor {
   }
 
   /**
-   * The runner's entry (`AgentRunner._dispatchBlock`): `execute` with the outcome handed to
+   * The runner's entry (`AgentRunner._execute`): `execute` with the outcome handed to
    * `onOk` (the result) or `onErr` (what execute's promise would reject with), once, at the
    * call's end, instead of settling a promise. The call's record, which a waiting call parks
    * anyway, carries the two callbacks, and a call admitted at once runs with it as a woken one

@@ -6,7 +6,9 @@ const native = require('./native.js')
 
 /** @typedef {import('./util.js').Fields} Fields */
 
-const { wire: spec } = require('./generated/boundary.js')
+const { wire: spec, history } = require('./generated/boundary.js')
+// A reply's text blocks, in the kernel's shape (kernel::message::shapes).
+const { textBlock } = history
 
 /**
  * An action of the runner machine as the driver performs it. `op` says which of the fields it
@@ -395,7 +397,7 @@ function blocks(p, from) {
   for (let i = from; i < p.length; ) {
     switch (p[i]) {
       case 't':
-        content.push({ type: 'text', text: field(p[i + 1]) })
+        content.push(textBlock(field(p[i + 1])))
         i += 2
         break
       case 'u':

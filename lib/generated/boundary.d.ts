@@ -3,6 +3,7 @@
 // Sources:
 //   crates/core/src/kernel/runner/wire.rs, kernel/grants.rs
 //   crates/core/src/kernel/ (runner.rs, message.rs, mod.rs)
+//   crates/core/src/kernel/message.rs (shapes)
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
 //   crates/core/src/tool/executor.rs, kernel/semaphore.rs
@@ -70,6 +71,22 @@ export declare const runner: {
     readonly contentNotAnArray: (i: unknown, type: unknown) => string
     readonly blockWithoutType: (i: unknown, j: unknown) => string
   }
+}
+
+/** The builders of every message and block the kernel adds to a conversation (lib/runner.js, lib/agent.js): the shapes the Rust writer writes. */
+export declare const history: {
+  /** A text block (the loop warning after a round's results). */
+  readonly textBlock: (text: string) => { type: "text"; text: string }
+  /** A tool_result block (a round's result, the loop stop's). */
+  readonly toolResultBlock: (toolUseId: string, content: string, isError: boolean | undefined) => { type: "tool_result"; tool_use_id: string; content: string; is_error: boolean | undefined }
+  /** A message a context plan rebuilds. */
+  readonly message: <C>(role: 'user' | 'assistant', content: C) => { role: 'user' | 'assistant'; content: C }
+  /** A user message (a round's results, the loop stop's, the Agent's rewritten prompt). */
+  readonly userMessage: <C>(content: C) => { role: "user"; content: C }
+  /** The model's turn. */
+  readonly assistantMessage: <C>(content: C) => { role: "assistant"; content: C }
+  /** A user message of one text (the loop warning, a prompt, the structured-output feedback). */
+  readonly userText: (text: string) => { role: "user"; content: Array<{ type: "text"; text: string }> }
 }
 
 /** The Agent machine's packed step word (lib/agent.js). */

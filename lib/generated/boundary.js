@@ -4,6 +4,7 @@
 // Sources:
 //   crates/core/src/kernel/runner/wire.rs, kernel/grants.rs
 //   crates/core/src/kernel/ (runner.rs, message.rs, mod.rs)
+//   crates/core/src/kernel/message.rs (shapes)
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
 //   crates/core/src/tool/executor.rs, kernel/semaphore.rs
@@ -71,6 +72,22 @@ const runner = Object.freeze({
     contentNotAnArray: (i, type) => `messages[${i}].content must be a ContentBlock[], got ${type}`,
     blockWithoutType: (i, j) => `messages[${i}].content[${j}] must be a content block with a string "type"`,
   }),
+})
+
+/** The builders of every message and block the kernel adds to a conversation (lib/runner.js, lib/agent.js): the shapes the Rust writer writes. */
+const history = Object.freeze({
+  /** A text block (the loop warning after a round's results). */
+  textBlock: (text) => ({ type: "text", text }),
+  /** A tool_result block (a round's result, the loop stop's). */
+  toolResultBlock: (toolUseId, content, isError) => ({ type: "tool_result", tool_use_id: toolUseId, content, is_error: isError }),
+  /** A message a context plan rebuilds. */
+  message: (role, content) => ({ role, content }),
+  /** A user message (a round's results, the loop stop's, the Agent's rewritten prompt). */
+  userMessage: (content) => ({ role: "user", content }),
+  /** The model's turn. */
+  assistantMessage: (content) => ({ role: "assistant", content }),
+  /** A user message of one text (the loop warning, a prompt, the structured-output feedback). */
+  userText: (text) => ({ role: "user", content: [{ type: "text", text }] }),
 })
 
 /** The Agent machine's packed step word (lib/agent.js). */
@@ -303,4 +320,4 @@ const mcp = Object.freeze({
   authTokenNotAString: "connectMCPTools: authToken must be a string or a function returning one",
 })
 
-module.exports = Object.freeze({ wire, runner, agent, builtin, executor, llm, mcp })
+module.exports = Object.freeze({ wire, runner, history, agent, builtin, executor, llm, mcp })

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 pub mod raw;
 
+use crate::kernel::message::shapes::{self, Shape};
 use crate::kernel::runner::{self, wire, ActionKind};
 use crate::kernel::{agent, grants, message, semaphore};
 use crate::tool::builtin::input::{self, JsType, TOOLS};
@@ -52,6 +53,9 @@ pub enum Value {
         fields: Vec<String>,
         given: Vec<String>,
     },
+    /// A message shape (`kernel::message::shapes`) as a JS function of its parameters that
+    /// returns one object literal, its keys in the declared order.
+    Builder(shapes::Builder),
 }
 
 impl Value {
@@ -136,7 +140,19 @@ impl Section {
 
 /// oma-core's sections.
 pub fn sections() -> Vec<Section> {
-    vec![wire_section(), runner_section(), agent_section(), builtin_section(), executor_section()]
+    vec![wire_section(), runner_section(), history_section(), agent_section(), builtin_section(), executor_section()]
+}
+
+fn history_section() -> Section {
+    let mut s = Section::new(
+        "history",
+        "crates/core/src/kernel/message.rs (shapes)",
+        "The builders of every message and block the kernel adds to a conversation (lib/runner.js, lib/agent.js): the shapes the Rust writer writes.",
+    );
+    for (name, doc, builder) in shapes::ALL {
+        s = s.item(name, doc, Value::Builder(builder));
+    }
+    s
 }
 
 fn wire_section() -> Section {
@@ -549,6 +565,12 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
             }
             let _ = write!(out, "{end}}})");
         }
+        Value::Builder(b) => {
+            let params: Vec<&str> = b.params.iter().map(|(p, _)| *p).collect();
+            let _ = write!(out, "({}) => (", params.join(", "));
+            render_shape(out, &b.body);
+            out.push(')');
+        }
         Value::Template(t) => {
             let (texts, names) = template_parts(t);
             let _ = write!(out, "({}) => `", template_params(t).join(", "));
@@ -559,6 +581,76 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
                 }
             }
             out.push('`');
+        }
+    }
+}
+
+/// A shape as a JS expression: one literal (one V8 shape per builder).
+fn render_shape(out: &mut String, shape: &Shape) {
+    match shape {
+        Shape::Lit(s) => out.push_str(&js_string(s)),
+        Shape::Arg(name) => {
+            assert!(is_identifier(name), "a parameter is a name: {name}");
+            out.push_str(name);
+        }
+        Shape::Object(members) => {
+            out.push_str("{ ");
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                match v {
+                    // (Shorthand: `text` for `text: text`.)
+                    Shape::Arg(name) if name == k => out.push_str(name),
+                    _ => {
+                        let _ = write!(out, "{}: ", key(k));
+                        render_shape(out, v);
+                    }
+                }
+            }
+            out.push_str(" }");
+        }
+        Shape::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                render_shape(out, item);
+            }
+            out.push(']');
+        }
+    }
+}
+
+/// A shape's TypeScript type, a parameter standing for its declared type.
+fn render_shape_type(out: &mut String, shape: &Shape, params: &[(&str, &str)]) {
+    match shape {
+        Shape::Lit(s) => out.push_str(&js_string(s)),
+        Shape::Arg(name) => {
+            let (_, t) = params.iter().find(|(p, _)| p == name).expect("an argument names a parameter");
+            out.push_str(t);
+        }
+        Shape::Object(members) => {
+            out.push_str("{ ");
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str("; ");
+                }
+                let _ = write!(out, "{}: ", key(k));
+                render_shape_type(out, v, params);
+            }
+            out.push_str(" }");
+        }
+        Shape::Array(items) => {
+            out.push_str("Array<");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(" | ");
+                }
+                render_shape_type(out, item, params);
+            }
+            out.push('>');
         }
     }
 }
@@ -660,6 +752,14 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
                 let _ = writeln!(out, "{pad}{f}{optional}: unknown");
             }
             let _ = write!(out, "{end}}}");
+        }
+        Value::Builder(b) => {
+            let params: Vec<String> = b.params.iter().map(|(p, t)| format!("{p}: {t}")).collect();
+            if !b.generics.is_empty() {
+                let _ = write!(out, "<{}>", b.generics.join(", "));
+            }
+            let _ = write!(out, "({}) => ", params.join(", "));
+            render_shape_type(out, &b.body, b.params);
         }
         Value::Template(t) => {
             let params: Vec<String> = template_params(t).iter().map(|p| format!("{p}: unknown")).collect();

@@ -918,9 +918,202 @@ pub mod validation_texts {
     pub const BLOCK_WITHOUT_TYPE: &str = "messages[{i}].content[{j}] must be a content block with a string \"type\"";
 }
 
+/// The shapes of the messages and blocks the kernel adds to a conversation (an assistant turn, a
+/// round's tool_result message, the loop warning, the loop stop's results, the Agent's prompt and
+/// its structured-output feedback), declared once: [`Block::write_json`] and
+/// [`Message::write_json`] write them on the Rust side, and `oma_core::boundary` renders each as
+/// a JS builder in `lib/generated/boundary.js` (`history`), which the JS driver calls for the
+/// objects its callers see (onMessage, stream() events, `RunResult.messages`). A builder is one
+/// object literal, its keys in the declared order: one V8 shape per builder, and the key order
+/// `JSON.stringify`, Jest's `toEqual` snapshots and the Rust writer agree on (the tests below
+/// prove the Rust writer writes what each declaration builds).
+pub mod shapes {
+    /// A value in a shape.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Shape {
+        /// A fixed text (`type`, `role`).
+        Lit(&'static str),
+        /// The builder's parameter of that name, as given.
+        Arg(&'static str),
+        /// An object, its members in this order.
+        Object(&'static [(&'static str, Shape)]),
+        /// An array of these elements.
+        Array(&'static [Shape]),
+    }
+
+    /// A JS builder: a function of `params` (each with its TypeScript type) returning `body`.
+    /// `generics` are type parameters the params' types may name (a message's content is typed
+    /// as the caller's array: the declarations need no type of the package's own).
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Builder {
+        pub generics: &'static [&'static str],
+        pub params: &'static [(&'static str, &'static str)],
+        pub body: Shape,
+    }
+
+    use Shape::{Arg, Array, Lit, Object};
+
+    const TEXT: Shape = Object(&[("type", Lit("text")), ("text", Arg("text"))]);
+
+    /// `{ type: 'text', text }`: [`super::Block::text`].
+    pub const TEXT_BLOCK: Builder = Builder { generics: &[], params: &[("text", "string")], body: TEXT };
+
+    /// `{ type: 'tool_result', tool_use_id, content, is_error }`: [`super::Block::ToolResult`]
+    /// (an `is_error` left `undefined` is not written).
+    pub const TOOL_RESULT_BLOCK: Builder = Builder {
+        generics: &[],
+        params: &[("toolUseId", "string"), ("content", "string"), ("isError", "boolean | undefined")],
+        body: Object(&[
+            ("type", Lit("tool_result")),
+            ("tool_use_id", Arg("toolUseId")),
+            ("content", Arg("content")),
+            ("is_error", Arg("isError")),
+        ]),
+    };
+
+    const CONTENT: (&str, &str) = ("content", "C");
+
+    /// `{ role, content }`: a message a context plan rebuilds.
+    pub const MESSAGE: Builder = Builder {
+        generics: &["C"],
+        params: &[("role", "'user' | 'assistant'"), CONTENT],
+        body: Object(&[("role", Arg("role")), ("content", Arg("content"))]),
+    };
+
+    /// `{ role: 'user', content }`: a round's tool_result message, the loop stop's results, the
+    /// Agent's rewritten prompt.
+    pub const USER_MESSAGE: Builder = Builder {
+        generics: &["C"],
+        params: &[CONTENT],
+        body: Object(&[("role", Lit("user")), ("content", Arg("content"))]),
+    };
+
+    /// `{ role: 'assistant', content }`: the model's turn.
+    pub const ASSISTANT_MESSAGE: Builder = Builder {
+        generics: &["C"],
+        params: &[CONTENT],
+        body: Object(&[("role", Lit("assistant")), ("content", Arg("content"))]),
+    };
+
+    /// `{ role: 'user', content: [{ type: 'text', text }] }`: [`super::Message::user_text`] (the
+    /// loop warning, a prompt, the structured-output feedback).
+    pub const USER_TEXT: Builder = Builder {
+        generics: &[],
+        params: &[("text", "string")],
+        body: Object(&[("role", Lit("user")), ("content", Array(&[TEXT]))]),
+    };
+
+    /// The builders by their JS names, with what each builds.
+    pub const ALL: [(&str, &str, Builder); 6] = [
+        ("textBlock", "A text block (the loop warning after a round's results).", TEXT_BLOCK),
+        ("toolResultBlock", "A tool_result block (a round's result, the loop stop's).", TOOL_RESULT_BLOCK),
+        ("message", "A message a context plan rebuilds.", MESSAGE),
+        (
+            "userMessage",
+            "A user message (a round's results, the loop stop's, the Agent's rewritten prompt).",
+            USER_MESSAGE,
+        ),
+        ("assistantMessage", "The model's turn.", ASSISTANT_MESSAGE),
+        (
+            "userText",
+            "A user message of one text (the loop warning, a prompt, the structured-output feedback).",
+            USER_TEXT,
+        ),
+    ];
+
+    impl Builder {
+        /// `JSON.stringify` of what the JS builder returns for `args` (each the JSON text of an
+        /// argument, `None` for `undefined`), for the tests that hold the Rust writer to it.
+        pub fn json(&self, args: &[Option<&str>]) -> String {
+            assert_eq!(args.len(), self.params.len(), "one argument per parameter");
+            let mut out = String::new();
+            self.write(&self.body, args, &mut out);
+            out
+        }
+
+        fn arg<'a>(&self, name: &str, args: &[Option<&'a str>]) -> Option<&'a str> {
+            let i = self.params.iter().position(|(p, _)| *p == name).expect("an argument names a parameter");
+            args[i]
+        }
+
+        fn write(&self, shape: &Shape, args: &[Option<&str>], out: &mut String) {
+            match shape {
+                Lit(s) => crate::json::push_json_string(out, s),
+                // (In an array, `undefined` is written `null`, as JSON.stringify writes it.)
+                Arg(name) => out.push_str(self.arg(name, args).unwrap_or("null")),
+                Object(members) => {
+                    out.push('{');
+                    let mut first = true;
+                    for (key, value) in members.iter() {
+                        // A member holding `undefined` is left out.
+                        if let Arg(name) = value {
+                            if self.arg(name, args).is_none() {
+                                continue;
+                            }
+                        }
+                        if !first {
+                            out.push(',');
+                        }
+                        first = false;
+                        crate::json::push_json_string(out, key);
+                        out.push(':');
+                        self.write(value, args, out);
+                    }
+                    out.push('}');
+                }
+                Array(items) => {
+                    out.push('[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        self.write(item, args, out);
+                    }
+                    out.push(']');
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Rust writer writes what the JS builders build (`shapes`), for the same inputs: the
+    /// one history, whichever side adds the message.
+    #[test]
+    fn the_rust_writer_writes_what_the_js_builders_build() {
+        use shapes::*;
+        let q = |s: &str| serde_json::to_string(s).unwrap();
+        let block_json = |b: &Block| {
+            let mut out = String::new();
+            b.write_json(&mut out);
+            out
+        };
+        for text in ["", "a \"quoted\" line\n", "😀\u{1}"] {
+            assert_eq!(TEXT_BLOCK.json(&[Some(&q(text))]), block_json(&Block::text(text)));
+            assert_eq!(USER_TEXT.json(&[Some(&q(text))]), Message::user_text(text).to_json());
+        }
+        for is_error in [Some(true), Some(false), None] {
+            let b = Block::ToolResult { tool_use_id: "call_1".into(), content: "out \"x\"".into(), is_error };
+            let flag = is_error.map(|e| e.to_string());
+            assert_eq!(
+                TOOL_RESULT_BLOCK.json(&[Some("\"call_1\""), Some(&q("out \"x\"")), flag.as_deref()]),
+                block_json(&b)
+            );
+        }
+        let content = vec![
+            Block::ToolResult { tool_use_id: "a".into(), content: "ok".into(), is_error: None },
+            Block::text("warning"),
+        ];
+        let content_json = format!("[{},{}]", block_json(&content[0]), block_json(&content[1]));
+        for (role, builder) in [(Role::User, USER_MESSAGE), (Role::Assistant, ASSISTANT_MESSAGE)] {
+            let m = Message { role, content: content.clone() };
+            assert_eq!(builder.json(&[Some(&content_json)]), m.to_json());
+            assert_eq!(MESSAGE.json(&[Some(&q(role.as_str())), Some(&content_json)]), m.to_json());
+        }
+    }
 
     /// Blocks compared through their JSON (`Block` has no `PartialEq`).
     fn json_of(blocks: &[Block]) -> String {
