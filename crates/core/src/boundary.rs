@@ -493,89 +493,172 @@ fn push_template_literal(out: &mut String, text: &str) {
     }
 }
 
-fn render_value(out: &mut String, v: &Value, indent: usize) {
+/// The file a walk renders: the JS module (each value, frozen) or its .d.ts (each value's
+/// type). One walk ([`emit`]) serves both; where they differ, the two spellings stand side by
+/// side (`t.of(js, dts)`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Js,
+    Dts,
+}
+
+impl Target {
+    /// This target's spelling of a part.
+    fn of<'a>(self, js: &'a str, dts: &'a str) -> &'a str {
+        match self {
+            Target::Js => js,
+            Target::Dts => dts,
+        }
+    }
+
+    fn open_map(self) -> &'static str {
+        self.of("Object.freeze({", "{")
+    }
+
+    fn close_map(self) -> &'static str {
+        self.of("})", "}")
+    }
+
+    /// What comes before an object's key.
+    fn key_prefix(self) -> &'static str {
+        self.of("", "readonly ")
+    }
+}
+
+/// A list longer than this is typed as an array of its elements' types, not a tuple.
+const MAX_TUPLE: usize = 16;
+/// A text longer than this is typed `string`, not its literal.
+const MAX_LITERAL_TEXT: usize = 80;
+
+/// Each item written by `f`, `sep` between them.
+fn sep_by<I>(out: &mut String, items: impl IntoIterator<Item = I>, sep: &str, mut f: impl FnMut(&mut String, I)) {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        f(out, item);
+    }
+}
+
+/// A multi-line object (a section, or a value that holds more than scalars): a field a line,
+/// each after its doc comment if it has one.
+fn emit_fields<'a>(
+    out: &mut String,
+    t: Target,
+    fields: impl IntoIterator<Item = (Option<&'a str>, &'a str, &'a Value)>,
+    indent: usize,
+) {
     let pad = "  ".repeat(indent + 1);
-    let end = "  ".repeat(indent);
+    out.push_str(t.open_map());
+    out.push('\n');
+    for (doc, k, v) in fields {
+        if let Some(doc) = doc {
+            let _ = writeln!(out, "{pad}/** {doc} */");
+        }
+        let _ = write!(out, "{pad}{}{}: ", t.key_prefix(), key(k));
+        emit(out, t, v, indent + 1);
+        out.push_str(t.of(",\n", "\n"));
+    }
+    out.push_str(&"  ".repeat(indent));
+    out.push_str(t.close_map());
+}
+
+/// One value: in JS the value, in the .d.ts its type.
+fn emit(out: &mut String, t: Target, v: &Value, indent: usize) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(n) => {
-            let _ = write!(out, "{n}");
+        Value::Int(n) => match t {
+            Target::Js => {
+                let _ = write!(out, "{n}");
+            }
+            // Numbers are codes a driver keeps in variables and fields (a call's step, an
+            // action's kind): typed `number`, so that a variable that starts at one code can
+            // hold another.
+            Target::Dts => out.push_str("number"),
+        },
+        Value::Str(s) if t == Target::Dts && (s.chars().count() > MAX_LITERAL_TEXT || s.contains('\n')) => {
+            out.push_str("string")
         }
         Value::Str(s) => out.push_str(&js_string(s)),
-        Value::List(items) if items.iter().all(is_scalar) => {
-            out.push_str("Object.freeze([");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                render_value(out, item, indent);
-            }
-            out.push_str("])");
+        // A list of scalars on one line (typed as a tuple while it is short).
+        Value::List(items) if items.iter().all(is_scalar) && (t == Target::Js || items.len() <= MAX_TUPLE) => {
+            out.push_str(t.of("Object.freeze([", "readonly ["));
+            sep_by(out, items, ", ", |out, item| emit(out, t, item, indent));
+            out.push_str(t.of("])", "]"));
         }
-        Value::List(items) => {
+        Value::List(items) if t == Target::Js => {
             out.push_str("Object.freeze([\n");
             for item in items {
-                out.push_str(&pad);
-                render_value(out, item, indent + 1);
+                out.push_str(&"  ".repeat(indent + 1));
+                emit(out, t, item, indent + 1);
                 out.push_str(",\n");
             }
-            let _ = write!(out, "{end}])");
+            let _ = write!(out, "{}])", "  ".repeat(indent));
+        }
+        // A long list, or one of records: an array of the union of its elements' types.
+        Value::List(items) => {
+            let mut types: Vec<String> = Vec::new();
+            for item in items {
+                let mut ty = String::new();
+                match item {
+                    Value::Int(_) => ty.push_str("number"),
+                    Value::Str(_) => ty.push_str("string"),
+                    _ => emit(&mut ty, t, item, indent),
+                }
+                if !types.contains(&ty) {
+                    types.push(ty);
+                }
+            }
+            let _ = match types.len() {
+                0 => write!(out, "readonly never[]"),
+                _ => write!(out, "ReadonlyArray<{}>", types.join(" | ")),
+            };
         }
         // A record of scalars (a tool's input field, a table's row) on one line: the rows of a
         // table then read as rows, and a generated file does not repeat six-line runs of them.
         Value::Map(pairs) if pairs.iter().all(|(_, v)| is_scalar(v)) => {
-            out.push_str("Object.freeze({");
-            for (i, (k, item)) in pairs.iter().enumerate() {
-                out.push_str(if i == 0 { " " } else { ", " });
-                let _ = write!(out, "{}: ", key(k));
-                render_value(out, item, indent);
-            }
-            out.push_str(if pairs.is_empty() { "})" } else { " })" });
+            let space = if pairs.is_empty() { "" } else { " " };
+            out.push_str(t.open_map());
+            out.push_str(space);
+            sep_by(out, pairs, t.of(", ", "; "), |out, (k, item)| {
+                let _ = write!(out, "{}{}: ", t.key_prefix(), key(k));
+                emit(out, t, item, indent);
+            });
+            out.push_str(space);
+            out.push_str(t.close_map());
         }
-        Value::Map(pairs) => {
-            out.push_str("Object.freeze({\n");
-            for (k, item) in pairs {
-                let _ = write!(out, "{pad}{}: ", key(k));
-                render_value(out, item, indent + 1);
-                out.push_str(",\n");
-            }
-            let _ = write!(out, "{end}}})");
-        }
-        Value::PickDefined(fields) => {
-            out.push_str("(o) => {\n");
-            let _ = writeln!(out, "{pad}const picked = {{}}\n{pad}let v");
-            for f in fields {
-                assert!(is_identifier(f), "a field list holds names: {f}");
-                let _ = writeln!(out, "{pad}if ((v = o.{f}) !== undefined) picked.{f} = v");
-            }
-            let _ = write!(out, "{pad}return picked\n{end}}}");
-        }
-        Value::CopyAll { fields, given } => {
+        Value::Map(pairs) => emit_fields(out, t, pairs.iter().map(|(k, v)| (None, k.as_str(), v)), indent),
+        Value::PickDefined(fields) | Value::CopyAll { fields, .. } => {
+            let given = match v {
+                Value::CopyAll { given, .. } => given.as_slice(),
+                _ => &[],
+            };
             assert!(given.iter().all(|g| fields.contains(g)), "a given field is one of the fields");
-            let params: Vec<&str> = std::iter::once("o").chain(given.iter().map(String::as_str)).collect();
-            let _ = writeln!(out, "({}) => ({{", params.join(", "));
-            for f in fields {
-                assert!(is_identifier(f), "a field list holds names: {f}");
-                if given.contains(f) {
-                    let _ = writeln!(out, "{pad}{f},");
-                } else {
-                    let _ = writeln!(out, "{pad}{f}: o.{f},");
-                }
-            }
-            let _ = write!(out, "{end}}})");
+            assert!(fields.iter().all(|f| is_identifier(f)), "a field list holds names: {fields:?}");
+            let params: Vec<(&str, &str)> =
+                std::iter::once(("o", "object")).chain(given.iter().map(|g| (g.as_str(), "unknown"))).collect();
+            arrow(out, t, &[], &params);
+            field_list(out, t, fields, given, matches!(v, Value::PickDefined(_)), indent);
         }
         Value::Builder(b) => {
-            let params: Vec<&str> = b.params.iter().map(|(p, _)| *p).collect();
-            let _ = write!(out, "({}) => (", params.join(", "));
-            render_shape(out, &b.body);
-            out.push(')');
+            arrow(out, t, b.generics, b.params);
+            // In JS one literal: one V8 shape per builder.
+            out.push_str(t.of("(", ""));
+            emit_shape(out, t, &b.body, b.params);
+            out.push_str(t.of(")", ""));
         }
-        Value::Template(t) => {
-            let (texts, names) = template_parts(t);
-            let _ = write!(out, "({}) => `", template_params(t).join(", "));
-            for (i, text) in texts.iter().enumerate() {
-                push_template_literal(out, text);
+        Value::Template(text) => {
+            let params: Vec<(&str, &str)> = template_params(text).into_iter().map(|p| (p, "unknown")).collect();
+            arrow(out, t, &[], &params);
+            if t == Target::Dts {
+                out.push_str("string");
+                return;
+            }
+            let (texts, names) = template_parts(text);
+            out.push('`');
+            for (i, part) in texts.iter().enumerate() {
+                push_template_literal(out, part);
                 if let Some(n) = names.get(i) {
                     let _ = write!(out, "${{{n}}}");
                 }
@@ -585,72 +668,75 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
     }
 }
 
-/// A shape as a JS expression: one literal (one V8 shape per builder).
-fn render_shape(out: &mut String, shape: &Shape) {
+/// A function's head: its type parameters and its `(name, type)` parameters (in JS the names
+/// alone), then the arrow.
+fn arrow(out: &mut String, t: Target, generics: &[&str], params: &[(&str, &str)]) {
+    if t == Target::Dts && !generics.is_empty() {
+        let _ = write!(out, "<{}>", generics.join(", "));
+    }
+    out.push('(');
+    sep_by(out, params, ", ", |out, (p, ty)| {
+        out.push_str(p);
+        if t == Target::Dts {
+            let _ = write!(out, ": {ty}");
+        }
+    });
+    out.push_str(") => ");
+}
+
+/// The body of a [`Value::PickDefined`] (`optional`: a field is copied when defined) or a
+/// [`Value::CopyAll`] function.
+fn field_list(out: &mut String, t: Target, fields: &[String], given: &[String], optional: bool, indent: usize) {
+    let (pad, end) = ("  ".repeat(indent + 1), "  ".repeat(indent));
+    let _ = match (t, optional) {
+        (Target::Js, true) => writeln!(out, "{{\n{pad}const picked = {{}}\n{pad}let v"),
+        (Target::Js, false) => writeln!(out, "({{"),
+        (Target::Dts, _) => writeln!(out, "{{"),
+    };
+    for f in fields {
+        let _ = match (t, optional) {
+            (Target::Js, true) => writeln!(out, "{pad}if ((v = o.{f}) !== undefined) picked.{f} = v"),
+            (Target::Js, false) if given.contains(f) => writeln!(out, "{pad}{f},"),
+            (Target::Js, false) => writeln!(out, "{pad}{f}: o.{f},"),
+            (Target::Dts, _) => writeln!(out, "{pad}{f}{}: unknown", if optional { "?" } else { "" }),
+        };
+    }
+    let _ = match (t, optional) {
+        (Target::Js, true) => write!(out, "{pad}return picked\n{end}}}"),
+        (Target::Js, false) => write!(out, "{end}}})"),
+        (Target::Dts, _) => write!(out, "{end}}}"),
+    };
+}
+
+/// A message shape: in JS one object literal (a parameter by its name), in the .d.ts its type
+/// (a parameter by its declared type).
+fn emit_shape(out: &mut String, t: Target, shape: &Shape, params: &[(&str, &str)]) {
     match shape {
         Shape::Lit(s) => out.push_str(&js_string(s)),
-        Shape::Arg(name) => {
+        Shape::Arg(name) if t == Target::Js => {
             assert!(is_identifier(name), "a parameter is a name: {name}");
             out.push_str(name);
         }
-        Shape::Object(members) => {
-            out.push_str("{ ");
-            for (i, (k, v)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                match v {
-                    // (Shorthand: `text` for `text: text`.)
-                    Shape::Arg(name) if name == k => out.push_str(name),
-                    _ => {
-                        let _ = write!(out, "{}: ", key(k));
-                        render_shape(out, v);
-                    }
-                }
-            }
-            out.push_str(" }");
-        }
-        Shape::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                render_shape(out, item);
-            }
-            out.push(']');
-        }
-    }
-}
-
-/// A shape's TypeScript type, a parameter standing for its declared type.
-fn render_shape_type(out: &mut String, shape: &Shape, params: &[(&str, &str)]) {
-    match shape {
-        Shape::Lit(s) => out.push_str(&js_string(s)),
         Shape::Arg(name) => {
-            let (_, t) = params.iter().find(|(p, _)| p == name).expect("an argument names a parameter");
-            out.push_str(t);
+            let (_, ty) = params.iter().find(|(p, _)| p == name).expect("an argument names a parameter");
+            out.push_str(ty);
         }
         Shape::Object(members) => {
             out.push_str("{ ");
-            for (i, (k, v)) in members.iter().enumerate() {
-                if i > 0 {
-                    out.push_str("; ");
+            sep_by(out, *members, t.of(", ", "; "), |out, (k, v)| match v {
+                // (Shorthand: `text` for `text: text`.)
+                Shape::Arg(name) if t == Target::Js && name == k => out.push_str(name),
+                _ => {
+                    let _ = write!(out, "{}: ", key(k));
+                    emit_shape(out, t, v, params);
                 }
-                let _ = write!(out, "{}: ", key(k));
-                render_shape_type(out, v, params);
-            }
+            });
             out.push_str(" }");
         }
         Shape::Array(items) => {
-            out.push_str("Array<");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(" | ");
-                }
-                render_shape_type(out, item, params);
-            }
-            out.push('>');
+            out.push_str(t.of("[", "Array<"));
+            sep_by(out, *items, t.of(", ", " | "), |out, item| emit_shape(out, t, item, params));
+            out.push_str(t.of("]", ">"));
         }
     }
 }
@@ -659,127 +745,36 @@ fn is_scalar(v: &Value) -> bool {
     matches!(v, Value::Null | Value::Bool(_) | Value::Int(_) | Value::Str(_))
 }
 
+/// The sections: each a declared object of its items.
+fn emit_sections(out: &mut String, t: Target, sections: &[Section]) {
+    for s in sections {
+        let _ = write!(
+            out,
+            "\n/** {} */\n{}{}{}",
+            s.doc,
+            t.of("const ", "export declare const "),
+            s.name,
+            t.of(" = ", ": ")
+        );
+        emit_fields(out, t, s.items.iter().map(|i| (Some(i.doc), i.name.as_str(), &i.value)), 0);
+        out.push('\n');
+    }
+}
+
 /// `lib/generated/boundary.js`.
 pub fn render_js(sections: &[Section]) -> String {
     let mut out = String::from("'use strict'\n");
     out.push_str(&header(sections));
-    for s in sections {
-        let _ = write!(out, "\n/** {} */\nconst {} = Object.freeze({{\n", s.doc, s.name);
-        for item in &s.items {
-            let _ = write!(out, "  /** {} */\n  {}: ", item.doc, key(&item.name));
-            render_value(&mut out, &item.value, 1);
-            out.push_str(",\n");
-        }
-        out.push_str("})\n");
-    }
+    emit_sections(&mut out, Target::Js, sections);
     let names: Vec<&str> = sections.iter().map(|s| s.name).collect();
     let _ = writeln!(out, "\nmodule.exports = Object.freeze({{ {} }})", names.join(", "));
     out
 }
 
-/// A list longer than this is typed as an array of its elements' types, not a tuple.
-const MAX_TUPLE: usize = 16;
-/// A text longer than this is typed `string`, not its literal.
-const MAX_LITERAL_TEXT: usize = 80;
-
-fn render_type(out: &mut String, v: &Value, indent: usize) {
-    let pad = "  ".repeat(indent + 1);
-    let end = "  ".repeat(indent);
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        // Numbers are codes a driver keeps in variables and fields (a call's step, an action's
-        // kind): typed `number`, so that a variable that starts at one code can hold another.
-        Value::Int(_) => out.push_str("number"),
-        Value::Str(s) if s.chars().count() <= MAX_LITERAL_TEXT && !s.contains('\n') => out.push_str(&js_string(s)),
-        Value::Str(_) => out.push_str("string"),
-        Value::List(items) if items.len() > MAX_TUPLE || !items.iter().all(is_scalar) => {
-            let mut types: Vec<String> = Vec::new();
-            for item in items {
-                let mut t = String::new();
-                match item {
-                    Value::Int(_) => t.push_str("number"),
-                    Value::Str(_) => t.push_str("string"),
-                    _ => render_type(&mut t, item, indent),
-                }
-                if !types.contains(&t) {
-                    types.push(t);
-                }
-            }
-            let _ = match types.len() {
-                0 => write!(out, "readonly never[]"),
-                1 => write!(out, "ReadonlyArray<{}>", types[0]),
-                _ => write!(out, "ReadonlyArray<{}>", types.join(" | ")),
-            };
-        }
-        Value::List(items) => {
-            out.push_str("readonly [");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                render_type(out, item, indent);
-            }
-            out.push(']');
-        }
-        Value::Map(pairs) if pairs.iter().all(|(_, v)| is_scalar(v)) => {
-            out.push('{');
-            for (i, (k, item)) in pairs.iter().enumerate() {
-                out.push_str(if i == 0 { " " } else { "; " });
-                let _ = write!(out, "readonly {}: ", key(k));
-                render_type(out, item, indent);
-            }
-            out.push_str(if pairs.is_empty() { "}" } else { " }" });
-        }
-        Value::Map(pairs) => {
-            out.push_str("{\n");
-            for (k, item) in pairs {
-                let _ = write!(out, "{pad}readonly {}: ", key(k));
-                render_type(out, item, indent + 1);
-                out.push('\n');
-            }
-            let _ = write!(out, "{end}}}");
-        }
-        Value::PickDefined(fields) | Value::CopyAll { fields, .. } => {
-            let (optional, given) = match v {
-                Value::CopyAll { given, .. } => ("", given.as_slice()),
-                _ => ("?", &[][..]),
-            };
-            let params: Vec<String> =
-                std::iter::once("o: object".to_string()).chain(given.iter().map(|g| format!("{g}: unknown"))).collect();
-            let _ = writeln!(out, "({}) => {{", params.join(", "));
-            for f in fields {
-                let _ = writeln!(out, "{pad}{f}{optional}: unknown");
-            }
-            let _ = write!(out, "{end}}}");
-        }
-        Value::Builder(b) => {
-            let params: Vec<String> = b.params.iter().map(|(p, t)| format!("{p}: {t}")).collect();
-            if !b.generics.is_empty() {
-                let _ = write!(out, "<{}>", b.generics.join(", "));
-            }
-            let _ = write!(out, "({}) => ", params.join(", "));
-            render_shape_type(out, &b.body, b.params);
-        }
-        Value::Template(t) => {
-            let params: Vec<String> = template_params(t).iter().map(|p| format!("{p}: unknown")).collect();
-            let _ = write!(out, "({}) => string", params.join(", "));
-        }
-    }
-}
-
 /// `lib/generated/boundary.d.ts`.
 pub fn render_dts(sections: &[Section]) -> String {
     let mut out = header(sections);
-    for s in sections {
-        let _ = write!(out, "\n/** {} */\nexport declare const {}: {{\n", s.doc, s.name);
-        for item in &s.items {
-            let _ = write!(out, "  /** {} */\n  readonly {}: ", item.doc, key(&item.name));
-            render_type(&mut out, &item.value, 1);
-            out.push('\n');
-        }
-        out.push_str("}\n");
-    }
+    emit_sections(&mut out, Target::Dts, sections);
     out
 }
 
