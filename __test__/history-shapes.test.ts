@@ -3,51 +3,32 @@
 // and built on the JS side only by the builders generated from it (lib/generated/boundary.js,
 // `history`; crates/core/tests/boundary.rs holds them to the Rust writer). So no object literal
 // in lib/*.js may build a message (a `role` member) or a text / tool_result block.
-import * as fs from 'fs'
-import * as path from 'path'
 import * as ts from 'typescript'
-
-const LIB = path.join(__dirname, '..', 'lib')
-
-interface Found {
-  file: string
-  line: number
-  text: string
-}
+import { findInLib, findNodes, type Found } from './helpers/lib-sources'
 
 /** The object literals of `source` that build a message or a text / tool_result block. */
 function messageLiterals(file: string, source: string): Found[] {
-  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
-  const found: Found[] = []
-  const visit = (n: ts.Node): void => {
-    if (ts.isObjectLiteralExpression(n)) {
-      const keys = new Map<string, ts.Expression | null>()
-      for (const p of n.properties) {
-        if ((ts.isPropertyAssignment(p) || ts.isShorthandPropertyAssignment(p)) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) {
-          keys.set(p.name.text, ts.isPropertyAssignment(p) ? p.initializer : null)
-        }
-      }
-      const type = keys.get('type')
-      const tag = type && ts.isStringLiteral(type) ? type.text : null
-      // A message has a role and a content; a block is tagged by its type and has its own
-      // members (a stream event `{ type: 'text', data }` has no `text`, an agent's `{ name, role,
-      // model }` no `content`).
-      if ((keys.has('role') && keys.has('content')) || (tag === 'text' && keys.has('text')) || (tag === 'tool_result' && keys.has('tool_use_id'))) {
-        found.push({ file, line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, text: n.getText(sf) })
+  return findNodes(file, source, (n, sf) => {
+    if (!ts.isObjectLiteralExpression(n)) return null
+    const keys = new Map<string, ts.Expression | null>()
+    for (const p of n.properties) {
+      if ((ts.isPropertyAssignment(p) || ts.isShorthandPropertyAssignment(p)) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) {
+        keys.set(p.name.text, ts.isPropertyAssignment(p) ? p.initializer : null)
       }
     }
-    ts.forEachChild(n, visit)
-  }
-  visit(sf)
-  return found
+    const type = keys.get('type')
+    const tag = type && ts.isStringLiteral(type) ? type.text : null
+    // A message has a role and a content; a block is tagged by its type and has its own
+    // members (a stream event `{ type: 'text', data }` has no `text`, an agent's `{ name, role,
+    // model }` no `content`).
+    const builds = (keys.has('role') && keys.has('content')) || (tag === 'text' && keys.has('text')) || (tag === 'tool_result' && keys.has('tool_use_id'))
+    return builds ? n.getText(sf) : null
+  })
 }
 
 describe('one history', () => {
   test('lib/*.js builds no message or text / tool_result block but through the generated builders', () => {
-    const files = fs.readdirSync(LIB).filter((f) => f.endsWith('.js')).sort()
-    expect(files.length).toBeGreaterThan(10)
-    const found = files.flatMap((f) => messageLiterals(f, fs.readFileSync(path.join(LIB, f), 'utf8')))
-    expect(found.map((f) => `${f.file}:${f.line}: ${f.text}`)).toEqual([])
+    expect(findInLib(messageLiterals)).toEqual([])
   })
 
   test('the check finds message and block literals, and not stream events', () => {

@@ -7,8 +7,7 @@
 import * as fs from 'fs'
 import * as path from 'path'
 import * as ts from 'typescript'
-
-const LIB = path.join(__dirname, '..', 'lib')
+import { findInLib, findNodes, type Found, LIB } from './helpers/lib-sources'
 
 // Literals allowed where they are, each with why.
 const ALLOWED: Array<{ file: string; text?: string; why: string }> = [
@@ -19,16 +18,8 @@ const ALLOWED: Array<{ file: string; text?: string; why: string }> = [
   { file: 'errors.js', text: '[object Error]', why: "the engine's tag for an Error" },
 ]
 
-interface Found {
-  file: string
-  line: number
-  text: string
-}
-
 /** The literal texts of `source` (a lib/ file), as the rule above defines them. */
 function literalTexts(file: string, source: string): Found[] {
-  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS)
-  const found: Found[] = []
   const isText = (t: string) => /[A-Za-z]/.test(t) && / /.test(t)
   const exempt = (n: ts.Node) => {
     const p = n.parent
@@ -37,27 +28,19 @@ function literalTexts(file: string, source: string): Found[] {
     if (ts.isCallExpression(p) && ts.isIdentifier(p.expression) && (p.expression.text === 'require' || p.expression.text === 'Symbol')) return true
     return false
   }
-  const visit = (n: ts.Node): void => {
+  return findNodes(file, source, (n) => {
     let text: string | null = null
     if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) text = n.text
     else if (ts.isTemplateExpression(n)) text = n.head.text + n.templateSpans.map((s) => '${…}' + s.literal.text).join('')
-    if (text !== null && isText(text) && !exempt(n)) {
-      found.push({ file, line: sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1, text })
-    }
-    ts.forEachChild(n, visit)
-  }
-  visit(sf)
-  return found
+    return text !== null && isText(text) && !exempt(n) ? text : null
+  })
 }
 
 const allowed = (f: Found) => ALLOWED.some((a) => a.file === f.file && (a.text === undefined || a.text === f.text))
 
 describe('lib/ holds no policy', () => {
   test('no user-visible text is a string literal in lib/*.js', () => {
-    const files = fs.readdirSync(LIB).filter((f) => f.endsWith('.js')).sort()
-    expect(files.length).toBeGreaterThan(10)
-    const found = files.flatMap((f) => literalTexts(f, fs.readFileSync(path.join(LIB, f), 'utf8'))).filter((f) => !allowed(f))
-    expect(found.map((f) => `${f.file}:${f.line}: ${f.text}`)).toEqual([])
+    expect(findInLib((file, source) => literalTexts(file, source).filter((f) => !allowed(f)))).toEqual([])
   })
 
   test('the check finds texts in literals and templates, and not in keys, requires or symbols', () => {
