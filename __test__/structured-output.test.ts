@@ -10,6 +10,7 @@ import {
 } from '../index'
 import type { AgentConfig, AgentRunResult, LLMMessage } from '../index'
 import { ANSWERED, FAILED, MockAdapter, assistantText, echoTool, textReply, toolReply, usage, userText } from './helpers/mock-adapter'
+import { X_STRING_SCHEMA_TEXT } from './helpers/golden'
 
 const FENCE = '```'
 
@@ -23,17 +24,7 @@ describe('buildStructuredOutputInstruction (§7.1)', () => {
       'Do NOT wrap the JSON in ```json code fences.',
       '',
       '```',
-      '{',
-      '  "type": "object",',
-      '  "properties": {',
-      '    "x": {',
-      '      "type": "string"',
-      '    }',
-      '  },',
-      '  "required": [',
-      '    "x"',
-      '  ]',
-      '}',
+      X_STRING_SCHEMA_TEXT,
       '```',
     ].join('\n')
     const out = buildStructuredOutputInstruction(z.object({ x: z.string() }))
