@@ -2,6 +2,7 @@
 // contract's JS regexes, on fixed cases and on generated text (seeded, so reproducible).
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { isSensitiveName, redactSensitiveText, redactSensitiveObject } = require('../lib/builtin.js')
+const { xorshift32 } = require('../bench/xorshift32.js')
 
 const SENSITIVE =
   /(?:api[_-]?key|apiKey|secret|password|passwd|pwd|private[_-]?key|privateKey|access[_-]?key|accessKey|accessToken|refreshToken|idToken|githubToken|authorization|auth[_-]?token|authToken|cookie|session|credential|bearer|^token$|[_-]token$|^token[_-])/i
@@ -57,16 +58,7 @@ const PIECES = [
 ]
 
 function generated(seed: number, count: number): string[] {
-  let s = seed >>> 0
-  const rnd = () => {
-    // xorshift32
-    s ^= s << 13
-    s >>>= 0
-    s ^= s >>> 17
-    s ^= s << 5
-    s >>>= 0
-    return s / 0x100000000
-  }
+  const rnd = xorshift32(seed)
   const out: string[] = []
   for (let i = 0; i < count; i++) {
     let t = ''

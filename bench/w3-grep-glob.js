@@ -14,6 +14,7 @@ const fs = require('fs')
 const os = require('os')
 const path = require('path')
 const { grepTool, globTool } = require('../lib/builtin.js')
+const { xorshift32 } = require('./xorshift32.js')
 
 const args = process.argv.slice(2)
 const RUNS = Number(args[args.indexOf('--runs') + 1]) || 5
@@ -28,15 +29,7 @@ function ensureRg() {
 }
 
 // Deterministic content.
-let seed = 0x9e3779b9
-function rnd() {
-  seed ^= seed << 13
-  seed >>>= 0
-  seed ^= seed >>> 17
-  seed ^= seed << 5
-  seed >>>= 0
-  return seed / 0x100000000
-}
+const rnd = xorshift32(0x9e3779b9)
 const WORDS = ('const let function return import export from default class extends value result error handler request response ' +
   'config options data item list map filter reduce async await promise resolve reject string number boolean object array ' +
   'the of and to in is for on with as by this that it be are was not or at').split(' ')
