@@ -51,27 +51,22 @@ fn section_names_are_unique() {
 fn the_generated_builders_build_what_the_rust_writer_writes() {
     use oma_core::kernel::message::{shapes, Block, Message, Role};
     let q = |s: &str| serde_json::to_string(s).unwrap();
-    let block = |b: &Block| {
-        let mut out = String::new();
-        b.write_json(&mut out);
-        out
-    };
     // (builder, its arguments as JS source, what the Rust writer writes)
     let mut cases: Vec<(&str, Vec<String>, String)> = Vec::new();
     for text in ["", "a \"quoted\" line\n", "😀 \u{1} \u{2028}"] {
-        cases.push(("textBlock", vec![q(text)], block(&Block::text(text))));
+        cases.push(("textBlock", vec![q(text)], Block::text(text).to_json()));
         cases.push(("userText", vec![q(text)], Message::user_text(text).to_json()));
     }
     for is_error in [Some(true), Some(false), None] {
         let b = Block::ToolResult { tool_use_id: "toolu_1".into(), content: "out \"x\"\n".into(), is_error };
         let flag = is_error.map_or("undefined".to_string(), |e| e.to_string());
-        cases.push(("toolResultBlock", vec![q("toolu_1"), q("out \"x\"\n"), flag], block(&b)));
+        cases.push(("toolResultBlock", vec![q("toolu_1"), q("out \"x\"\n"), flag], b.to_json()));
     }
     let content = vec![
         Block::ToolResult { tool_use_id: "a".into(), content: "ok".into(), is_error: Some(true) },
         Block::text("warning"),
     ];
-    let content_js = format!("[{},{}]", block(&content[0]), block(&content[1]));
+    let content_js = format!("[{},{}]", content[0].to_json(), content[1].to_json());
     for role in [Role::User, Role::Assistant] {
         let m = Message { role, content: content.clone() }.to_json();
         let name = if role == Role::User { "userMessage" } else { "assistantMessage" };

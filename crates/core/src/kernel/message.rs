@@ -163,6 +163,13 @@ impl Message {
 }
 
 impl Block {
+    /// `JSON.stringify(block)`.
+    pub fn to_json(&self) -> String {
+        let mut out = String::new();
+        self.write_json(&mut out);
+        out
+    }
+
     /// Appends `JSON.stringify(block)`: the keys in the order the JS shapes are built with, a key
     /// holding `undefined` left out.
     pub fn write_json(&self, out: &mut String) {
@@ -225,17 +232,13 @@ impl Block {
 /// with serde (a response in an adapter's reply, a list of blocks in a test).
 impl Serialize for Block {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = String::new();
-        self.write_json(&mut out);
-        RawValue::from_string(out).map_err(serde::ser::Error::custom)?.serialize(s)
+        RawValue::from_string(self.to_json()).map_err(serde::ser::Error::custom)?.serialize(s)
     }
 }
 
 impl Serialize for Message {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = String::new();
-        self.write_json(&mut out);
-        RawValue::from_string(out).map_err(serde::ser::Error::custom)?.serialize(s)
+        RawValue::from_string(self.to_json()).map_err(serde::ser::Error::custom)?.serialize(s)
     }
 }
 
@@ -1086,13 +1089,8 @@ mod tests {
     fn the_rust_writer_writes_what_the_js_builders_build() {
         use shapes::*;
         let q = |s: &str| serde_json::to_string(s).unwrap();
-        let block_json = |b: &Block| {
-            let mut out = String::new();
-            b.write_json(&mut out);
-            out
-        };
         for text in ["", "a \"quoted\" line\n", "😀\u{1}"] {
-            assert_eq!(TEXT_BLOCK.json(&[Some(&q(text))]), block_json(&Block::text(text)));
+            assert_eq!(TEXT_BLOCK.json(&[Some(&q(text))]), Block::text(text).to_json());
             assert_eq!(USER_TEXT.json(&[Some(&q(text))]), Message::user_text(text).to_json());
         }
         for is_error in [Some(true), Some(false), None] {
@@ -1100,14 +1098,14 @@ mod tests {
             let flag = is_error.map(|e| e.to_string());
             assert_eq!(
                 TOOL_RESULT_BLOCK.json(&[Some("\"call_1\""), Some(&q("out \"x\"")), flag.as_deref()]),
-                block_json(&b)
+                b.to_json()
             );
         }
         let content = vec![
             Block::ToolResult { tool_use_id: "a".into(), content: "ok".into(), is_error: None },
             Block::text("warning"),
         ];
-        let content_json = format!("[{},{}]", block_json(&content[0]), block_json(&content[1]));
+        let content_json = format!("[{},{}]", content[0].to_json(), content[1].to_json());
         for (role, builder) in [(Role::User, USER_MESSAGE), (Role::Assistant, ASSISTANT_MESSAGE)] {
             let m = Message { role, content: content.clone() };
             assert_eq!(builder.json(&[Some(&content_json)]), m.to_json());
