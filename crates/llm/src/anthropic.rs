@@ -7,8 +7,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::reasoning_fallback::Outbound;
-use super::wire::{content_head, push_spliced, push_text_block, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{
+    content_head, push_spliced, push_text_block, walk, Dialect, Echo, NativeReasoning, PartList, Reasoning,
+};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{js_number, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -81,6 +82,12 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
     Ok(d.f.finish())
 }
 
+/// Its own thinking, echoed as `thinking` / `redacted_thinking`.
+const REASONING: NativeReasoning = NativeReasoning {
+    signed: ["{\"type\":\"thinking\",\"thinking\":", ",\"signature\":", "}"],
+    redacted: Some(["{\"type\":\"redacted_thinking\",\"data\":", "}"]),
+};
+
 /// Anthropic's dialect: typed content blocks, its own thinking echoed as `thinking` /
 /// `redacted_thinking`.
 struct Wire<'n> {
@@ -120,16 +127,8 @@ impl<'m> Dialect<'m> for Wire<'_> {
     }
 
     fn reasoning(&mut self, r: Reasoning<'m>) {
-        match self.echo.of(r) {
-            Outbound::Redacted(d) => {
-                push_spliced(self.f.part(), "{\"type\":\"redacted_thinking\",\"data\":", &[(d, "}")])
-            }
-            Outbound::Signed { text, signature } => {
-                let head = "{\"type\":\"thinking\",\"thinking\":";
-                push_spliced(self.f.part(), head, &[(text, ",\"signature\":"), (signature, "}")]);
-            }
-            Outbound::Inline(inline) => self.text(Some(&inline)),
-            Outbound::Skip => {}
+        if let Some(inline) = self.echo.write(r, &mut self.f, &REASONING) {
+            self.text(Some(&inline));
         }
     }
 

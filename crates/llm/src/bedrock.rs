@@ -12,8 +12,9 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
-use super::reasoning_fallback::Outbound;
-use super::wire::{content_head, push_spliced, push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{
+    content_head, push_spliced, push_text_parts, walk, Dialect, Echo, NativeReasoning, PartList, Reasoning,
+};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -206,6 +207,12 @@ fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result
     Ok(d.f.finish())
 }
 
+/// Its own reasoning, echoed as `reasoningContent`.
+const REASONING: NativeReasoning = NativeReasoning {
+    signed: ["{\"reasoningContent\":{\"reasoningText\":{\"text\":", ",\"signature\":", "}}}"],
+    redacted: Some(["{\"reasoningContent\":{\"redactedContent\":", "}}"]),
+};
+
 /// Bedrock Converse's dialect: one-key content blocks (`text`, `image`, `toolUse`, `toolResult`,
 /// `reasoningContent`).
 struct Wire<'n> {
@@ -246,16 +253,8 @@ impl<'m> Dialect<'m> for Wire<'_> {
     }
 
     fn reasoning(&mut self, r: Reasoning<'m>) {
-        match self.echo.of(r) {
-            Outbound::Redacted(d) => {
-                push_spliced(self.f.part(), "{\"reasoningContent\":{\"redactedContent\":", &[(d, "}}")]);
-            }
-            Outbound::Signed { text, signature } => {
-                let head = "{\"reasoningContent\":{\"reasoningText\":{\"text\":";
-                push_spliced(self.f.part(), head, &[(text, ",\"signature\":"), (signature, "}}}")]);
-            }
-            Outbound::Inline(inline) => self.text(Some(&inline)),
-            Outbound::Skip => {}
+        if let Some(inline) = self.echo.write(r, &mut self.f, &REASONING) {
+            self.text(Some(&inline));
         }
     }
 

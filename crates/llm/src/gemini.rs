@@ -9,8 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::reasoning_fallback::Outbound;
-use super::wire::{push_spliced, push_text_parts, walk, Dialect, Echo, PartList, Reasoning};
+use super::wire::{push_spliced, push_text_parts, walk, Dialect, Echo, NativeReasoning, PartList, Reasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{push_json_string, to_js_json, truthy, JsObject};
 use oma_core::kernel::message::{Block, Message, Role, Usage};
@@ -84,6 +83,10 @@ fn contents_json(messages: &[Message], opts: &ChatOptions, name: &str) -> String
     d.f.finish()
 }
 
+/// Its own thought, echoed as a text part with its signature; no redacted form.
+const REASONING: NativeReasoning =
+    NativeReasoning { signed: ["{\"text\":", ",\"thought\":true,\"thoughtSignature\":", "}"], redacted: None };
+
 /// Gemini's dialect: `contents` of `parts`, the model's role `model`, tool results answered by
 /// function name; no redacted reasoning form (only a thought signature is echoed).
 struct Wire<'m, 'n> {
@@ -139,13 +142,8 @@ impl<'m> Dialect<'m> for Wire<'m, '_> {
     }
 
     fn reasoning(&mut self, r: Reasoning<'m>) {
-        match self.echo.of(r) {
-            Outbound::Signed { text, signature } => {
-                let rest = [(text, ",\"thought\":true,\"thoughtSignature\":"), (signature, "}")];
-                push_spliced(self.f.part(), "{\"text\":", &rest);
-            }
-            Outbound::Inline(inline) => self.text_part(&inline),
-            Outbound::Redacted(_) | Outbound::Skip => {}
+        if let Some(inline) = self.echo.write(r, &mut self.f, &REASONING) {
+            self.text_part(&inline);
         }
     }
 

@@ -17,6 +17,14 @@ use super::{ChatOptions, LlmError};
 use oma_core::json::push_json_string;
 use oma_core::kernel::message::{Block, Message, Role};
 
+/// How a dialect spells the reasoning it echoes natively (its own, §15.3), in `push_spliced`
+/// pieces: a signed block `head` text `between` signature `tail`, a redacted one `head` data
+/// `tail` (`None`: no redacted form; `Echo` then never gives one, see `Echo::new`).
+pub struct NativeReasoning {
+    pub signed: [&'static str; 3],
+    pub redacted: Option<[&'static str; 2]>,
+}
+
 /// A reasoning block's fields, as a dialect receives them.
 #[derive(Clone, Copy)]
 pub struct Reasoning<'m> {
@@ -104,6 +112,25 @@ impl<'n> Echo<'n> {
             self.preserve,
             self.max_chars,
         )
+    }
+
+    /// Writes `r` as a part of `f` when it goes back natively, spelled as `native` says; returns
+    /// the `<thinking>` text when it goes back as text, for the dialect to write as its text.
+    pub fn write<'m>(&self, r: Reasoning<'m>, f: &mut PartList, native: &NativeReasoning) -> Option<String> {
+        match self.of(r) {
+            Outbound::Signed { text, signature } => {
+                let [head, between, tail] = native.signed;
+                push_spliced(f.part(), head, &[(text, between), (signature, tail)]);
+            }
+            Outbound::Redacted(data) => {
+                if let Some([head, tail]) = native.redacted {
+                    push_spliced(f.part(), head, &[(data, tail)]);
+                }
+            }
+            Outbound::Inline(inline) => return Some(inline),
+            Outbound::Skip => {}
+        }
+        None
     }
 }
 
