@@ -4,8 +4,9 @@
 import * as fs from 'fs'
 import * as os from 'os'
 import * as path from 'path'
-import { expectTreeGone, markedPidFile, pidsIn, uniqueMarker, waitForPids, withMarker } from './helpers/procs'
+import { abortTree, runTree, uniqueMarker, withMarker } from './helpers/procs'
 import { allowedNames, withForeignVars } from './helpers/shell-env'
+import type { ToolResult } from '../index'
 
 // eslint-disable-next-line @typescript-eslint/no-var-requires
 const { bashTool } = require('../lib/builtin.js')
@@ -102,28 +103,16 @@ describe('nothing survives a timeout or an abort', () => {
   }
 
   test('after a timeout', async () => {
-    const { marker, pidFile } = markedPidFile(dir)
-    const r = await bashTool.execute({ command: command(marker, pidFile), timeout: 3000 }, ctx)
-    expect(r).toEqual({ data: 'ready\n\n\n(exit code: 124)', isError: true })
-    const pids = pidsIn(pidFile)
+    const { result, pids } = await runTree(dir, (marker, pidFile) => bashTool.execute({ command: command(marker, pidFile), timeout: 3000 }, ctx))
+    expect(result).toEqual({ data: 'ready\n\n\n(exit code: 124)', isError: true })
     expect(pids.length).toBeGreaterThanOrEqual(4)
-    expectTreeGone(pids, marker)
   })
 
   test('after an abort', async () => {
-    const { marker, pidFile } = markedPidFile(dir)
-    const ac = new AbortController()
-    const p = bashTool.execute({ command: command(marker, pidFile) }, { ...ctx, abortSignal: ac.signal })
-    // Abort once everything is running (the pid file is complete).
-    await waitForPids(pidFile, 4)
-    const running = withMarker(marker)
-    expect(running.length).toBeGreaterThanOrEqual(4)
-    ac.abort()
-    const r = await p
+    const r = await abortTree<ToolResult>(dir, 4, (marker, pidFile, abortSignal) => bashTool.execute({ command: command(marker, pidFile) }, { ...ctx, abortSignal }))
     expect(r.isError).toBe(true)
     // The abort can land before or after `echo ready`.
     expect(r.data).toMatch(/^(ready\n\n\n\(exit code: 130\)|\(command exited with code 130, no output\))$/)
-    expectTreeGone(running, marker)
   })
 
   test('returns while a setsid descendant holds stdout open, and kills it', async () => {

@@ -27,7 +27,7 @@ import type {
   StreamEvent,
   ToolUseContext,
 } from '../index'
-import { expectTreeGone, markedPidFile, pidsIn, waitForPids, withMarker } from './helpers/procs'
+import { abortTree, runTree } from './helpers/procs'
 import { allowedNames, withForeignVars } from './helpers/shell-env'
 import { resp, scripted, text } from './helpers/scripted'
 import { signal } from './helpers/async'
@@ -153,24 +153,14 @@ describe('LocalShellExecutor, used directly', () => {
   })
 
   test('the whole tree dies on a timeout', async () => {
-    const { marker, pidFile } = markedPidFile(dir)
-    const r = await local.exec(treeCommand(marker, pidFile), { timeoutMs: 2000 })
-    expect(r).toEqual({ stdout: 'ready\n', stderr: '', exitCode: 124 })
-    const pids = pidsIn(pidFile)
+    const { result, pids } = await runTree(dir, (marker, pidFile) => local.exec(treeCommand(marker, pidFile), { timeoutMs: 2000 }))
+    expect(result).toEqual({ stdout: 'ready\n', stderr: '', exitCode: 124 })
     expect(pids.length).toBe(2)
-    expectTreeGone(pids, marker)
   })
 
   test('the whole tree dies on an abort', async () => {
-    const { marker, pidFile } = markedPidFile(dir)
-    const ac = new AbortController()
-    const p = local.exec(treeCommand(marker, pidFile), { timeoutMs: 30_000, abortSignal: ac.signal })
-    await waitForPids(pidFile, 2)
-    const running = withMarker(marker)
-    expect(running.length).toBeGreaterThanOrEqual(2)
-    ac.abort()
-    expect((await p).exitCode).toBe(130)
-    expectTreeGone(running, marker)
+    const r = await abortTree(dir, 2, (marker, pidFile, abortSignal) => local.exec(treeCommand(marker, pidFile), { timeoutMs: 30_000, abortSignal }))
+    expect(r.exitCode).toBe(130)
   })
 })
 

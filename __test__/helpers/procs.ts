@@ -60,3 +60,30 @@ export function expectTreeGone(pids: number[], marker: string): void {
   for (const pid of pids) expect(alive(pid)).toBe(false)
   expect(withMarker(marker)).toEqual([])
 }
+
+/** Runs a command that lists its process tree's pids in a fresh pid file (`markedPidFile`) to
+ *  its end (its timeout), then checks the tree is gone (`expectTreeGone`). Returns the result and
+ *  the pids the command listed. */
+export async function runTree<R>(dir: string, run: (marker: string, pidFile: string) => Promise<R>): Promise<{ result: R; pids: number[] }> {
+  const { marker, pidFile } = markedPidFile(dir)
+  const result = await run(marker, pidFile)
+  const pids = pidsIn(pidFile)
+  expectTreeGone(pids, marker)
+  return { result, pids }
+}
+
+/** The same, aborted through `signal` once the command has listed `n` pids and at least `n`
+ *  marked processes run; every one of those is then gone. Returns the result. */
+export async function abortTree<R>(dir: string, n: number, run: (marker: string, pidFile: string, signal: AbortSignal) => Promise<R>): Promise<R> {
+  const { marker, pidFile } = markedPidFile(dir)
+  const ac = new AbortController()
+  const pending = run(marker, pidFile, ac.signal)
+  // Abort once everything is running (the pid file is complete).
+  await waitForPids(pidFile, n)
+  const running = withMarker(marker)
+  expect(running.length).toBeGreaterThanOrEqual(n)
+  ac.abort()
+  const result = await pending
+  expectTreeGone(running, marker)
+  return result
+}
