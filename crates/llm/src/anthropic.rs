@@ -7,12 +7,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::wire::{
-    content_head, push_spliced, push_text_block, walk, Dialect, Echo, NativeReasoning, PartList, Reasoning,
-};
+use super::wire::{content_messages, push_spliced, push_text_block, ContentBlocks, NativeReasoning};
 use super::{object_input, ChatOptions, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{js_number, to_js_json, truthy, JsObject};
-use oma_core::kernel::message::{Block, Message, Role, Usage};
+use oma_core::kernel::message::{Block, Message, Usage};
 
 pub const MISSING_AUTH: &str = "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of the \"X-Api-Key\" or \"Authorization\" headers to be explicitly omitted";
 
@@ -77,63 +75,41 @@ fn tools_json(opts: &ChatOptions) -> Option<String> {
 }
 
 fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result<String, LlmError> {
-    let mut d = Wire { f: PartList::new(256 + messages.len() * 128, false), echo: Echo::new(opts, name, true) };
-    walk(messages, &mut d)?;
-    Ok(d.f.finish())
+    content_messages::<Blocks>(messages, opts, name, 256 + messages.len() * 128)
 }
 
-/// Its own thinking, echoed as `thinking` / `redacted_thinking`.
-const REASONING: NativeReasoning = NativeReasoning {
-    signed: ["{\"type\":\"thinking\",\"thinking\":", ",\"signature\":", "}"],
-    redacted: Some(["{\"type\":\"redacted_thinking\",\"data\":", "}"]),
-};
-
-/// Anthropic's dialect: typed content blocks, its own thinking echoed as `thinking` /
+/// Anthropic's blocks: typed content blocks, its own thinking echoed as `thinking` /
 /// `redacted_thinking`.
-struct Wire<'n> {
-    f: PartList,
-    echo: Echo<'n>,
-}
+struct Blocks;
 
-impl<'m> Dialect<'m> for Wire<'_> {
-    fn begin(&mut self, role: Role) {
-        self.f.open(content_head(role));
+impl ContentBlocks for Blocks {
+    const REASONING: NativeReasoning = NativeReasoning {
+        signed: ["{\"type\":\"thinking\",\"thinking\":", ",\"signature\":", "}"],
+        redacted: Some(["{\"type\":\"redacted_thinking\",\"data\":", "}"]),
+    };
+
+    fn text(p: &mut String, text: Option<&str>) {
+        push_text_block(p, text);
     }
 
-    fn text(&mut self, text: Option<&str>) {
-        push_text_block(self.f.part(), text);
-    }
-
-    fn image(&mut self, media_type: &str, data: &str) {
+    fn image(p: &mut String, media_type: &str, data: &str) {
         let head = "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":";
-        push_spliced(self.f.part(), head, &[(media_type, ",\"data\":"), (data, "}}")]);
+        push_spliced(p, head, &[(media_type, ",\"data\":"), (data, "}}")]);
     }
 
-    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
-        let p = self.f.part();
+    fn tool_use(p: &mut String, id: &str, name: &str, input: &RawValue) {
         push_spliced(p, "{\"type\":\"tool_use\",\"id\":", &[(id, ",\"name\":"), (name, ",\"input\":")]);
         p.push_str(input.get());
         p.push('}');
     }
 
-    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
-        let p = self.f.part();
+    fn tool_result(p: &mut String, tool_use_id: &str, content: &str, is_error: Option<bool>) {
         let head = "{\"type\":\"tool_result\",\"tool_use_id\":";
         push_spliced(p, head, &[(tool_use_id, ",\"content\":"), (content, "")]);
         if let Some(e) = is_error {
             p.push_str(if e { ",\"is_error\":true" } else { ",\"is_error\":false" });
         }
         p.push('}');
-    }
-
-    fn reasoning(&mut self, r: Reasoning<'m>) {
-        if let Some(inline) = self.echo.write(r, &mut self.f, &REASONING) {
-            self.text(Some(&inline));
-        }
-    }
-
-    fn end(&mut self) {
-        self.f.close();
     }
 }
 

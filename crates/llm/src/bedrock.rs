@@ -12,12 +12,10 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::limits::{event_too_large, MAX_EVENT_BYTES};
-use super::wire::{
-    content_head, push_spliced, push_text_parts, walk, Dialect, Echo, NativeReasoning, PartList, Reasoning,
-};
+use super::wire::{content_messages, push_spliced, push_text_parts, ContentBlocks, NativeReasoning};
 use super::{object_input, ChatOptions, Env, EventSink, LlmError, LlmResponse, StreamEvent};
 use oma_core::json::{to_js_json, truthy, JsObject};
-use oma_core::kernel::message::{Block, Message, Role, Usage};
+use oma_core::kernel::message::{Block, Message, Usage};
 
 /// The AWS SDK's message when the default chain finds nothing.
 pub const NO_CREDENTIALS: &str = "Could not load credentials from any providers";
@@ -202,64 +200,41 @@ pub fn request_body(messages: &[Message], opts: &ChatOptions, name: &str) -> Res
 }
 
 fn messages_json(messages: &[Message], opts: &ChatOptions, name: &str) -> Result<String, LlmError> {
-    let mut d = Wire { f: PartList::new(64, false), echo: Echo::new(opts, name, true) };
-    walk(messages, &mut d)?;
-    Ok(d.f.finish())
+    content_messages::<Blocks>(messages, opts, name, 64)
 }
 
-/// Its own reasoning, echoed as `reasoningContent`.
-const REASONING: NativeReasoning = NativeReasoning {
-    signed: ["{\"reasoningContent\":{\"reasoningText\":{\"text\":", ",\"signature\":", "}}}"],
-    redacted: Some(["{\"reasoningContent\":{\"redactedContent\":", "}}"]),
-};
-
-/// Bedrock Converse's dialect: one-key content blocks (`text`, `image`, `toolUse`, `toolResult`,
+/// Bedrock Converse's blocks: one-key content blocks (`text`, `image`, `toolUse`, `toolResult`,
 /// `reasoningContent`).
-struct Wire<'n> {
-    f: PartList,
-    echo: Echo<'n>,
-}
+struct Blocks;
 
-impl<'m> Dialect<'m> for Wire<'_> {
-    fn begin(&mut self, role: Role) {
-        self.f.open(content_head(role));
+impl ContentBlocks for Blocks {
+    const REASONING: NativeReasoning = NativeReasoning {
+        signed: ["{\"reasoningContent\":{\"reasoningText\":{\"text\":", ",\"signature\":", "}}}"],
+        redacted: Some(["{\"reasoningContent\":{\"redactedContent\":", "}}"]),
+    };
+
+    fn text(p: &mut String, text: Option<&str>) {
+        push_spliced(p, "{\"text\":", &[(text.unwrap_or(""), "}")]);
     }
 
-    fn text(&mut self, text: Option<&str>) {
-        push_spliced(self.f.part(), "{\"text\":", &[(text.unwrap_or(""), "}")]);
-    }
-
-    fn image(&mut self, media_type: &str, data: &str) {
+    fn image(p: &mut String, media_type: &str, data: &str) {
         let format = media_type.strip_prefix("image/").unwrap_or(media_type);
-        let rest = [(format, ",\"source\":{\"bytes\":"), (data, "}}}")];
-        push_spliced(self.f.part(), "{\"image\":{\"format\":", &rest);
+        push_spliced(p, "{\"image\":{\"format\":", &[(format, ",\"source\":{\"bytes\":"), (data, "}}}")]);
     }
 
-    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
-        let p = self.f.part();
+    fn tool_use(p: &mut String, id: &str, name: &str, input: &RawValue) {
         push_spliced(p, "{\"toolUse\":{\"toolUseId\":", &[(id, ",\"name\":"), (name, ",\"input\":")]);
         p.push_str(input.get());
         p.push_str("}}");
     }
 
-    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
-        let p = self.f.part();
+    fn tool_result(p: &mut String, tool_use_id: &str, content: &str, is_error: Option<bool>) {
         let rest = [(tool_use_id, ",\"content\":[{\"text\":"), (content, "}]")];
         push_spliced(p, "{\"toolResult\":{\"toolUseId\":", &rest);
         if is_error == Some(true) {
             p.push_str(",\"status\":\"error\"");
         }
         p.push_str("}}");
-    }
-
-    fn reasoning(&mut self, r: Reasoning<'m>) {
-        if let Some(inline) = self.echo.write(r, &mut self.f, &REASONING) {
-            self.text(Some(&inline));
-        }
-    }
-
-    fn end(&mut self) {
-        self.f.close();
     }
 }
 

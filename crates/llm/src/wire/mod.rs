@@ -6,9 +6,13 @@
 //! shared rules live here and in `reasoning_fallback`: which reasoning goes back natively, as a
 //! `<thinking>` text or not at all (`Echo`), that an unknown block type is an error unless the
 //! provider leaves it out (`Dialect::other`), and the list shape three of the four providers
-//! share (`PartList`: `[{…[part,part]},…]`). OpenAI's dialect (`openai::Entries`) is the one
+//! share (`PartList`: `[{…[part,part]},…]`), and for the two whose messages are
+//! `{"role":…,"content":[…]}` (Anthropic, Bedrock) the whole dialect but the blocks' spelling
+//! (`content_messages`, `ContentBlocks`). OpenAI's dialect (`openai::Entries`) is the one
 //! that reshapes: a user message's tool results become `tool` messages, an assistant message's
 //! texts one `content`.
+
+use std::marker::PhantomData;
 
 use serde_json::value::RawValue;
 
@@ -146,11 +150,72 @@ pub fn push_text_block(p: &mut String, text: Option<&str>) {
     p.push('}');
 }
 
-/// A message entry's opening as Anthropic and Bedrock both spell it (a `content` list of blocks).
-pub fn content_head(role: Role) -> &'static str {
-    match role {
-        Role::User => "{\"role\":\"user\",\"content\":[",
-        Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+/// How a provider whose messages are `{"role":…,"content":[block,…]}` (Anthropic, Bedrock)
+/// spells each block, written into the block's part `p`. The list, the message entries and the
+/// reasoning rule are [`content_messages`]'s.
+pub trait ContentBlocks {
+    /// The reasoning it echoes natively (its redacted form too).
+    const REASONING: NativeReasoning;
+    /// A text block (`None`: its `text` was `undefined`); also a reasoning block's `<thinking>`
+    /// text fallback.
+    fn text(p: &mut String, text: Option<&str>);
+    fn image(p: &mut String, media_type: &str, data: &str);
+    fn tool_use(p: &mut String, id: &str, name: &str, input: &RawValue);
+    fn tool_result(p: &mut String, tool_use_id: &str, content: &str, is_error: Option<bool>);
+}
+
+/// `messages` as a JSON list of `{"role":…,"content":[…]}` entries, each block spelled by `B`;
+/// `capacity`: the provider's guess at the text's size.
+pub fn content_messages<B: ContentBlocks>(
+    messages: &[Message],
+    opts: &ChatOptions,
+    name: &str,
+    capacity: usize,
+) -> Result<String, LlmError> {
+    let mut d =
+        Content::<B> { f: PartList::new(capacity, false), echo: Echo::new(opts, name, true), blocks: PhantomData };
+    walk(messages, &mut d)?;
+    Ok(d.f.finish())
+}
+
+struct Content<'n, B> {
+    f: PartList,
+    echo: Echo<'n>,
+    blocks: PhantomData<B>,
+}
+
+impl<'m, B: ContentBlocks> Dialect<'m> for Content<'_, B> {
+    fn begin(&mut self, role: Role) {
+        self.f.open(match role {
+            Role::User => "{\"role\":\"user\",\"content\":[",
+            Role::Assistant => "{\"role\":\"assistant\",\"content\":[",
+        });
+    }
+
+    fn text(&mut self, text: Option<&str>) {
+        B::text(self.f.part(), text);
+    }
+
+    fn image(&mut self, media_type: &str, data: &str) {
+        B::image(self.f.part(), media_type, data);
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &RawValue, _signature: Option<&str>) {
+        B::tool_use(self.f.part(), id, name, input);
+    }
+
+    fn tool_result(&mut self, tool_use_id: &str, content: &str, is_error: Option<bool>) {
+        B::tool_result(self.f.part(), tool_use_id, content, is_error);
+    }
+
+    fn reasoning(&mut self, r: Reasoning<'m>) {
+        if let Some(inline) = self.echo.write(r, &mut self.f, &B::REASONING) {
+            B::text(self.f.part(), Some(&inline));
+        }
+    }
+
+    fn end(&mut self) {
+        self.f.close();
     }
 }
 
