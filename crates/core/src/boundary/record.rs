@@ -244,28 +244,36 @@ pub(super) fn render_decoder(out: &mut String, layout: &Layout, indent: usize) {
 /// The encoders of `layout` as a JS object of functions, one per kind, named after it: the
 /// function of the fields' values, in order, returns the record (for what JS sends to Rust).
 pub(super) fn render_encoders(out: &mut String, layout: &Layout, indent: usize) {
-    let pad = "  ".repeat(indent + 1);
-    let end = "  ".repeat(indent);
-    out.push_str("Object.freeze({\n");
-    for (code, kind) in layout.kinds.iter().enumerate() {
-        let names: Vec<&str> = kind.fields.iter().map(|f| f.name).collect();
-        let values: String = names.iter().map(|n| format!(", {n}")).collect();
-        let _ = writeln!(out, "{pad}{}: ({}) => [{code}{values}],", super::key(kind.name), names.join(", "));
-    }
-    let _ = write!(out, "{end}}})");
+    render_encoders_as(out, layout, indent, false)
 }
 
 /// The encoders' TypeScript type.
 pub(super) fn render_encoders_type(out: &mut String, layout: &Layout, indent: usize) {
+    render_encoders_as(out, layout, indent, true)
+}
+
+/// The encoders (`typed`: their type), one line per kind.
+fn render_encoders_as(out: &mut String, layout: &Layout, indent: usize, typed: bool) {
     let pad = "  ".repeat(indent + 1);
     let end = "  ".repeat(indent);
-    out.push_str("{\n");
+    out.push_str(if typed { "{\n" } else { "Object.freeze({\n" });
     for (code, kind) in layout.kinds.iter().enumerate() {
-        let params: Vec<String> = kind.fields.iter().map(|f| format!("{}: {}", f.name, field_type(f))).collect();
-        let types: String = kind.fields.iter().map(|f| format!(", {}", field_type(f))).collect();
-        let _ = writeln!(out, "{pad}readonly {}: ({}) => [{code}{types}]", super::key(kind.name), params.join(", "));
+        let (mut params, mut items) = (Vec::new(), String::new());
+        for f in kind.fields {
+            let t = field_type(f);
+            params.push(if typed { format!("{}: {t}", f.name) } else { f.name.to_string() });
+            let _ = write!(items, ", {}", if typed { t.as_str() } else { f.name });
+        }
+        let (readonly, comma) = if typed { ("readonly ", "") } else { ("", ",") };
+        let _ = writeln!(
+            out,
+            "{pad}{readonly}{}: ({}) => [{code}{items}]{comma}",
+            super::key(kind.name),
+            params.join(", ")
+        );
     }
-    let _ = write!(out, "{end}}}");
+    out.push_str(&end);
+    out.push_str(if typed { "}" } else { "})" });
 }
 
 /// A field's TypeScript type as an encoder takes it (a nested record is one already made).
