@@ -81,22 +81,11 @@ fn the_generated_builders_build_what_the_rust_writer_writes() {
     for (name, _, _) in shapes::ALL {
         assert!(cases.iter().any(|(n, _, _)| *n == name), "a case for {name}");
     }
-    let lib = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../lib/generated/boundary.js");
-    let mut script = format!("const h = require({}).history\n", q(lib.to_str().expect("a UTF-8 path")));
-    for (name, args, _) in &cases {
-        script.push_str(&format!("console.log(JSON.stringify(h.{name}({})))\n", args.join(", ")));
-    }
-    let out = std::process::Command::new("node")
-        .arg("-e")
-        .arg(&script)
-        .output()
-        .expect("node runs (the JS side's tests need it too)");
-    assert!(out.status.success(), "node failed: {}", String::from_utf8_lossy(&out.stderr));
-    let printed = String::from_utf8(out.stdout).expect("JSON.stringify writes UTF-8");
-    let lines: Vec<&str> = printed.lines().collect();
-    assert_eq!(lines.len(), cases.len());
+    let calls: Vec<String> =
+        cases.iter().map(|(name, args, _)| format!("b.history.{name}({})", args.join(", "))).collect();
+    let lines = node_json(&calls);
     for ((name, args, rust), js) in cases.iter().zip(lines) {
-        assert_eq!(js, rust, "{name}({})", args.join(", "));
+        assert_eq!(&js, rust, "{name}({})", args.join(", "));
     }
 }
 
