@@ -24,12 +24,11 @@ export declare class ChatHistory {
    * `chat` over the first `keep` messages sent last time, followed by `tail_json`:
    * `lib/llm.js` checks that those messages are the same objects with the same contents, so
    * only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
-   * of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
-   * whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
-   * options throw here and leave the history as it was. `options_json` null: the options of
-   * the last call.
+   * of the tail cross beside it, each an `oma_llm::tail::LONG_STRING_RECORD` (the JSON has
+   * `""` there). Bad JSON or options throw here and leave the history as it was.
+   * `options_json` null: the options of the last call.
    */
-  chat(keep: number, tailJson: string, longAt?: Array<number> | undefined | null, long?: Array<string> | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
+  chat(keep: number, tailJson: string, long?: Array<[number, number, number, string]> | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>
 }
 
 /** A started confined shell (one per `start()`; `dispose()` removes its temp dir). */
@@ -73,7 +72,7 @@ export declare class NativeEgressPolicy {
   get mode(): string
   get allowedOrigins(): Array<string>
   /**
-   * The refusal (as `fromNative` JSON) of a request by `provider` to `url`, or `null` when the
+   * The refusal (an `oma_llm::ERROR_RECORD`) of a request by `provider` to `url`, or `null` when the
    * policy allows it: for a client whose first request the JS side must refuse with an
    * `EgressPolicyError` (the MCP bridge's `url`); the transport checks every request anyway.
    */
@@ -101,7 +100,10 @@ export declare class NativeLlmAdapter {
 
 /** Pull side of a native stream (≈1 µs per event when batched, see NAPI-NOTES). */
 export declare class NativeLlmStream {
-  /** Resolves with a JSON array of the events available (at least one), or `[]` at the end. */
+  /**
+   * Resolves with a JSON array of the events available (at least one), each an
+   * `oma_llm::EVENT_RECORD`, or `[]` at the end.
+   */
   nextBatch(): Promise<string>
   /** Stops the request (early `break` of the consumer). */
   close(): void
@@ -216,7 +218,7 @@ export interface ConfinedShellProbe {
 
 export declare function confinedShellWarning(missing: Array<string>): string
 
-/** The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy. */
+/** The `unsupported` error (an `oma_llm::ERROR_RECORD`) of a user's own adapter under a policy. */
 export declare function egressAdapterUnsupported(provider: string): string
 
 export declare function estimateTokensJson(messagesJson: string): number
@@ -359,7 +361,7 @@ export declare function repairToolArgsJson(raw: string): string | null
  * `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
  * reply `wire::model_reply_json` writes once the machine has taken the response and moved on to
  * its next action (on the JS thread, before the driver resumes);
- * rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
+ * rejections carry the adapters' error record (see `lib/llm.js`). `adapter` and
  * `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
  */
 export declare function runChat(id: number, adapter?: NativeLlmAdapter | undefined | null, optionsJson?: string | undefined | null, cancel?: CancelHandle | undefined | null): Promise<string>

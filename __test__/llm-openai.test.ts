@@ -743,9 +743,9 @@ describe('OpenAI chat with a growing history', () => {
     const fast = tails.map((t) => t.every((m, i) => llm.messageWire(m, i, st) !== undefined))
     expect(fast.flatMap((f, n) => (f ? [n] : []))).toEqual([0, 1, 2, 3, 4, 11, 13, 14])
     for (const tail of tails) {
-      const [json, at, long2] = llm.tailWire(tail)
-      const [gjson, gat, glong] = llm.tailWireGeneric(tail)
-      expect({ tail: JSON.stringify(tail), json, at, long: long2 }).toEqual({ tail: JSON.stringify(tail), json: gjson, at: gat, long: glong })
+      const [json, long2] = llm.tailWire(tail)
+      const [gjson, glong] = llm.tailWireGeneric(tail)
+      expect({ tail: JSON.stringify(tail), json, long: long2 }).toEqual({ tail: JSON.stringify(tail), json: gjson, long: glong })
     }
     // Errors are JSON.stringify's own.
     const cyclic: any = { type: 'tool_use', id: 'c', name: 'f', input: {} }

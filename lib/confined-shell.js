@@ -5,31 +5,40 @@
 // crates/confine); this file describes the options for the check, wires the AbortSignal to a
 // cancel handle, tracks the commands in flight for dispose(), and warns once.
 const native = require('./native.js')
+const boundary = require('./generated/boundary.js')
 // The shell's exit code for an aborted command, the kernel's (bash.rs).
-const EXIT_ABORTED = require('./generated/boundary.js').builtin.exitAborted
+const EXIT_ABORTED = boundary.builtin.exitAborted
+const DESCRIBED = boundary.confined.described
 const { hostEnv, timerDelay } = require('./builtin.js')
 
-/** A JS value as the kernel's option check reads it (tag `t`, value `v`), so `undefined`, NaN,
- *  functions… keep their identity through JSON.
+/** A JS value as the kernel's option check reads it: a record of its kind (the generated
+ *  encoders), so `undefined`, NaN, functions… keep their identity through JSON.
  * @param {unknown} v
- * @returns {{ t: string, v?: unknown }} */
+ * @returns {unknown[]} */
 function describe(v) {
-  if (v === null) return { t: 'null' }
-  if (Array.isArray(v)) return { t: 'array', v: v.map(describe) }
+  if (v === null) return DESCRIBED.null()
+  if (Array.isArray(v)) return DESCRIBED.array(v.map(describe))
   switch (typeof v) {
     case 'number':
-      return { t: 'number', v: Number.isFinite(v) ? v : String(v) }
+      return DESCRIBED.number(Number.isFinite(v) ? v : String(v))
     case 'string':
+      return DESCRIBED.string(v)
     case 'boolean':
-      return { t: typeof v, v }
+      return DESCRIBED.boolean(v)
     case 'object': {
-      /** @type {Record<string, unknown>} */
+      /** @type {Record<string, unknown[]>} */
       const fields = {}
       for (const k of Object.keys(v)) fields[k] = describe(/** @type {Record<string, unknown>} */ (v)[k])
-      return { t: 'object', v: fields }
+      return DESCRIBED.object(fields)
     }
+    case 'undefined':
+      return DESCRIBED.undefined()
+    case 'function':
+      return DESCRIBED.function()
+    case 'symbol':
+      return DESCRIBED.symbol()
     default:
-      return { t: typeof v }
+      return DESCRIBED.bigint()
   }
 }
 

@@ -58,10 +58,5 @@ export declare function runOptionsJson(options: LLMChatOptions): string
 export declare function linkSignal(signal: AbortSignal | null | undefined): [import('../binding').CancelHandle | undefined, () => void]
 /** A rejection from the addon as an Error of this realm (the kernel's JSON errors decoded). */
 export declare function fromNative(err: unknown): Error
-/** An error as the kernel encodes it, as an Error of this realm. */
-export declare function errorFrom(data: {
-  kind: string
-  message: string
-  status?: number
-  egress?: { reason: import('../index').EgressPolicyErrorReason; provider?: string; origin?: string }
-}): Error
+/** An error as the kernel encodes it (its record, decoded), as an Error of this realm. */
+export declare function errorFrom(data: ReturnType<typeof import('./generated/boundary').llm.error>): Error

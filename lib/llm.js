@@ -10,6 +10,9 @@ const { isOwnEnumerable, onlyKeys } = require('./util.js')
 const boundary = require('./generated/boundary.js')
 const MESSAGE_TEXTS = boundary.runner.messageValidation
 const PICK_CHAT_OPTIONS = boundary.llm.pickChatOptions
+const DECODE_ERROR = boundary.llm.error
+const DECODE_EVENT = boundary.llm.event
+const LONG_STRING = boundary.llm.longString
 
 /** @typedef {import('./util.js').Fields} Fields */
 /** @typedef {import('./util.js').UncheckedValue} UncheckedValue */
@@ -89,35 +92,32 @@ function assertValidMessages(messages, from = 0) {
 }
 
 /**
- * An error as the kernel encodes it (crates/llm: `kind`, the message, an HTTP status, and an
- * egress refusal's fields).
- * @typedef {{
- *   kind: string, message: string, status?: number,
- *   egress?: { reason: import('../index.js').EgressPolicyErrorReason, provider?: string, origin?: string },
- * }} NativeErrorData
+ * An error as the kernel encodes it: its record (oma_llm::ERROR_RECORD), decoded.
+ * @typedef {ReturnType<typeof DECODE_ERROR>} NativeErrorData
  */
 
 /** @param {NativeErrorData} data */
 function errorFrom(data) {
-  if (data.kind === 'egress') {
-    const r = /** @type {NonNullable<NativeErrorData['egress']>} */ (data.egress) // always there for this kind
-    return new EgressPolicyError(r.reason, data.message, r.provider, r.origin)
-  }
+  if (data.kind === 'egress') return new EgressPolicyError(data.reason, data.message, data.provider, data.origin)
   /** @type {Error & { status?: number }} */
   const e = data.kind === 'invalid_message' ? new InvalidMessageError(data.message) : new Error(data.message)
   if (data.status !== undefined) e.status = data.status
   return e
 }
 
+/** The Error of an error record's JSON text.
+ * @param {string} record */
+const errorOfRecord = (record) => errorFrom(DECODE_ERROR(JSON.parse(record)))
+
 /**
- * A rejection from the addon: the Rust side encodes its errors as JSON in the message.
+ * A rejection from the addon: the Rust side's errors carry their record as the message.
  * @param {unknown} err
  */
 function fromNative(err) {
   const msg = err && /** @type {{ message?: unknown }} */ (err).message
-  if (typeof msg === 'string' && msg.startsWith('{"kind":')) {
+  if (typeof msg === 'string' && msg.charCodeAt(0) === 91 /* [ */) {
     try {
-      return errorFrom(JSON.parse(msg))
+      return errorOfRecord(msg)
     } catch {
       // not ours after all
     }
@@ -218,22 +218,27 @@ function unchanged(v, s) {
   return true
 }
 
-// Long strings of a tail (tool results, text blocks) cross beside its JSON: V8's JSON.stringify
-// checks every character of a string for escapes (≈ 1.4 ns each, 2.8 µs for a 2 KB tool
-// result), napi copies it at memory speed. The JSON carries "" in their place (in shallow copies
-// of the message and block; key order is kept) and `at` says where: (message, block) pairs.
-const LONG_STRING = 512
+// Long strings of a tail (tool results, text blocks) cross beside its JSON (oma_llm::tail):
+// V8's JSON.stringify checks every character of a string for escapes, napi copies it at memory
+// speed. The JSON carries "" in their place (in shallow copies of the message and block; key
+// order is kept), and each crosses as a record of where it goes (the generated encoders).
+const LONG_STRING_LENGTH = 512
 
-/** `[JSON.stringify(tail) with long strings as "", at, long]`. The usual messages (a role and
+/**
+ * A long string's record (oma_llm::tail::LONG_STRING_RECORD).
+ * @typedef {[number, number, number, string]} LongString
+ */
+
+/** `[JSON.stringify(tail) with long strings as "", long]`. The usual messages (a role and
  *  text / tool_use / tool_result blocks, exactly those keys, no toJSON) are written here from
  *  their fields, read in JSON.stringify's order (V8's generic walk costs more than the strings);
  *  a tail with anything else goes through `tailWireGeneric`.
  * @param {LLMMessage[]} tail
- * @returns {[string, number[] | null, string[] | null, unknown[]?]}
+ * @returns {[string, LongString[] | null, unknown[]?]}
  */
 function tailWire(tail) {
   /** @type {WireState} */
-  const st = { at: null, long: null, snaps: [] }
+  const st = { long: null, snaps: [] }
   let out = '['
   for (let i = 0; i < tail.length; i++) {
     let s
@@ -245,14 +250,14 @@ function tailWire(tail) {
     if (s === undefined) return tailWireGeneric(tail)
     out += i === 0 ? s : `,${s}`
   }
-  return [`${out}]`, st.at, st.long, st.snaps]
+  return [`${out}]`, st.long, st.snaps]
 }
 
 const q = JSON.stringify
 
 /**
  * Where `tailWire` collects the long strings and the snapshots.
- * @typedef {{ at: number[] | null, long: string[] | null, snaps: MessageSnap[] }} WireState
+ * @typedef {{ long: LongString[] | null, snaps: MessageSnap[] }} WireState
  */
 
 /**
@@ -260,15 +265,12 @@ const q = JSON.stringify
  * @param {number} i
  * @param {number} j
  * @param {WireState} st
+ * @param {(message: number, block: number, text: string) => LongString} record the string's encoder
  */
-function longOrQuoted(s, i, j, st) {
-  if (s.length < LONG_STRING) return q(s)
-  if (st.at === null || st.long === null) {
-    st.at = []
-    st.long = []
-  }
-  st.at.push(i, j)
-  st.long.push(s)
+function longOrQuoted(s, i, j, st, record) {
+  if (s.length < LONG_STRING_LENGTH) return q(s)
+  if (st.long === null) st.long = []
+  st.long.push(record(i, j, s))
   return '""'
 }
 
@@ -313,7 +315,7 @@ function blockWire(b, i, j, st, snaps) {
     const text = b.text
     if (typeof text !== 'string') return undefined
     snaps[j] = new TextSnap(text)
-    return `{"type":"text","text":${longOrQuoted(text, i, j, st)}}`
+    return `{"type":"text","text":${longOrQuoted(text, i, j, st, LONG_STRING.text)}}`
   }
   if (type === 'tool_use' && k.length === 4 && k[1] === 'id' && k[2] === 'name' && k[3] === 'input') {
     const id = b.id
@@ -329,7 +331,7 @@ function blockWire(b, i, j, st, snaps) {
     const id = b.tool_use_id
     const content = b.content
     if (typeof id !== 'string' || typeof content !== 'string') return undefined
-    let out = `{"type":"tool_result","tool_use_id":${q(id)},"content":${longOrQuoted(content, i, j, st)}`
+    let out = `{"type":"tool_result","tool_use_id":${q(id)},"content":${longOrQuoted(content, i, j, st, LONG_STRING.toolResult)}`
     let e
     if (k.length === 4) {
       e = b.is_error
@@ -445,14 +447,12 @@ class ToolResultSnap {
 
 /**
  * @param {LLMMessage[]} tail
- * @returns {[string, number[] | null, string[] | null]}
+ * @returns {[string, LongString[] | null]}
  */
 function tailWireGeneric(tail) {
   /** @type {Fields[] | null} */
   let copy = null
-  /** @type {number[] | null} */
-  let at = null
-  /** @type {string[] | null} */
+  /** @type {LongString[] | null} */
   let long = null
   for (let i = 0; i < tail.length; i++) {
     // Any value (only an array was checked): read as JSON.stringify reads it.
@@ -466,20 +466,18 @@ function tailWireGeneric(tail) {
       const field = b.type === 'tool_result' ? 'content' : b.type === 'text' ? 'text' : null
       if (field === null) continue
       const s = b[field]
-      if (typeof s !== 'string' || s.length < LONG_STRING || typeof b.toJSON === 'function' || !isOwnEnumerable.call(b, field)) continue
-      if (copy === null || at === null || long === null) {
+      if (typeof s !== 'string' || s.length < LONG_STRING_LENGTH || typeof b.toJSON === 'function' || !isOwnEnumerable.call(b, field)) continue
+      if (copy === null || long === null) {
         copy = /** @type {Fields[]} */ (/** @type {unknown[]} */ (tail.slice()))
-        at = []
         long = []
       }
       if (copy[i] === m) copy[i] = { ...m, content: content.slice() }
       const blocks = /** @type {Fields[]} */ (copy[i].content) // the copy made just above
       blocks[j] = { ...b, [field]: '' }
-      at.push(i, j)
-      long.push(s)
+      long.push(field === 'content' ? LONG_STRING.toolResult(i, j, s) : LONG_STRING.text(i, j, s))
     }
   }
-  return [JSON.stringify(copy ?? tail), at, long]
+  return [JSON.stringify(copy ?? tail), long]
 }
 
 /**
@@ -561,7 +559,7 @@ class NativeAdapter {
     const [cancel, unlink] = linkSignal(options?.abortSignal)
     let json
     try {
-      const [tailJson, at, long, tailSnaps] = tailWire(tail)
+      const [tailJson, long, tailSnaps] = tailWire(tail)
       // Everything that can throw (a snapshot recurses per level of a message) runs before the
       // request starts: a started request is always awaited, so its rejection is never unhandled.
       let tailRecords = tailSnaps
@@ -574,7 +572,7 @@ class NativeAdapter {
       const oj = optionsJson(last.options, options)
       const held = last.optionsSent
       last.optionsSent = undefined
-      const pending = last.history.chat(keep, tailJson, at, long, oj === held ? null : oj, cancel)
+      const pending = last.history.chat(keep, tailJson, long, oj === held ? null : oj, cancel)
       last.optionsSent = oj
       // The native side has taken the tail: record it the same way.
       sent.length = keep
@@ -618,7 +616,8 @@ class NativeAdapter {
           throw fromNative(e)
         }
         if (batch.length === 0) return
-        for (const ev of /** @type {Array<{ type: string, data: NativeErrorData }>} */ (batch)) {
+        for (let k = 0; k < batch.length; k++) {
+          const ev = DECODE_EVENT(batch[k])
           if (ev.type === 'throw') throw errorFrom(ev.data)
           if (ev.type === 'error') {
             yield { type: 'error', data: errorFrom(ev.data) }
@@ -808,7 +807,7 @@ function normalizeEgressPolicy(policy) {
  */
 function egressRefusal(policy, url, provider) {
   const r = nativePolicy(policy).refusal(String(url), provider)
-  return r === null ? null : errorFrom(JSON.parse(r))
+  return r === null ? null : errorOfRecord(r)
 }
 
 /** Upstream's refusal of a user's own adapter (`AgentConfig.adapter`) under a policy: its
@@ -816,7 +815,7 @@ function egressRefusal(policy, url, provider) {
  * @param {{ name: unknown }} adapter
  */
 function unsupportedAdapterError(adapter) {
-  return errorFrom(JSON.parse(native.egressAdapterUnsupported(String(adapter.name))))
+  return errorOfRecord(native.egressAdapterUnsupported(String(adapter.name)))
 }
 
 /**

@@ -1129,12 +1129,13 @@ class AgentRunner {
         }
         if (batch.length === 0) throw new Error(boundary.llm.streamEndedEarly)
         for (let k = 0; k < batch.length; k++) {
-          const ev = batch[k]
+          const ev = boundary.llm.event(batch[k])
           if (ev.type === 'throw' || ev.type === 'error') throw llm.errorFrom(ev.data)
           if (ev.type === 'text') {
             if (ev.data !== '' && d.streaming) yield { type: 'text_delta', data: ev.data }
           } else if (ev.type === 'done') {
-            final = ev.data
+            // The blocks are the kernel's own (crates/llm: the adapters' response).
+            final = /** @type {LLMResponse} */ (ev.data)
             break
           }
         }

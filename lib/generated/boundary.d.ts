@@ -7,6 +7,7 @@
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
 //   crates/core/src/tool/executor.rs, kernel/semaphore.rs
+//   crates/core/src/tool/builtin/confined.rs
 //   crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)
 //   crates/mcp/src/ (http.rs, config.rs)
 
@@ -209,6 +210,23 @@ export declare const executor: {
   readonly semaphoreMaxNotInteger: (max: unknown) => string
 }
 
+/** The confined shell's records (lib/confined-shell.js). */
+export declare const confined: {
+  /** The options as the kernel's check reads them (`DESCRIBED`), one encoder per kind. */
+  readonly described: {
+    readonly undefined: () => [0]
+    readonly null: () => [1]
+    readonly boolean: (v: boolean) => [2, boolean]
+    readonly number: (v: number | string) => [3, number | string]
+    readonly string: (v: string) => [4, string]
+    readonly array: (v: unknown[][]) => [5, unknown[][]]
+    readonly object: (v: Record<string, unknown[]>) => [6, Record<string, unknown[]>]
+    readonly function: () => [7]
+    readonly symbol: () => [8]
+    readonly bigint: () => [9]
+  }
+}
+
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
 export declare const llm: {
   /** The `LLMChatOptions` fields of `o` that are set (what crosses to a native adapter). */
@@ -247,6 +265,19 @@ export declare const llm: {
     compressReasoningText: unknown
     systemPrompt: unknown
     abortSignal: unknown
+  }
+  /** An error's record (`ERROR_RECORD`): a rejection's message, a stream's error. */
+  readonly error: (r: ReadonlyArray<unknown>) => { readonly kind: "invalid_message"; readonly message: string; readonly status: number | undefined } | { readonly kind: "api"; readonly message: string; readonly status: number | undefined } | { readonly kind: "connection"; readonly message: string; readonly status: number | undefined } | { readonly kind: "timeout"; readonly message: string; readonly status: number | undefined } | { readonly kind: "aborted"; readonly message: string; readonly status: number | undefined } | { readonly kind: "egress"; readonly message: string; readonly status: number | undefined; readonly reason: "invalid-policy" | "denied" | "unsupported" | "unresolved-target"; readonly provider: string | undefined; readonly origin: string | undefined } | { readonly kind: "other"; readonly message: string; readonly status: number | undefined }
+  /** A stream event's record (`EVENT_RECORD`), as upstream's `{ type, data }`. */
+  readonly event: (r: ReadonlyArray<unknown>) => { readonly type: "text"; readonly data: string } | { readonly type: "reasoning"; readonly data: string } | { readonly type: "tool_use"; readonly data: unknown } | { readonly type: "done"; readonly data: ({ readonly id: string; readonly content: unknown[]; readonly model: string; readonly stop_reason: string; readonly usage: ({ readonly input_tokens: number; readonly output_tokens: number }) }) } | { readonly type: "error"; readonly data: ({ readonly kind: "invalid_message"; readonly message: string; readonly status: number | undefined } | { readonly kind: "api"; readonly message: string; readonly status: number | undefined } | { readonly kind: "connection"; readonly message: string; readonly status: number | undefined } | { readonly kind: "timeout"; readonly message: string; readonly status: number | undefined } | { readonly kind: "aborted"; readonly message: string; readonly status: number | undefined } | { readonly kind: "egress"; readonly message: string; readonly status: number | undefined; readonly reason: "invalid-policy" | "denied" | "unsupported" | "unresolved-target"; readonly provider: string | undefined; readonly origin: string | undefined } | { readonly kind: "other"; readonly message: string; readonly status: number | undefined }) } | { readonly type: "throw"; readonly data: ({ readonly kind: "invalid_message"; readonly message: string; readonly status: number | undefined } | { readonly kind: "api"; readonly message: string; readonly status: number | undefined } | { readonly kind: "connection"; readonly message: string; readonly status: number | undefined } | { readonly kind: "timeout"; readonly message: string; readonly status: number | undefined } | { readonly kind: "aborted"; readonly message: string; readonly status: number | undefined } | { readonly kind: "egress"; readonly message: string; readonly status: number | undefined; readonly reason: "invalid-policy" | "denied" | "unsupported" | "unresolved-target"; readonly provider: string | undefined; readonly origin: string | undefined } | { readonly kind: "other"; readonly message: string; readonly status: number | undefined }) }
+  /** A response's record (`RESPONSE_RECORD`, a `done` event's data). */
+  readonly response: (r: ReadonlyArray<unknown>) => { readonly id: string; readonly content: unknown[]; readonly model: string; readonly stop_reason: string; readonly usage: ({ readonly input_tokens: number; readonly output_tokens: number }) }
+  /** A token usage's record (`USAGE_RECORD`). */
+  readonly usage: (r: ReadonlyArray<unknown>) => { readonly input_tokens: number; readonly output_tokens: number }
+  /** A chat tail's long string and where it goes (`tail::LONG_STRING_RECORD`). */
+  readonly longString: {
+    readonly toolResult: (message: number, block: number, text: string) => [0, number, number, string]
+    readonly text: (message: number, block: number, text: string) => [1, number, number, string]
   }
   /** The message of a request its caller aborted. */
   readonly abortedMessage: "Request was aborted."

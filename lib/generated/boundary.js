@@ -8,6 +8,7 @@
 //   crates/core/src/kernel/agent.rs
 //   crates/core/src/tool/builtin/ (bash.rs, walk.rs, path_safety.rs, input.rs)
 //   crates/core/src/tool/executor.rs, kernel/semaphore.rs
+//   crates/core/src/tool/builtin/confined.rs
 //   crates/llm/src/ (lib.rs, transport.rs, egress.rs, providers.rs)
 //   crates/mcp/src/ (http.rs, config.rs)
 
@@ -246,6 +247,23 @@ const executor = Object.freeze({
   semaphoreMaxNotInteger: (max) => `Semaphore max must be an integer, got ${max}`,
 })
 
+/** The confined shell's records (lib/confined-shell.js). */
+const confined = Object.freeze({
+  /** The options as the kernel's check reads them (`DESCRIBED`), one encoder per kind. */
+  described: Object.freeze({
+    undefined: () => [0],
+    null: () => [1],
+    boolean: (v) => [2, v],
+    number: (v) => [3, v],
+    string: (v) => [4, v],
+    array: (v) => [5, v],
+    object: (v) => [6, v],
+    function: () => [7],
+    symbol: () => [8],
+    bigint: () => [9],
+  }),
+})
+
 /** The LLM layer's texts and rules (lib/errors.js, lib/runner.js, lib/llm.js). */
 const llm = Object.freeze({
   /** The `LLMChatOptions` fields of `o` that are set (what crosses to a native adapter). */
@@ -288,6 +306,65 @@ const llm = Object.freeze({
     systemPrompt: o.systemPrompt,
     abortSignal,
   }),
+  /** An error's record (`ERROR_RECORD`): a rejection's message, a stream's error. */
+  error: (r) => {
+    switch (r[0]) {
+      case 0:
+        return { kind: "invalid_message", message: r[1], status: r[2] ?? undefined }
+      case 1:
+        return { kind: "api", message: r[1], status: r[2] ?? undefined }
+      case 2:
+        return { kind: "connection", message: r[1], status: r[2] ?? undefined }
+      case 3:
+        return { kind: "timeout", message: r[1], status: r[2] ?? undefined }
+      case 4:
+        return { kind: "aborted", message: r[1], status: r[2] ?? undefined }
+      case 5:
+        return { kind: "egress", message: r[1], status: r[2] ?? undefined, reason: r[3], provider: r[4] ?? undefined, origin: r[5] ?? undefined }
+      case 6:
+        return { kind: "other", message: r[1], status: r[2] ?? undefined }
+    }
+    throw new Error(`oma-kernel: unknown error record ${r[0]}`)
+  },
+  /** A stream event's record (`EVENT_RECORD`), as upstream's `{ type, data }`. */
+  event: (r) => {
+    switch (r[0]) {
+      case 0:
+        return { type: "text", data: r[1] }
+      case 1:
+        return { type: "reasoning", data: r[1] }
+      case 2:
+        return { type: "tool_use", data: r[1] }
+      case 3:
+        return { type: "done", data: llm.response(r[1]) }
+      case 4:
+        return { type: "error", data: llm.error(r[1]) }
+      case 5:
+        return { type: "throw", data: llm.error(r[1]) }
+    }
+    throw new Error(`oma-kernel: unknown event record ${r[0]}`)
+  },
+  /** A response's record (`RESPONSE_RECORD`, a `done` event's data). */
+  response: (r) => {
+    switch (r[0]) {
+      case 0:
+        return { id: r[1], content: r[2], model: r[3], stop_reason: r[4], usage: llm.usage(r[5]) }
+    }
+    throw new Error(`oma-kernel: unknown response record ${r[0]}`)
+  },
+  /** A token usage's record (`USAGE_RECORD`). */
+  usage: (r) => {
+    switch (r[0]) {
+      case 0:
+        return { input_tokens: r[1], output_tokens: r[2] }
+    }
+    throw new Error(`oma-kernel: unknown usage record ${r[0]}`)
+  },
+  /** A chat tail's long string and where it goes (`tail::LONG_STRING_RECORD`). */
+  longString: Object.freeze({
+    toolResult: (message, block, text) => [0, message, block, text],
+    text: (message, block, text) => [1, message, block, text],
+  }),
   /** The message of a request its caller aborted. */
   abortedMessage: "Request was aborted.",
   /** The 4xx statuses a call is retried on. */
@@ -320,4 +397,4 @@ const mcp = Object.freeze({
   authTokenNotAString: "connectMCPTools: authToken must be a string or a function returning one",
 })
 
-module.exports = Object.freeze({ wire, runner, history, agent, builtin, executor, llm, mcp })
+module.exports = Object.freeze({ wire, runner, history, agent, builtin, executor, confined, llm, mcp })

@@ -18,6 +18,8 @@ use oma_core::tool::builtin::{
 };
 use oma_core::tool::executor::invalid_input;
 
+// A napi object, not a record: JS copies its two fields into the tool result it returns, by
+// name (typed by napi's binding.d.ts); a record would add a decode and remove no layout.
 #[napi(object)]
 pub struct NativeToolResult {
     pub data: String,
@@ -30,6 +32,7 @@ impl From<ToolOutput> for NativeToolResult {
     }
 }
 
+// A napi object, not a record (as `NativeToolResult`): read by name, once per checked path.
 #[napi(object)]
 pub struct NativeSafePath {
     pub ok: bool,
@@ -442,6 +445,7 @@ pub fn builtin_bash<'env>(
 }
 
 /// What `LocalShellExecutor.exec` resolves with (upstream 1.16's `ShellExecResult`).
+// A napi object, not a record: `LocalShellExecutor.exec` hands its three fields on by name.
 #[napi(object)]
 pub struct NativeShellResult {
     pub stdout: String,

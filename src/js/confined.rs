@@ -21,6 +21,7 @@ pub fn confined_shell_check(options: String) -> Result<Option<Vec<String>>> {
 }
 
 /// `ConfinedShellExecutor.probe()`.
+// A napi object, not a record: `probe()`'s result, handed to the user as it is (once per call).
 #[napi(object)]
 pub struct ConfinedShellProbe {
     pub platform: String,
@@ -42,6 +43,7 @@ pub fn confined_shell_warning(missing: Vec<String>) -> String {
     confined::partial_warning(&missing)
 }
 
+// A napi object, not a record: `exec` reads its fields by name into the user's result.
 #[napi(object)]
 pub struct NativeConfinedResult {
     pub stdout: String,

@@ -1,9 +1,8 @@
 //! The binding's conversions that need no napi: how the raw calls' arguments are laid out
-//! (`fast.rs` reads them through napi into [`RawArgs`]), the registry list's JSON, the tool
-//! results' `isError` codes and the chat history's out-of-band long strings. Without napi types
-//! they are tested by plain `cargo test -p oma-kernel` (`convert/tests.rs`), no Node needed.
+//! (`fast.rs` reads them through napi into [`RawArgs`]), the registry list's JSON and the tool
+//! results' `isError` codes. Without napi types they are tested by plain `cargo test -p oma-kernel` (`convert/tests.rs`), no Node needed.
 
-use oma_core::kernel::message::{Block, Message, Usage};
+use oma_core::kernel::message::Usage;
 
 /// The error of argument `i` that is not a `what` (`a number`, `a string`, …).
 pub(super) fn not_a(i: usize, what: &str) -> String {
@@ -118,32 +117,6 @@ pub(super) fn registry_tools(tools_json: &str) -> Result<RegistryList, String> {
         return Ok((r.tools, r.disallow));
     }
     Ok((serde_json::from_str(tools_json).map_err(malformed)?, Vec::new()))
-}
-
-/// The text when the long strings do not fit the messages they were cut from.
-pub(super) const LONG_OUT_OF_STEP: &str = "oma-kernel: long strings out of step with the messages";
-
-/// Puts each long string where the tail's JSON had its `""` (see `llm::ChatHistory::chat`):
-/// `at` holds a (message, block) index pair per string, and the block there must be an
-/// empty tool result or text.
-pub(super) fn put_long_strings(
-    tail: &mut [Message],
-    at: &[u32],
-    long: impl ExactSizeIterator<Item = String>,
-) -> Result<(), &'static str> {
-    if at.len() != long.len() * 2 {
-        return Err(LONG_OUT_OF_STEP);
-    }
-    for (pair, s) in at.chunks_exact(2).zip(long) {
-        let block =
-            tail.get_mut(pair[0] as usize).and_then(|m| m.content.get_mut(pair[1] as usize)).ok_or(LONG_OUT_OF_STEP)?;
-        match block {
-            Block::ToolResult { content, .. } if content.is_empty() => *content = s,
-            Block::Text { text: Some(t) } if t.is_empty() => *t = s,
-            _ => return Err(LONG_OUT_OF_STEP),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

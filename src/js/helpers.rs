@@ -13,6 +13,7 @@ pub fn truncate_tool_output(data: String, max_chars: f64) -> String {
     truncate::truncate_tool_output(&data, max_chars.max(0.0) as usize)
 }
 
+// A napi object, not a record: two fields read by name (binding.d.ts types them).
 #[napi(object)]
 pub struct Extracted {
     pub ok: bool,
@@ -85,6 +86,8 @@ impl JsonSchemaValidator {
 // ---------------------------------------------------------------------------------------
 // LoopDetector (public class) and the gate's text
 
+// A napi object, not a record: lib/loop.js copies its three fields by name into upstream's
+// `LoopInfo` (binding.d.ts types them); a record would add a decode and remove no layout.
 #[napi(object)]
 pub struct LoopInfoOut {
     pub kind: String,

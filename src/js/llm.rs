@@ -1,7 +1,8 @@
 //! napi binding of the native LLM adapters. Only JSON strings cross the boundary: messages
 //! come in as `JSON.stringify` of the ones not sent before (`ChatHistory`; a stream takes them
-//! all), responses and stream events go out as JSON text that `lib/llm.js` parses (and turns
-//! failures into Errors of the caller's realm).
+//! all); replies go out as the runner wire's text, stream events as batches of
+//! `oma_llm::EVENT_RECORD`s and failures as `oma_llm::ERROR_RECORD`s, which `lib/llm.js` decodes
+//! with the generated decoders (and turns into Errors of the caller's realm).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -20,17 +21,19 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::cancel::CancelHandle;
-use super::convert::put_long_strings;
 use oma_core::kernel::history::History;
 use oma_core::kernel::message::{parse_messages, Message, Strictness};
 use oma_llm::egress::{EgressPolicy, PolicyObject};
+use oma_llm::tail::put_long_strings;
 use oma_llm::{Adapter, ChatOptions, LlmError, LlmResponse, StreamEvent, WireCache};
 
-/// A failure as data: `lib/llm.js` recognises the JSON message and builds the Error.
 type Resolver = Box<dyn FnOnce(Env) -> Result<String> + Send>;
 
+/// A failure as data: the Error's message is the error's record, which `lib/llm.js`
+/// (`fromNative`) decodes to build the Error of its realm. (napi-rs's deferreds reject only
+/// with Error objects: the record rides in the message.)
 fn js_err(e: LlmError) -> Error {
-    Error::new(Status::GenericFailure, e.to_json())
+    Error::new(Status::GenericFailure, e.to_record())
 }
 
 /// What one call sends: the messages, the options, and for a run's own history the cache
@@ -85,7 +88,7 @@ fn response_json(r: LlmResponse) -> std::result::Result<String, LlmError> {
 /// the JS thread (the kernel's fast path hands the response to its machine there). On the main
 /// thread, HTTP and HTTPS endpoints reached directly are served from its event loop
 /// (`Adapter::on_any_http`), anything else from the LLM I/O thread. Rejections carry the
-/// `LlmError` as JSON (see `lib/llm.js` `fromNative`).
+/// `LlmError`'s record (see `lib/llm.js` `fromNative`).
 pub fn spawn_chat_promise<'e, F, D>(
     env: &'e Env,
     adapter: Arc<Adapter>,
@@ -107,7 +110,7 @@ where
                     adapter.chat_on(http, &i.messages, i.reuse(), &i.opts, cancel).await
                 })
                 .await;
-                deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_json()));
+                deferred.settle(out.and_then(|r| finish(done, r)).map_err(|e| e.to_record()));
             });
             // SAFETY: `promise` is the promise `uv::promise` just created in this call's env.
             return unsafe { Object::from_napi_value(env.raw(), promise) };
@@ -252,26 +255,24 @@ impl ChatHistory {
     /// `chat` over the first `keep` messages sent last time, followed by `tail_json`:
     /// `lib/llm.js` checks that those messages are the same objects with the same contents, so
     /// only the new ones cross as JSON, and their wire text is reused as in a run. Long strings
-    /// of the tail cross beside it: `long_at` holds (message, block) index pairs of the tail
-    /// whose tool_result content or text is `long[k]` (the JSON has `""` there). Bad JSON or
-    /// options throw here and leave the history as it was. `options_json` null: the options of
-    /// the last call.
-    // A napi method: its parameters are the JS call's arguments, one by one.
-    #[allow(clippy::too_many_arguments)]
+    /// of the tail cross beside it, each an `oma_llm::tail::LONG_STRING_RECORD` (the JSON has
+    /// `""` there). Bad JSON or options throw here and leave the history as it was.
+    /// `options_json` null: the options of the last call.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn chat<'e>(
         &self,
         env: &'e Env,
         keep: u32,
         tail_json: String,
-        long_at: Option<Vec<u32>>,
-        #[napi(ts_arg_type = "Array<string> | undefined | null")] long: Option<Vec<LongText>>,
+        #[napi(ts_arg_type = "Array<[number, number, number, string]> | undefined | null")] long: Option<
+            Vec<(u32, u32, u32, LongText)>,
+        >,
         options_json: Option<String>,
         cancel: Option<&CancelHandle>,
     ) -> Result<Object<'e>> {
         let mut tail = parse_messages(&tail_json, Strictness::Lenient).map_err(|e| js_err(LlmError::other(e)))?;
-        if let (Some(at), Some(long)) = (long_at, long) {
-            put_long_strings(&mut tail, &at, long.into_iter().map(|LongText(s)| s))
+        if let Some(long) = long {
+            put_long_strings(&mut tail, long.into_iter().map(|(k, i, j, LongText(s))| (k, i, j, s)))
                 .map_err(|e| js_err(LlmError::other(e)))?;
         }
         let input = self.advance(keep as usize, tail, options_json).map_err(js_err)?;
@@ -349,8 +350,7 @@ where
                 // The sink must be `Send` (the I/O thread's streams share the code): the events
                 // go through a mutex that only this thread ever locks.
                 let events = task_st.events.clone();
-                let mut sink =
-                    move |ev: StreamEvent| push_event(&events, &serde_json::to_string(&ev).expect("event serialises"));
+                let mut sink = move |ev: StreamEvent| push_event(&events, &ev.to_record());
                 let outcome = guarded(async {
                     let i = input()?;
                     adapter.stream_on(http, &i.messages, i.reuse(), &i.opts, &task_token, &mut sink).await
@@ -376,7 +376,7 @@ where
     oma_llm::runtime::spawn(async move {
         let tx2 = tx.clone();
         let mut sink = move |ev: StreamEvent| {
-            let _ = tx2.send(serde_json::to_string(&ev).expect("event serialises"));
+            let _ = tx2.send(ev.to_record());
         };
         let outcome = match input() {
             Ok(i) => adapter.stream(&i.messages, i.reuse(), &i.opts, &task_token, &mut sink).await,
@@ -483,7 +483,7 @@ fn send_throw(tx: &UnboundedSender<String>, e: LlmError) {
 
 /// The event that makes the iterator throw `e` (`lib/llm.js`).
 fn throw_event(e: LlmError) -> String {
-    format!("{{\"type\":\"throw\",\"data\":{}}}", e.to_json())
+    oma_llm::throw_record(&e)
 }
 
 /// Pull side of a native stream (≈1 µs per event when batched, see NAPI-NOTES).
@@ -495,7 +495,8 @@ pub struct NativeLlmStream {
 
 #[napi]
 impl NativeLlmStream {
-    /// Resolves with a JSON array of the events available (at least one), or `[]` at the end.
+    /// Resolves with a JSON array of the events available (at least one), each an
+    /// `oma_llm::EVENT_RECORD`, or `[]` at the end.
     #[napi(catch_unwind, ts_return_type = "Promise<string>")]
     pub fn next_batch<'e>(&self, env: &'e Env) -> Result<PromiseRaw<'e, String>> {
         let rx = match &self.source {
@@ -574,19 +575,19 @@ impl NativeEgressPolicy {
         self.inner.allowed_origins().to_vec()
     }
 
-    /// The refusal (as `fromNative` JSON) of a request by `provider` to `url`, or `null` when the
+    /// The refusal (an `oma_llm::ERROR_RECORD`) of a request by `provider` to `url`, or `null` when the
     /// policy allows it: for a client whose first request the JS side must refuse with an
     /// `EgressPolicyError` (the MCP bridge's `url`); the transport checks every request anyway.
     #[napi(catch_unwind)]
     pub fn refusal(&self, url: String, provider: String) -> Option<String> {
-        self.inner.check(&url, &provider).err().map(|e| e.to_json())
+        self.inner.check(&url, &provider).err().map(|e| e.to_record())
     }
 }
 
-/// The `unsupported` error (as `fromNative` JSON) of a user's own adapter under a policy.
+/// The `unsupported` error (an `oma_llm::ERROR_RECORD`) of a user's own adapter under a policy.
 #[napi(catch_unwind)]
 pub fn egress_adapter_unsupported(provider: String) -> String {
-    oma_llm::egress::unsupported(&provider, oma_llm::egress::CUSTOM_ADAPTER_DETAIL).to_json()
+    oma_llm::egress::unsupported(&provider, oma_llm::egress::CUSTOM_ADAPTER_DETAIL).to_record()
 }
 
 /// The environment variables `createAdapter(provider)` reads; JS snapshots them from

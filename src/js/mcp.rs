@@ -17,6 +17,7 @@ pub struct NativeMcpClient {
 }
 
 /// A finished `tools/call`: the tool's text and whether it is an error.
+// A napi object, not a record: copied into the tool result by name, as `NativeToolResult`.
 #[napi(object)]
 pub struct NativeMcpResult {
     pub data: String,

@@ -8,6 +8,7 @@ use napi_derive::napi;
 use oma_core::tool::registry::{rail, Refusal};
 
 /// The error `register` throws for the refusal named `kind` (a [`Refusal::name`]).
+// A napi object, not a record: read by name on an error path.
 #[napi(object)]
 pub struct RegistryRefusal {
     /// `true`: a `TypeError`; `false`: an `Error`.
@@ -27,6 +28,7 @@ pub fn registry_refusal(kind: String, name: Option<String>, detail: Option<Strin
 
 /// The rail of `new ToolRegistry(options)`: its names, or the `TypeError`'s message. Called once
 /// per registry made with options; `lib/tools.js` describes the values (see `registry::rail`).
+// A napi object, not a record: read by name, once per registry.
 #[napi(object)]
 pub struct RegistryRail {
     pub names: Option<Vec<String>>,

@@ -369,7 +369,7 @@ pub fn validate_runner_options(options_json: String) -> Option<String> {
 /// `adapter.chat` over the run's conversation (as the machine holds it). Resolves with the
 /// reply `wire::model_reply_json` writes once the machine has taken the response and moved on to
 /// its next action (on the JS thread, before the driver resumes);
-/// rejections use the adapters' JSON error format (see `lib/llm.js`). `adapter` and
+/// rejections carry the adapters' error record (see `lib/llm.js`). `adapter` and
 /// `optionsJson` are needed on the run's first call; later calls may pass `null` for both.
 #[napi(catch_unwind, ts_return_type = "Promise<string>")]
 pub fn run_chat<'e>(
@@ -390,7 +390,7 @@ pub fn run_chat<'e>(
         (Ok((input, a)), _) => (Ok(input), a),
         // Bad options reject the promise, like the adapter's own errors.
         (Err(e), Some(a)) => (Err(e), a),
-        (Err(e), None) => return Err(Error::from_reason(e.to_json())),
+        (Err(e), None) => return Err(Error::from_reason(e.to_record())),
     };
     let token = super::llm::chat_token(cancel);
     super::llm::spawn_chat_promise(

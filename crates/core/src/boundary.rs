@@ -21,6 +21,7 @@
 use std::fmt::Write as _;
 
 pub mod raw;
+pub mod record;
 
 use crate::kernel::message::shapes::{self, Shape};
 use crate::kernel::runner::{self, wire, ActionKind};
@@ -56,6 +57,10 @@ pub enum Value {
     /// A message shape (`kernel::message::shapes`) as a JS function of its parameters that
     /// returns one object literal, its keys in the declared order.
     Builder(shapes::Builder),
+    /// A record layout's decoder (see [`record`]).
+    Decoder(&'static record::Layout),
+    /// A record layout's encoders (see [`record`]).
+    Encoders(&'static record::Layout),
 }
 
 impl Value {
@@ -140,7 +145,26 @@ impl Section {
 
 /// oma-core's sections.
 pub fn sections() -> Vec<Section> {
-    vec![wire_section(), runner_section(), history_section(), agent_section(), builtin_section(), executor_section()]
+    vec![
+        wire_section(),
+        runner_section(),
+        history_section(),
+        agent_section(),
+        builtin_section(),
+        executor_section(),
+        confined_section(),
+    ]
+}
+
+/// The confined shell's records (lib/confined-shell.js).
+fn confined_section() -> Section {
+    use crate::tool::builtin::confined;
+    Section::new(
+        "confined",
+        "crates/core/src/tool/builtin/confined.rs",
+        "The confined shell's records (lib/confined-shell.js).",
+    )
+    .encoders("The options as the kernel's check reads them (`DESCRIBED`), one encoder per kind.", &confined::DESCRIBED)
 }
 
 fn history_section() -> Section {
@@ -648,6 +672,14 @@ fn emit(out: &mut String, t: Target, v: &Value, indent: usize) {
             emit_shape(out, t, &b.body, b.params);
             out.push_str(t.of(")", ""));
         }
+        Value::Decoder(layout) => match t {
+            Target::Js => record::render_decoder(out, layout, indent),
+            Target::Dts => record::render_decoder_type(out, layout),
+        },
+        Value::Encoders(layout) => match t {
+            Target::Js => record::render_encoders(out, layout, indent),
+            Target::Dts => record::render_encoders_type(out, layout, indent),
+        },
         Value::Template(text) => {
             let params: Vec<(&str, &str)> = template_params(text).into_iter().map(|p| (p, "unknown")).collect();
             arrow(out, t, &[], &params);

@@ -28,6 +28,11 @@ pub fn section() -> Section {
             given: vec!["tools".into(), "abortSignal".into()],
         },
     )
+    .decoder("An error's record (`ERROR_RECORD`): a rejection's message, a stream's error.", &crate::ERROR_RECORD)
+    .decoder("A stream event's record (`EVENT_RECORD`), as upstream's `{ type, data }`.", &crate::EVENT_RECORD)
+    .decoder("A response's record (`RESPONSE_RECORD`, a `done` event's data).", &crate::RESPONSE_RECORD)
+    .decoder("A token usage's record (`USAGE_RECORD`).", &crate::USAGE_RECORD)
+    .encoders("A chat tail's long string and where it goes (`tail::LONG_STRING_RECORD`).", &crate::tail::LONG_STRING_RECORD)
     .item("abortedMessage", "The message of a request its caller aborted.", ABORTED_MESSAGE)
     .item(
         "retryable4xx",

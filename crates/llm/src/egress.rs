@@ -69,6 +69,10 @@ impl Reason {
     }
 }
 
+/// [`Reason`]'s names as a TypeScript type (`EgressPolicyErrorReason`), for the generated
+/// declarations (which stand alone).
+pub const REASON_TYPE: &str = "\"invalid-policy\" | \"denied\" | \"unsupported\" | \"unresolved-target\"";
+
 /// The fields of an `EgressPolicyError` besides its message (`LlmError::egress`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
@@ -381,8 +385,8 @@ mod tests {
         // The error's fields.
         let e = EgressPolicy::normalize(None).unwrap_err();
         assert_eq!(
-            e.to_json(),
-            r#"{"kind":"egress","message":"Invalid egress policy: expected an object.","egress":{"reason":"invalid-policy"}}"#
+            e.to_record(),
+            r#"[5,"Invalid egress policy: expected an object.",null,"invalid-policy",null,null]"#
         );
     }
 
@@ -466,10 +470,16 @@ mod tests {
     }
 
     #[test]
+    fn the_reason_type_names_every_reason() {
+        let names: Vec<String> = Reason::ALL.iter().map(|r| format!("\"{}\"", r.as_str())).collect();
+        assert_eq!(REASON_TYPE, names.join(" | "));
+    }
+
+    #[test]
     fn the_other_texts() {
         assert_eq!(
-            unsupported("custom-http-adapter", CUSTOM_ADAPTER_DETAIL).to_json(),
-            r#"{"kind":"egress","message":"Egress policy cannot enforce provider \"custom-http-adapter\": custom and AI SDK adapters do not expose an enforceable request transport or target contract to OMA.","egress":{"reason":"unsupported","provider":"custom-http-adapter"}}"#
+            unsupported("custom-http-adapter", CUSTOM_ADAPTER_DETAIL).to_record(),
+            r#"[5,"Egress policy cannot enforce provider \"custom-http-adapter\": custom and AI SDK adapters do not expose an enforceable request transport or target contract to OMA.",null,"unsupported","custom-http-adapter",null]"#
         );
         assert_eq!(
             unresolved("azure-openai").message,

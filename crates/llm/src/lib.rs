@@ -17,6 +17,7 @@ pub mod providers;
 pub mod reasoning_fallback;
 pub mod runtime;
 pub mod sse;
+pub mod tail;
 pub mod text_tool_extractor;
 pub mod transport;
 pub mod wire;
@@ -31,6 +32,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use oma_core::boundary::record::{Field, Kind, Layout, Ty};
 use oma_core::kernel::message::{Block, Usage};
 
 pub use providers::{create_adapter, create_adapter_with, Adapter, EchoesReasoning};
@@ -248,7 +250,8 @@ impl LlmResponse {
     }
 }
 
-/// What a failure is, so the JS side can build the right Error class in its own realm.
+/// What a failure is, so the JS side can build the right Error class in its own realm. Its
+/// discriminant is its code in [`ERROR_RECORD`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -300,10 +303,71 @@ impl LlmError {
     pub fn timeout() -> Self {
         LlmError { kind: ErrorKind::Timeout, message: "Request timed out.".into(), status: None, egress: None }
     }
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("error serialises")
+
+    /// The error as an [`ERROR_RECORD`] (`lib/llm.js` decodes it with the generated decoder).
+    pub fn to_record(&self) -> String {
+        let mut out = String::new();
+        self.write_record(&mut out);
+        out
+    }
+
+    /// Appends the [`ERROR_RECORD`].
+    pub fn write_record(&self, out: &mut String) {
+        let w = ERROR_RECORD.write(out, self.kind as usize).str(&self.message).opt_num(self.status.map(f64::from));
+        match (self.kind, &self.egress) {
+            (ErrorKind::Egress, Some(r)) => {
+                w.str(r.reason.as_str()).opt_str(r.provider.as_deref()).opt_str(r.origin.as_deref())
+            }
+            // (Every egress error is made with its refusal: `egress::refusal`.)
+            (ErrorKind::Egress, None) => w.str("").none().none(),
+            _ => w,
+        }
+        .end()
     }
 }
+
+impl ErrorKind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::InvalidMessage,
+        ErrorKind::Api,
+        ErrorKind::Connection,
+        ErrorKind::Timeout,
+        ErrorKind::Aborted,
+        ErrorKind::Egress,
+        ErrorKind::Other,
+    ];
+}
+
+/// The fields every error kind carries: its message and an HTTP status.
+const ERROR_FIELDS: &[Field] = &[Field::new("message", Ty::Str), Field::optional("status", Ty::Num)];
+
+/// An [`LlmError`] crossing to JS (a rejection's message, a stream's error event): the record
+/// `[kind, message, status]`, an egress refusal followed by its reason, provider and origin.
+/// `lib/llm.js` builds the Error of the caller's realm from the decoded record.
+pub static ERROR_RECORD: Layout = Layout {
+    section: "llm",
+    name: "error",
+    tag: Some("kind"),
+    kinds: &[
+        Kind { name: "invalid_message", fields: ERROR_FIELDS },
+        Kind { name: "api", fields: ERROR_FIELDS },
+        Kind { name: "connection", fields: ERROR_FIELDS },
+        Kind { name: "timeout", fields: ERROR_FIELDS },
+        Kind { name: "aborted", fields: ERROR_FIELDS },
+        Kind {
+            name: "egress",
+            fields: &[
+                Field::new("message", Ty::Str),
+                Field::optional("status", Ty::Num),
+                Field::new("reason", Ty::Text(egress::REASON_TYPE)),
+                Field::optional("provider", Ty::Str),
+                Field::optional("origin", Ty::Str),
+            ],
+        },
+        Kind { name: "other", fields: ERROR_FIELDS },
+    ],
+};
 
 impl std::fmt::Display for LlmError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -341,6 +405,101 @@ impl Serialize for StreamEvent {
             StreamEvent::Error(e) => typed(m, "error", e),
         }
     }
+}
+
+/// A [`StreamEvent`] crossing to JS, in the batches a native stream's `nextBatch` resolves
+/// with (a JSON array of these records): `[kind, data]`, decoded into upstream's
+/// `{ type, data }`. `throw` is the binding's: the iterator throws its error instead of
+/// yielding it (a failure before the stream could yield an `error` event).
+pub static EVENT_RECORD: Layout = Layout {
+    section: "llm",
+    name: "event",
+    tag: Some("type"),
+    kinds: &[
+        Kind { name: "text", fields: &[Field::new("data", Ty::Str)] },
+        Kind { name: "reasoning", fields: &[Field::new("data", Ty::Str)] },
+        Kind { name: "tool_use", fields: &[Field::new("data", Ty::Json("unknown"))] },
+        Kind { name: "done", fields: &[Field::new("data", Ty::Record(&RESPONSE_RECORD))] },
+        Kind { name: "error", fields: &[Field::new("data", Ty::Record(&ERROR_RECORD))] },
+        Kind { name: "throw", fields: &[Field::new("data", Ty::Record(&ERROR_RECORD))] },
+    ],
+};
+
+/// The code of [`EVENT_RECORD`]'s `throw`.
+pub const THROW_EVENT: usize = 5;
+
+/// An [`LlmResponse`] as a record (`done`'s data), decoded into upstream's `LLMResponse`.
+pub static RESPONSE_RECORD: Layout = Layout {
+    section: "llm",
+    name: "response",
+    tag: None,
+    kinds: &[Kind {
+        name: "response",
+        fields: &[
+            Field::new("id", Ty::Str),
+            Field::new("content", Ty::Json("unknown[]")),
+            Field::new("model", Ty::Str),
+            Field::new("stop_reason", Ty::Str),
+            Field::new("usage", Ty::Record(&USAGE_RECORD)),
+        ],
+    }],
+};
+
+/// A response's token usage as a record, decoded into `TokenUsage`.
+pub static USAGE_RECORD: Layout = Layout {
+    section: "llm",
+    name: "usage",
+    tag: None,
+    kinds: &[Kind {
+        name: "usage",
+        fields: &[Field::new("input_tokens", Ty::Num), Field::new("output_tokens", Ty::Num)],
+    }],
+};
+
+impl LlmResponse {
+    /// Appends the [`RESPONSE_RECORD`].
+    pub fn write_record(&self, out: &mut String) {
+        RESPONSE_RECORD
+            .write(out, 0)
+            .str(&self.id)
+            .json(|out| out.push_str(&serde_json::to_string(&self.content).expect("blocks serialise")))
+            .str(&self.model)
+            .str(&self.stop_reason)
+            .record(&USAGE_RECORD, |out| {
+                USAGE_RECORD.write(out, 0).num(self.usage.input_tokens).num(self.usage.output_tokens).end()
+            })
+            .end()
+    }
+}
+
+impl StreamEvent {
+    /// Appends the event's [`EVENT_RECORD`].
+    pub fn write_record(&self, out: &mut String) {
+        match self {
+            StreamEvent::Text(t) => EVENT_RECORD.write(out, 0).str(t),
+            StreamEvent::Reasoning(t) => EVENT_RECORD.write(out, 1).str(t),
+            StreamEvent::ToolUse(b) => EVENT_RECORD
+                .write(out, 2)
+                .json(|out| out.push_str(&serde_json::to_string(b).expect("a block serialises"))),
+            StreamEvent::Done(r) => EVENT_RECORD.write(out, 3).record(&RESPONSE_RECORD, |out| r.write_record(out)),
+            StreamEvent::Error(e) => EVENT_RECORD.write(out, 4).record(&ERROR_RECORD, |out| e.write_record(out)),
+        }
+        .end()
+    }
+
+    /// The event as an [`EVENT_RECORD`]'s JSON text.
+    pub fn to_record(&self) -> String {
+        let mut out = String::new();
+        self.write_record(&mut out);
+        out
+    }
+}
+
+/// The `throw` event of `e` (see [`EVENT_RECORD`]).
+pub fn throw_record(e: &LlmError) -> String {
+    let mut out = String::new();
+    EVENT_RECORD.write(&mut out, THROW_EVENT).record(&ERROR_RECORD, |out| e.write_record(out)).end();
+    out
 }
 
 /// Receives stream events as they are produced.
@@ -454,6 +613,19 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
             r#"{"type":"error","data":{"kind":"aborted","message":"Request was aborted."}}"#
         );
+    }
+
+    #[test]
+    fn error_record_codes_are_the_kinds_in_order() {
+        for (code, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, code);
+            assert_eq!(serde_json::to_string(k).unwrap(), format!("\"{}\"", ERROR_RECORD.kinds[code].name));
+        }
+        assert_eq!(ERROR_RECORD.kinds.len(), ErrorKind::ALL.len());
+        assert_eq!(EVENT_RECORD.kinds[THROW_EVENT].name, "throw");
+        let e = LlmError { kind: ErrorKind::Api, message: "429 slow".into(), status: Some(429), egress: None };
+        assert_eq!(e.to_record(), r#"[1,"429 slow",429]"#);
+        assert_eq!(throw_record(&LlmError::aborted()), r#"[5,[4,"Request was aborted.",null]]"#);
     }
 
     #[tokio::test]

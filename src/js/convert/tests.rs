@@ -1,6 +1,6 @@
 //! The raw calls' argument layouts and the other napi-free conversions, on plain values.
 
-use oma_core::kernel::message::{parse_messages, Block, Strictness, Usage};
+use oma_core::kernel::message::Usage;
 
 use super::*;
 
@@ -143,42 +143,4 @@ fn registry_lists_plain_and_railed() {
     for bad in [r#"[["a"]]"#, r#"{"tools":[]}"#, "nope", r#"[["a",1]]"#] {
         assert!(registry_tools(bad).unwrap_err().starts_with("oma-kernel: malformed registry list: "), "{bad}");
     }
-}
-
-fn tail() -> Vec<oma_core::kernel::message::Message> {
-    parse_messages(
-        r#"[{"role":"user","content":[{"type":"text","text":"hi"}]},
-            {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":""},{"type":"text","text":""}]}]"#,
-        Strictness::Lenient,
-    )
-    .unwrap()
-}
-
-#[test]
-fn long_strings_go_where_their_blanks_are() {
-    let mut t = tail();
-    let long = vec!["R".repeat(100_000), "T".repeat(70_000)];
-    put_long_strings(&mut t, &[1, 0, 1, 1], long.clone().into_iter()).unwrap();
-    match &t[1].content[..] {
-        [Block::ToolResult { content, .. }, Block::Text { text: Some(text) }] => {
-            assert_eq!((content, text), (&long[0], &long[1]));
-        }
-        other => panic!("{other:?}"),
-    }
-    // Nothing to put: nothing changes.
-    let mut u = tail();
-    put_long_strings(&mut u, &[], std::iter::empty::<String>()).unwrap();
-}
-
-#[test]
-fn long_strings_out_of_step_are_refused() {
-    let s = |n: usize| vec!["x".to_string(); n].into_iter();
-    // A pair per string.
-    assert_eq!(put_long_strings(&mut tail(), &[1, 0], s(2)), Err(LONG_OUT_OF_STEP));
-    assert_eq!(put_long_strings(&mut tail(), &[1, 0, 1], s(1)), Err(LONG_OUT_OF_STEP));
-    // Beyond the messages or their blocks.
-    assert_eq!(put_long_strings(&mut tail(), &[2, 0], s(1)), Err(LONG_OUT_OF_STEP));
-    assert_eq!(put_long_strings(&mut tail(), &[1, 2], s(1)), Err(LONG_OUT_OF_STEP));
-    // A block that is not blank.
-    assert_eq!(put_long_strings(&mut tail(), &[0, 0], s(1)), Err(LONG_OUT_OF_STEP));
 }

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::boundary::record::{Field, Kind, Layout, Ty};
+
 use super::bash::{self, BashInput, BashRaw, Exec, Leftovers};
 use super::path_safety::{self, SandboxSpec};
 
@@ -66,16 +68,42 @@ impl Default for Options {
     }
 }
 
-/// A JS value as `lib/confined-shell.js` describes it: `{ t: typeof-like tag, v: value }`
-/// (tags `undefined`, `null`, `boolean`, `number` — `v` a string for NaN and ±Infinity —,
-/// `string`, `array`, `object`, and bare `function`, `symbol`, `bigint`).
-fn tag(d: &Value) -> &str {
-    d.get("t").and_then(Value::as_str).unwrap_or("undefined")
+/// A JS value as `lib/confined-shell.js` describes it for the option check, through the
+/// generated encoders: the record of its `typeof`-like kind (`null` and arrays are kinds of
+/// their own) and the value where the check reads one (a number's is a string for NaN and
+/// ±Infinity; an array's items and an object's values are described in turn), so `undefined`,
+/// NaN, functions… keep their identity through JSON.
+pub static DESCRIBED: Layout = Layout {
+    section: "confined",
+    name: "described",
+    tag: Some("t"),
+    kinds: &[
+        Kind { name: "undefined", fields: &[] },
+        Kind { name: "null", fields: &[] },
+        Kind { name: "boolean", fields: &[Field::new("v", Ty::Bool)] },
+        Kind { name: "number", fields: &[Field::new("v", Ty::Json("number | string"))] },
+        Kind { name: "string", fields: &[Field::new("v", Ty::Str)] },
+        Kind { name: "array", fields: &[Field::new("v", Ty::Json("unknown[][]"))] },
+        Kind { name: "object", fields: &[Field::new("v", Ty::Json("Record<string, unknown[]>"))] },
+        Kind { name: "function", fields: &[] },
+        Kind { name: "symbol", fields: &[] },
+        Kind { name: "bigint", fields: &[] },
+    ],
+};
+
+/// A described value's kind (anything else reads as `undefined`).
+fn tag(d: &Value) -> &'static str {
+    d.get(0).and_then(Value::as_u64).and_then(|c| DESCRIBED.kinds.get(c as usize)).map_or("undefined", |k| k.name)
+}
+
+/// A described value's value.
+fn val(d: &Value) -> Option<&Value> {
+    d.get(1)
 }
 
 /// How a value is named in an error: a string quoted, a number as written, else its type.
 fn got(d: &Value) -> String {
-    match (tag(d), d.get("v")) {
+    match (tag(d), val(d)) {
         ("string", Some(v)) => v.to_string(),
         ("number", Some(Value::String(s))) => s.clone(),
         ("number", Some(v)) => js_number(v.as_f64().unwrap_or(f64::NAN)),
@@ -100,10 +128,10 @@ fn paths(name: &str, d: &Value) -> Result<Vec<String>, CheckError> {
     match tag(d) {
         "undefined" => Ok(vec![]),
         "array" => {
-            let items = d.get("v").and_then(Value::as_array).cloned().unwrap_or_default();
+            let items = val(d).and_then(Value::as_array).cloned().unwrap_or_default();
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                let s = item.get("v").and_then(Value::as_str).filter(|_| tag(item) == "string");
+                let s = val(item).and_then(Value::as_str).filter(|_| tag(item) == "string");
                 match s {
                     Some(p) if p.starts_with('/') && !p.contains('\0') => out.push(p.to_string()),
                     _ => {
@@ -135,7 +163,7 @@ fn limits(d: &Value) -> Result<Limits, CheckError> {
             )))
         }
     }
-    let Some(fields) = d.get("v").and_then(Value::as_object) else { return Ok(out) };
+    let Some(fields) = val(d).and_then(Value::as_object) else { return Ok(out) };
     for (k, v) in fields {
         let slot = match k.as_str() {
             "cpuSeconds" => &mut out.cpu_seconds,
@@ -157,7 +185,7 @@ fn limits(d: &Value) -> Result<Limits, CheckError> {
                 return Err(type_err(format!("ConfinedShellExecutor limit \"{k}\" must be a number (got {}).", got(v))))
             }
         }
-        let n = v.get("v").and_then(Value::as_f64).unwrap_or(f64::NAN);
+        let n = val(v).and_then(Value::as_f64).unwrap_or(f64::NAN);
         if !((1.0..=9_007_199_254_740_991.0).contains(&n) && n.fract() == 0.0) {
             return Err((
                 ErrorClass::Range,
@@ -177,7 +205,7 @@ pub fn check_options(d: &Value) -> Result<Options, CheckError> {
         "object" => {}
         _ => return Err(type_err(format!("ConfinedShellExecutor options must be an object (got {}).", got(d)))),
     }
-    let Some(fields) = d.get("v").and_then(Value::as_object) else { return Ok(o) };
+    let Some(fields) = val(d).and_then(Value::as_object) else { return Ok(o) };
     if let Some(k) = fields.keys().find(|k| !OPTION_NAMES.contains(&k.as_str())) {
         return Err(type_err(format!(
             "Unknown ConfinedShellExecutor option \"{k}\" (known: {}).",
@@ -186,7 +214,7 @@ pub fn check_options(d: &Value) -> Result<Options, CheckError> {
     }
     let field = |name: &str| fields.get(name).cloned().unwrap_or(Value::Null);
     let network = field("network");
-    match (tag(&network), network.get("v").and_then(Value::as_str)) {
+    match (tag(&network), val(&network).and_then(Value::as_str)) {
         ("undefined", _) => {}
         ("string", Some("deny")) => o.network = Network::Deny,
         ("string", Some("allow")) => o.network = Network::Allow,
@@ -201,7 +229,7 @@ pub fn check_options(d: &Value) -> Result<Options, CheckError> {
     o.write_paths = paths("writePaths", &field("writePaths"))?;
     o.limits = limits(&field("limits"))?;
     let required = field("required");
-    match (tag(&required), required.get("v").and_then(Value::as_bool)) {
+    match (tag(&required), val(&required).and_then(Value::as_bool)) {
         ("undefined", _) => {}
         ("boolean", Some(b)) => o.required = b,
         _ => {

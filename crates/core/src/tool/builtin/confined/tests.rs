@@ -4,13 +4,13 @@ use super::*;
 use crate::tool::builtin::testutil::{rm_rf, tmp_dir};
 
 fn s(v: &str) -> Value {
-    json!({ "t": "string", "v": v })
+    json!([4, v])
 }
 fn n(v: f64) -> Value {
-    json!({ "t": "number", "v": v })
+    json!([3, v])
 }
 fn obj(fields: Value) -> Value {
-    json!({ "t": "object", "v": fields })
+    json!([6, fields])
 }
 fn err(d: Value) -> (ErrorClass, String) {
     check_options(&d).unwrap_err()
@@ -18,13 +18,13 @@ fn err(d: Value) -> (ErrorClass, String) {
 
 #[test]
 fn options_default_and_parse() {
-    assert_eq!(check_options(&json!({ "t": "undefined" })).unwrap(), Options::default());
+    assert_eq!(check_options(&json!([0])).unwrap(), Options::default());
     let o = check_options(&obj(json!({
         "network": s("allow"),
-        "readPaths": { "t": "array", "v": [s("/opt/tools")] },
-        "writePaths": { "t": "array", "v": [] },
-        "limits": obj(json!({ "cpuSeconds": n(10.0), "processes": { "t": "undefined" } })),
-        "required": { "t": "boolean", "v": false },
+        "readPaths": [5, [s("/opt/tools")]],
+        "writePaths": [5, []],
+        "limits": obj(json!({ "cpuSeconds": n(10.0), "processes": [0] })),
+        "required": [2, false],
     })))
     .unwrap();
     assert_eq!(o.network, Network::Allow);
@@ -50,7 +50,7 @@ fn bad_options_have_clear_texts() {
         (t, "ConfinedShellExecutor option \"readPaths\" must be an array of absolute paths (got \"/usr\").".into())
     );
     assert_eq!(
-        err(obj(json!({ "writePaths": { "t": "array", "v": [s("/ok"), s("rel")] } }))),
+        err(obj(json!({ "writePaths": [5, [s("/ok"), s("rel")]] }))),
         (t, "ConfinedShellExecutor option \"writePaths[1]\" must be an absolute path (got \"rel\").".into())
     );
     assert_eq!(
@@ -65,8 +65,7 @@ fn bad_options_have_clear_texts() {
         err(obj(json!({ "limits": obj(json!({ "openFiles": s("64") })) }))),
         (t, "ConfinedShellExecutor limit \"openFiles\" must be a number (got \"64\").".into())
     );
-    for (bad, shown) in [(json!({ "t": "number", "v": "NaN" }), "NaN"), (n(0.0), "0"), (n(1.5), "1.5"), (n(-3.0), "-3")]
-    {
+    for (bad, shown) in [(json!([3, "NaN"]), "NaN"), (n(0.0), "0"), (n(1.5), "1.5"), (n(-3.0), "-3")] {
         assert_eq!(
             err(obj(json!({ "limits": obj(json!({ "processes": bad })) }))),
             (
