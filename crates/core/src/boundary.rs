@@ -21,6 +21,7 @@
 use std::fmt::Write as _;
 
 pub mod raw;
+pub mod word;
 
 use crate::kernel::message::shapes::{self, Shape};
 use crate::kernel::runner::{self, wire, ActionKind};
@@ -56,6 +57,8 @@ pub enum Value {
     /// A message shape (`kernel::message::shapes`) as a JS function of its parameters that
     /// returns one object literal, its keys in the declared order.
     Builder(shapes::Builder),
+    /// A word layout (`word::Layout`): its codes, decoder and encoders.
+    Word(&'static word::Layout),
 }
 
 impl Value {
@@ -243,7 +246,23 @@ fn runner_section() -> Section {
 
 fn agent_section() -> Section {
     Section::new("agent", "crates/core/src/kernel/agent.rs", "The Agent machine's packed step word (lib/agent.js).")
-        .item("codes", "The step word's codes by name.", Value::map(agent::wire::CODES.iter().copied()))
+        .item("step", "The step word: its decoder, a union on `op`.", Value::Word(&agent::wire::STEP))
+        .item(
+            "event",
+            "The events: an encoder per kind, typed as the answer to the steps that take it.",
+            Value::Word(&agent::wire::EVENT),
+        )
+        .item("setup", "The setup: an encoder per entry.", Value::Word(&agent::wire::SETUP))
+        .item(
+            "eventSpan",
+            "Every event is below it: `word * eventSpan + event` keys a step's answer.",
+            agent::wire::EVENT_SPAN,
+        )
+        .item(
+            "defaultRetries",
+            "Structured-output retries when `outputSchemaRetries` is unset.",
+            agent::DEFAULT_RETRIES,
+        )
         .item(
             "statuses",
             "The lifecycle status names, by their code on the wire.",
@@ -571,6 +590,7 @@ fn render_value(out: &mut String, v: &Value, indent: usize) {
             render_shape(out, &b.body);
             out.push(')');
         }
+        Value::Word(l) => word::render_js(out, l, indent),
         Value::Template(t) => {
             let (texts, names) = template_parts(t);
             let _ = write!(out, "({}) => `", template_params(t).join(", "));
@@ -761,6 +781,7 @@ fn render_type(out: &mut String, v: &Value, indent: usize) {
             let _ = write!(out, "({}) => ", params.join(", "));
             render_shape_type(out, &b.body, b.params);
         }
+        Value::Word(l) => word::render_type(out, l, indent),
         Value::Template(t) => {
             let params: Vec<String> = template_params(t).iter().map(|p| format!("{p}: unknown")).collect();
             let _ = write!(out, "({}) => string", params.join(", "));
