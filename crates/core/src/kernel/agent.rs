@@ -39,6 +39,7 @@ use std::fmt;
 use super::structured_output::{extract_json, feedback_text};
 use crate::protocol::Unexpected;
 
+pub mod state;
 
 /// How the run was entered (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
