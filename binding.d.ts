@@ -126,7 +126,7 @@ export declare class NativeMcpClient {
 }
 
 /**
- * The setup bits of `AgentConfig.outputSchemaRetries`, or the configuration error. Read once,
+ * The retries `AgentConfig.outputSchemaRetries` asks for (checked), or the configuration error. Read once,
  * when the Agent is made with the option.
  * `text`: the value as JSON, else as `String(value)` (`NaN`, a function); the error is returned
  * as a string, for the driver to throw in the caller's realm.
@@ -140,13 +140,7 @@ export declare function agentStart(setup: number): number
  * The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
  * validation error's message), for the machine packed in `step`, the previous answer.
  */
-export declare function agentStep(step: number, event: number, text?: string | undefined | null): number | AgentStepText
-
-/** A step that carries a text: the JSON to validate, or the retry's feedback. */
-export interface AgentStepText {
-  step: number
-  text: string
-}
+export declare function agentStep(step: number, event: number, text?: string | undefined | null): number | [number, string]
 
 /** `env`: `[name, value]` pairs of the host environment (the allowlisted names). */
 export declare function builtinBash(command: string, timeoutMs: number, cwd: string | undefined | null, hostEnv: Array<Array<string>>, cancel: CancelHandle): Promise<NativeToolResult>

@@ -32,149 +32,136 @@ const { RunTimeout } = require('./deadline.js')
 /**
  * What beforeRun led to: the machine's event, the outgoing messages and where their last user
  * message is, the hook's prompt, and which layout rewrites it (rewriteLastUser).
- * @typedef {{ event: number, messages: LLMMessage[], index: number, prompt: string, inPlace: boolean }} Hooked
+ * @typedef {{ event: ReturnType<typeof EV.hookReturned>, messages: LLMMessage[], index: number, prompt: string, inPlace: boolean }} Hooked
  */
+/** How the run was entered. @typedef {keyof typeof SETUP.encode} Entry */
+/**
+ * The structured-output retries, and whether `outputSchemaRetries` set them (then checked).
+ * @typedef {{ readonly count: number, readonly checked: boolean }} Retries
+ */
+/** @type {Retries} */
+const DEFAULT_RETRIES = Object.freeze({ count: boundary.agent.defaultRetries, checked: false })
 
-// The machine's wire codes and status names, as the kernel defines them (module constants:
-// the driver reads them on every step).
-const {
-  ABORTED,
-  ACTION_MASK,
-  ADD_USAGE,
-  AFTER_RUN,
-  BEFORE_RUN,
-  BUDGET_EXCEEDED,
-  BUILD,
-  COUNT_SPENT,
-  ENTRY_PROMPT,
-  ENTRY_RUN,
-  ENTRY_STREAM,
-  EV_ABORTED,
-  EV_AFTER_RUN_RETURNED,
-  EV_BUDGET_EXCEEDED,
-  EV_CHANGED,
-  EV_HAS_USER,
-  EV_HOOK_RETURNED,
-  EV_INVALID,
-  EV_LOOP_DETECTED,
-  EV_RUNNER_DONE,
-  EV_RUNNER_ERROR,
-  EV_THREW,
-  EV_TIMED_OUT,
-  EVENT_SPAN,
-  EV_TRACE_EMITTED,
-  EV_VALID,
-  FAILED,
-  FINISH,
-  HISTORY_MASK,
-  HISTORY_ROLLBACK,
-  HISTORY_SHIFT,
-  LOOP_DETECTED,
-  MERGED,
-  REPORT_OUTPUT,
-  RETRY,
-  REWRITE_LAST_USER,
-  RUN_RUNNER,
-  SETUP_AFTER_RUN,
-  SETUP_BEFORE_RUN,
-  SETUP_DEFAULT_RETRIES,
-  SETUP_OUTPUT_SCHEMA,
-  SETUP_TRACE,
-  STATUS_MASK,
-  STATUS_SHIFT,
-  STRUCTURED,
-  SUCCESS,
-  TIMED_OUT,
-  TRACE,
-  VALIDATE,
-} = boundary.agent.codes
-const STATUSES = boundary.agent.statuses
-const IDLE = STATUSES.indexOf('idle')
-const RUNNING = STATUSES.indexOf('running')
-const ERROR = STATUSES.indexOf('error')
+// The machine's step, events and setups, read and written only through the code generated from
+// their layouts (agent::wire::STEP, EVENT, SETUP).
+const { step: STEP, event: EVENT, setup: SETUP, statuses: STATUSES } = boundary.agent
+const EV = EVENT.encode
+const decode = STEP.decode
+// `answer(step, event)`: an event of a kind the step does not take does not type-check (the
+// binding refuses it at run time all the same); `respond` takes only what it returns.
+const answer = EVENT.answer
+
+/**
+ * A decoded step: a union on `op` (the action), with that action's fields.
+ * @typedef {ReturnType<typeof decode>} Step
+ */
+/**
+ * The steps of the given actions.
+ * @template {Step['op']} K
+ * @typedef {Extract<Step, { op: K }>} StepOf
+ */
+/** An event checked against the step it answers. @typedef {ReturnType<typeof answer>} Answer */
 
 /** @returns {AgentState} */
 function idleState() {
-  return { status: STATUSES[IDLE], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
+  return { status: STATUSES[0], messages: [], tokenUsage: { input_tokens: 0, output_tokens: 0 } }
 }
 
 // The machine is a pure function of its word and the event (agent.rs keeps no state between
-// calls), so an answer that carries no text is asked for once and remembered: the pairs a
+// calls), so an answer that carries no text is asked for once and remembered, decoded: the pairs a
 // process meets are few (setups × phases × flags), and a run without hooks or schema then
 // costs no crossing at all. Bounded all the same.
-/** @type {Map<number, number>} */
-const startWords = new Map()
-/** @type {Map<number, number>} */
-const stepWords = new Map()
+/** @type {Map<number, Step>} */
+const startSteps = new Map()
+/** @type {Map<number, Step>} */
+const stepSteps = new Map()
 
 /**
  * The first step of a run with `setup`.
  * @param {number} setup
  */
 function start(setup) {
-  let w = startWords.get(setup)
-  if (w === undefined) {
-    w = native.agentStart(setup)
-    startWords.set(setup, w)
+  let s = startSteps.get(setup)
+  if (s === undefined) {
+    s = decode(native.agentStart(setup))
+    startSteps.set(setup, s)
   }
-  return w
+  return s
 }
 
 /** The machine's answer to `event` (with `text`, the runner's output or a validation error):
- *  the next step word, or `{ step, text }` for a step that carries a text.
- * @param {number} word
- * @param {number} event
+ *  the next step, or `[step, text]` for a step that carries a text.
+ * @param {Step} step
+ * @param {Answer} event
  * @param {string | null} text
+ * @returns {Step | [Step, string]}
  */
-function respond(word, event, text) {
-  if (text !== null) return native.agentStep(word, event, text)
-  // Exact: event codes are below EVENT_SPAN, words below 2^42.
-  const key = word * EVENT_SPAN + event
-  /** @type {number | import('../binding').AgentStepText | undefined} */
-  let out = stepWords.get(key)
+function respond(step, event, text) {
+  const word = step.word
+  if (text !== null) return decoded(native.agentStep(word, event, text))
+  // Exact: event codes are below eventSpan, words below 2^42.
+  const key = word * boundary.agent.eventSpan + event
+  let out = stepSteps.get(key)
   if (out === undefined) {
-    out = native.agentStep(word, event, null)
-    if (typeof out !== 'number') return out
-    if (stepWords.size >= 4096) stepWords.clear()
-    stepWords.set(key, out)
+    const w = native.agentStep(word, event, null)
+    if (typeof w !== 'number') return decoded(w)
+    out = decode(w)
+    if (stepSteps.size >= 4096) stepSteps.clear()
+    stepSteps.set(key, out)
   }
   return out
+}
+
+/**
+ * @param {number | [number, string]} next
+ * @returns {Step | [Step, string]}
+ */
+function decoded(next) {
+  return typeof next === 'number' ? decode(next) : [decode(next[0]), next[1]]
 }
 
 /**
  * `respond` on a path whose steps carry no text (`stream`).
- * @param {number} word
- * @param {number} event
+ * @param {Step} step
+ * @param {Answer} event
  */
-function step(word, event) {
-  const out = respond(word, event, null)
-  if (typeof out !== 'number') throw new Error(boundary.agent.driverTextOnTextlessPath)
+function next(step, event) {
+  const out = respond(step, event, null)
+  if (Array.isArray(out)) throw new Error(boundary.agent.driverTextOnTextlessPath)
   return out
 }
 
 /**
- * A driver error: the machine asked for something this sequence does not perform.
- * @param {number} word
- * @param {number} action
+ * The step, if it is `op`'s; else a driver error: the machine asked for something this sequence
+ * does not perform.
+ * @template {Step['op']} K
+ * @param {Step} step
+ * @param {K} op
+ * @returns {StepOf<K>}
  */
-function expectAction(word, action) {
-  if ((word & ACTION_MASK) !== action) throw new Error(boundary.agent.driverExpectedAction(action, word & ACTION_MASK))
+function expectOp(step, op) {
+  if (step.op !== op) throw new Error(boundary.agent.driverExpectedAction(STEP.codes[op], step.code))
+  return /** @type {StepOf<K>} */ (step)
 }
 
 /**
- * `retries`: the setup bits of the agent's structured-output retries (`_retrySetup`).
- * @param {number} entry
+ * `stream`'s step while the runner's events come: the machine waits for the runner's result or
+ * error (after `done`, it refuses them: the runner ends with `done`).
+ * @param {Step} step
+ */
+function runnerStep(step) {
+  return /** @type {StepOf<'runRunner' | 'passError'>} */ (step)
+}
+
+/**
+ * `retries`: the agent's structured-output retries, and whether outputSchemaRetries set them.
+ * @param {Entry} entry
  * @param {AgentConfig} config
  * @param {unknown} traced
- * @param {number} retries
+ * @param {Retries} retries
  */
 function setupOf(entry, config, traced, retries) {
-  let s = entry | retries
-  if (config.beforeRun) s |= SETUP_BEFORE_RUN
-  if (config.afterRun) s |= SETUP_AFTER_RUN
-  if (config.outputSchema) s |= SETUP_OUTPUT_SCHEMA
-  if (traced) s |= SETUP_TRACE
-  return s
+  return SETUP.encode[entry](!!config.beforeRun, !!config.afterRun, !!config.outputSchema, !!traced, retries.count, retries.checked)
 }
 
 // Richer inputs (upstream 1.15). An array given to run()/stream() is the run's whole
@@ -332,31 +319,26 @@ function sameData(a, b) {
 }
 
 /**
- * A runner result's flags as the machine's event bits.
+ * A runner result's flags as the machine's event.
  * @param {RunResult} r
  * @param {AbortSignal | undefined} timeout
  */
 function resultEvent(r, timeout) {
-  let ev = EV_RUNNER_DONE
-  if (r.budgetExceeded) ev |= EV_BUDGET_EXCEEDED
-  if (r.loopDetected) ev |= EV_LOOP_DETECTED
-  if (r.aborted) ev |= EV_ABORTED
-  if (timeout?.aborted) ev |= EV_TIMED_OUT
-  return ev
+  return EV.runnerDone(!!r.budgetExceeded, !!r.loopDetected, !!r.aborted, timeout?.aborted === true)
 }
 
 /**
  * The result a step describes (`Shape` in agent.rs), over the runner results of the run's
  * attempts and the feedback messages between them.
- * @param {number} word
+ * @param {StepOf<'afterRun' | 'trace' | 'finish'>} step
  * @param {RunResult[]} attempts
  * @param {LLMMessage[]} feedbacks
  * @param {unknown} structured
  * @param {unknown} error
  * @returns {AgentRunResult}
  */
-function buildResult(word, attempts, feedbacks, structured, error) {
-  if (word & FAILED) {
+function buildResult(step, attempts, feedbacks, structured, error) {
+  if (step.failed) {
     /** @type {MutableResult} */
     const r = {
       success: false,
@@ -366,17 +348,17 @@ function buildResult(word, attempts, feedbacks, structured, error) {
       toolCalls: [],
       structured: undefined,
     }
-    if (word & TIMED_OUT) {
+    if (step.timedOut) {
       r.aborted = true
       r.timedOut = true
     }
     return r
   }
-  const success = (word & SUCCESS) !== 0
-  const value = word & STRUCTURED ? structured : undefined
+  const success = step.success
+  const value = step.structured ? structured : undefined
   /** @type {MutableResult} */
   let r
-  if (word & MERGED) {
+  if (step.merged) {
     /** @type {LLMMessage[]} */
     const messages = []
     let input = attempts[0].tokenUsage.input_tokens
@@ -399,10 +381,10 @@ function buildResult(word, attempts, feedbacks, structured, error) {
     const a = attempts[attempts.length - 1]
     r = { success, output: a.output, messages: a.messages, tokenUsage: a.tokenUsage, toolCalls: a.toolCalls, structured: value }
   }
-  if (word & LOOP_DETECTED) r.loopDetected = true
-  if (word & BUDGET_EXCEEDED) r.budgetExceeded = true
-  if (word & ABORTED) r.aborted = true
-  if (word & TIMED_OUT) r.timedOut = true
+  if (step.loopDetected) r.loopDetected = true
+  if (step.budgetExceeded) r.budgetExceeded = true
+  if (step.aborted) r.aborted = true
+  if (step.timedOut) r.timedOut = true
   return r
 }
 
@@ -429,12 +411,12 @@ function callAfterRun(config, result, signal) {
 const UNTIMED = Object.freeze({ signal: undefined, timeout: undefined, dispose: noop })
 
 /**
- * The run's outgoing messages after beforeRun (`hooked`), for the step `word` that runs them.
- * @param {number} word
+ * The run's outgoing messages after beforeRun (`hooked`), for the step that runs them.
+ * @param {StepOf<'runRunner'>} step
  * @param {Hooked} hooked
  */
-function outgoingOf(word, hooked) {
-  if (!(word & REWRITE_LAST_USER)) return hooked.messages
+function outgoingOf(step, hooked) {
+  if (!step.rewriteLastUser) return hooked.messages
   return rewriteLastUser(hooked.messages, hooked.index, hooked.prompt, hooked.inPlace)
 }
 
@@ -504,7 +486,7 @@ class Agent {
     if (err) throw new Error(err)
     checkToolTimeout(config.toolTimeoutMs, 'AgentConfig.toolTimeoutMs')
     // Beyond the original (issue 19): checked by the kernel, which hands back its setup bits.
-    this._retrySetup = config.outputSchemaRetries === undefined ? SETUP_DEFAULT_RETRIES : retriesSetup(config.outputSchemaRetries)
+    this._retrySetup = config.outputSchemaRetries === undefined ? DEFAULT_RETRIES : { count: retriesSetup(config.outputSchemaRetries), checked: true }
     // Upstream 1.15: a seeded conversation is checked and copied here, once.
     if (config.history !== undefined) {
       assertValidMessages(config.history)
@@ -569,8 +551,8 @@ class Agent {
     // Run's settles with the result alone (AgentRun.finish).
     return /** @type {Promise<AgentRunResult>} */ (
       messages === null
-        ? this._executeRun(ENTRY_RUN, [userText(/** @type {string} */ (input))], runOptions ?? {}, false)
-        : this._executeRun(ENTRY_RUN, messages, runOptions ?? {}, true)
+        ? this._executeRun('run', [userText(/** @type {string} */ (input))], runOptions ?? {}, false)
+        : this._executeRun('run', messages, runOptions ?? {}, true)
     )
   }
 
@@ -583,10 +565,10 @@ class Agent {
     const history = this.messageHistory
     history.push(userMessage)
     // A prompt's settles with the result and the history verdict (AgentRun.finish).
-    const { result, history: verdict } = /** @type {{ result: AgentRunResult, history: number }} */ (
-      await this._executeRun(ENTRY_PROMPT, [...history], {}, Array.isArray(input))
+    const { result, history: verdict } = /** @type {{ result: AgentRunResult, history: string }} */ (
+      await this._executeRun('prompt', [...history], {}, Array.isArray(input))
     )
-    if (verdict === HISTORY_ROLLBACK) {
+    if (verdict === 'rollback') {
       restore(history, userMessage)
       return result
     }
@@ -616,22 +598,23 @@ class Agent {
    * @returns {AsyncGenerator<import('./runner.js').DriveEvent, void, undefined>}
    */
   async *_stream(messages, runOptions, callerMessages) {
-    let word = start(setupOf(ENTRY_STREAM, this.config, false, this._retrySetup))
+    let step = start(setupOf('stream', this.config, false, this._retrySetup))
     /** @type {Error | undefined} */
     let error
     let dispose = noop
     try {
-      this._apply(word, error, 0, 0)
+      this._apply(step, error, 0, 0)
       // stream's sequence is the machine's too, performed in line: the hook (if any), the
       // runner's events passed on, afterRun (if any) on `done`.
-      let outgoing = messages
-      if ((word & ACTION_MASK) === BEFORE_RUN) {
-        const hooked = await this._beforeRun(messages, callerMessages, runOptions?.abortSignal)
-        word = step(word, hooked.event)
-        this._apply(word, error, 0, 0)
-        outgoing = outgoingOf(word, hooked)
+      /** @type {Hooked | null} */
+      let hooked = null
+      if (step.op === 'beforeRun') {
+        hooked = await this._beforeRun(messages, callerMessages, runOptions?.abortSignal)
+        step = next(step, answer(step, hooked.event))
+        this._apply(step, error, 0, 0)
       }
-      expectAction(word, RUN_RUNNER)
+      const first = expectOp(step, 'runRunner')
+      const outgoing = hooked === null ? messages : outgoingOf(first, hooked)
       const runner = await (this.runner ?? this._getRunner())
       const { signal, timeout, dispose: unhook } = runSignal(runOptions?.abortSignal, this.config.timeoutMs)
       dispose = unhook
@@ -644,22 +627,22 @@ class Agent {
           const u = data.tokenUsage
           const usageIn = u.input_tokens
           const usageOut = u.output_tokens
-          word = step(word, resultEvent(data, timeout))
-          this._apply(word, error, usageIn, usageOut)
+          step = next(step, answer(runnerStep(step), resultEvent(data, timeout)))
+          this._apply(step, error, usageIn, usageOut)
           /** @type {AgentRunResult | undefined} */
           let r
-          if ((word & ACTION_MASK) === AFTER_RUN) {
-            r = await callAfterRun(this.config, buildResult(word, [data], [], undefined, error), signal)
-            word = step(word, EV_AFTER_RUN_RETURNED)
-            this._apply(word, error, 0, 0)
+          if (step.op === 'afterRun') {
+            r = await callAfterRun(this.config, buildResult(step, [data], [], undefined, error), signal)
+            step = next(step, answer(step, EV.afterRunReturned()))
+            this._apply(step, error, 0, 0)
           }
-          expectAction(word, FINISH)
-          if (word & BUILD) r = buildResult(word, [data], [], undefined, error)
+          const finish = expectOp(step, 'finish')
+          if (finish.build) r = buildResult(finish, [data], [], undefined, error)
           yield { type: 'done', data: r }
         } else if (event.type === 'error') {
           error = toError(event.data)
-          word = step(word, EV_RUNNER_ERROR)
-          this._apply(word, error, 0, 0)
+          step = next(step, answer(runnerStep(step), EV.runnerError()))
+          this._apply(step, error, 0, 0)
           yield event
         } else {
           yield event
@@ -667,8 +650,10 @@ class Agent {
       }
     } catch (err) {
       error = toError(err)
-      word = step(word, EV_THREW)
-      this._apply(word, error, 0, 0)
+      // The runner's events end with `done`: a throw comes while the machine waits for the hook,
+      // the runner, afterRun, or the result being built (the machine refuses any other step).
+      step = next(step, answer(/** @type {StepOf<'beforeRun' | 'runRunner' | 'passError' | 'afterRun' | 'finish'>} */ (step), EV.threw(false)))
+      this._apply(step, error, 0, 0)
       yield { type: 'error', data: error }
     } finally {
       dispose()
@@ -677,22 +662,22 @@ class Agent {
 
   /** Performs what every step asks for before its action: the status, and the usage of the
    *  runner result just reported (`usageIn`, `usageOut`).
-   * @param {number} word
+   * @param {Step} step
    * @param {Error | undefined} error
    * @param {number} usageIn
    * @param {number} usageOut
    */
-  _apply(word, error, usageIn, usageOut) {
-    const status = (word & STATUS_MASK) >>> STATUS_SHIFT
-    if (status === RUNNING) {
+  _apply(step, error, usageIn, usageOut) {
+    const status = step.status
+    if (status === 'running') {
       const { error: _stale, ...rest } = this.state
-      this.state = { ...rest, status: STATUSES[status] }
-    } else if (status === ERROR) {
-      this.state = { ...this.state, status: STATUSES[status], error }
-    } else if (status !== 0) {
-      this.state = { ...this.state, status: STATUSES[status] }
+      this.state = { ...rest, status }
+    } else if (status === 'error') {
+      this.state = { ...this.state, status, error }
+    } else if (status !== null) {
+      this.state = { ...this.state, status }
     }
-    if (word & ADD_USAGE) {
+    if (step.addUsage) {
       const t = this.state.tokenUsage
       this.state.tokenUsage = { input_tokens: t.input_tokens + usageIn, output_tokens: t.output_tokens + usageOut }
     }
@@ -746,7 +731,7 @@ class Agent {
       outgoing = copyMessages(/** @type {readonly LLMMessage[]} */ (next))
       at = lastUserIndex(outgoing)
     }
-    const event = EV_HOOK_RETURNED | (prompt !== text ? EV_CHANGED : 0) | (at >= 0 ? EV_HAS_USER : 0)
+    const event = EV.hookReturned(prompt !== text, at >= 0)
     return { event, messages: outgoing, index: at, prompt, inPlace: callerMessages || replaced }
   }
 
@@ -807,55 +792,59 @@ class Agent {
   /** The driver of `run` and `prompt` (§4.3–§4.6): performs each step until `Finish`; returns
    *  the result and the history verdict (for run, the result alone). Never rejects. Only what
    *  it awaits is here; the run's state and its other steps are the AgentRun's.
-   * @param {number} entry
+   * @param {Entry} entry
    * @param {LLMMessage[]} messages
    * @param {RunOpts} callerOptions
    * @param {boolean} callerMessages
-   * @returns {Promise<AgentRunResult | { result: AgentRunResult, history: number }>}
+   * @returns {Promise<AgentRunResult | { result: AgentRunResult, history: string }>}
    */
   async _executeRun(entry, messages, callerOptions, callerMessages) {
     const r = new AgentRun(this, entry, messages, callerOptions)
     try {
       for (;;) {
-        /** @type {number} */
+        /** @type {Answer} */
         let event
+        const s = r.step
         r.text = null
         try {
-          this._apply(r.word, r.error, r.usageIn, r.usageOut)
-          switch (r.word & ACTION_MASK) {
-            case BEFORE_RUN:
+          this._apply(s, r.error, r.usageIn, r.usageOut)
+          switch (s.op) {
+            case 'beforeRun':
               r.hooked = await this._beforeRun(messages, callerMessages, callerOptions.abortSignal)
-              event = r.hooked.event
+              event = answer(s, r.hooked.event)
               break
-            case RUN_RUNNER:
+            case 'runRunner':
               if (r.runner === null) {
-                if (r.hooked !== null) r.outgoing = outgoingOf(r.word, r.hooked)
+                if (r.hooked !== null) r.outgoing = outgoingOf(s, r.hooked)
                 // Always awaited: the model is never called before run() has returned its promise.
                 r.begin(await (this.runner ?? this._getRunner()))
               }
               // begin() set the runner and the options.
-              event = r.ran(await /** @type {import('./runner.js').AgentRunner} */ (r.runner).run(r.conversation(), r.options))
+              event = answer(s, r.ran(s, await /** @type {import('./runner.js').AgentRunner} */ (r.runner).run(r.conversation(s), r.options)))
               break
-            case VALIDATE:
-              event = r.validate()
+            case 'validate':
+              event = answer(s, r.validate())
               break
-            case AFTER_RUN:
-              r.result = await callAfterRun(this.config, r.built(), r.signals.signal)
-              event = EV_AFTER_RUN_RETURNED
+            case 'afterRun':
+              r.result = await callAfterRun(this.config, r.built(s), r.signals.signal)
+              event = answer(s, EV.afterRunReturned())
               break
-            case TRACE:
-              this._agentTrace(callerOptions, r.built(), r.startMs)
-              event = EV_TRACE_EMITTED
+            case 'trace':
+              this._agentTrace(callerOptions, r.built(s), r.startMs)
+              event = answer(s, EV.traceEmitted())
               break
-            case FINISH:
-              return r.finish()
+            case 'finish':
+              return r.finish(s)
             default:
-              throw new Error(boundary.agent.driverUnknownAction(r.word & ACTION_MASK))
+              throw new Error(boundary.agent.driverUnknownAction(s.code))
           }
         } catch (err) {
-          event = r.threw(err)
+          const threw = r.threw(err)
+          // Validating awaits nothing and catches what it calls: a throw there would be a driver
+          // bug, which the machine refuses.
+          event = s.op === 'validate' ? /** @type {Answer} */ (/** @type {number} */ (threw)) : answer(s, threw)
         }
-        r.step(event)
+        r.answer(event)
       }
     } finally {
       r.signals.dispose()
@@ -893,7 +882,7 @@ class Agent {
 class AgentRun {
   /**
    * @param {Agent} agent
-   * @param {number} entry
+   * @param {Entry} entry
    * @param {LLMMessage[]} messages
    * @param {RunOpts} callerOptions
    */
@@ -901,7 +890,8 @@ class AgentRun {
     this.agent = agent
     this.entry = entry
     this.callerOptions = callerOptions
-    this.word = start(setupOf(entry, agent.config, callerOptions.onTrace, agent._retrySetup))
+    /** @type {Step} */
+    this.step = start(setupOf(entry, agent.config, callerOptions.onTrace, agent._retrySetup))
     this.startMs = Date.now()
     this.outgoing = messages
     /** @type {import('./runner.js').AgentRunner | null} */
@@ -966,16 +956,18 @@ class AgentRun {
 
   /** The conversation this attempt runs on: a checked retry (outputSchemaRetries set) goes on
    *  after the earlier attempts and their feedback, whose tokens count toward the runner's
-   *  maxTokenBudget. */
-  conversation() {
+   *  maxTokenBudget.
+   * @param {StepOf<'runRunner'>} step
+   */
+  conversation(step) {
     let conversation = this.outgoing
-    if (this.word & COUNT_SPENT) {
+    if (step.countSpent) {
       let spent = 0
       for (let i = 0; i < this.attempts.length; i++) spent += this.attempts[i].tokenUsage.input_tokens + this.attempts[i].tokenUsage.output_tokens
       const options = /** @type {MutableRunOpts} */ (this.options) // begin() set them
       options[BUDGET_SPENT] = spent
     }
-    if (this.word & RETRY) {
+    if (step.retry) {
       this.feedbacks.push(userText(this.given))
       conversation = this.outgoing.slice()
       for (let i = 0; i < this.attempts.length; i++) conversation.push(...this.attempts[i].messages, this.feedbacks[i])
@@ -985,15 +977,16 @@ class AgentRun {
 
   /**
    * An attempt's runner result: its usage, kept; the machine's event for it.
+   * @param {StepOf<'runRunner'>} step
    * @param {RunResult} result
    */
-  ran(result) {
+  ran(step, result) {
     const u = result.tokenUsage
     this.usageIn = u.input_tokens
     this.usageOut = u.output_tokens
     this.attempts.push(result)
     const event = resultEvent(result, this.timeout)
-    if (this.word & REPORT_OUTPUT) this.text = String(result.output)
+    if (step.reportOutput) this.text = String(result.output)
     return event
   }
 
@@ -1002,25 +995,29 @@ class AgentRun {
     try {
       // The machine validates only under an output schema.
       this.structured = validateOutput(/** @type {import('../index.js').ZodLikeSchema} */ (this.agent.config.outputSchema), JSON.parse(this.given))
-      return EV_VALID
+      return EV.valid()
     } catch (e) {
       this.text = isError(e) ? messageOf(e) : safeString(e)
-      return EV_INVALID
+      return EV.invalid()
     }
   }
 
-  /** The result as the current step describes it (built when the step says so). */
-  built() {
-    if (this.word & BUILD) this.result = buildResult(this.word, this.attempts, this.feedbacks, this.structured, this.error)
+  /** The result as the current step describes it (built when the step says so).
+   * @param {StepOf<'afterRun' | 'trace' | 'finish'>} step
+   */
+  built(step) {
+    if (step.build) this.result = buildResult(step, this.attempts, this.feedbacks, this.structured, this.error)
     // Every step that reports a result builds it first (the machine's BUILD bit).
     return /** @type {AgentRunResult} */ (this.result)
   }
 
   /** What the run settles with: run() keeps no history, so its promise is this one's, with the
-   *  result alone. */
-  finish() {
-    const result = this.built()
-    return this.entry === ENTRY_RUN ? result : { result, history: (this.word & HISTORY_MASK) >>> HISTORY_SHIFT }
+   *  result alone.
+   * @param {StepOf<'finish'>} step
+   */
+  finish(step) {
+    const result = this.built(step)
+    return this.entry === 'run' ? result : { result, history: step.history }
   }
 
   /**
@@ -1030,26 +1027,27 @@ class AgentRun {
   threw(err) {
     this.error = toError(err)
     this.text = null
-    return EV_THREW | (this.timeout?.aborted ? EV_TIMED_OUT : 0)
+    return EV.threw(this.timeout?.aborted === true)
   }
 
   /**
    * The machine's next step for `event`.
-   * @param {number} event
+   * @param {Answer} event
    */
-  step(event) {
-    const out = respond(this.word, event, this.text)
-    if (typeof out === 'number') {
-      this.word = out
+  answer(event) {
+    const out = respond(this.step, event, this.text)
+    if (Array.isArray(out)) {
+      this.step = out[0]
+      this.given = out[1]
     } else {
-      this.word = out.step
-      this.given = out.text
+      this.step = out
     }
   }
 }
 
 /**
- * The kernel's setup bits for `outputSchemaRetries: value`; a bad value throws its error.
+ * The retries `outputSchemaRetries: value` asks for, checked by the kernel; a bad value throws
+ * its error.
  * @param {unknown} value
  */
 function retriesSetup(value) {

@@ -92,8 +92,46 @@ export declare const history: {
 
 /** The Agent machine's packed step word (lib/agent.js). */
 export declare const agent: {
-  /** The step word's codes by name. */
-  readonly codes: { readonly ACTION_MASK: number; readonly STATUS_SHIFT: number; readonly STATUS_MASK: number; readonly ADD_USAGE: number; readonly REWRITE_LAST_USER: number; readonly RETRY: number; readonly REPORT_OUTPUT: number; readonly COUNT_SPENT: number; readonly BUILD: number; readonly FAILED: number; readonly SUCCESS: number; readonly STRUCTURED: number; readonly MERGED: number; readonly LOOP_DETECTED: number; readonly BUDGET_EXCEEDED: number; readonly ABORTED: number; readonly TIMED_OUT: number; readonly HISTORY_SHIFT: number; readonly HISTORY_MASK: number; readonly HISTORY_COMMIT: number; readonly HISTORY_ROLLBACK: number; readonly BEFORE_RUN: number; readonly RUN_RUNNER: number; readonly VALIDATE: number; readonly AFTER_RUN: number; readonly TRACE: number; readonly FINISH: number; readonly PASS_ERROR: number; readonly EV_HOOK_RETURNED: number; readonly EV_RUNNER_DONE: number; readonly EV_RUNNER_ERROR: number; readonly EV_VALID: number; readonly EV_INVALID: number; readonly EV_AFTER_RUN_RETURNED: number; readonly EV_TRACE_EMITTED: number; readonly EV_THREW: number; readonly EV_BUDGET_EXCEEDED: number; readonly EV_LOOP_DETECTED: number; readonly EV_ABORTED: number; readonly EV_TIMED_OUT: number; readonly EV_CHANGED: number; readonly EV_HAS_USER: number; readonly EVENT_SPAN: number; readonly ENTRY_RUN: number; readonly ENTRY_PROMPT: number; readonly ENTRY_STREAM: number; readonly SETUP_BEFORE_RUN: number; readonly SETUP_AFTER_RUN: number; readonly SETUP_OUTPUT_SCHEMA: number; readonly SETUP_TRACE: number; readonly SETUP_DEFAULT_RETRIES: number }
+  /** The step word: its decoder, a union on `op`. */
+  readonly step: {
+    readonly codes: { readonly beforeRun: 1; readonly runRunner: 2; readonly validate: 3; readonly afterRun: 4; readonly trace: 5; readonly finish: 6; readonly passError: 7 }
+    readonly decode: (word: number) =>
+      | { readonly op: "beforeRun"; readonly code: 1; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean }
+      | { readonly op: "runRunner"; readonly code: 2; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean; readonly rewriteLastUser: boolean; readonly retry: boolean; readonly reportOutput: boolean; readonly countSpent: boolean }
+      | { readonly op: "validate"; readonly code: 3; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean }
+      | { readonly op: "afterRun"; readonly code: 4; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean; readonly build: boolean; readonly failed: boolean; readonly success: boolean; readonly structured: boolean; readonly merged: boolean; readonly loopDetected: boolean; readonly budgetExceeded: boolean; readonly aborted: boolean; readonly timedOut: boolean }
+      | { readonly op: "trace"; readonly code: 5; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean; readonly build: boolean; readonly failed: boolean; readonly success: boolean; readonly structured: boolean; readonly merged: boolean; readonly loopDetected: boolean; readonly budgetExceeded: boolean; readonly aborted: boolean; readonly timedOut: boolean }
+      | { readonly op: "finish"; readonly code: 6; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean; readonly build: boolean; readonly failed: boolean; readonly success: boolean; readonly structured: boolean; readonly merged: boolean; readonly loopDetected: boolean; readonly budgetExceeded: boolean; readonly aborted: boolean; readonly timedOut: boolean; readonly history: "untouched" | "commit" | "rollback" }
+      | { readonly op: "passError"; readonly code: 7; readonly word: number; readonly status: null | "running" | "completed" | "error"; readonly addUsage: boolean }
+  }
+  /** The events: an encoder per kind, typed as the answer to the steps that take it. */
+  readonly event: {
+    readonly codes: { readonly hookReturned: 1; readonly runnerDone: 2; readonly runnerError: 3; readonly valid: 4; readonly invalid: 5; readonly afterRunReturned: 6; readonly traceEmitted: 7; readonly threw: 8 }
+    readonly encode: {
+      readonly hookReturned: (changed: boolean, hasUser: boolean) => number & { readonly " answers": (op: "beforeRun") => void }
+      readonly runnerDone: (budgetExceeded: boolean, loopDetected: boolean, aborted: boolean, timedOut: boolean) => number & { readonly " answers": (op: "runRunner" | "passError") => void }
+      readonly runnerError: () => number & { readonly " answers": (op: "runRunner" | "passError") => void }
+      readonly valid: () => number & { readonly " answers": (op: "validate") => void }
+      readonly invalid: () => number & { readonly " answers": (op: "validate") => void }
+      readonly afterRunReturned: () => number & { readonly " answers": (op: "afterRun") => void }
+      readonly traceEmitted: () => number & { readonly " answers": (op: "trace") => void }
+      readonly threw: (timedOut: boolean) => number & { readonly " answers": (op: "beforeRun" | "runRunner" | "passError" | "afterRun" | "trace" | "finish") => void }
+    }
+    readonly answer: <S extends { readonly "op": string }>(step: S, event: number & { readonly " answers": (op: S["op"]) => void }) => number & { readonly " answer": true }
+  }
+  /** The setup: an encoder per entry. */
+  readonly setup: {
+    readonly codes: { readonly run: 0; readonly prompt: 1; readonly stream: 2 }
+    readonly encode: {
+      readonly run: (beforeRun: boolean, afterRun: boolean, outputSchema: boolean, trace: boolean, retries: number, checkedRetries: boolean) => number
+      readonly prompt: (beforeRun: boolean, afterRun: boolean, outputSchema: boolean, trace: boolean, retries: number, checkedRetries: boolean) => number
+      readonly stream: (beforeRun: boolean, afterRun: boolean, outputSchema: boolean, trace: boolean, retries: number, checkedRetries: boolean) => number
+    }
+  }
+  /** Every event is below it: `word * eventSpan + event` keys a step's answer. */
+  readonly eventSpan: number
+  /** Structured-output retries when `outputSchemaRetries` is unset. */
+  readonly defaultRetries: number
   /** The lifecycle status names, by their code on the wire. */
   readonly statuses: readonly ["idle", "running", "completed", "error"]
   /** The runner's `agentRole` without a system prompt. */
@@ -109,7 +147,7 @@ export declare const agent: {
   /** Driver bug: a step the sequence does not perform. */
   readonly driverExpectedAction: (expected: unknown, got: unknown) => string
   /** Driver bug: an unknown action. */
-  readonly driverUnknownAction: (action: unknown) => string
+  readonly driverUnknownAction: (code: unknown) => string
 }
 
 /** The built-in tools' tables (lib/builtin.js, lib/shell.js, lib/confined-shell.js). */

@@ -93,8 +93,66 @@ const history = Object.freeze({
 
 /** The Agent machine's packed step word (lib/agent.js). */
 const agent = Object.freeze({
-  /** The step word's codes by name. */
-  codes: Object.freeze({ ACTION_MASK: 15, STATUS_SHIFT: 4, STATUS_MASK: 48, ADD_USAGE: 64, REWRITE_LAST_USER: 128, RETRY: 256, REPORT_OUTPUT: 512, COUNT_SPENT: 1024, BUILD: 128, FAILED: 256, SUCCESS: 512, STRUCTURED: 1024, MERGED: 2048, LOOP_DETECTED: 4096, BUDGET_EXCEEDED: 8192, ABORTED: 16384, TIMED_OUT: 32768, HISTORY_SHIFT: 16, HISTORY_MASK: 196608, HISTORY_COMMIT: 1, HISTORY_ROLLBACK: 2, BEFORE_RUN: 1, RUN_RUNNER: 2, VALIDATE: 3, AFTER_RUN: 4, TRACE: 5, FINISH: 6, PASS_ERROR: 7, EV_HOOK_RETURNED: 1, EV_RUNNER_DONE: 2, EV_RUNNER_ERROR: 3, EV_VALID: 4, EV_INVALID: 5, EV_AFTER_RUN_RETURNED: 6, EV_TRACE_EMITTED: 7, EV_THREW: 8, EV_BUDGET_EXCEEDED: 16, EV_LOOP_DETECTED: 32, EV_ABORTED: 64, EV_TIMED_OUT: 128, EV_CHANGED: 256, EV_HAS_USER: 512, EVENT_SPAN: 1024, ENTRY_RUN: 0, ENTRY_PROMPT: 1, ENTRY_STREAM: 2, SETUP_BEFORE_RUN: 4, SETUP_AFTER_RUN: 8, SETUP_OUTPUT_SCHEMA: 16, SETUP_TRACE: 32, SETUP_DEFAULT_RETRIES: 64 }),
+  /** The step word: its decoder, a union on `op`. */
+  step: (() => {
+    const statusNames = Object.freeze([null, "running", "completed", "error"])
+    const historyNames = Object.freeze(["untouched", "commit", "rollback"])
+    return Object.freeze({
+      codes: Object.freeze({ beforeRun: 1, runRunner: 2, validate: 3, afterRun: 4, trace: 5, finish: 6, passError: 7 }),
+      decode: (w) => {
+        switch (w & 15) {
+          case 1:
+            return { op: "beforeRun", code: 1, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: false, failed: false, success: false, structured: false, merged: false, loopDetected: false, budgetExceeded: false, aborted: false, timedOut: false, history: null }
+          case 2:
+            return { op: "runRunner", code: 2, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: (w & 128) !== 0, retry: (w & 256) !== 0, reportOutput: (w & 512) !== 0, countSpent: (w & 1024) !== 0, build: false, failed: false, success: false, structured: false, merged: false, loopDetected: false, budgetExceeded: false, aborted: false, timedOut: false, history: null }
+          case 3:
+            return { op: "validate", code: 3, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: false, failed: false, success: false, structured: false, merged: false, loopDetected: false, budgetExceeded: false, aborted: false, timedOut: false, history: null }
+          case 4:
+            return { op: "afterRun", code: 4, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: (w & 128) !== 0, failed: (w & 256) !== 0, success: (w & 512) !== 0, structured: (w & 1024) !== 0, merged: (w & 2048) !== 0, loopDetected: (w & 4096) !== 0, budgetExceeded: (w & 8192) !== 0, aborted: (w & 16384) !== 0, timedOut: (w & 32768) !== 0, history: null }
+          case 5:
+            return { op: "trace", code: 5, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: (w & 128) !== 0, failed: (w & 256) !== 0, success: (w & 512) !== 0, structured: (w & 1024) !== 0, merged: (w & 2048) !== 0, loopDetected: (w & 4096) !== 0, budgetExceeded: (w & 8192) !== 0, aborted: (w & 16384) !== 0, timedOut: (w & 32768) !== 0, history: null }
+          case 6:
+            return { op: "finish", code: 6, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: (w & 128) !== 0, failed: (w & 256) !== 0, success: (w & 512) !== 0, structured: (w & 1024) !== 0, merged: (w & 2048) !== 0, loopDetected: (w & 4096) !== 0, budgetExceeded: (w & 8192) !== 0, aborted: (w & 16384) !== 0, timedOut: (w & 32768) !== 0, history: historyNames[(w >>> 16) & 3] }
+          case 7:
+            return { op: "passError", code: 7, word: w, status: statusNames[(w >>> 4) & 3], addUsage: (w & 64) !== 0, rewriteLastUser: false, retry: false, reportOutput: false, countSpent: false, build: false, failed: false, success: false, structured: false, merged: false, loopDetected: false, budgetExceeded: false, aborted: false, timedOut: false, history: null }
+          default:
+            throw new Error(`oma-kernel: unknown agent action ${w & 15}`)
+        }
+      },
+    })
+  })(),
+  /** The events: an encoder per kind, typed as the answer to the steps that take it. */
+  event: (() => {
+    return Object.freeze({
+      codes: Object.freeze({ hookReturned: 1, runnerDone: 2, runnerError: 3, valid: 4, invalid: 5, afterRunReturned: 6, traceEmitted: 7, threw: 8 }),
+      encode: Object.freeze({
+        hookReturned: (changed, hasUser) => 1 | (changed ? 256 : 0) | (hasUser ? 512 : 0),
+        runnerDone: (budgetExceeded, loopDetected, aborted, timedOut) => 2 | (budgetExceeded ? 16 : 0) | (loopDetected ? 32 : 0) | (aborted ? 64 : 0) | (timedOut ? 128 : 0),
+        runnerError: () => 3,
+        valid: () => 4,
+        invalid: () => 5,
+        afterRunReturned: () => 6,
+        traceEmitted: () => 7,
+        threw: (timedOut) => 8 | (timedOut ? 128 : 0),
+      }),
+      answer: (step, event) => event,
+    })
+  })(),
+  /** The setup: an encoder per entry. */
+  setup: (() => {
+    return Object.freeze({
+      codes: Object.freeze({ run: 0, prompt: 1, stream: 2 }),
+      encode: Object.freeze({
+        run: (beforeRun, afterRun, outputSchema, trace, retries, checkedRetries) => 0 | (beforeRun ? 4 : 0) | (afterRun ? 8 : 0) | (outputSchema ? 16 : 0) | (trace ? 32 : 0) | ((retries & 7) << 6) | (checkedRetries ? 512 : 0),
+        prompt: (beforeRun, afterRun, outputSchema, trace, retries, checkedRetries) => 1 | (beforeRun ? 4 : 0) | (afterRun ? 8 : 0) | (outputSchema ? 16 : 0) | (trace ? 32 : 0) | ((retries & 7) << 6) | (checkedRetries ? 512 : 0),
+        stream: (beforeRun, afterRun, outputSchema, trace, retries, checkedRetries) => 2 | (beforeRun ? 4 : 0) | (afterRun ? 8 : 0) | (outputSchema ? 16 : 0) | (trace ? 32 : 0) | ((retries & 7) << 6) | (checkedRetries ? 512 : 0),
+      }),
+    })
+  })(),
+  /** Every event is below it: `word * eventSpan + event` keys a step's answer. */
+  eventSpan: 1024,
+  /** Structured-output retries when `outputSchemaRetries` is unset. */
+  defaultRetries: 1,
   /** The lifecycle status names, by their code on the wire. */
   statuses: Object.freeze(["idle", "running", "completed", "error"]),
   /** The runner's `agentRole` without a system prompt. */
@@ -110,7 +168,7 @@ const agent = Object.freeze({
   /** Driver bug: a step the sequence does not perform. */
   driverExpectedAction: (expected, got) => `oma-kernel: agent driver expected action ${expected}, got ${got}`,
   /** Driver bug: an unknown action. */
-  driverUnknownAction: (action) => `oma-kernel: unknown agent action ${action}`,
+  driverUnknownAction: (code) => `oma-kernel: unknown agent action ${code}`,
 })
 
 /** The built-in tools' tables (lib/builtin.js, lib/shell.js, lib/confined-shell.js). */

@@ -10,23 +10,19 @@ use napi_derive::napi;
 use oma_core::kernel::agent::{wire, AgentError, AgentRun, Step};
 use oma_core::kernel::structured_output;
 
-/// A step that carries a text: the JSON to validate, or the retry's feedback.
-#[napi(object)]
-pub struct AgentStepText {
-    pub step: f64,
-    pub text: String,
-}
-
 fn driver(e: AgentError) -> Error {
     Error::from_reason(e.to_string())
 }
 
-fn answer(run: &AgentRun, step: &Step) -> Result<Either<f64, AgentStepText>> {
+/// The step's word; a step that carries a text (the JSON to validate, or the retry's feedback)
+/// crosses as a record, `[word, text]` (the word is the step's kind and fields,
+/// `agent::wire::STEP`).
+fn answer(run: &AgentRun, step: &Step) -> Result<Either<f64, (f64, String)>> {
     let (bits, text) = wire::step_code(step);
     let step_word = wire::pack(run, bits).ok_or_else(|| driver(AgentError::Malformed("setup")))?;
     Ok(match text {
         None => Either::A(step_word),
-        Some(t) => Either::B(AgentStepText { step: step_word, text: t.to_string() }),
+        Some(t) => Either::B((step_word, t.to_string())),
     })
 }
 
@@ -43,14 +39,14 @@ pub fn agent_start(setup: u32) -> Result<f64> {
 /// The machine's answer to `event` (the wire's event bits; `text`: the runner's output, or the
 /// validation error's message), for the machine packed in `step`, the previous answer.
 #[napi(catch_unwind)]
-pub fn agent_step(step: f64, event: u32, text: Option<String>) -> Result<Either<f64, AgentStepText>> {
+pub fn agent_step(step: f64, event: u32, text: Option<String>) -> Result<Either<f64, (f64, String)>> {
     let mut run = wire::unpack(step).map_err(driver)?;
     let event = wire::event_from(event, text.as_deref()).map_err(driver)?;
     let next = run.answer(event).map_err(driver)?;
     answer(&run, &next)
 }
 
-/// The setup bits of `AgentConfig.outputSchemaRetries`, or the configuration error. Read once,
+/// The retries `AgentConfig.outputSchemaRetries` asks for (checked), or the configuration error. Read once,
 /// when the Agent is made with the option.
 /// `text`: the value as JSON, else as `String(value)` (`NaN`, a function); the error is returned
 /// as a string, for the driver to throw in the caller's realm.
@@ -62,7 +58,7 @@ pub fn agent_retries_setup(text: String) -> Either<u32, String> {
         Err(_) => Err(invalid_retries_text(&text)),
     };
     match checked {
-        Ok(n) => Either::A(wire::retries_setup(n)),
+        Ok(n) => Either::A(u32::from(n)),
         Err(e) => Either::B(e),
     }
 }

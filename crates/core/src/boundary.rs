@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 pub mod raw;
 pub mod record;
+pub mod word;
 
 use crate::kernel::message::shapes::{self, Shape};
 use crate::kernel::runner::{self, wire, ActionKind};
@@ -61,6 +62,8 @@ pub enum Value {
     Decoder(&'static record::Layout),
     /// A record layout's encoders (see [`record`]).
     Encoders(&'static record::Layout),
+    /// A word layout (`word::Layout`): its codes, decoder and encoders.
+    Word(&'static word::Layout),
 }
 
 impl Value {
@@ -267,7 +270,23 @@ fn runner_section() -> Section {
 
 fn agent_section() -> Section {
     Section::new("agent", "crates/core/src/kernel/agent.rs", "The Agent machine's packed step word (lib/agent.js).")
-        .item("codes", "The step word's codes by name.", Value::map(agent::wire::CODES.iter().copied()))
+        .item("step", "The step word: its decoder, a union on `op`.", Value::Word(&agent::wire::STEP))
+        .item(
+            "event",
+            "The events: an encoder per kind, typed as the answer to the steps that take it.",
+            Value::Word(&agent::wire::EVENT),
+        )
+        .item("setup", "The setup: an encoder per entry.", Value::Word(&agent::wire::SETUP))
+        .item(
+            "eventSpan",
+            "Every event is below it: `word * eventSpan + event` keys a step's answer.",
+            agent::wire::EVENT_SPAN,
+        )
+        .item(
+            "defaultRetries",
+            "Structured-output retries when `outputSchemaRetries` is unset.",
+            agent::DEFAULT_RETRIES,
+        )
         .item(
             "statuses",
             "The lifecycle status names, by their code on the wire.",
@@ -679,6 +698,10 @@ fn emit(out: &mut String, t: Target, v: &Value, indent: usize) {
         Value::Encoders(layout) => match t {
             Target::Js => record::render_encoders(out, layout, indent),
             Target::Dts => record::render_encoders_type(out, layout, indent),
+        },
+        Value::Word(l) => match t {
+            Target::Js => word::render_js(out, l, indent),
+            Target::Dts => word::render_type(out, l, indent),
         },
         Value::Template(text) => {
             let params: Vec<(&str, &str)> = template_params(text).into_iter().map(|p| (p, "unknown")).collect();

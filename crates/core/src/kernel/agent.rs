@@ -39,6 +39,8 @@ use std::fmt;
 use super::structured_output::{extract_json, feedback_text};
 use crate::protocol::Unexpected;
 
+pub mod state;
+
 /// How the run was entered (§4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Entry {
@@ -121,7 +123,7 @@ pub enum Status {
 
 impl Status {
     pub const ALL: [Status; 4] = [Status::Idle, Status::Running, Status::Completed, Status::Error];
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Status::Idle => "idle",
             Status::Running => "running",
@@ -524,6 +526,15 @@ impl AgentRun {
 }
 
 impl History {
+    /// Its name in the decoded step (`lib/agent.js`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            History::Untouched => "untouched",
+            History::Commit => "commit",
+            History::Rollback => "rollback",
+        }
+    }
+
     /// Only `prompt()` has a history to commit or roll back.
     fn only_for(self, entry: Entry) -> History {
         if entry == Entry::Prompt {
@@ -537,7 +548,8 @@ impl History {
 /// What the machine waits for, with the handle that reports it: the typed form of
 /// [`AgentRun::answer`] for a Rust driver, in the style of the runner's `Pending`. Each handle
 /// takes only the events its phase takes, so a report of the wrong kind does not compile. (The
-/// JS driver reports by event code through the binding, `wire::event_from`, and a wrong one is
+/// JS driver reports by event code through the binding, `wire::event_from`: its generated
+/// `answer` types do the same for JS, and the binding refuses a wrong one with
 /// [`AgentError::Unexpected`].)
 ///
 /// A verdict given while beforeRun is awaited does not compile:
@@ -672,8 +684,11 @@ impl AgentRun {
     }
 }
 
-/// The packed forms the binding exchanges with the driver, defined here only (the driver reads
-/// the codes from `lib/generated/boundary.js` (`crate::boundary`) and decodes them in `lib/agent.js`):
+/// The packed forms the binding exchanges with the driver, defined here only: the setup, the
+/// event and the step are word layouts ([`wire::SETUP`], [`wire::EVENT`], [`wire::STEP`], the
+/// first of the boundary's three encodings, `crate::boundary::word`), from which
+/// `lib/generated/boundary.js` renders the step's decoder (a union on `op`) and an encoder per
+/// event and setup kind; `lib/agent.js` spells no bit. The masks below are the same fields'.
 ///
 /// | value | layout |
 /// |---|---|
@@ -682,34 +697,64 @@ impl AgentRun {
 /// | step word (a JS number below 2^42) | bits 0–19 the step, bits 20–41 the machine (the driver hands the whole word back with the next event) |
 /// | step | bits 0–3 the action, 4–5 the status to set (0 none), 6 add the usage; `RunRunner`: 7 rewrite the last user message, 8 a retry, 9 report the output, 10 count the earlier attempts' tokens; `AfterRun`/`Trace`/`Finish`: 7 build a result, 8 the failed one, 9 success, 10 structured, 11 merged, 12 loopDetected, 13 budgetExceeded, 14 aborted, 15 timedOut; `Finish`: 16–17 the `History` |
 ///
-/// A step with a text (`Validate`'s JSON, a retry's feedback) crosses as `{ step, text }`.
+/// A step with a text (`Validate`'s JSON, a retry's feedback) crosses as a record, `[word, text]`.
+/// Each event kind declares the steps it answers (`Kind::answers`): the generated
+/// `answer(step, event)` is typed to take only those, so that the JS driver answering a step with
+/// another kind's event does not type-check (`__test__/types/src/agent-protocol.ts`), and the
+/// binding refuses it at run time ([`AgentError::Unexpected`]).
 pub mod wire {
     use super::*;
 
-    // The step.
-    pub const ACTION_MASK: u32 = 0xf;
-    pub const STATUS_SHIFT: u32 = 4;
-    pub const STATUS_MASK: u32 = 0x3 << STATUS_SHIFT;
-    pub const ADD_USAGE: u32 = 1 << 6;
+    use crate::boundary::word::{Field, Kind, Layout};
+
+    // The step: the action in bits 0–3, the status to set (0 none) in 4–5, add the usage 6; the
+    // action's data above. Each bit is declared once, as a field of `STEP` (rendered for JS).
+    const F_STATUS: Field = Field::names("status", 4, 2, &STATUS_NAMES);
+    const F_ADD_USAGE: Field = Field::flag("addUsage", 6);
     // RunRunner's data.
-    pub const REWRITE_LAST_USER: u32 = 1 << 7;
-    pub const RETRY: u32 = 1 << 8;
-    pub const REPORT_OUTPUT: u32 = 1 << 9;
-    pub const COUNT_SPENT: u32 = 1 << 10;
+    const F_REWRITE_LAST_USER: Field = Field::flag("rewriteLastUser", 7);
+    const F_RETRY: Field = Field::flag("retry", 8);
+    const F_REPORT_OUTPUT: Field = Field::flag("reportOutput", 9);
+    const F_COUNT_SPENT: Field = Field::flag("countSpent", 10);
     // AfterRun's, Trace's and Finish's: the shape of the result to build.
-    pub const BUILD: u32 = 1 << 7;
-    pub const FAILED: u32 = 1 << 8;
-    pub const SUCCESS: u32 = 1 << 9;
-    pub const STRUCTURED: u32 = 1 << 10;
-    pub const MERGED: u32 = 1 << 11;
-    pub const LOOP_DETECTED: u32 = 1 << 12;
-    pub const BUDGET_EXCEEDED: u32 = 1 << 13;
-    pub const ABORTED: u32 = 1 << 14;
-    pub const TIMED_OUT: u32 = 1 << 15;
+    const F_BUILD: Field = Field::flag("build", 7);
+    const F_FAILED: Field = Field::flag("failed", 8);
+    const F_SUCCESS: Field = Field::flag("success", 9);
+    const F_STRUCTURED: Field = Field::flag("structured", 10);
+    const F_MERGED: Field = Field::flag("merged", 11);
+    const F_LOOP_DETECTED: Field = Field::flag("loopDetected", 12);
+    const F_BUDGET_EXCEEDED: Field = Field::flag("budgetExceeded", 13);
+    const F_ABORTED: Field = Field::flag("aborted", 14);
+    const F_TIMED_OUT: Field = Field::flag("timedOut", 15);
     // Finish's.
-    pub const HISTORY_SHIFT: u32 = 16;
-    pub const HISTORY_MASK: u32 = 0x3 << HISTORY_SHIFT;
+    const F_HISTORY: Field = Field::names("history", 16, 2, &HISTORY_NAMES);
     const STEP_BITS: u32 = 20;
+
+    /// The status a step sets, by code (0: none; `Idle` is only `reset()`'s).
+    const STATUS_NAMES: [Option<&str>; 4] =
+        [None, Some(Status::Running.as_str()), Some(Status::Completed.as_str()), Some(Status::Error.as_str())];
+    const HISTORY_NAMES: [Option<&str>; 3] =
+        [Some(History::Untouched.as_str()), Some(History::Commit.as_str()), Some(History::Rollback.as_str())];
+
+    pub const ACTION_MASK: u32 = STEP.kind_mask();
+    pub const STATUS_SHIFT: u32 = F_STATUS.shift;
+    pub const STATUS_MASK: u32 = F_STATUS.mask();
+    pub const ADD_USAGE: u32 = F_ADD_USAGE.mask();
+    pub const REWRITE_LAST_USER: u32 = F_REWRITE_LAST_USER.mask();
+    pub const RETRY: u32 = F_RETRY.mask();
+    pub const REPORT_OUTPUT: u32 = F_REPORT_OUTPUT.mask();
+    pub const COUNT_SPENT: u32 = F_COUNT_SPENT.mask();
+    pub const BUILD: u32 = F_BUILD.mask();
+    pub const FAILED: u32 = F_FAILED.mask();
+    pub const SUCCESS: u32 = F_SUCCESS.mask();
+    pub const STRUCTURED: u32 = F_STRUCTURED.mask();
+    pub const MERGED: u32 = F_MERGED.mask();
+    pub const LOOP_DETECTED: u32 = F_LOOP_DETECTED.mask();
+    pub const BUDGET_EXCEEDED: u32 = F_BUDGET_EXCEEDED.mask();
+    pub const ABORTED: u32 = F_ABORTED.mask();
+    pub const TIMED_OUT: u32 = F_TIMED_OUT.mask();
+    pub const HISTORY_SHIFT: u32 = F_HISTORY.shift;
+    pub const HISTORY_MASK: u32 = F_HISTORY.mask();
 
     // Action codes.
     pub const BEFORE_RUN: u32 = 1;
@@ -720,90 +765,154 @@ pub mod wire {
     pub const FINISH: u32 = 6;
     pub const PASS_ERROR: u32 = 7;
 
+    const SHAPE: &[Field] = &[
+        F_BUILD,
+        F_FAILED,
+        F_SUCCESS,
+        F_STRUCTURED,
+        F_MERGED,
+        F_LOOP_DETECTED,
+        F_BUDGET_EXCEEDED,
+        F_ABORTED,
+        F_TIMED_OUT,
+    ];
+    const FINISH_FIELDS: &[Field] = &[
+        F_BUILD,
+        F_FAILED,
+        F_SUCCESS,
+        F_STRUCTURED,
+        F_MERGED,
+        F_LOOP_DETECTED,
+        F_BUDGET_EXCEEDED,
+        F_ABORTED,
+        F_TIMED_OUT,
+        F_HISTORY,
+    ];
+    const fn step_kind(name: &'static str, code: u32, fields: &'static [Field]) -> Kind {
+        Kind { name, code, fields, answers: &[] }
+    }
+
+    /// The step's layout: `lib/agent.js` reads a step only through the decoder rendered from it
+    /// (`boundary.agent.step.decode`), a union on `op`.
+    pub const STEP: Layout = Layout {
+        tag: "op",
+        kind_width: 4,
+        common: &[F_STATUS, F_ADD_USAGE],
+        kinds: &[
+            step_kind("beforeRun", BEFORE_RUN, &[]),
+            step_kind("runRunner", RUN_RUNNER, &[F_REWRITE_LAST_USER, F_RETRY, F_REPORT_OUTPUT, F_COUNT_SPENT]),
+            step_kind("validate", VALIDATE, &[]),
+            step_kind("afterRun", AFTER_RUN, SHAPE),
+            step_kind("trace", TRACE, SHAPE),
+            step_kind("finish", FINISH, FINISH_FIELDS),
+            step_kind("passError", PASS_ERROR, &[]),
+        ],
+        unknown: Some(super::texts::DRIVER_UNKNOWN_ACTION),
+        encode: false,
+        answering: None,
+    };
+
     // Events: the kind (`EventKind`) in bits 0–3, then the flags.
-    pub const EVENT_KIND_MASK: u32 = 0xf;
-    pub const EV_BUDGET_EXCEEDED: u32 = 1 << 4;
-    pub const EV_LOOP_DETECTED: u32 = 1 << 5;
-    pub const EV_ABORTED: u32 = 1 << 6;
-    pub const EV_TIMED_OUT: u32 = 1 << 7;
-    pub const EV_CHANGED: u32 = 1 << 8;
-    pub const EV_HAS_USER: u32 = 1 << 9;
+    const E_BUDGET_EXCEEDED: Field = Field::flag("budgetExceeded", 4);
+    const E_LOOP_DETECTED: Field = Field::flag("loopDetected", 5);
+    const E_ABORTED: Field = Field::flag("aborted", 6);
+    const E_TIMED_OUT: Field = Field::flag("timedOut", 7);
+    const E_CHANGED: Field = Field::flag("changed", 8);
+    const E_HAS_USER: Field = Field::flag("hasUser", 9);
+    pub const EVENT_KIND_MASK: u32 = EVENT.kind_mask();
+    pub const EV_BUDGET_EXCEEDED: u32 = E_BUDGET_EXCEEDED.mask();
+    pub const EV_LOOP_DETECTED: u32 = E_LOOP_DETECTED.mask();
+    pub const EV_ABORTED: u32 = E_ABORTED.mask();
+    pub const EV_TIMED_OUT: u32 = E_TIMED_OUT.mask();
+    pub const EV_CHANGED: u32 = E_CHANGED.mask();
+    pub const EV_HAS_USER: u32 = E_HAS_USER.mask();
     /// Every event code is below this: a driver may key a step word and an event as one number
     /// (`word * EVENT_SPAN + event`, exact below 2^53).
     pub const EVENT_SPAN: u32 = 1 << 10;
 
+    /// What the machine takes after each step (`AgentRun::answer`), by the step's `op`: the
+    /// generated encoder of an event is typed as an answer to these steps only, so that JS
+    /// answering a step with another event does not type-check. (`threw`: every step that
+    /// awaits the user's code; `Finish` while its result is built.)
+    const fn event_kind(
+        name: &'static str,
+        kind: EventKind,
+        fields: &'static [Field],
+        answers: &'static [&'static str],
+    ) -> Kind {
+        Kind { name, code: kind as u32, fields, answers }
+    }
+    /// The event's layout: `lib/agent.js` writes events only through the encoders rendered from
+    /// it (`boundary.agent.event.encode`); the text (output, error message) is an argument apart.
+    pub const EVENT: Layout = Layout {
+        tag: "kind",
+        kind_width: 4,
+        common: &[],
+        kinds: &[
+            event_kind("hookReturned", EventKind::HookReturned, &[E_CHANGED, E_HAS_USER], &["beforeRun"]),
+            event_kind(
+                "runnerDone",
+                EventKind::RunnerDone,
+                &[E_BUDGET_EXCEEDED, E_LOOP_DETECTED, E_ABORTED, E_TIMED_OUT],
+                &["runRunner", "passError"],
+            ),
+            event_kind("runnerError", EventKind::RunnerError, &[], &["runRunner", "passError"]),
+            event_kind("valid", EventKind::Valid, &[], &["validate"]),
+            event_kind("invalid", EventKind::Invalid, &[], &["validate"]),
+            event_kind("afterRunReturned", EventKind::AfterRunReturned, &[], &["afterRun"]),
+            event_kind("traceEmitted", EventKind::TraceEmitted, &[], &["trace"]),
+            event_kind(
+                "threw",
+                EventKind::Threw,
+                &[E_TIMED_OUT],
+                &["beforeRun", "runRunner", "passError", "afterRun", "trace", "finish"],
+            ),
+        ],
+        unknown: None,
+        encode: true,
+        answering: Some(STEP.tag),
+    };
+
     // Setups: the entry in bits 0–1, the flags, the retries (at most 7, `MAX_RETRIES` is 5) in
     // bits 6–8, then whether they are checked.
-    pub const ENTRY_MASK: u32 = 0x3;
-    pub const SETUP_BEFORE_RUN: u32 = 1 << 2;
-    pub const SETUP_AFTER_RUN: u32 = 1 << 3;
-    pub const SETUP_OUTPUT_SCHEMA: u32 = 1 << 4;
-    pub const SETUP_TRACE: u32 = 1 << 5;
-    pub const RETRIES_SHIFT: u32 = 6;
-    pub const RETRIES_MASK: u32 = 0x7 << RETRIES_SHIFT;
-    pub const SETUP_CHECKED_RETRIES: u32 = 1 << 9;
+    const S_BEFORE_RUN: Field = Field::flag("beforeRun", 2);
+    const S_AFTER_RUN: Field = Field::flag("afterRun", 3);
+    const S_OUTPUT_SCHEMA: Field = Field::flag("outputSchema", 4);
+    const S_TRACE: Field = Field::flag("trace", 5);
+    const S_RETRIES: Field = Field::int("retries", 6, 3);
+    const S_CHECKED_RETRIES: Field = Field::flag("checkedRetries", 9);
+    pub const ENTRY_MASK: u32 = SETUP.kind_mask();
+    pub const SETUP_BEFORE_RUN: u32 = S_BEFORE_RUN.mask();
+    pub const SETUP_AFTER_RUN: u32 = S_AFTER_RUN.mask();
+    pub const SETUP_OUTPUT_SCHEMA: u32 = S_OUTPUT_SCHEMA.mask();
+    pub const SETUP_TRACE: u32 = S_TRACE.mask();
+    pub const RETRIES_SHIFT: u32 = S_RETRIES.shift;
+    pub const RETRIES_MASK: u32 = S_RETRIES.mask();
+    pub const SETUP_CHECKED_RETRIES: u32 = S_CHECKED_RETRIES.mask();
     const SETUP_BITS: u32 = 10;
 
-    /// The setup bits of `outputSchemaRetries: n` (a checked `n`), for the driver to put in
-    /// place of `SETUP_DEFAULT_RETRIES`.
+    /// The setup's layout: `lib/agent.js` writes a setup through the encoder of its entry
+    /// (`boundary.agent.setup.encode.run(...)`).
+    pub const SETUP: Layout = Layout {
+        tag: "entry",
+        kind_width: 2,
+        common: &[S_BEFORE_RUN, S_AFTER_RUN, S_OUTPUT_SCHEMA, S_TRACE, S_RETRIES, S_CHECKED_RETRIES],
+        kinds: &[
+            Kind { name: "run", code: Entry::Run as u32, fields: &[], answers: &[] },
+            Kind { name: "prompt", code: Entry::Prompt as u32, fields: &[], answers: &[] },
+            Kind { name: "stream", code: Entry::Stream as u32, fields: &[], answers: &[] },
+        ],
+        unknown: None,
+        encode: true,
+        answering: None,
+    };
+
+    /// The setup bits of `outputSchemaRetries: n` (a checked `n`; the driver writes them with
+    /// `SETUP`'s encoder).
+    #[cfg(test)]
     pub fn retries_setup(n: u8) -> u32 {
         u32::from(n.min(MAX_RETRIES)) << RETRIES_SHIFT | SETUP_CHECKED_RETRIES
     }
-
-    /// The named codes, for the driver.
-    pub const CODES: &[(&str, u32)] = &[
-        ("ACTION_MASK", ACTION_MASK),
-        ("STATUS_SHIFT", STATUS_SHIFT),
-        ("STATUS_MASK", STATUS_MASK),
-        ("ADD_USAGE", ADD_USAGE),
-        ("REWRITE_LAST_USER", REWRITE_LAST_USER),
-        ("RETRY", RETRY),
-        ("REPORT_OUTPUT", REPORT_OUTPUT),
-        ("COUNT_SPENT", COUNT_SPENT),
-        ("BUILD", BUILD),
-        ("FAILED", FAILED),
-        ("SUCCESS", SUCCESS),
-        ("STRUCTURED", STRUCTURED),
-        ("MERGED", MERGED),
-        ("LOOP_DETECTED", LOOP_DETECTED),
-        ("BUDGET_EXCEEDED", BUDGET_EXCEEDED),
-        ("ABORTED", ABORTED),
-        ("TIMED_OUT", TIMED_OUT),
-        ("HISTORY_SHIFT", HISTORY_SHIFT),
-        ("HISTORY_MASK", HISTORY_MASK),
-        ("HISTORY_COMMIT", History::Commit as u32),
-        ("HISTORY_ROLLBACK", History::Rollback as u32),
-        ("BEFORE_RUN", BEFORE_RUN),
-        ("RUN_RUNNER", RUN_RUNNER),
-        ("VALIDATE", VALIDATE),
-        ("AFTER_RUN", AFTER_RUN),
-        ("TRACE", TRACE),
-        ("FINISH", FINISH),
-        ("PASS_ERROR", PASS_ERROR),
-        ("EV_HOOK_RETURNED", EventKind::HookReturned as u32),
-        ("EV_RUNNER_DONE", EventKind::RunnerDone as u32),
-        ("EV_RUNNER_ERROR", EventKind::RunnerError as u32),
-        ("EV_VALID", EventKind::Valid as u32),
-        ("EV_INVALID", EventKind::Invalid as u32),
-        ("EV_AFTER_RUN_RETURNED", EventKind::AfterRunReturned as u32),
-        ("EV_TRACE_EMITTED", EventKind::TraceEmitted as u32),
-        ("EV_THREW", EventKind::Threw as u32),
-        ("EV_BUDGET_EXCEEDED", EV_BUDGET_EXCEEDED),
-        ("EV_LOOP_DETECTED", EV_LOOP_DETECTED),
-        ("EV_ABORTED", EV_ABORTED),
-        ("EV_TIMED_OUT", EV_TIMED_OUT),
-        ("EV_CHANGED", EV_CHANGED),
-        ("EV_HAS_USER", EV_HAS_USER),
-        ("EVENT_SPAN", EVENT_SPAN),
-        ("ENTRY_RUN", Entry::Run as u32),
-        ("ENTRY_PROMPT", Entry::Prompt as u32),
-        ("ENTRY_STREAM", Entry::Stream as u32),
-        ("SETUP_BEFORE_RUN", SETUP_BEFORE_RUN),
-        ("SETUP_AFTER_RUN", SETUP_AFTER_RUN),
-        ("SETUP_OUTPUT_SCHEMA", SETUP_OUTPUT_SCHEMA),
-        ("SETUP_TRACE", SETUP_TRACE),
-        ("SETUP_DEFAULT_RETRIES", (DEFAULT_RETRIES as u32) << RETRIES_SHIFT),
-    ];
 
     pub fn setup_from(code: u32) -> Result<Setup, AgentError> {
         let entry = match code & ENTRY_MASK {
@@ -996,6 +1105,11 @@ pub mod wire {
         }
     }
 
+    /// The step's bits of a word.
+    pub fn step_bits(word: f64) -> u32 {
+        (word as u64 & ((1 << STEP_BITS) - 1)) as u32
+    }
+
     // The machine's bits, above the step's: setup (10), phase (3), attempts (5), the last
     // runner flags (3, as the event encodes them), timed_out (1): 22 bits, so the word stays
     // below 2^42.
@@ -1051,7 +1165,7 @@ pub mod texts {
     pub const DRIVER_TEXT_ON_TEXTLESS_PATH: &str =
         "oma-kernel: agent driver got a step with a text on a path without texts";
     pub const DRIVER_EXPECTED_ACTION: &str = "oma-kernel: agent driver expected action {expected}, got {got}";
-    pub const DRIVER_UNKNOWN_ACTION: &str = "oma-kernel: unknown agent action {action}";
+    pub const DRIVER_UNKNOWN_ACTION: &str = "oma-kernel: unknown agent action {code}";
 }
 
 #[cfg(test)]
@@ -1664,6 +1778,63 @@ mod tests {
         assert!(matches!(run.pending(), Pending::Done));
     }
 
+    /// The generated answer types (`agent::wire::EVENT`'s `answers`) let every event the
+    /// machine takes through, and name no pair the machine never takes: explored over every
+    /// machine reachable from every setup.
+    #[test]
+    fn the_declared_answers_are_exactly_what_the_machine_takes() {
+        use std::collections::HashSet;
+        let flags = [NONE, LOOPED, RunFlags { budget_exceeded: true, loop_detected: false, aborted: true }];
+        let mut events = vec![Event::RunnerError, Event::Valid, Event::Invalid { message: "m" }];
+        events.extend([Event::AfterRunReturned, Event::TraceEmitted]);
+        for b in [false, true] {
+            events.push(Event::HookReturned { changed: b, has_user: !b });
+            events.push(Event::HookReturned { changed: b, has_user: b });
+            events.push(Event::Threw { timed_out: b });
+            for f in flags {
+                for output in [None, Some("{\"a\": 1}"), Some("no json")] {
+                    events.push(Event::RunnerDone { flags: f, timed_out: b, output });
+                }
+            }
+        }
+        let op = |step: &Step| {
+            let code = wire::step_code(step).0 & wire::ACTION_MASK;
+            wire::STEP.kinds.iter().find(|k| k.code == code).expect("a declared step").name
+        };
+        let mut todo = Vec::new();
+        for entry in [Entry::Run, Entry::Prompt, Entry::Stream] {
+            for bits in 0..64u32 {
+                let code = entry as u32
+                    | bits << 2
+                        & (wire::SETUP_BEFORE_RUN
+                            | wire::SETUP_AFTER_RUN
+                            | wire::SETUP_OUTPUT_SCHEMA
+                            | wire::SETUP_TRACE)
+                    | (bits >> 4) << wire::RETRIES_SHIFT;
+                for checked in [0, wire::SETUP_CHECKED_RETRIES] {
+                    todo.push(AgentRun::start(wire::setup_from(code | checked).unwrap()));
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut taken = HashSet::new();
+        while let Some((run, step)) = todo.pop() {
+            for e in &events {
+                let mut next = run;
+                let Ok(s) = next.answer(*e) else { continue };
+                let kind = wire::EVENT.kinds.iter().find(|k| k.code == e.kind() as u32).unwrap();
+                assert!(kind.answers.contains(&op(&step)), "{} answers {} ({:?})", kind.name, op(&step), run.phase);
+                taken.insert((kind.name, op(&step)));
+                if seen.insert(wire::pack(&next, wire::step_code(&s).0).unwrap().to_bits()) {
+                    todo.push((next, s));
+                }
+            }
+        }
+        let declared: HashSet<(&str, &str)> =
+            wire::EVENT.kinds.iter().flat_map(|k| k.answers.iter().map(move |a| (k.name, *a))).collect();
+        assert_eq!(taken, declared);
+    }
+
     #[test]
     fn codes_are_distinct_where_they_share_a_field() {
         let actions = [
@@ -1726,8 +1897,8 @@ mod tests {
         let word = wire::pack(&run, 0xfffff).unwrap();
         assert!(word * f64::from(wire::EVENT_SPAN) + f64::from(wire::EVENT_SPAN) < 2f64.powi(53));
         assert_eq!(wire::unpack(word).unwrap(), run);
-        for (i, (name, _)) in wire::CODES.iter().enumerate() {
-            assert!(!wire::CODES[..i].iter().any(|(n, _)| n == name), "{name} twice");
+        for layout in [wire::STEP, wire::EVENT, wire::SETUP] {
+            layout.check();
         }
     }
 }
