@@ -1,7 +1,6 @@
 //! A run's whole state as data: [`Machine::snapshot`] writes it as JSON, [`Machine::restore`]
 //! makes a machine that goes on exactly as the snapshotted one would (the prerequisite for
-//! durable runs, issue 33: upstream checkpoints a run through `onCheckpoint` and resumes it with
-//! `resumeState`).
+//! durable runs, issue 33).
 //!
 //! What is not in it: the configuration and the summarize strategy's cache handle, which the
 //! runner that restores the run supplies (the same options give the same configuration; the
