@@ -1733,6 +1733,39 @@ mod tests {
     }
 
     #[test]
+    fn records_and_added_messages_keep_what_a_compression_rewrote() {
+        let mut cfg = RunnerConfig::default();
+        cfg.compress_tool_results = Some(1.0);
+        let mut m = machine(cfg, START, &["a"]);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "a"), ("2", "a")], "")), ActionKind::ToolRound);
+        let Pending::ToolResults(mut round) = m.pending() else { panic!() };
+        let outcome = |text: &str| ToolOutcome { content: text.into(), is_error: None, usage: None };
+        round.answer_timed(1, outcome("second output"), 4.0).unwrap();
+        round.answer(0, outcome("first output")).unwrap();
+        assert_eq!(answered(&mut m, &tool_resp(&[("3", "a")], "")), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "third output", None, None);
+        // Turn 3 compresses the first round's results in the conversation ...
+        assert!(plan_of(&mut m).contains("[Tool output compressed"));
+        assert!(!m.conversation()[2].to_json().contains("first output"));
+        assert_eq!(answered(&mut m, &text_resp("fin", 1, 1)), ActionKind::Text);
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        // ... not in what the run reports it added and ran.
+        let calls: Vec<_> = m.tool_calls_made().iter().map(|c| (c.name, c.input.get(), c.output, c.duration)).collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", r#"{"q":1}"#, "first output", 0.0),
+                ("a", r#"{"q":1}"#, "second output", 4.0),
+                ("a", r#"{"q":1}"#, "third output", 0.0)
+            ]
+        );
+        let added: Vec<String> = m.added_messages().map(Message::to_json).collect();
+        assert_eq!(added.len(), 5);
+        assert!(added[1].contains("first output") && added[1].contains("second output"));
+        assert!(added[4].contains("fin"));
+    }
+
+    #[test]
     fn pending_hands_out_the_awaited_handle_and_refuses_by_kind_with_the_driver_texts() {
         let mut m = machine(RunnerConfig::default(), START, &["a"]);
         assert_eq!(m.awaiting(), Awaiting::Nothing);
