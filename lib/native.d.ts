@@ -27,10 +27,12 @@ export declare function runNext(id: number, aborted: boolean): WireAction
 export declare function runRespond(id: number, contentJson: string | null, inputTokens: number, outputTokens: number, copied?: boolean): WireAction
 
 /**
- * Call `index`'s outcome in a `ToolRound`. `isError`: 0 false, 1 true, 2 not set; the two numbers
- * are a delegated run's `metadata.tokenUsage`, when it reported one.
+ * Call `index`'s outcome in a `ToolRound`, answered as it settles. `isError`: 0 false, 1 true, 2
+ * not set; the two numbers are a delegated run's `metadata.tokenUsage`, when it reported one (else
+ * `undefined`); `duration`: the call's milliseconds, which the machine records for
+ * `RunResult.toolCalls` (0 when not given).
  */
-export declare function runToolResult(id: number, index: number, content: string, isError: 0 | 1 | 2, inputTokens?: number, outputTokens?: number): undefined
+export declare function runToolResult(id: number, index: number, content: string, isError: 0 | 1 | 2, inputTokens?: number, outputTokens?: number, duration?: number): undefined
 
 /**
  * The outcomes of all of a `ToolRound`'s calls, in index order, in one call: for each, `code`

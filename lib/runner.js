@@ -516,6 +516,21 @@ const notGranted = (call) => ({ data: native.notGrantedText(call.name), isError:
  */
 const failedResult = (err) => ({ data: thrownMessage(err), isError: true })
 
+/**
+ * A call's outcome (as `_finishBlock` read and timed it), answered to the machine as it settles:
+ * the machine then holds every settled outcome of a round in flight, with its duration (its
+ * record for `RunResult.toolCalls`), whatever happens to the round's other calls.
+ * @param {number} id
+ * @param {number} index
+ * @param {Outcome} out
+ */
+function answerOutcome(id, index, out) {
+  // `isError` as runToolResult codes it: 0 false, 1 true, 2 not set (a non-boolean one too).
+  const e = out.isError === true ? 1 : out.isError === false ? 0 : 2
+  const u = out.usage
+  native.runToolResult(id, index, out.text, e, u === null ? undefined : u[0], u === null ? undefined : u[1], out.duration)
+}
+
 /** A round's call as a stream consumer is shown it: the same block with a copy of its input
  *  (the kernel's own input object is the one its tool runs with, issue 30).
  * @param {ToolUseBlock} call
@@ -617,6 +632,11 @@ class Drive {
     this.deadline = null
     /** @type {ReturnType<typeof llm.linkSignal> | null} */
     this.link = null // linkSignal's pair [cancel handle, unlink]: kept whole (see AgentRun.begin on storing closures)
+    // RunResult.messages and .toolCalls as the caller gets them: the very objects the run made
+    // (its messages, the adapter's content, the input each tool ran with, the tool's `data`). The
+    // machine holds both as data (Machine::added_messages, Machine::tool_calls_made), which a
+    // restored run rebuilds them from; they differ only where a JS value is not JSON (a custom
+    // executor's non-string `data`, which the history holds as its text).
     /** @type {LLMMessage[]} */
     this.newMessages = []
     /** @type {import('../index.js').ToolCallRecord[]} */
@@ -814,16 +834,13 @@ class Drive {
     return context
   }
 
-  /** A settled round: the machine takes the outcomes before anything below reads them (none of
-   *  it runs user code; one crossing for the round when it had several calls); its records,
-   *  appended to `toolCalls`; its tool_result blocks, in an array of their number (each is kept
-   *  in the conversation: one grown by push would keep room for 17).
+  /** A settled round (the machine has taken each outcome as it settled: answerOutcome): its
+   *  records, appended to `toolCalls` in call order; its tool_result blocks, in an array of their
+   *  number (each is kept in the conversation: one grown by push would keep room for 17).
    * @param {ToolUseBlock[]} calls
    * @param {Outcome[]} done
    */
   roundSettled(calls, done) {
-    if (calls.length === 1) wire.respondToolResult(this.id, 0, done[0].text, done[0].isError, done[0].usage)
-    else wire.respondToolResults(this.id, done)
     /** @type {Array<import('../index.js').ContentBlock>} */
     const resultBlocks = new Array(calls.length)
     for (let i = 0; i < calls.length; i++) {
@@ -1084,8 +1101,9 @@ class AgentRunner {
                 }
               }
               done[0] = this._finishBlock(calls[0], startMs, result, options, d.onTrace, d.trace)
+              answerOutcome(d.id, 0, done[0])
             } else {
-              await this._runBlocks(calls, action.granted, context, options, d.watch, d.onTrace, d.trace, done)
+              await this._runBlocks(d, calls, action.granted, context, options, done)
             }
             const resultBlocks = d.roundSettled(calls, done)
             if (streaming) for (let k = 0; k < resultBlocks.length; k++) yield { type: 'tool_result', data: resultBlocks[k] }
@@ -1215,17 +1233,17 @@ class AgentRunner {
    * when one settles) ends that block's chain only. The round then waits for every tool it
    * started, whatever threw and in whatever order, and only then fails with the first throw
    * (in time order, as the original's Promise.all reports it): no tool outlives its run
-   * unobserved, and nothing it does later can become an unhandled rejection.
+   * unobserved, and nothing it does later can become an unhandled rejection. Each outcome is
+   * answered to the machine as it settles (a crossing per call, which W1 16×10 measures).
+   * @param {Drive} d
    * @param {ToolUseBlock[]} calls
    * @param {boolean[]} granted
    * @param {ToolUseContext} context
    * @param {RunOpts} options
-   * @param {AbortWatch | null} watch
-   * @param {RunOpts['onTrace']} onTrace
-   * @param {TraceBase | null} trace
    * @param {Outcome[]} done
    */
-  async _runBlocks(calls, granted, context, options, watch, onTrace, trace, done) {
+  async _runBlocks(d, calls, granted, context, options, done) {
+    const { id, watch, onTrace, trace } = d
     /** @type {{ err: unknown } | null} */
     let failure = null
     const fail = (/** @type {unknown} */ err) => {
@@ -1250,7 +1268,9 @@ class AgentRunner {
       // Called once per started block, possibly before _execute returns.
       const finish = (/** @type {unknown} */ result) => {
         try {
-          done[i] = this._finishBlock(call, startMs, result, options, onTrace, trace)
+          const out = this._finishBlock(call, startMs, result, options, onTrace, trace)
+          done[i] = out
+          answerOutcome(id, i, out)
         } catch (err) {
           fail(err)
         }

@@ -31,12 +31,14 @@ pub(super) trait RawArgs {
 }
 
 /// One tool call's outcome as the raw calls carry it: `is_error` 0 false, 1 true, 2 not set
-/// ([`is_error_of`]), and a delegated run's usage when given.
+/// ([`is_error_of`]), a delegated run's usage when given, and the call's duration in
+/// milliseconds (0 when not given: `runToolResults`).
 #[derive(Debug, PartialEq)]
 pub(super) struct Outcome {
     pub content: String,
     pub is_error: u32,
     pub usage: Option<Usage>,
+    pub duration: f64,
 }
 
 /// `isError` as the raw calls code it: 0 false, 1 true, anything else not set.
@@ -58,14 +60,15 @@ pub(super) fn model_answer(a: &impl RawArgs) -> Result<(u32, Usage, bool), Strin
     Ok((id, usage, copied))
 }
 
-/// `runToolResult(id, index, content, isError, inputTokens?, outputTokens?)`: the run's id, the
-/// call's index and its outcome.
+/// `runToolResult(id, index, content, isError, inputTokens?, outputTokens?, duration?)`: the
+/// run's id, the call's index and its outcome.
 pub(super) fn tool_result(a: &impl RawArgs) -> Result<(u32, u32, Outcome), String> {
     let (id, index, is_error) = (a.u32(0)?, a.u32(1)?, a.u32(3)?);
     let usage =
         if a.is_nullish(4) { None } else { Some(Usage { input_tokens: a.number(4)?, output_tokens: a.number(5)? }) };
+    let duration = if a.is_nullish(6) { 0.0 } else { a.number(6)? };
     let content = a.with_str(2, str::to_string)?;
-    Ok((id, index, Outcome { content, is_error, usage }))
+    Ok((id, index, Outcome { content, is_error, usage, duration }))
 }
 
 /// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the run's
@@ -93,7 +96,7 @@ pub(super) fn tool_results(a: &impl RawArgs) -> Result<(u32, Vec<Outcome>), Stri
             None
         };
         let content = a.with_str(at + 1, str::to_string)?;
-        outcomes.push(Outcome { content, is_error: code & 3, usage });
+        outcomes.push(Outcome { content, is_error: code & 3, usage, duration: 0.0 });
         at += width;
     }
     Ok((id, outcomes))

@@ -288,16 +288,17 @@ unsafe extern "C" fn run_respond(env: sys::napi_env, info: sys::napi_callback_in
     unsafe { call::<5>(env, info, body) }
 }
 
-/// `runToolResult(id, index, content, isError 0 | 1 | 2, inputTokens?, outputTokens?)`: one
-/// call's outcome, with a delegated run's usage when the two numbers are given.
+/// `runToolResult(id, index, content, isError 0 | 1 | 2, inputTokens?, outputTokens?,
+/// duration?)`: one call's outcome, with a delegated run's usage when the two numbers are given,
+/// and the call's duration (the machine records it for `RunResult.toolCalls`).
 unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let body = |a: &mut Args<'_>| -> CallResult {
-        let (id, index, Outcome { content, is_error, usage }) = convert::tool_result(a)?;
-        runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
+        let (id, index, Outcome { content, is_error, usage, duration }) = convert::tool_result(a)?;
+        runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage, duration })?;
         Ok(Ret::Undefined)
     };
     // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
-    unsafe { call::<6>(env, info, body) }
+    unsafe { call::<7>(env, info, body) }
 }
 
 /// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the
@@ -309,9 +310,9 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
 unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     let body = |a: &mut Args<'_>| -> CallResult {
         let (id, outcomes) = convert::tool_results(a)?;
-        for (index, Outcome { content, is_error, usage }) in outcomes.into_iter().enumerate() {
+        for (index, Outcome { content, is_error, usage, duration }) in outcomes.into_iter().enumerate() {
             let index = index as u32;
-            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage })?;
+            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage, duration })?;
         }
         Ok(Ret::Undefined)
     };

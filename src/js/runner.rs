@@ -274,6 +274,8 @@ pub(super) enum JsResponse<'a> {
         content: String,
         is_error: u32,
         usage: Option<Usage>,
+        /// Milliseconds, as the driver timed the call.
+        duration: f64,
     },
 }
 
@@ -317,8 +319,9 @@ pub(super) fn run_respond(id: u32, r: JsResponse<'_>) -> std::result::Result<Opt
                 policy.answer(action);
                 Ok(())
             }
-            (JsResponse::ToolResult { index, content, is_error, usage }, Pending::ToolResults(mut round)) => {
-                round.answer(index as usize, ToolOutcome { content, is_error: is_error_of(is_error), usage })
+            (JsResponse::ToolResult { index, content, is_error, usage, duration }, Pending::ToolResults(mut round)) => {
+                let outcome = ToolOutcome { content, is_error: is_error_of(is_error), usage };
+                round.answer_timed(index as usize, outcome, duration)
             }
             (r, pending) => Err(pending.refuse(r.answers())),
         };

@@ -54,7 +54,7 @@ fn usage(i: f64, o: f64) -> Option<Usage> {
 }
 
 fn outcome(content: &str, is_error: u32, usage: Option<Usage>) -> Outcome {
-    Outcome { content: content.into(), is_error, usage }
+    Outcome { content: content.into(), is_error, usage, duration: 0.0 }
 }
 
 #[test]
@@ -101,6 +101,13 @@ fn one_tool_result_with_optional_usage() {
     assert_eq!(tool_result(&a).unwrap_err(), "oma-kernel: argument 5 must be a number");
     let a = Vals(vec![N(1.0), N(3.0), Null, N(0.0)]);
     assert_eq!(tool_result(&a).unwrap_err(), "oma-kernel: argument 2 must be a string");
+    // The duration, after the usage (absent or not).
+    let a = Vals(vec![N(1.0), N(3.0), S("x"), N(0.0), Null, Null, N(7.5)]);
+    assert_eq!(tool_result(&a).unwrap(), (1, 3, Outcome { duration: 7.5, ..outcome("x", 0, None) }));
+    let a = Vals(vec![N(1.0), N(3.0), S("x"), N(2.0), N(5.0), N(6.0), N(0.25)]);
+    assert_eq!(tool_result(&a).unwrap(), (1, 3, Outcome { duration: 0.25, ..outcome("x", 2, usage(5.0, 6.0)) }));
+    let a = Vals(vec![N(1.0), N(3.0), S("x"), N(0.0), Null, Null, S("7")]);
+    assert_eq!(tool_result(&a).unwrap_err(), "oma-kernel: argument 6 must be a number");
 }
 
 #[test]

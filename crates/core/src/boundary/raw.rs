@@ -76,7 +76,7 @@ pub const CALLS: &[RawCall] = &[
     },
     RawCall {
         name: "runToolResult",
-        doc: "Call `index`'s outcome in a `ToolRound`. `isError`: 0 false, 1 true, 2 not set; the two numbers are a delegated run's `metadata.tokenUsage`, when it reported one.",
+        doc: "Call `index`'s outcome in a `ToolRound`, answered as it settles. `isError`: 0 false, 1 true, 2 not set; the two numbers are a delegated run's `metadata.tokenUsage`, when it reported one (else `undefined`); `duration`: the call's milliseconds, which the machine records for `RunResult.toolCalls` (0 when not given).",
         params: &[
             p("id", "number"),
             p("index", "number"),
@@ -84,6 +84,7 @@ pub const CALLS: &[RawCall] = &[
             p("isError", "0 | 1 | 2"),
             opt("inputTokens", "number"),
             opt("outputTokens", "number"),
+            opt("duration", "number"),
         ],
         returns: "undefined",
     },

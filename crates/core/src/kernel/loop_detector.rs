@@ -91,6 +91,19 @@ impl LoopDetector {
         self
     }
 
+    /// What the detector remembers (the tool-call signatures and the normalised texts of the
+    /// last turns, oldest first): a runner snapshot's part (`runner::snapshot`).
+    pub fn memory(&self) -> (&VecDeque<String>, &VecDeque<String>) {
+        (&self.tools, &self.texts)
+    }
+
+    /// The same detector remembering what [`LoopDetector::memory`] gave.
+    pub fn with_memory(mut self, tools: VecDeque<String>, texts: VecDeque<String>) -> LoopDetector {
+        self.tools = tools;
+        self.texts = texts;
+        self
+    }
+
     /// `calls` = (name, input JSON text) per tool_use block, in block order.
     pub fn record_tool_calls<'a>(&mut self, calls: &[(&'a str, &'a str)]) -> Option<LoopInfo> {
         if calls.is_empty() {

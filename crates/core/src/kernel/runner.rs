@@ -36,6 +36,7 @@
 //! actions with the user's adapter and tools (through the wire encoding in `super::wire`); the
 //! tests below drive the machine with scripted drivers, no Node involved.
 
+pub mod snapshot;
 pub mod wire;
 
 use rustc_hash::FxHashSet;
@@ -358,14 +359,23 @@ impl ToolRound<'_> {
     }
 
     /// Takes the outcome of call `index` (a later one for the same index replaces it); an index
-    /// the round does not have is [`DriverError::Unexpected`].
+    /// the round does not have is [`DriverError::Unexpected`]. Its duration is 0: see
+    /// [`ToolRound::answer_timed`].
     pub fn answer(&mut self, index: usize, outcome: ToolOutcome) -> Result<(), DriverError> {
+        self.answer_timed(index, outcome, 0.0)
+    }
+
+    /// [`ToolRound::answer`] with the call's duration in milliseconds, as the driver timed it
+    /// (the machine does no I/O, the clock included): `RunResult.toolCalls[].duration`.
+    pub fn answer_timed(&mut self, index: usize, outcome: ToolOutcome, duration: f64) -> Result<(), DriverError> {
         let slot = self.m.results.get_mut(index).ok_or(DriverError::Unexpected(Unexpected {
             awaiting: Awaiting::ToolResults,
             got: Awaiting::ToolResults,
         }))?;
         let usage = outcome.usage.map(|u| Usage::finite(u.input_tokens, u.output_tokens));
         *slot = Some(ToolOutcome { usage, ..outcome });
+        // (A non-finite duration would not survive a snapshot's JSON.)
+        self.m.round_durations[index] = if duration.is_finite() { duration } else { 0.0 };
         Ok(())
     }
 }
@@ -497,6 +507,17 @@ pub struct ToolOutcome {
     pub usage: Option<Usage>,
 }
 
+/// One executed call as `RunResult.toolCalls` reports it ([`Machine::tool_calls_made`]): the
+/// call as the gate judged it, and its output as the history got it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallRecord<'a> {
+    pub name: &'a str,
+    pub input: &'a RawValue,
+    pub output: &'a str,
+    /// Milliseconds, as the driver timed the call ([`ToolRound::answer_timed`]).
+    pub duration: f64,
+}
+
 /// The forms a model's answer can come in.
 #[derive(Debug)]
 pub enum ModelAnswer<'a> {
@@ -603,6 +624,23 @@ enum Phase {
     Finished,
 }
 
+impl Phase {
+    /// Every phase, in discriminant order (a snapshot writes the discriminant).
+    const ALL: [Phase; 11] = [
+        Phase::TurnStart,
+        Phase::Strategy,
+        Phase::AwaitCustom,
+        Phase::AwaitSummary,
+        Phase::Call,
+        Phase::AwaitResponse,
+        Phase::AwaitLoopAction,
+        Phase::Decide,
+        Phase::AwaitToolResults,
+        Phase::AfterTools,
+        Phase::Finished,
+    ];
+}
+
 pub struct Machine {
     cfg: Arc<RunnerConfig>,
     cache: Arc<Mutex<Option<SummaryCache>>>,
@@ -633,6 +671,14 @@ pub struct Machine {
     loop_info: Option<LoopInfo>,
     loop_action: Option<String>,
     results: Vec<Option<ToolOutcome>>,
+    /// The durations of the round's calls, by index (0 until answered).
+    round_durations: Vec<f64>,
+    /// `RunResult.toolCalls` as data: per executed round, where its result message is in the
+    /// run's added messages (`History::added`), whose previous one is the round's assistant
+    /// message; with the calls' durations, in call order. The records are read from those
+    /// messages ([`Machine::tool_calls_made`]): nothing is copied per call.
+    rounds: Vec<usize>,
+    durations: Vec<f64>,
     plan: Option<Plan>,
     summary: Option<(String, usize, Vec<usize>, String)>,
     /// The text of the last `InjectWarning`.
@@ -650,7 +696,7 @@ impl Machine {
         observers: Observers,
     ) -> Machine {
         let detector = cfg.loop_detection.as_ref().map(|l| {
-            let mut d = LoopDetector::new(l.max_repetitions, l.window).with_match(l.matching);
+            let mut d = detector_of(l);
             // Seed from history so a loop spanning prompt() calls is still seen.
             for m in initial.iter().filter(|m| m.role == Role::Assistant) {
                 let calls: Vec<(&str, &str)> = m
@@ -696,6 +742,9 @@ impl Machine {
             loop_info: None,
             loop_action: None,
             results: Vec::new(),
+            round_durations: Vec::new(),
+            rounds: Vec::new(),
+            durations: Vec::new(),
             plan: None,
             summary: None,
             injected: None,
@@ -854,6 +903,7 @@ impl Machine {
                             Some(a)
                         });
                     self.results.clear();
+                    self.round_durations.clear();
                     if delegated.is_some() {
                         if let Some(budget) = self.cfg.max_token_budget {
                             if self.spent + self.usage.total() > budget {
@@ -1016,6 +1066,8 @@ impl Machine {
         }
         self.results.clear();
         self.results.resize(self.tool_uses.len(), None);
+        self.round_durations.clear();
+        self.round_durations.resize(self.tool_uses.len(), 0.0);
         self.phase = Phase::AwaitToolResults;
         Some(ActionKind::ToolRound)
     }
@@ -1077,6 +1129,8 @@ impl Machine {
         if let Some(kind) = self.inject.take() {
             content.push(Block::text(warning_text(kind)));
         }
+        self.rounds.push(self.conv.added_len());
+        self.durations.extend_from_slice(&self.round_durations);
         self.conv.push(Message { role: Role::User, content });
     }
 
@@ -1084,10 +1138,44 @@ impl Machine {
         &self.conv
     }
 
+    /// Every message the run added to the conversation, in order, as they were added (a context
+    /// strategy's rewrite does not change them): `RunResult.messages`.
+    pub fn added_messages(&self) -> impl Iterator<Item = &Message> {
+        self.conv.added()
+    }
+
+    /// Every executed call of the run, in order (`RunResult.toolCalls`): the calls of each tool
+    /// round (not those a loop stop answered), with their outputs as the history got them.
+    pub fn tool_calls_made(&self) -> Vec<ToolCallRecord<'_>> {
+        let added: Vec<&Message> = self.conv.added().collect();
+        let mut durations = self.durations.iter();
+        let mut out = Vec::with_capacity(self.durations.len());
+        for &at in &self.rounds {
+            let calls = added[at - 1].content.iter().filter_map(|b| match b {
+                Block::ToolUse { name, input, .. } => Some((name.as_str(), &**input)),
+                _ => None,
+            });
+            let outputs = added[at].content.iter().filter_map(|b| match b {
+                Block::ToolResult { content, .. } => Some(content.as_str()),
+                _ => None,
+            });
+            for ((name, input), output) in calls.zip(outputs) {
+                let duration = *durations.next().expect("a duration per executed call");
+                out.push(ToolCallRecord { name, input, output, duration });
+            }
+        }
+        out
+    }
+
     /// The conversation for a request that reads it elsewhere (no copy), with its epoch.
     pub fn shared_conversation(&self) -> (Arc<Vec<Message>>, u64) {
         (self.conv.shared(), self.conv.epoch())
     }
+}
+
+/// A fresh loop detector of configuration `l`.
+fn detector_of(l: &LoopConfig) -> LoopDetector {
+    LoopDetector::new(l.max_repetitions, l.window).with_match(l.matching)
 }
 
 fn warning_text(kind: LoopKind) -> &'static str {
@@ -1173,14 +1261,14 @@ mod tests {
             Observers::ALL,
         )
     }
-    const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go"}]}]"#;
+    pub(super) const START: &str = r#"[{"role":"user","content":[{"type":"text","text":"go"}]}]"#;
 
-    fn text_resp(t: &str, i: u32, o: u32) -> String {
+    pub(super) fn text_resp(t: &str, i: u32, o: u32) -> String {
         format!(
             r#"{{"id":"r","content":[{{"type":"text","text":"{t}"}}],"model":"m","stop_reason":"end_turn","usage":{{"input_tokens":{i},"output_tokens":{o}}}}}"#
         )
     }
-    fn tool_resp(calls: &[(&str, &str)], text: &str) -> String {
+    pub(super) fn tool_resp(calls: &[(&str, &str)], text: &str) -> String {
         let mut blocks: Vec<String> = Vec::new();
         if !text.is_empty() {
             blocks.push(format!(r#"{{"type":"text","text":"{text}"}}"#));
@@ -1207,7 +1295,7 @@ mod tests {
     }
 
     /// A loop detection over every turn (no window) whose action is `action`.
-    fn detecting(max_repetitions: Option<f64>, action: &str, matching: Match) -> Option<LoopConfig> {
+    pub(super) fn detecting(max_repetitions: Option<f64>, action: &str, matching: Match) -> Option<LoopConfig> {
         Some(LoopConfig { max_repetitions, window: None, action: LoopAction::Fixed(action.into()), matching })
     }
 
@@ -1642,6 +1730,39 @@ mod tests {
         tool_result(&mut m, 0, "second", None, None);
         // Turn 3: the first result has been consumed → compressed.
         assert!(plan_of(&mut m).contains("[Tool output compressed — 11 chars, already processed]"));
+    }
+
+    #[test]
+    fn records_and_added_messages_keep_what_a_compression_rewrote() {
+        let mut cfg = RunnerConfig::default();
+        cfg.compress_tool_results = Some(1.0);
+        let mut m = machine(cfg, START, &["a"]);
+        assert_eq!(answered(&mut m, &tool_resp(&[("1", "a"), ("2", "a")], "")), ActionKind::ToolRound);
+        let Pending::ToolResults(mut round) = m.pending() else { panic!() };
+        let outcome = |text: &str| ToolOutcome { content: text.into(), is_error: None, usage: None };
+        round.answer_timed(1, outcome("second output"), 4.0).unwrap();
+        round.answer(0, outcome("first output")).unwrap();
+        assert_eq!(answered(&mut m, &tool_resp(&[("3", "a")], "")), ActionKind::ToolRound);
+        tool_result(&mut m, 0, "third output", None, None);
+        // Turn 3 compresses the first round's results in the conversation ...
+        assert!(plan_of(&mut m).contains("[Tool output compressed"));
+        assert!(!m.conversation()[2].to_json().contains("first output"));
+        assert_eq!(answered(&mut m, &text_resp("fin", 1, 1)), ActionKind::Text);
+        assert_eq!(next(&mut m, false), ActionKind::Done);
+        // ... not in what the run reports it added and ran.
+        let calls: Vec<_> = m.tool_calls_made().iter().map(|c| (c.name, c.input.get(), c.output, c.duration)).collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", r#"{"q":1}"#, "first output", 0.0),
+                ("a", r#"{"q":1}"#, "second output", 4.0),
+                ("a", r#"{"q":1}"#, "third output", 0.0)
+            ]
+        );
+        let added: Vec<String> = m.added_messages().map(Message::to_json).collect();
+        assert_eq!(added.len(), 5);
+        assert!(added[1].contains("first output") && added[1].contains("second output"));
+        assert!(added[4].contains("fin"));
     }
 
     #[test]
