@@ -34,13 +34,6 @@ export declare function runRespond(id: number, contentJson: string | null, input
  */
 export declare function runToolResult(id: number, index: number, content: string, isError: 0 | 1 | 2, inputTokens?: number, outputTokens?: number, duration?: number): undefined
 
-/**
- * The outcomes of all of a `ToolRound`'s calls, in index order, in one call: for each, `code`
- * (`isError` as for `runToolResult`, plus 4 when a delegated run's two usage numbers follow the
- * content), then `content`, then those numbers when flagged.
- */
-export declare function runToolResults(id: number, ...outcomes: Array<number | string>): undefined
-
 /** A slot for an executor's semaphore of limit `max`, with one slot acquired; returns its id. */
 export declare function semOpen(max: number): number
 

@@ -516,21 +516,6 @@ const notGranted = (call) => ({ data: native.notGrantedText(call.name), isError:
  */
 const failedResult = (err) => ({ data: thrownMessage(err), isError: true })
 
-/**
- * A call's outcome (as `_finishBlock` read and timed it), answered to the machine as it settles:
- * the machine then holds every settled outcome of a round in flight, with its duration (its
- * record for `RunResult.toolCalls`), whatever happens to the round's other calls.
- * @param {number} id
- * @param {number} index
- * @param {Outcome} out
- */
-function answerOutcome(id, index, out) {
-  // `isError` as runToolResult codes it: 0 false, 1 true, 2 not set (a non-boolean one too).
-  const e = out.isError === true ? 1 : out.isError === false ? 0 : 2
-  const u = out.usage
-  native.runToolResult(id, index, out.text, e, u === null ? undefined : u[0], u === null ? undefined : u[1], out.duration)
-}
-
 /** A round's call as a stream consumer is shown it: the same block with a copy of its input
  *  (the kernel's own input object is the one its tool runs with, issue 30).
  * @param {ToolUseBlock} call
@@ -834,7 +819,7 @@ class Drive {
     return context
   }
 
-  /** A settled round (the machine has taken each outcome as it settled: answerOutcome): its
+  /** A settled round (the machine has taken each outcome as it settled: wire.respondToolResult): its
    *  records, appended to `toolCalls` in call order; its tool_result blocks, in an array of their
    *  number (each is kept in the conversation: one grown by push would keep room for 17).
    * @param {ToolUseBlock[]} calls
@@ -1101,7 +1086,7 @@ class AgentRunner {
                 }
               }
               done[0] = this._finishBlock(calls[0], startMs, result, options, d.onTrace, d.trace)
-              answerOutcome(d.id, 0, done[0])
+              wire.respondToolResult(d.id, 0, done[0])
             } else {
               await this._runBlocks(d, calls, action.granted, context, options, done)
             }
@@ -1270,7 +1255,7 @@ class AgentRunner {
         try {
           const out = this._finishBlock(call, startMs, result, options, onTrace, trace)
           done[i] = out
-          answerOutcome(id, i, out)
+          wire.respondToolResult(id, i, out)
         } catch (err) {
           fail(err)
         }

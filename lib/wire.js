@@ -346,35 +346,18 @@ const respondConversation = (/** @type {number} */ id, /** @type {string | null}
 const respondLoopAction = (/** @type {number} */ id, /** @type {string} */ action) => native.runRespondLoopAction(id, action)
 
 /**
- * Call `index`'s outcome; `isError` true, false or undefined; `usage` `[in, out]` or null.
+ * Call `index`'s outcome, answered to the machine as it settles: the machine then holds every
+ * settled outcome of a round in flight, with its duration (its record for `RunResult.toolCalls`),
+ * whatever happens to the round's other calls. `isError` as the tool's result held it (coded 0
+ * false, 1 true, 2 not set: a non-boolean one too); `usage` a delegated run's `[in, out]` or null.
  * @param {number} id
  * @param {number} index
- * @param {string} content
- * @param {unknown} isError what the tool's result held
- * @param {[number, number] | null} usage
+ * @param {{ text: string, isError: unknown, usage: [number, number] | null, duration?: number }} out
  */
-function respondToolResult(id, index, content, isError, usage) {
-  const e = isError === true ? 1 : isError === false ? 0 : 2
-  if (usage === null) native.runToolResult(id, index, content, e)
-  else native.runToolResult(id, index, content, e, usage[0], usage[1])
-}
-
-/**
- * A round's outcomes (`done[i]` as for `respondToolResult`, calls 0…n-1), handed over in one
- * crossing: `code` (isError as above, +4 when usage follows), content[, usage in, out], ….
- * @param {number} id
- * @param {ReadonlyArray<{ isError: unknown, text: string, usage: [number, number] | null }>} done
- */
-function respondToolResults(id, done) {
-  /** @type {[number, ...Array<number | string>]} */
-  const args = [id]
-  for (let i = 0; i < done.length; i++) {
-    const d = done[i]
-    const e = d.isError === true ? 1 : d.isError === false ? 0 : 2
-    if (d.usage === null) args.push(e, d.text)
-    else args.push(e | 4, d.text, d.usage[0], d.usage[1])
-  }
-  native.runToolResults(...args)
+function respondToolResult(id, index, out) {
+  const e = out.isError === true ? 1 : out.isError === false ? 0 : 2
+  const u = out.usage
+  native.runToolResult(id, index, out.text, e, u === null ? undefined : u[0], u === null ? undefined : u[1], out.duration)
 }
 
 // Replies of the native adapters: fields separated by U+0001 (wire.rs has the layout and the
@@ -452,7 +435,6 @@ module.exports = {
   respondConversation,
   respondLoopAction,
   respondToolResult,
-  respondToolResults,
   decodeModelReply,
   decodeChatReply,
 }

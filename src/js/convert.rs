@@ -12,7 +12,6 @@ pub(super) fn not_a(i: usize, what: &str) -> String {
 /// A raw call's arguments as the decoders read them: napi values in `fast::Args`, a plain list
 /// in the tests. A missing argument of a fixed-arity call reads as `undefined`.
 pub(super) trait RawArgs {
-    fn len(&self) -> usize;
     fn number(&self, i: usize) -> Result<f64, String>;
     fn u32(&self, i: usize) -> Result<u32, String>;
     fn bool(&self, i: usize) -> Result<bool, String>;
@@ -32,7 +31,7 @@ pub(super) trait RawArgs {
 
 /// One tool call's outcome as the raw calls carry it: `is_error` 0 false, 1 true, 2 not set
 /// ([`is_error_of`]), a delegated run's usage when given, and the call's duration in
-/// milliseconds (0 when not given: `runToolResults`).
+/// milliseconds (0 when not given).
 #[derive(Debug, PartialEq)]
 pub(super) struct Outcome {
     pub content: String,
@@ -69,37 +68,6 @@ pub(super) fn tool_result(a: &impl RawArgs) -> Result<(u32, u32, Outcome), Strin
     let duration = if a.is_nullish(6) { 0.0 } else { a.number(6)? };
     let content = a.with_str(2, str::to_string)?;
     Ok((id, index, Outcome { content, is_error, usage, duration }))
-}
-
-/// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the run's
-/// id and the outcomes of calls 0, 1, … in order. `code`: bits 0–1 `isError` as for
-/// `runToolResult`; bit 2 set when a delegated run's usage, two numbers, follows the content.
-/// Every argument is read before anything is returned, so a malformed call yields an error and
-/// no outcome.
-pub(super) fn tool_results(a: &impl RawArgs) -> Result<(u32, Vec<Outcome>), String> {
-    if a.len() == 0 {
-        return Err(not_a(0, "a number"));
-    }
-    let id = a.u32(0)?;
-    let mut outcomes = Vec::with_capacity(a.len() / 2);
-    let mut at = 1;
-    while at < a.len() {
-        let code = a.u32(at)?;
-        let with_usage = code & 4 != 0;
-        let width = if with_usage { 4 } else { 2 };
-        if at + width > a.len() {
-            return Err(format!("oma-kernel: the outcome of tool call {} is incomplete", outcomes.len()));
-        }
-        let usage = if with_usage {
-            Some(Usage { input_tokens: a.number(at + 2)?, output_tokens: a.number(at + 3)? })
-        } else {
-            None
-        };
-        let content = a.with_str(at + 1, str::to_string)?;
-        outcomes.push(Outcome { content, is_error: code & 3, usage, duration: 0.0 });
-        at += width;
-    }
-    Ok((id, outcomes))
 }
 
 /// A registry's tools (name, runtimeAdded) in registration order, and its rail.

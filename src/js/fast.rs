@@ -29,14 +29,13 @@ type Cb = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::n
 /// Adds the callbacks to the module's exports (napi-rs calls this at load, per env).
 #[napi(module_exports)]
 pub fn register_fast_calls(exports: Object, env: Env) -> Result<()> {
-    let fns: [(&str, Cb); 7] = [
+    let fns: [(&str, Cb); 6] = [
         ("semOpen", sem_open),
         ("semAcquire", sem_acquire),
         ("semRelease", sem_release),
         ("runNext", run_next),
         ("runRespond", run_respond),
         ("runToolResult", run_tool_result),
-        ("runToolResults", run_tool_results),
     ];
     for (name, cb) in fns {
         let mut f = ptr::null_mut();
@@ -94,8 +93,8 @@ impl From<Wire> for Ret {
 /// Runs `body` with the call's arguments; errors and panics become JS exceptions.
 ///
 /// # Safety
-/// `env` and `info` are the ones napi passed to the running callback (as are `call_variadic`'s
-/// and, with `argv` read from them, `run_body`'s).
+/// `env` and `info` are the ones napi passed to the running callback (as are, with `argv` read
+/// from them, `run_body`'s).
 unsafe fn call<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
@@ -109,33 +108,6 @@ unsafe fn call<const N: usize>(
         unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
     // SAFETY: `argv` was just read from this callback's `info`.
     unsafe { run_body(env, status, &argv, body) }
-}
-
-/// `call` for a callback taking any number of arguments: `body` sees exactly those passed
-/// (held on the stack up to `INLINE`, else in one allocation for the call).
-unsafe fn call_variadic(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-    body: impl FnOnce(&mut Args<'_>) -> CallResult,
-) -> sys::napi_value {
-    const INLINE: usize = 64;
-    let mut argc = INLINE;
-    let mut inline = [ptr::null_mut(); INLINE];
-    // SAFETY: as in `call`; napi writes at most INLINE values and sets `argc` to the number
-    // passed, which may be more.
-    let status =
-        unsafe { sys::napi_get_cb_info(env, info, &mut argc, inline.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-    if status != sys::Status::napi_ok || argc <= INLINE {
-        // SAFETY: the first `argc` (at most INLINE) values were read from this callback's `info`.
-        return unsafe { run_body(env, status, &inline[..argc.min(INLINE)], body) };
-    }
-    let mut heap = vec![ptr::null_mut(); argc];
-    // SAFETY: as above, into `heap`, which holds `argc` values.
-    let status =
-        unsafe { sys::napi_get_cb_info(env, info, &mut argc, heap.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
-    let n = argc.min(heap.len());
-    // SAFETY: the first `n` values were read from this callback's `info`.
-    unsafe { run_body(env, status, &heap[..n], body) }
 }
 
 /// Runs `body` on the arguments read (`status`: how reading them went) and hands JS its result,
@@ -196,10 +168,6 @@ struct Args<'a> {
 }
 
 impl RawArgs for Args<'_> {
-    fn len(&self) -> usize {
-        self.argv.len()
-    }
-
     fn number(&self, i: usize) -> std::result::Result<f64, String> {
         let mut v = 0.0;
         // SAFETY: `env` and `argv` are the current callback's (an `Args` lives for one call), `i`
@@ -299,23 +267,4 @@ unsafe extern "C" fn run_tool_result(env: sys::napi_env, info: sys::napi_callbac
     };
     // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
     unsafe { call::<7>(env, info, body) }
-}
-
-/// `runToolResults(id, code, content, [inputTokens, outputTokens,] code, content, …)`: the
-/// outcomes of a round's calls 0, 1, … in one crossing instead of one per call (the driver
-/// answers a round once every block has settled, so nothing is learnt earlier per call).
-/// `code`: bits 0–1 `isError` as for `runToolResult` (0 false, 1 true, 2 not set); bit 2 set
-/// when a delegated run's usage, two numbers, follows the content. Every argument is read
-/// before the machine is given any outcome, so a malformed call changes nothing.
-unsafe extern "C" fn run_tool_results(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    let body = |a: &mut Args<'_>| -> CallResult {
-        let (id, outcomes) = convert::tool_results(a)?;
-        for (index, Outcome { content, is_error, usage, duration }) in outcomes.into_iter().enumerate() {
-            let index = index as u32;
-            runner::run_respond(id, JsResponse::ToolResult { index, content, is_error, usage, duration })?;
-        }
-        Ok(Ret::Undefined)
-    };
-    // SAFETY: napi calls this callback with its own `env` and `info`, as `call` requires.
-    unsafe { call_variadic(env, info, body) }
 }

@@ -17,9 +17,6 @@ enum V {
 struct Vals(Vec<V>);
 
 impl RawArgs for Vals {
-    fn len(&self) -> usize {
-        self.0.len()
-    }
     fn number(&self, i: usize) -> Result<f64, String> {
         match self.0.get(i) {
             Some(V::N(n)) => Ok(*n),
@@ -55,37 +52,6 @@ fn usage(i: f64, o: f64) -> Option<Usage> {
 
 fn outcome(content: &str, is_error: u32, usage: Option<Usage>) -> Outcome {
     Outcome { content: content.into(), is_error, usage, duration: 0.0 }
-}
-
-#[test]
-fn tool_results_are_read_in_order_with_and_without_usage() {
-    let a = Vals(vec![N(7.0), N(0.0), S("a"), N(1.0 + 4.0), S("b"), N(10.0), N(20.0), N(2.0), S("c")]);
-    assert_eq!(
-        tool_results(&a).unwrap(),
-        (7, vec![outcome("a", 0, None), outcome("b", 1, usage(10.0, 20.0)), outcome("c", 2, None)])
-    );
-    // Only the id: a round without outcomes.
-    assert_eq!(tool_results(&Vals(vec![N(3.0)])).unwrap(), (3, vec![]));
-    // The usage bit is bit 2: bits 0–1 are `isError` whatever it says.
-    assert_eq!(
-        tool_results(&Vals(vec![N(1.0), N(6.0), S(""), N(0.5), N(1.5)])).unwrap().1,
-        [outcome("", 2, usage(0.5, 1.5))]
-    );
-}
-
-#[test]
-fn an_incomplete_or_malformed_round_is_refused_as_a_whole() {
-    let err = |v: Vec<V>| tool_results(&Vals(v)).unwrap_err();
-    assert_eq!(err(vec![]), "oma-kernel: argument 0 must be a number");
-    assert_eq!(err(vec![S("7")]), "oma-kernel: argument 0 must be a number");
-    assert_eq!(err(vec![N(7.0), N(0.0)]), "oma-kernel: the outcome of tool call 0 is incomplete");
-    assert_eq!(
-        err(vec![N(7.0), N(0.0), S("a"), N(4.0), S("b"), N(1.0)]),
-        "oma-kernel: the outcome of tool call 1 is incomplete"
-    );
-    assert_eq!(err(vec![N(7.0), N(0.0), N(5.0)]), "oma-kernel: argument 2 must be a string");
-    assert_eq!(err(vec![N(7.0), N(4.0), S("a"), S("1"), N(2.0)]), "oma-kernel: argument 3 must be a number");
-    assert_eq!(err(vec![N(7.0), S("0"), S("a")]), "oma-kernel: argument 1 must be a number");
 }
 
 #[test]

@@ -19,8 +19,6 @@ pub struct Param {
 pub enum ParamKind {
     Required,
     Optional,
-    /// `...name: T[]`: the rest of the arguments.
-    Rest,
 }
 
 const fn p(name: &'static str, ty: &'static str) -> Param {
@@ -86,12 +84,6 @@ pub const CALLS: &[RawCall] = &[
             opt("outputTokens", "number"),
             opt("duration", "number"),
         ],
-        returns: "undefined",
-    },
-    RawCall {
-        name: "runToolResults",
-        doc: "The outcomes of all of a `ToolRound`'s calls, in index order, in one call: for each, `code` (`isError` as for `runToolResult`, plus 4 when a delegated run's two usage numbers follow the content), then `content`, then those numbers when flagged.",
-        params: &[p("id", "number"), Param { name: "outcomes", ty: "Array<number | string>", kind: ParamKind::Rest }],
         returns: "undefined",
     },
     RawCall {
@@ -167,7 +159,6 @@ pub fn render_native_dts() -> String {
             .map(|p| match p.kind {
                 ParamKind::Required => format!("{}: {}", p.name, p.ty),
                 ParamKind::Optional => format!("{}?: {}", p.name, p.ty),
-                ParamKind::Rest => format!("...{}: {}", p.name, p.ty),
             })
             .collect();
         let _ = writeln!(out, "export declare function {}({}): {}", c.name, params.join(", "), c.returns);
@@ -185,8 +176,6 @@ mod tests {
             assert!(CALLS[..i].iter().all(|d| d.name != c.name), "{} declared twice", c.name);
             let first_optional = c.params.iter().position(|p| p.kind != ParamKind::Required).unwrap_or(c.params.len());
             assert!(c.params[first_optional..].iter().all(|p| p.kind != ParamKind::Required), "{}", c.name);
-            let rest = c.params.iter().position(|p| p.kind == ParamKind::Rest);
-            assert!(rest.is_none_or(|r| r == c.params.len() - 1), "{}: a rest parameter is last", c.name);
         }
     }
 
@@ -195,9 +184,6 @@ mod tests {
         let dts = render_native_dts();
         assert!(dts.contains(
             "export declare function runRespond(id: number, contentJson: string | null, inputTokens: number, outputTokens: number, copied?: boolean): WireAction\n"
-        ));
-        assert!(dts.contains(
-            "export declare function runToolResults(id: number, ...outcomes: Array<number | string>): undefined\n"
         ));
     }
 }
